@@ -1,0 +1,59 @@
+"""Dispatcher (HTTP): validate a run request, record the run, publish its cells."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import flask
+import functions_framework
+
+from niah.blobs import GcsBlobStore
+from niah.bus import PubSubPublisher
+from niah.dispatch import RequestError, dispatch_run
+from niah.settings import get_settings
+from niah.store import FirestoreStore
+
+MAX_BODY_BYTES = 1_000_000
+
+
+@cache
+def _clients() -> tuple[FirestoreStore, PubSubPublisher, GcsBlobStore]:
+    """Cloud clients, created once per instance on first use."""
+    return FirestoreStore(), PubSubPublisher(), GcsBlobStore(get_settings().bucket)
+
+
+def _error(status: int, field: str, message: str) -> tuple[dict[str, Any], int]:
+    return {"error": {"field": field, "message": message}}, status
+
+
+@functions_framework.http
+def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
+    """POST a JSON run request; 202 with the run ID, or 400 naming the bad field."""
+    if request.method != "POST":
+        return _error(405, "method", "POST a JSON run request")
+    if (request.content_length or 0) > MAX_BODY_BYTES:
+        return _error(400, "body", f"the request body is above {MAX_BODY_BYTES} bytes")
+    if request.mimetype != "application/json":
+        return _error(400, "Content-Type", "send the run request as application/json")
+    try:
+        payload = json.loads(request.get_data(cache=False, as_text=True) or "null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        return _error(400, "body", f"not valid JSON ({error}); send a JSON object of run options")
+    store, publisher, blobs = _clients()
+    try:
+        result = dispatch_run(payload, store=store, publisher=publisher, blobs=blobs)
+    except RequestError as error:
+        return _error(400, error.field, error.message)
+    settings = get_settings()
+    body = {
+        "run_id": result.run_id,
+        "cells": result.cells,
+        "published": result.published,
+        "created": result.created,
+        "already_complete": result.already_complete,
+        "firestore_document": f"runs/{result.run_id}",
+        "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
+    }
+    return body, 200 if result.already_complete else 202

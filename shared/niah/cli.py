@@ -1,0 +1,234 @@
+"""``niah``: start runs, follow them, and fetch their results.
+
+``niah run`` takes the NIAH harness's options (``--context_lengths_max 4000`` or
+``--context-lengths-max 4000``), posts them to the dispatcher and, with ``--wait``,
+follows the run in Firestore until its report is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from niah.report import format_table, score_table
+from niah.settings import get_settings
+from niah.spec import RunRequest
+
+
+def _option_type(annotation: Any) -> tuple[Any, bool]:
+    """The argparse type of a RunRequest field, and whether it takes a list."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    if typing.get_origin(annotation) is list:
+        return typing.get_args(annotation)[0], True
+    if typing.get_origin(annotation) is typing.Literal:
+        return str, False
+    return annotation, False
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    for name, field in RunRequest.model_fields.items():
+        flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
+        kind, many = _option_type(field.annotation)
+        help_text = f"(default: {field.default!r})"
+        if kind is bool:
+            parser.add_argument(
+                *flags,
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+        elif many:
+            parser.add_argument(
+                *flags, dest=name, type=kind, nargs="+", default=None, help=help_text
+            )
+        else:
+            choices = (
+                typing.get_args(typing.get_args(field.annotation)[0])
+                if typing.get_origin(field.annotation) in (typing.Union, types.UnionType)
+                else typing.get_args(field.annotation)
+            )
+            literal = all(isinstance(c, str) for c in choices) and choices
+            parser.add_argument(
+                *flags,
+                dest=name,
+                type=kind if kind in (int, float) else str,
+                default=None,
+                choices=list(choices) if literal else None,
+                help=help_text,
+            )
+
+
+def _dispatcher_url(args: argparse.Namespace) -> str:
+    url = args.url or get_settings().dispatcher_url
+    if not url:
+        sys.exit("niah: no dispatcher URL; pass --url or source .local/env (DISPATCHER_URL)")
+    return str(url)
+
+
+def _submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    import requests
+
+    headers = {"Content-Type": "application/json"}
+    if url.startswith("https://"):
+        headers["Authorization"] = f"Bearer {_identity_token(url)}"
+    response = requests.post(url, data=json.dumps(payload), headers=headers, timeout=120)
+    body: dict[str, Any] = response.json() if response.content else {}
+    if response.status_code >= 400:
+        error = body.get("error", {})
+        sys.exit(
+            f"niah: {response.status_code}: {error.get('field', '')}: "
+            f"{error.get('message', response.text)}"
+        )
+    return body
+
+
+def _identity_token(audience: str) -> str:
+    """An ID token for a deployed, IAM-protected dispatcher."""
+    import google.auth.transport.requests
+    import google.oauth2.id_token
+
+    request = google.auth.transport.requests.Request()
+    return str(google.oauth2.id_token.fetch_id_token(request, audience))
+
+
+def _store() -> Any:
+    from niah.store import FirestoreStore
+
+    return FirestoreStore()
+
+
+def _blobs() -> Any:
+    from niah.blobs import GcsBlobStore
+
+    return GcsBlobStore(get_settings().bucket)
+
+
+def _wait(run_id: str, timeout: float) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    store = _store()
+    deadline = time.monotonic() + timeout
+    run = store.get_run(run_id) or {}
+    with tqdm(total=int(run.get("total", 0)), unit="cell", desc=run_id) as bar:
+        while True:
+            run = store.get_run(run_id) or {}
+            finished = int(run.get("done", 0)) + int(run.get("failed", 0))
+            bar.update(finished - bar.n)
+            if run.get("status") == "complete" and run.get("report"):
+                return run
+            if time.monotonic() > deadline:
+                sys.exit(
+                    f"niah: run {run_id} not complete after {timeout:.0f} s "
+                    f"({finished}/{run.get('total')} cells); check `niah status {run_id}`"
+                )
+            time.sleep(1)
+
+
+def _print_results(run_id: str, run: dict[str, Any]) -> None:
+    cells = _store().list_cells(run_id)
+    print(
+        f"\nrun {run_id}: {run.get('model')}, {run.get('done', 0)} answered, "
+        f"{run.get('failed', 0)} failed, mean score {run.get('mean_score')}, "
+        f"retrieved {run.get('retrieved_share')}"
+    )
+    print(format_table(score_table(cells)))
+    if run.get("report"):
+        print(f"heatmap: {run['report']['heatmap_uri']}")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    """Submit a run (and follow it with --wait)."""
+    payload = {
+        name: getattr(args, name)
+        for name in RunRequest.model_fields
+        if getattr(args, name) is not None
+    }
+    body = _submit(_dispatcher_url(args), payload)
+    run_id = body["run_id"]
+    print(
+        f"run {run_id}: {body['cells']} cells"
+        + (" (already complete)" if body.get("already_complete") else "")
+    )
+    if args.wait:
+        run = _wait(run_id, args.timeout)
+        _print_results(run_id, run)
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    """Show a run's progress and, when done, its score table."""
+    run = _store().get_run(args.run_id)
+    if run is None:
+        sys.exit(f"niah: no run {args.run_id}")
+    print(
+        f"run {args.run_id}: {run.get('status')}, {run.get('done', 0)} answered + "
+        f"{run.get('failed', 0)} failed of {run.get('total')} cells"
+    )
+    _print_results(args.run_id, run)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """Download the run's heatmap PNG."""
+    run = _store().get_run(args.run_id)
+    if not run or not run.get("report"):
+        sys.exit(f"niah: run {args.run_id} has no report yet; see `niah status {args.run_id}`")
+    name = run["report"]["heatmap_uri"].split("/", 3)[3]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(_blobs().read(name))
+    print(args.out)
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    """Write one JSON file per cell, in the harness's result format."""
+    cells = _store().list_cells(args.run_id)
+    if not cells:
+        sys.exit(f"niah: run {args.run_id} has no stored cells")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for cell in cells:
+        name = f"{cell['cell_id']}_results.json"
+        (args.out / name).write_text(json.dumps(cell, indent=2, default=str))
+    print(f"{len(cells)} cells written to {args.out}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``niah`` command line."""
+    parser = argparse.ArgumentParser(
+        prog="niah", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="submit a run")
+    _add_run_options(run)
+    run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
+    run.add_argument("--wait", action="store_true", help="follow the run until its report")
+    run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
+    run.set_defaults(handler=cmd_run)
+    status = commands.add_parser("status", help="a run's progress and scores")
+    status.add_argument("run_id")
+    status.set_defaults(handler=cmd_status)
+    report = commands.add_parser("report", help="download a run's heatmap")
+    report.add_argument("run_id")
+    report.add_argument("--out", type=Path, required=True)
+    report.set_defaults(handler=cmd_report)
+    export = commands.add_parser("export", help="one harness-style JSON file per cell")
+    export.add_argument("run_id")
+    export.add_argument("--out", type=Path, required=True)
+    export.set_defaults(handler=cmd_export)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``niah`` command."""
+    args = build_parser().parse_args(argv)
+    args.handler(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Dispatch: validate a run request, record the run, publish one message per cell."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from niah.blobs import BlobStore
+from niah.bus import Publisher
+from niah.haystack import TEXT_SUFFIXES, HaystackError, haystack_prefix
+from niah.logs import log
+from niah.providers import max_context_tokens
+from niah.settings import get_settings
+from niah.spec import RunRequest
+from niah.store import ResultStore
+
+
+class RequestError(ValueError):
+    """A request the user must fix; ``field`` names the option at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What the dispatcher answers: the run and how much was published."""
+
+    run_id: str
+    cells: int
+    published: int
+    already_complete: bool
+    created: bool
+
+
+def parse_request(payload: Any) -> RunRequest:
+    """Validate a JSON payload; the first problem becomes a ``RequestError``."""
+    if not isinstance(payload, dict):
+        raise RequestError("body", "must be a JSON object of run options")
+    try:
+        return RunRequest.model_validate(payload)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "body"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = "is not a run option; check its spelling against the README's list"
+        raise RequestError(field, message) from error
+
+
+def check_budget(spec: RunRequest) -> None:
+    """Refuse grids that are impossible or above the configured budget."""
+    settings = get_settings()
+    cells = spec.cells()
+    if len(cells) > settings.max_cells_per_run:
+        raise RequestError(
+            "context_lengths",
+            f"the grid has {len(cells)} cells, above the limit of {settings.max_cells_per_run} "
+            "(NIAH_MAX_CELLS_PER_RUN); use fewer lengths or depths",
+        )
+    total_tokens = sum(cell.context_length for cell in cells)
+    if total_tokens > settings.max_tokens_per_run:
+        raise RequestError(
+            "context_lengths",
+            f"the grid asks for {total_tokens} prompt tokens, above the limit of "
+            f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
+        )
+    limit = max_context_tokens(spec.provider(), spec.model_name)
+    longest = max(cell.context_length for cell in cells)
+    if limit is not None and longest > limit:
+        raise RequestError(
+            "context_lengths",
+            f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens",
+        )
+
+
+def dispatch_run(
+    payload: Any, *, store: ResultStore, publisher: Publisher, blobs: BlobStore
+) -> Dispatched:
+    """Validate, record and fan out a run; idempotent for a repeated request.
+
+    The run ID is derived from the request, so a client that retries gets the same
+    run back and workers skip the cells already answered.
+    """
+    spec = parse_request(payload)
+    check_budget(spec)
+    try:
+        prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
+    except HaystackError as error:
+        raise RequestError("haystack_dir", str(error)) from error
+    if not any(info.name.endswith(TEXT_SUFFIXES) for info in blobs.list(prefix)):
+        raise RequestError(
+            "haystack_dir",
+            f"gs://{blobs.bucket}/{prefix} holds no .txt files; upload the haystack there "
+            "or leave haystack_dir out for the default",
+        )
+    run_id = spec.run_id()
+    cells = spec.cells()
+    created = store.create_run(
+        run_id,
+        {
+            "run_id": run_id,
+            "spec": spec.model_dump(mode="json"),
+            "model": spec.model_name,
+            "version": spec.results_version,
+            "haystack_uri": f"gs://{blobs.bucket}/{prefix}",
+            "status": "running",
+            "total": len(cells),
+            "done": 0,
+            "failed": 0,
+        },
+    )
+    if not created:
+        existing = store.get_run(run_id) or {}
+        if existing.get("status") == "complete":
+            log("run already complete", run_id=run_id)
+            return Dispatched(run_id, len(cells), 0, already_complete=True, created=False)
+    messages = [
+        {
+            "run_id": run_id,
+            "cell_id": cell.cell_id,
+            "context_length": cell.context_length,
+            "depth_percent": cell.depth_percent,
+        }
+        for cell in cells
+    ]
+    published = publisher.publish_cells(messages)
+    log("run dispatched", run_id=run_id, cells=len(cells), created=created)
+    return Dispatched(run_id, len(cells), published, already_complete=False, created=created)

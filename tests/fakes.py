@@ -1,0 +1,109 @@
+"""Small in-memory fakes of the service's own interfaces, for unit tests."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from niah.blobs import BlobInfo
+from niah.providers.base import ModelAnswer
+
+
+class MemoryBlobs:
+    """A ``BlobStore`` in a dict; honours create-if-absent like Cloud Storage."""
+
+    def __init__(self, bucket: str = "test-bucket") -> None:
+        self.bucket = bucket
+        self.objects: dict[str, bytes] = {}
+        self.writes: list[str] = []
+        self._lock = threading.Lock()
+
+    def list(self, prefix: str) -> list[BlobInfo]:
+        return [
+            BlobInfo(name, len(data), str(hash(data)))
+            for name, data in sorted(self.objects.items())
+            if name.startswith(prefix)
+        ]
+
+    def read(self, name: str) -> bytes:
+        return self.objects[name]
+
+    def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
+        with self._lock:
+            if if_absent and name in self.objects:
+                return False
+            self.objects[name] = data
+            self.writes.append(name)
+            return True
+
+    def exists(self, name: str) -> bool:
+        return name in self.objects
+
+
+class MemoryStore:
+    """A ``ResultStore`` in dicts, with the same create-if-absent semantics."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, dict[str, Any]] = {}
+        self.cells: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
+        if run_id in self.runs:
+            return False
+        self.runs[run_id] = dict(doc)
+        self.cells[run_id] = {}
+        return True
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        run = self.runs.get(run_id)
+        return dict(run) if run is not None else None
+
+    def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
+        self.runs[run_id].update(fields)
+
+    def cell_exists(self, run_id: str, cell_id: str) -> bool:
+        return cell_id in self.cells.get(run_id, {})
+
+    def record_cell(self, run_id: str, cell_id: str, doc: dict[str, Any], *, failed: bool) -> bool:
+        if cell_id in self.cells[run_id]:
+            return False
+        self.cells[run_id][cell_id] = dict(doc)
+        counter = "failed" if failed else "done"
+        self.runs[run_id][counter] = self.runs[run_id].get(counter, 0) + 1
+        return True
+
+    def list_cells(self, run_id: str) -> list[dict[str, Any]]:
+        return [doc | {"cell_id": cid} for cid, doc in sorted(self.cells[run_id].items())]
+
+
+class RecordingPublisher:
+    """A ``Publisher`` that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.cells: list[dict[str, Any]] = []
+        self.reports: list[str] = []
+
+    def publish_cells(self, messages: list[dict[str, Any]]) -> int:
+        self.cells.extend(messages)
+        return len(messages)
+
+    def publish_report(self, run_id: str) -> None:
+        self.reports.append(run_id)
+
+
+class ScriptedProvider:
+    """A ``Provider`` whose answer is computed from the prompt by a function."""
+
+    tokenizer_name = "gemma3"
+    default_template = "{context}\n\nQuestion: {question}\nAnswer:{answer_lead}"
+    default_max_output_tokens = 16
+
+    def __init__(self, answer: Any, model_name: str = "scripted") -> None:
+        self.model_name = model_name
+        self._answer = answer
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
+        self.prompts.append(prompt)
+        text = self._answer(prompt)
+        return ModelAnswer(text, "STOP", None, None, 0.0)

@@ -1,0 +1,203 @@
+"""The whole service on one machine: HTTP in, Pub/Sub push, worker, Firestore, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import requests
+
+from niah.blobs import GcsBlobStore
+from niah.store import FirestoreStore
+from tests.integration.conftest import Stack, drain, wait_for
+
+pytestmark = pytest.mark.integration
+
+RUN = {"context_lengths": [300, 700], "document_depth_percents": [0, 50, 100], "seed": 7}
+HARNESS_FIELDS = {
+    "model",
+    "context_length",
+    "depth_percent",
+    "version",
+    "needle",
+    "model_response",
+    "score",
+    "test_duration_seconds",
+    "test_timestamp_utc",
+}
+
+
+def post(stack: Stack, body: Any, *, content_type: str = "application/json") -> requests.Response:
+    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    return requests.post(
+        stack.env["DISPATCHER_URL"], data=data, headers={"Content-Type": content_type}, timeout=60
+    )
+
+
+def wait_complete(run_id: str, timeout: float = 300) -> dict[str, Any]:
+    store = FirestoreStore()
+
+    def complete() -> dict[str, Any] | None:
+        run = store.get_run(run_id)
+        return run if run and run.get("status") == "complete" and run.get("report") else None
+
+    return wait_for(complete, timeout=timeout, what=f"run {run_id} to complete")
+
+
+@pytest.fixture(scope="module")
+def finished_run(stack: Stack) -> dict[str, Any]:
+    drain(stack.tap, settle_seconds=0.5)
+    response = post(stack, RUN)
+    assert response.status_code == 202, response.text
+    body = response.json()
+    run = wait_complete(body["run_id"])
+    return {"body": body, "run": run, "published": drain(stack.tap)}
+
+
+def test_a_run_submitted_over_http_completes_with_every_cell_and_the_report(
+    stack: Stack, finished_run: dict[str, Any]
+) -> None:
+    run_id = finished_run["body"]["run_id"]
+    assert finished_run["body"]["cells"] == 6
+    assert sorted(m["cell_id"] for m in finished_run["published"]) == sorted(
+        f"L{length:08d}-D{depth * 100:05d}" for length in (300, 700) for depth in (0, 50, 100)
+    )
+    run = finished_run["run"]
+    assert (run["total"], run["done"] + run["failed"]) == (6, 6)
+    cells = FirestoreStore().list_cells(run_id)
+    assert len(cells) == 6
+    for cell in cells:
+        assert cell.keys() >= HARNESS_FIELDS
+        assert cell["expected_answer"] in cell["needle"]
+        assert cell["model_response"].strip(), "the local model gave no answer"
+        assert cell["score"] in (1, 10)
+        assert cell["usage"]["prompt_token_count"] >= cell["context_length"]
+    # The real model finds most needles at these lengths.
+    assert sum(cell["score"] == 10 for cell in cells) >= 4
+    blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
+    heatmap = run["report"]["heatmap_uri"].split("/", 3)[3]
+    assert blobs.read(heatmap).startswith(b"\x89PNG")
+    summary = json.loads(blobs.read(run["report"]["summary_uri"].split("/", 3)[3]))
+    assert summary["cells"] == 6 and summary["run_id"] == run_id
+
+
+def test_a_redelivered_cell_does_not_call_the_model_nor_count_twice(
+    stack: Stack, finished_run: dict[str, Any]
+) -> None:
+    import google.cloud.pubsub_v1 as pubsub_v1
+
+    run_id = finished_run["body"]["run_id"]
+    store = FirestoreStore()
+    message = finished_run["published"][0]
+    before = store.list_cells(run_id)
+
+    def model_calls() -> int:
+        return sum(
+            1
+            for line in stack.log_lines("worker")
+            if line.get("message") == "model call" and line.get("run_id") == run_id
+        )
+
+    calls_before = model_calls()
+    assert calls_before == 6
+    publisher = pubsub_v1.PublisherClient()
+    topic = publisher.topic_path(stack.env["NIAH_PROJECT"], "niah-cells")
+    for _ in range(2):
+        publisher.publish(topic, json.dumps(message).encode()).result(timeout=30)
+    wait_for(
+        lambda: (
+            sum(
+                1
+                for line in stack.log_lines("worker")
+                if line.get("message") == "duplicate delivery suppressed"
+                and line.get("cell_id") == message["cell_id"]
+            )
+            >= 2
+        ),
+        timeout=60,
+        what="the worker to see both duplicates",
+    )
+    assert model_calls() == calls_before
+    run = store.get_run(run_id)
+    assert run is not None and (run["done"] + run["failed"], run["total"]) == (6, 6)
+    assert store.list_cells(run_id) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "field"),
+    [
+        (
+            {"context_lengths": [1000], "document_depth_percents": [150]},
+            "application/json",
+            "document_depth_percents",
+        ),
+        ({"context_lengths": "1000"}, "application/json", "context_lengths"),
+        ({"model_nmae": "gemini-2.5-pro"}, "application/json", "model_nmae"),
+        ("{not json", "application/json", "body"),
+        ("context_lengths=1000", "application/x-www-form-urlencoded", "Content-Type"),
+        ({"context_lengths": [100_000]}, "application/json", "context_lengths"),
+    ],
+)
+def test_a_malformed_request_is_refused_and_publishes_nothing(
+    stack: Stack, body: Any, content_type: str, field: str
+) -> None:
+    drain(stack.tap, settle_seconds=0.5)
+    runs_before = {run.id for run in FirestoreStore()._db.collection("runs").stream()}
+    response = post(stack, body, content_type=content_type)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["field"] == field
+    assert response.json()["error"]["message"]
+    assert drain(stack.tap, settle_seconds=1.0) == []
+    assert {run.id for run in FirestoreStore()._db.collection("runs").stream()} == runs_before
+
+
+def test_the_cli_runs_waits_reports_and_exports(stack: Stack, tmp_path: Any) -> None:
+    env = {**os.environ, **stack.env}
+    niah = [sys.executable, "-m", "niah.cli"]
+    result = subprocess.run(
+        [
+            *niah,
+            "run",
+            "--context-lengths",
+            "400",
+            "--document_depth_percents",
+            "25",
+            "75",
+            "--seed",
+            "11",
+            "--wait",
+            "--timeout",
+            "300",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=360,
+        check=True,
+    )
+    run_id = result.stdout.split()[1].rstrip(":")
+    assert "heatmap: gs://" in result.stdout
+    assert "depth %" in result.stdout
+    png = tmp_path / "heatmap.png"
+    subprocess.run(
+        [*niah, "report", run_id, "--out", str(png)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert png.read_bytes().startswith(b"\x89PNG")
+    subprocess.run(
+        [*niah, "export", run_id, "--out", str(tmp_path / "cells")],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    exported = [json.loads(p.read_text()) for p in (tmp_path / "cells").glob("*.json")]
+    assert len(exported) == 2
+    assert all(cell.keys() >= HARNESS_FIELDS for cell in exported)

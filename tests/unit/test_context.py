@@ -1,0 +1,95 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from niah.context import BuiltPrompt, ContextTooShortError, build_prompt
+from niah.haystack import HaystackTokens, load_haystack
+from niah.needles import Needle, needle_for
+from niah.providers.local_gemma import LOCAL_TEMPLATE
+from niah.spec import Cell, RunRequest
+from niah.tokenizer import SentencePieceTokenizer
+from tests.fakes import MemoryBlobs
+
+PREFIX = "haystacks/paul_graham_essays/"
+
+
+@pytest.fixture(scope="module")
+def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackTokens:
+    blobs = MemoryBlobs()
+    for path in sorted(essays_dir.glob("*.txt")):
+        blobs.objects[PREFIX + path.name] = path.read_bytes()
+    return load_haystack(blobs, PREFIX, tokenizer)
+
+
+def build(
+    essays: HaystackTokens,
+    tokenizer: SentencePieceTokenizer,
+    length: int,
+    depth: float,
+    buffer_tokens: int = 0,
+) -> tuple[Needle, BuiltPrompt]:
+    """The local model's prompt for one cell of the default run."""
+    needle = needle_for(RunRequest(), Cell(length, depth))
+    built = build_prompt(
+        essays,
+        tokenizer,
+        template=LOCAL_TEMPLATE,
+        needle=needle,
+        context_length=length,
+        depth_percent=depth,
+        buffer_tokens=buffer_tokens,
+    )
+    return needle, built
+
+
+@pytest.mark.parametrize("length", [1_000, 8_000, 32_000, 128_000, 512_000, 1_000_000, 2_000_000])
+def test_prompt_lands_on_the_requested_length(
+    essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int
+) -> None:
+    depth = 50.0
+    needle, built = build(essays, tokenizer, length, depth)
+    assert built.planned_prompt_tokens == length
+    # The real count of the whole prompt, by the same tokenizer, within 0.1 %.
+    assert abs(len(tokenizer.encode(built.prompt)) - length) <= max(2, length // 1000)
+    assert built.context.count(needle.text) == 1
+
+
+@pytest.mark.parametrize("length", [1_000, 8_000, 32_000, 128_000, 2_000_000])
+@pytest.mark.parametrize("depth", [0, 10, 33, 50, 77.5, 100])
+def test_needle_follows_a_sentence_end_at_the_requested_depth(
+    essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int, depth: float
+) -> None:
+    needle, built = build(essays, tokenizer, length, depth)
+    before = built.context[: built.context.index(needle.text)]
+    if depth < 100:  # depth 100 appends at the very end, as in the harness
+        assert before == "" or before.endswith("."), before[-40:]
+    # Backing up to the previous sentence end costs at most one sentence: within 1 %
+    # of the haystack from 8k tokens up; at 1k a sentence is itself ~3 % of the text.
+    tolerance = 1.0 if length >= 8_000 else 6.0
+    assert depth - tolerance <= built.actual_depth_percent <= depth
+    if depth == 100:
+        assert built.context.endswith(needle.text)
+
+
+def test_buffer_and_harness_option_shrink_the_haystack(
+    essays: HaystackTokens, tokenizer: SentencePieceTokenizer
+) -> None:
+    _, plain = build(essays, tokenizer, 2000, 50)
+    _, buffered = build(essays, tokenizer, 2000, 50, buffer_tokens=200)
+    assert plain.haystack_tokens - buffered.haystack_tokens == 200
+
+
+def test_a_length_below_the_prompts_own_size_is_refused(
+    essays: HaystackTokens, tokenizer: SentencePieceTokenizer
+) -> None:
+    with pytest.raises(ContextTooShortError, match="below the prompt's own size"):
+        build(essays, tokenizer, 10, 50)
+
+
+def test_haystack_repeats_in_file_order(essays: HaystackTokens) -> None:
+    twice = 2 * essays.corpus_tokens + 10
+    essays.ensure(twice)
+    text = essays.text_between(0, twice)
+    assert text.startswith(essays.text + essays.text)
+    assert np.all(np.diff([essays.byte_offset(i) for i in range(0, twice, 997)]) >= 0)

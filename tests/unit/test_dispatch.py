@@ -1,0 +1,59 @@
+import pytest
+
+from niah.dispatch import RequestError, dispatch_run
+from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+
+
+def test_dispatch_records_the_run_and_publishes_every_cell(essay_blobs: MemoryBlobs) -> None:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    result = dispatch_run(
+        {
+            "context_lengths_min": 1000,
+            "context_lengths_max": 4000,
+            "context_lengths_num_intervals": 4,
+            "document_depth_percent_intervals": 5,
+        },
+        store=store,
+        publisher=publisher,
+        blobs=essay_blobs,
+    )
+    assert result.cells == result.published == 20
+    run = store.get_run(result.run_id)
+    assert run is not None and run["total"] == 20 and run["status"] == "running"
+    assert len({m["cell_id"] for m in publisher.cells}) == 20
+
+
+def test_a_repeated_request_names_the_same_run(essay_blobs: MemoryBlobs) -> None:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    body = {"context_lengths": [1000], "document_depth_percents": [50]}
+    first = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    again = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    assert first.run_id == again.run_id and first.created and not again.created
+    store.update_run(first.run_id, {"status": "complete"})
+    done = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    assert done.already_complete and done.published == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"context_lengths": [40_000]}, "context_lengths"),  # above the local model's limit
+        (
+            {"context_lengths_num_intervals": 100, "document_depth_percent_intervals": 100},
+            "context_lengths",
+        ),  # 10,000 cells, above the budget
+        ({"haystack_dir": "nothing_here", "context_lengths": [1000]}, "haystack_dir"),
+        (
+            {"haystack_dir": "gs://someone-elses-bucket/texts", "context_lengths": [1000]},
+            "haystack_dir",
+        ),
+    ],
+)
+def test_refused_requests_publish_and_write_nothing(
+    essay_blobs: MemoryBlobs, body: dict[str, object], field: str
+) -> None:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    with pytest.raises(RequestError) as caught:
+        dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    assert caught.value.field == field
+    assert publisher.cells == [] and store.runs == {}

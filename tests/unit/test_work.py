@@ -1,0 +1,106 @@
+import re
+from typing import Any
+
+import pytest
+
+from niah.dispatch import dispatch_run
+from niah.errors import PermanentCellError, RetryableError
+from niah.providers import Provider
+from niah.spec import ProviderName
+from niah.tokenizer import get_tokenizer
+from niah.work import CellTask, process_cell
+from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher, ScriptedProvider
+
+
+def echo_needle_number(prompt: str) -> str:
+    """A model that finds the needle's number by reading the prompt."""
+    match = re.search(r"special magic \w[\w ]* number is: (\d+)\.", prompt)
+    return f" {match.group(1)}." if match else " I don't know."
+
+
+@pytest.fixture
+def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    result = dispatch_run(
+        {"context_lengths": [300, 600], "document_depth_percents": [0, 100]},
+        store=store,
+        publisher=publisher,
+        blobs=essay_blobs,
+    )
+    return {
+        "store": store,
+        "publisher": publisher,
+        "blobs": essay_blobs,
+        "run_id": result.run_id,
+        "tasks": [CellTask.from_message(m) for m in publisher.cells],
+    }
+
+
+def run_cell(world: dict[str, Any], task: CellTask, provider: Provider) -> str:
+    def provider_for(kind: ProviderName, name: str) -> Provider:
+        return provider
+
+    return process_cell(
+        task,
+        store=world["store"],
+        blobs=world["blobs"],
+        publisher=world["publisher"],
+        provider_for=provider_for,
+        tokenizer_for=get_tokenizer,
+    )
+
+
+def test_every_cell_is_answered_scored_and_the_report_requested_once(world: dict[str, Any]) -> None:
+    provider = ScriptedProvider(echo_needle_number)
+    outcomes = [run_cell(world, task, provider) for task in world["tasks"]]
+    assert outcomes == ["answered"] * 4
+    run = world["store"].get_run(world["run_id"])
+    assert (run["done"], run["failed"], run["total"]) == (4, 0, 4)
+    cells = world["store"].list_cells(world["run_id"])
+    assert all(cell["score"] == 10 and cell["expected_answer"] in cell["needle"] for cell in cells)
+    assert world["publisher"].reports == [world["run_id"]]
+
+
+def test_redelivery_does_not_call_the_model_nor_count_twice(world: dict[str, Any]) -> None:
+    provider = ScriptedProvider(echo_needle_number)
+    task = world["tasks"][0]
+    assert run_cell(world, task, provider) == "answered"
+    assert run_cell(world, task, provider) == "duplicate"
+    assert len(provider.prompts) == 1
+    assert world["store"].get_run(world["run_id"])["done"] == 1
+
+
+def test_permanent_errors_are_stored_and_retryable_ones_raise(world: dict[str, Any]) -> None:
+    def too_long(prompt: str) -> str:
+        raise PermanentCellError("input over the model's limit")
+
+    def busy(prompt: str) -> str:
+        raise RetryableError("429 RESOURCE_EXHAUSTED")
+
+    first, second = world["tasks"][:2]
+    assert run_cell(world, first, ScriptedProvider(too_long)) == "failed"
+    stored = world["store"].list_cells(world["run_id"])[0]
+    assert stored["error"]["message"] == "input over the model's limit"
+    assert stored["score"] is None
+    with pytest.raises(RetryableError):
+        run_cell(world, second, ScriptedProvider(busy))
+    assert not world["store"].cell_exists(world["run_id"], second.cell_id)
+    run = world["store"].get_run(world["run_id"])
+    assert (run["done"], run["failed"]) == (0, 1)
+
+
+def test_a_length_below_the_template_is_a_grey_cell_not_a_crash(essay_blobs: MemoryBlobs) -> None:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    result = dispatch_run(
+        {"context_lengths": [12], "document_depth_percents": [50]},
+        store=store,
+        publisher=publisher,
+        blobs=essay_blobs,
+    )
+    world = {"store": store, "publisher": publisher, "blobs": essay_blobs}
+    outcome = run_cell(
+        world, CellTask.from_message(publisher.cells[0]), ScriptedProvider(echo_needle_number)
+    )
+    assert outcome == "failed"
+    assert "below the prompt's own size" in store.list_cells(result.run_id)[0]["error"]["message"]
+    assert publisher.reports == [result.run_id]
