@@ -160,7 +160,7 @@ resource "google_storage_bucket_iam_member" "report_objects" {
   member = google_service_account.report.member
 }
 
-# The users who start runs and read results (no allUsers anywhere).
+# The users who start runs and read results; nothing is granted to the public.
 resource "google_storage_bucket_iam_member" "invokers_read_reports" {
   for_each = toset(var.run_invokers)
   bucket   = google_storage_bucket.data.name
