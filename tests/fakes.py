@@ -64,12 +64,24 @@ class MemoryStore:
     def cell_exists(self, run_id: str, cell_id: str) -> bool:
         return cell_id in self.cells.get(run_id, {})
 
-    def record_cell(self, run_id: str, cell_id: str, doc: dict[str, Any], *, failed: bool) -> bool:
+    def record_cell(
+        self,
+        run_id: str,
+        cell_id: str,
+        doc: dict[str, Any],
+        *,
+        failed: bool,
+        totals: dict[str, float] | None = None,
+    ) -> bool:
         if cell_id in self.cells[run_id]:
             return False
         self.cells[run_id][cell_id] = dict(doc)
+        run = self.runs[run_id]
         counter = "failed" if failed else "done"
-        self.runs[run_id][counter] = self.runs[run_id].get(counter, 0) + 1
+        run[counter] = run.get(counter, 0) + 1
+        run_totals = run.setdefault("totals", {})
+        for key, value in (totals or {}).items():
+            run_totals[key] = run_totals.get(key, 0) + value
         return True
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
@@ -106,4 +118,7 @@ class ScriptedProvider:
     def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
         self.prompts.append(prompt)
         text = self._answer(prompt)
-        return ModelAnswer(text, "STOP", None, None, 0.0)
+        return ModelAnswer(text, "STOP", len(prompt) // 4, len(text) // 4, 0.0)
+
+    def count_tokens(self, prompt: str) -> int:
+        return len(prompt) // 4

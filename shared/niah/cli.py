@@ -140,18 +140,39 @@ def _print_results(run_id: str, run: dict[str, Any]) -> None:
         f"{run.get('failed', 0)} failed, mean score {run.get('mean_score')}, "
         f"retrieved {run.get('retrieved_share')}"
     )
+    totals = run.get("totals", {})
+    if totals:
+        print(
+            f"tokens: {int(totals.get('prompt_tokens', 0)):,} prompt + "
+            f"{int(totals.get('output_tokens', 0)):,} output; cost ${totals.get('cost_usd', 0):.4f}"
+            + (
+                f"; judge {int(totals.get('judge_prompt_tokens', 0)):,} tokens"
+                if totals.get("judge_prompt_tokens")
+                else ""
+            )
+        )
+    if run.get("prompt_token_deviation"):
+        deviation = run["prompt_token_deviation"]
+        print(
+            f"prompt tokens vs requested length: mean {deviation.get('mean')}, "
+            f"max |deviation| {deviation.get('max_abs')}"
+        )
+    print(f"scores ({run.get('scorer', 'exact')}):")
     print(format_table(score_table(cells)))
     if run.get("report"):
         print(f"heatmap: {run['report']['heatmap_uri']}")
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    """Submit a run (and follow it with --wait)."""
+    """Submit a run (and follow it with --wait), or only estimate it (--estimate)."""
     payload = {
         name: getattr(args, name)
         for name in RunRequest.model_fields
         if getattr(args, name) is not None
     }
+    if args.estimate:
+        print(estimate(payload))
+        return
     body = _submit(_dispatcher_url(args), payload)
     run_id = body["run_id"]
     print(
@@ -161,6 +182,35 @@ def cmd_run(args: argparse.Namespace) -> None:
     if args.wait:
         run = _wait(run_id, args.timeout)
         _print_results(run_id, run)
+
+
+def estimate(payload: dict[str, Any]) -> str:
+    """Tokens and cost of a grid, from the price table, without calling any model."""
+    from niah.dispatch import RequestError, check_budget, parse_request
+    from niah.pricing import cost_of
+
+    try:
+        spec = parse_request(payload)
+        check_budget(spec)
+    except RequestError as error:
+        sys.exit(f"niah: {error.field}: {error.message}")
+    cells = spec.cells()
+    max_output = spec.max_output_tokens or 300
+    prompt_tokens = sum(cell.context_length for cell in cells)
+    output_tokens = len(cells) * max_output
+    costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]
+    lines = [
+        f"{spec.model_name}: {len(cells)} cells ({len(spec.lengths())} lengths x "
+        f"{len(spec.depths())} depths)",
+        f"prompt tokens: {prompt_tokens:,}; output tokens at most: {output_tokens:,}",
+    ]
+    if all(cost.priced for cost in costs):
+        lines.append(f"cost at most: ${sum(cost.usd for cost in costs):.4f} (model calls only)")
+    else:
+        lines.append(f"cost: unknown, no price for {spec.model_name} (set NIAH_PRICE_TABLE)")
+    if spec.scorer_name() in ("judge", "both"):
+        lines.append(f"plus one judge call per cell to {spec.evaluator_model_name}")
+    return "\n".join(lines)
 
 
 def cmd_status(args: argparse.Namespace) -> None:
@@ -208,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(run)
     run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
     run.add_argument("--wait", action="store_true", help="follow the run until its report")
+    run.add_argument(
+        "--estimate", action="store_true", help="print the grid's tokens and cost; call nothing"
+    )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
     run.set_defaults(handler=cmd_run)
     status = commands.add_parser("status", help="a run's progress and scores")

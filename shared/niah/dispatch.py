@@ -107,6 +107,7 @@ def dispatch_run(
             "spec": spec.model_dump(mode="json"),
             "model": spec.model_name,
             "version": spec.results_version,
+            "scorer": spec.scorer_name(),
             "haystack_uri": f"gs://{blobs.bucket}/{prefix}",
             "status": "running",
             "total": len(cells),

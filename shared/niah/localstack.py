@@ -39,11 +39,12 @@ class Ports:
     dispatcher: int
     worker: int
     report: int
+    vertex_standin: int
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        """Six consecutive ports from ``base``."""
-        return cls(*range(base, base + 6))
+        """Seven consecutive ports from ``base``."""
+        return cls(*range(base, base + 7))
 
 
 def client_env(ports: Ports) -> dict[str, str]:
@@ -57,6 +58,18 @@ def client_env(ports: Ports) -> dict[str, str]:
         "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{ports.storage}",
         "DISPATCHER_URL": f"http://127.0.0.1:{ports.dispatcher}/",
         "NIAH_DISPATCHER_URL": f"http://127.0.0.1:{ports.dispatcher}/",
+        "VERTEX_STANDIN_URL": f"http://127.0.0.1:{ports.vertex_standin}",
+    }
+
+
+def worker_model_env(ports: Ports) -> dict[str, str]:
+    """Point the Gemini and OpenAI-compatible providers at the local stand-in."""
+    standin = f"http://127.0.0.1:{ports.vertex_standin}"
+    return {
+        "NIAH_VERTEX_BASE_URL": standin,
+        "NIAH_VERTEX_ACCESS_TOKEN": "local-standin-token",
+        "NIAH_OPENAI_BASE_URL": f"{standin}/v1",
+        "NO_PROXY": "127.0.0.1,localhost",
     }
 
 
@@ -138,7 +151,7 @@ def up(
         down(state_dir)
     (state_dir / "pubsub-data").mkdir(parents=True, exist_ok=True)
     ports = Ports.from_base(base_port)
-    busy = [p for p in range(base_port, base_port + 6) if not _port_free(p)]
+    busy = [p for p in range(base_port, base_port + 7) if not _port_free(p)]
     if busy:
         raise RuntimeError(f"ports {busy} are in use; stop what holds them or pass --base-port")
     env = client_env(ports)
@@ -196,7 +209,13 @@ def up(
     os.environ.update(env)
     _create_bucket_and_haystacks(haystacks_dir or REPO / ".local" / "haystacks")
 
-    function_env = {**base_env, **env, **(worker_env or {})}
+    _start(
+        "vertex-standin",
+        [sys.executable, "-m", "niah.standin", f"--port={ports.vertex_standin}"],
+        state_dir,
+        base_env,
+    )
+    function_env = {**base_env, **env, **worker_model_env(ports), **(worker_env or {})}
     functions = [
         ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
         ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
@@ -220,6 +239,7 @@ def up(
         )
     for name, _, _, port, _ in functions:
         _wait_http(f"http://127.0.0.1:{port}/", 60, name, state_dir)
+    _wait_http(f"http://127.0.0.1:{ports.vertex_standin}/", 60, "vertex-standin", state_dir)
     _create_topics(ports)
 
     lines = [f"export {key}={json.dumps(value)}" for key, value in env.items()]

@@ -64,26 +64,44 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
     answered = [c for c in cells if c.get("status") == "answered"]
     retrieved = [c for c in answered if c.get("exact_score") == 10]
     model_seconds = [float(c.get("model_seconds", 0)) for c in answered]
+    deviations = [
+        int(c["prompt_token_deviation"])
+        for c in answered
+        if c.get("prompt_token_deviation") is not None
+    ]
+    judged = [c["judge_score"] for c in answered if c.get("judge_score") is not None]
     return {
         "run_id": run["run_id"],
         "model": run.get("model"),
         "version": run.get("version"),
         "haystack_uri": run.get("haystack_uri"),
-        "scorer": run.get("spec", {}).get("scorer", "exact"),
+        "scorer": run.get("scorer", "exact"),
         "cells": len(cells),
         "answered": len(answered),
         "failed": len(cells) - len(answered),
         "retrieved": len(retrieved),
         "retrieved_share": round(len(retrieved) / len(answered), 4) if answered else None,
         "mean_score": round(m, 3) if (m := table.mean()) is not None else None,
-        "mean_model_seconds": round(sum(model_seconds) / len(model_seconds), 3)
-        if model_seconds
-        else None,
+        "mean_model_seconds": _mean(model_seconds),
+        "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
+        "mean_judge_score": _mean(judged),
+        "totals": run.get("totals", {}),
+        "cost_usd": round(float(run.get("totals", {}).get("cost_usd", 0.0)), 6),
+        # The API's prompt token count minus the requested length: how honest the
+        # lengths on the x axis are.
+        "prompt_token_deviation": {
+            "mean": _mean(deviations),
+            "max_abs": max((abs(d) for d in deviations), default=None),
+        },
         "errors": {
             c["cell_id"]: c.get("error", {}).get("message") for c in cells if c.get("error")
         },
         "table": {"lengths": table.lengths, "depths": table.depths, "scores": table.scores},
     }
+
+
+def _mean(values: list[int] | list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
 
 
 def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
@@ -145,7 +163,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     scorer = summary["scorer"]
     title = (
         f"{run.get('model')} · {scorer} score · mean {summary['mean_score']}"
-        f" · {summary['failed']} errors"
+        f" · {summary['failed']} errors · ${summary['cost_usd']:.4f}"
     )
     prefix = f"{get_settings().reports_prefix}{run_id}/"
     blobs.write(

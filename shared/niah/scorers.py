@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niah.providers.base import ModelAnswer, Provider
 
 RETRIEVED = 10
 MISSED = 1
@@ -68,3 +73,23 @@ def parse_judge_score(reply: str) -> int | None:
             return min(10, max(1, round(float(match.group(1)))))
     word = re.search(r"score\W{0,5}(one|three|five|seven|ten)\b", reply, re.IGNORECASE)
     return _WORDS[word.group(1).lower()] if word else None
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """The judge's score (None if its reply had none), its reply, and the call."""
+
+    score: int | None
+    reasoning: str
+    answer: ModelAnswer
+
+
+def judge_answer(
+    evaluator: Provider, *, question: str, reference: str, answer: str
+) -> JudgeVerdict:
+    """Ask the evaluator model to grade ``answer`` against ``reference``."""
+    reply = evaluator.generate(
+        judge_prompt(question=question, reference=reference, answer=answer),
+        max_output_tokens=256,
+    )
+    return JudgeVerdict(parse_judge_score(reply.text), reply.text.strip(), reply)

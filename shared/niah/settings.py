@@ -41,6 +41,27 @@ class Settings(BaseSettings):
     local_model_threads: int = 2
     local_model_max_context: int = 32_768
 
+    # Gemini on Vertex AI (google-genai). vertex_base_url points the SDK at another
+    # endpoint (the local stand-in); vertex_access_token then stands in for ADC.
+    vertex_location: str = "global"
+    vertex_base_url: str | None = None
+    vertex_access_token: str | None = None
+    # Retries: the SDK retries nothing unless told. Worst case per call is
+    # attempts x timeout + the backoff between them; keep it below the function timeout.
+    gemini_timeout_seconds: float = 120.0
+    gemini_retry_attempts: int = 3
+    gemini_retry_initial_delay: float = 2.0
+    gemini_retry_max_delay: float = 30.0
+    function_timeout_seconds: float = 540.0
+
+    # Any OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama).
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_timeout_seconds: float = 120.0
+
+    # JSON object merged over niah.pricing.DEFAULT_PRICES.
+    price_table: str | None = None
+
     # Where clients send run requests (the CLI's default).
     dispatcher_url: str | None = Field(
         default=None, validation_alias=AliasChoices("NIAH_DISPATCHER_URL", "DISPATCHER_URL")

@@ -66,7 +66,8 @@ class RunRequest(BaseModel):
     num_concurrent_requests: int = Field(default=1, ge=1, le=1000)
     save_contexts: bool = False
 
-    scorer: ScorerName = "exact"
+    scorer: ScorerName | None = None
+    count_tokens_check: bool = False
     max_output_tokens: int | None = Field(default=None, ge=1, le=65_536)
     prompt_template: str | None = Field(default=None, max_length=20_000)
 
@@ -127,7 +128,7 @@ class RunRequest(BaseModel):
             raise ValueError(
                 "document_depth_percent_min must not exceed document_depth_percent_max"
             )
-        if self.scorer in ("judge", "both") and not self.evaluator_model_name:
+        if self.scorer_name() in ("judge", "both") and not self.evaluator_model_name:
             raise ValueError(
                 "scorer 'judge' needs evaluator_model_name (the judge model), or use scorer 'exact'"
             )
@@ -141,6 +142,16 @@ class RunRequest(BaseModel):
                 "must contain); or set scorer to 'judge'"
             )
         return self
+
+    def scorer_name(self) -> ScorerName:
+        """The scorer the run reports (the user's choice, else a default).
+
+        Exact for dynamic needles, as the Gemini 1.5 report does, and for a static
+        needle with an ``expected_answer``; otherwise the LLM judge.
+        """
+        if self.scorer:
+            return self.scorer
+        return "exact" if self.dynamic_needle or self.expected_answer else "judge"
 
     def provider(self) -> ProviderName:
         """The provider that serves ``model_name`` (explicit, else inferred from the name)."""

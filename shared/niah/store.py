@@ -37,8 +37,16 @@ class ResultStore(Protocol):
         """Whether the cell has a stored result (answered or failed)."""
         ...
 
-    def record_cell(self, run_id: str, cell_id: str, doc: dict[str, Any], *, failed: bool) -> bool:
-        """Create the cell's result and count it on the run, atomically.
+    def record_cell(
+        self,
+        run_id: str,
+        cell_id: str,
+        doc: dict[str, Any],
+        *,
+        failed: bool,
+        totals: dict[str, float] | None = None,
+    ) -> bool:
+        """Create the cell's result and count it (and add ``totals``) on the run, atomically.
 
         Returns False, changing nothing, if the cell was already stored.
         """
@@ -87,8 +95,20 @@ class FirestoreStore:
         """Whether the cell has a stored result."""
         return bool(self._run(run_id).collection(CELLS).document(cell_id).get().exists)
 
-    def record_cell(self, run_id: str, cell_id: str, doc: dict[str, Any], *, failed: bool) -> bool:
-        """Create the cell and increment ``done`` or ``failed`` in one atomic batch."""
+    def record_cell(
+        self,
+        run_id: str,
+        cell_id: str,
+        doc: dict[str, Any],
+        *,
+        failed: bool,
+        totals: dict[str, float] | None = None,
+    ) -> bool:
+        """Create the cell and count it on the run in one atomic batch.
+
+        The same batch increments ``done`` or ``failed`` and the run's ``totals.*``
+        (tokens, cost), so the run's figures can never disagree with its cells.
+        """
         from google.api_core.exceptions import AlreadyExists, Conflict
 
         run = self._run(run_id)
@@ -99,6 +119,10 @@ class FirestoreStore:
             {
                 "failed" if failed else "done": self._firestore.Increment(1),
                 "updated_at": self._firestore.SERVER_TIMESTAMP,
+                **{
+                    f"totals.{key}": self._firestore.Increment(value)
+                    for key, value in (totals or {}).items()
+                },
             },
         )
         try:

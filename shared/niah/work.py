@@ -15,9 +15,10 @@ from niah.context import ContextTooShortError, build_prompt
 from niah.errors import PermanentCellError, PermanentRunError, RetryableError
 from niah.haystack import HaystackError, haystack_prefix, load_haystack
 from niah.logs import log
-from niah.needles import needle_for
+from niah.needles import Needle, needle_for
+from niah.pricing import cost_of
 from niah.providers import Provider, get_provider
-from niah.scorers import exact_score
+from niah.scorers import exact_score, judge_answer
 from niah.settings import get_settings
 from niah.spec import Cell, ProviderName, RunRequest
 from niah.store import ResultStore
@@ -104,51 +105,19 @@ def process_cell(
         "expected_answer": needle.expected_answer,
         "attempts": task.delivery_attempt,
     }
+    totals: dict[str, float] = {}
     started = time.monotonic()
     try:
-        provider = provider_for(spec.provider(), spec.model_name)
-        tokenizer = tokenizer_for(provider.tokenizer_name)
-        haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
-        built = build_prompt(
-            haystack,
-            tokenizer,
-            template=spec.prompt_template or provider.default_template,
-            needle=needle,
-            context_length=cell.context_length,
-            depth_percent=cell.depth_percent,
-            buffer_tokens=spec.final_context_length_buffer,
+        fields, totals = _answer_cell(
+            task,
+            spec,
+            cell,
+            needle,
+            blobs=blobs,
+            provider_for=provider_for,
+            tokenizer_for=tokenizer_for,
         )
-        build_seconds = time.monotonic() - started
-        if spec.save_contexts:
-            name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.txt"
-            blobs.write(name, built.prompt.encode(), content_type="text/plain", if_absent=True)
-            doc["context_uri"] = gs_uri(blobs.bucket, name)
-        max_output = spec.max_output_tokens or provider.default_max_output_tokens
-        answer = provider.generate(built.prompt, max_output_tokens=max_output)
-        log(
-            "model call",
-            run_id=task.run_id,
-            cell_id=task.cell_id,
-            latency_seconds=round(answer.latency_seconds, 3),
-            prompt_tokens=answer.prompt_tokens,
-        )
-        score = exact_score(answer.text, needle.expected_answer)
-        doc |= {
-            "status": "answered",
-            "model_response": answer.text,
-            "finish_reason": answer.finish_reason,
-            "exact_score": score,
-            "score": score,
-            "scorer": "exact",
-            "planned_prompt_tokens": built.planned_prompt_tokens,
-            "insertion_depth_percent": round(built.actual_depth_percent, 3),
-            "usage": {
-                "prompt_token_count": answer.prompt_tokens,
-                "candidates_token_count": answer.output_tokens,
-            },
-            "build_seconds": round(build_seconds, 4),
-            "model_seconds": round(answer.latency_seconds, 4),
-        }
+        doc |= fields
         failed = False
     except RetryableError:
         raise
@@ -167,11 +136,116 @@ def process_cell(
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S%z"),
     }
-    if not store.record_cell(task.run_id, task.cell_id, doc, failed=failed):
+    if not store.record_cell(task.run_id, task.cell_id, doc, failed=failed, totals=totals):
         log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
         return "duplicate"
     request_report_if_complete(task.run_id, store=store, publisher=publisher)
     return "failed" if failed else "answered"
+
+
+def _answer_cell(
+    task: CellTask,
+    spec: RunRequest,
+    cell: Cell,
+    needle: Needle,
+    *,
+    blobs: BlobStore,
+    provider_for: ProviderFactory,
+    tokenizer_for: TokenizerFactory,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Build the prompt, ask the model, score: the cell's fields and the run's increments."""
+    started = time.monotonic()
+    provider = provider_for(spec.provider(), spec.model_name)
+    tokenizer = tokenizer_for(provider.tokenizer_name)
+    haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
+    built = build_prompt(
+        haystack,
+        tokenizer,
+        template=spec.prompt_template or provider.default_template,
+        needle=needle,
+        context_length=cell.context_length,
+        depth_percent=cell.depth_percent,
+        buffer_tokens=spec.final_context_length_buffer,
+    )
+    fields: dict[str, Any] = {
+        "planned_prompt_tokens": built.planned_prompt_tokens,
+        "insertion_depth_percent": round(built.actual_depth_percent, 3),
+        "build_seconds": round(time.monotonic() - started, 4),
+    }
+    if spec.save_contexts:
+        name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.txt"
+        blobs.write(name, built.prompt.encode(), content_type="text/plain", if_absent=True)
+        fields["context_uri"] = gs_uri(blobs.bucket, name)
+    if spec.count_tokens_check:
+        fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
+    answer = provider.generate(
+        built.prompt, max_output_tokens=spec.max_output_tokens or provider.default_max_output_tokens
+    )
+    log(
+        "model call",
+        run_id=task.run_id,
+        cell_id=task.cell_id,
+        latency_seconds=round(answer.latency_seconds, 3),
+        prompt_tokens=answer.prompt_tokens,
+    )
+    prompt_tokens, output_tokens = answer.prompt_tokens or 0, answer.output_tokens or 0
+    cost = cost_of(spec.model_name, prompt_tokens, output_tokens)
+    fields |= {
+        "status": "answered",
+        "model_response": answer.text,
+        "finish_reason": answer.finish_reason,
+        "model_seconds": round(answer.latency_seconds, 4),
+        "usage": {
+            "prompt_token_count": answer.prompt_tokens,
+            "candidates_token_count": answer.output_tokens,
+            "total_token_count": prompt_tokens + output_tokens,
+        },
+        "prompt_token_deviation": (
+            answer.prompt_tokens - cell.context_length if answer.prompt_tokens else None
+        ),
+    }
+    totals = {"prompt_tokens": float(prompt_tokens), "output_tokens": float(output_tokens)}
+    fields |= _score(spec, needle, answer.text, provider_for, totals)
+    cost_usd = cost.usd + totals.pop("judge_cost_usd", 0.0)
+    fields["cost_usd"] = round(cost_usd, 8) if cost.priced else None
+    totals["cost_usd"] = cost_usd
+    return fields, totals
+
+
+def _score(
+    spec: RunRequest,
+    needle: Needle,
+    answer: str,
+    provider_for: ProviderFactory,
+    totals: dict[str, float],
+) -> dict[str, Any]:
+    """Exact and (when asked) judge scores; ``score`` is the one the run reports."""
+    scorer = spec.scorer_name()
+    fields: dict[str, Any] = {"scorer": scorer}
+    if needle.expected_answer:
+        fields["exact_score"] = exact_score(answer, needle.expected_answer)
+    if scorer in ("judge", "both") and spec.evaluator_model_name:
+        evaluator_kind = RunRequest(model_name=spec.evaluator_model_name).provider()
+        evaluator = provider_for(evaluator_kind, spec.evaluator_model_name)
+        verdict = judge_answer(
+            evaluator, question=needle.question, reference=needle.text, answer=answer
+        )
+        usage = verdict.answer
+        fields |= {
+            "judge_score": verdict.score,
+            "judge_reasoning": verdict.reasoning,
+            "evaluator_model": spec.evaluator_model_name,
+        }
+        totals["judge_prompt_tokens"] = float(usage.prompt_tokens or 0)
+        totals["judge_output_tokens"] = float(usage.output_tokens or 0)
+        totals["judge_cost_usd"] = cost_of(
+            spec.evaluator_model_name, usage.prompt_tokens or 0, usage.output_tokens or 0
+        ).usd
+    fields["score"] = fields.get("judge_score") if scorer == "judge" else fields.get("exact_score")
+    if scorer == "both":
+        # Both stored; the heatmap shows the judge's where it gave one.
+        fields["score"] = fields.get("judge_score") or fields.get("exact_score")
+    return fields
 
 
 def request_report_if_complete(run_id: str, *, store: ResultStore, publisher: Publisher) -> bool:

@@ -14,12 +14,17 @@ _providers: dict[tuple[str, str], Provider] = {}
 
 # Input limits (tokens) used to refuse impossible grids before anything is published.
 LOCAL_MAX_CONTEXT = 32_768
+GEMINI_INPUT_LIMITS = {"gemini-1.5-pro": 2_097_152, "gemini-": 1_048_576}
 
 
 def max_context_tokens(provider: ProviderName, model_name: str) -> int | None:
     """The model's input limit in tokens, where known without calling it."""
     if provider == "local":
         return LOCAL_MAX_CONTEXT
+    if provider == "gemini":
+        for prefix, limit in GEMINI_INPUT_LIMITS.items():
+            if model_name.rsplit("/", 1)[-1].startswith(prefix):
+                return limit
     return None
 
 
@@ -38,4 +43,10 @@ def _create(provider: ProviderName, model_name: str) -> Provider:
         from niah.providers.local_gemma import LocalGemmaProvider
 
         return LocalGemmaProvider(model_name)
-    raise ValueError(f"model_provider {provider!r} is not available in this build")
+    if provider == "gemini":
+        from niah.providers.gemini import GeminiProvider
+
+        return GeminiProvider(model_name)
+    from niah.providers.openai_compat import OpenAICompatibleProvider
+
+    return OpenAICompatibleProvider(model_name)

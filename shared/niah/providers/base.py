@@ -37,3 +37,7 @@ class Provider(Protocol):
     def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
         """Answer ``prompt``; raise a ``niah.errors`` error on failure."""
         ...
+
+    def count_tokens(self, prompt: str) -> int:
+        """The model's own count of ``prompt``'s tokens (an API call where there is one)."""
+        ...

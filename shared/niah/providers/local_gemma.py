@@ -60,6 +60,12 @@ class LocalGemmaProvider:
         # the lock keeps the prompt cache warm for cells that share a prefix.
         self._lock = threading.Lock()
 
+    def count_tokens(self, prompt: str) -> int:
+        """Gemma 3 tokens of ``prompt``, plus the BOS token llama.cpp puts first."""
+        from niah.tokenizer import get_tokenizer
+
+        return len(get_tokenizer(self.tokenizer_name).encode(prompt)) + 1
+
     def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
         """Complete ``prompt`` greedily, stopping at the end of the line."""
         request = {

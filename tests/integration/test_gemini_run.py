@@ -1,0 +1,61 @@
+"""A Gemini run on the local stack: dispatcher -> worker -> Vertex stand-in -> Firestore."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from niah.blobs import GcsBlobStore
+from niah.store import FirestoreStore
+from tests.integration.conftest import Stack
+from tests.integration.test_local_stack import post, wait_complete
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_gemini_run_stores_judge_and_exact_scores_usage_and_cost(stack: Stack) -> None:
+    standin = stack.env["VERTEX_STANDIN_URL"]
+    # The first two model calls are rate-limited: the SDK's retries absorb them.
+    requests.post(f"{standin}/_standin/config", json={"fail_first": 2}, timeout=5)
+    response = post(
+        stack,
+        {
+            "model_name": "gemini-2.5-flash",
+            "evaluator_model_name": "gemini-2.5-flash",
+            "scorer": "both",
+            "context_lengths": [1000, 5000],
+            "document_depth_percents": [0, 50, 100],
+        },
+    )
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    run = wait_complete(run_id, timeout=180)
+    cells = FirestoreStore().list_cells(run_id)
+    assert len(cells) == 6
+    for cell in cells:
+        assert cell["status"] == "answered"
+        assert cell["exact_score"] == 10 and cell["judge_score"] == 10
+        assert cell["usage"]["prompt_token_count"] > 0 and cell["cost_usd"] > 0
+        assert abs(cell["prompt_token_deviation"]) <= 2
+    seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
+    generate_calls = [r for r in seen if r["kind"] == "generate"]
+    assert len(generate_calls) == 6 + 6 + 2  # answers, judge calls, the two 429s
+    assert run["totals"]["cost_usd"] > 0
+    summary_name = run["report"]["summary_uri"].split("/", 3)[3]
+    summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(summary_name))
+    assert summary["mean_judge_score"] == 10 and summary["cost_usd"] > 0
+    assert summary["prompt_token_deviation"]["max_abs"] <= 2
+    status = subprocess.run(
+        [sys.executable, "-m", "niah.cli", "status", run_id],
+        env={**os.environ, **stack.env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert "cost $" in status.stdout and "scores (both)" in status.stdout

@@ -1,0 +1,202 @@
+"""The real google-genai SDK against a local HTTP stand-in of the Vertex API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from niah.errors import PermanentCellError, PermanentRunError, RetryableError
+from niah.providers.gemini import HARM_CATEGORIES, GeminiProvider, retry_budget_seconds
+from niah.providers.openai_compat import OpenAICompatibleProvider
+from niah.settings import get_settings
+from niah.standin import StandinState, serve
+from niah.tokenizer import get_tokenizer
+
+PROMPT = "Some essay text. The special magic Lagos number is: 7304912. More text."
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, StandinState]]:
+    server, state = serve(0)
+    url = f"http://127.0.0.1:{server.server_port}"
+    for name, value in {
+        "NIAH_PROJECT": "niah-test",
+        "NIAH_VERTEX_BASE_URL": url,
+        "NIAH_VERTEX_ACCESS_TOKEN": "test-token",
+        "NIAH_GEMINI_RETRY_INITIAL_DELAY": "0.01",
+        "NIAH_GEMINI_RETRY_MAX_DELAY": "0.05",
+        "NIAH_GEMINI_TIMEOUT_SECONDS": "5",
+        "NIAH_OPENAI_BASE_URL": f"{url}/v1",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    yield url, state
+    server.shutdown()
+    get_settings.cache_clear()
+
+
+def configure(url: str, **config: Any) -> None:
+    requests.post(f"{url}/_standin/config", json=config, timeout=5).raise_for_status()
+
+
+def test_the_request_is_the_one_we_intend(standin: tuple[str, StandinState]) -> None:
+    _url, state = standin
+    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=300)
+    assert answer.text == "The special magic Lagos number is: 7304912."
+    assert answer.finish_reason == "STOP"
+    assert answer.prompt_tokens == len(get_tokenizer().encode(PROMPT))
+    [request] = state.requests
+    assert request["path"] == (
+        "/v1beta1/projects/niah-test/locations/global/publishers/google/models/"
+        "gemini-2.5-flash:generateContent"
+    )
+    assert request["authorization"] == "Bearer test-token"
+    body = request["body"]
+    assert body["contents"] == [{"parts": [{"text": PROMPT}], "role": "user"}]
+    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 300}
+    assert {(s["category"], s["threshold"]) for s in body["safetySettings"]} == {
+        (category, "BLOCK_NONE") for category in HARM_CATEGORIES
+    }
+
+
+def test_429_then_200_is_retried_and_succeeds(standin: tuple[str, StandinState]) -> None:
+    url, state = standin
+    configure(url, fail_first=2, fail_status=429)
+    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=50)
+    assert "7304912" in answer.text
+    assert len(state.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "config", "error"),
+    [
+        (429, {}, RetryableError),
+        (503, {}, RetryableError),
+        (500, {}, RetryableError),
+        (403, {}, PermanentRunError),
+        (404, {}, PermanentRunError),
+    ],
+)
+def test_errors_are_classified(
+    standin: tuple[str, StandinState], status: int, config: dict[str, Any], error: type
+) -> None:
+    url, state = standin
+    configure(url, fail_always=True, fail_status=status, **config)
+    with pytest.raises(error):
+        GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=50)
+    retried = status in (429, 500, 503)
+    assert len(state.requests) == (get_settings().gemini_retry_attempts if retried else 1)
+
+
+def test_a_context_over_the_input_limit_is_a_permanent_cell_error(
+    standin: tuple[str, StandinState],
+) -> None:
+    url, state = standin
+    configure(url, input_limit=10)
+    with pytest.raises(PermanentCellError, match="input limit"):
+        GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=50)
+    assert len(state.requests) == 1
+
+
+def test_a_blocked_answer_is_an_answer_with_its_reason(standin: tuple[str, StandinState]) -> None:
+    url, _ = standin
+    configure(url, block=True)
+    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=50)
+    assert answer.text == ""
+    assert answer.finish_reason == "SAFETY"
+
+
+def test_count_tokens_is_the_apis_count(standin: tuple[str, StandinState]) -> None:
+    _, state = standin
+    assert GeminiProvider("gemini-2.5-flash").count_tokens(PROMPT) == len(
+        get_tokenizer().encode(PROMPT)
+    )
+    assert state.requests[0]["path"].endswith(":countTokens")
+
+
+def test_retries_are_bounded_below_the_function_timeout(
+    standin: tuple[str, StandinState], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert retry_budget_seconds(get_settings()) < get_settings().function_timeout_seconds
+    monkeypatch.setenv("NIAH_GEMINI_RETRY_ATTEMPTS", "10")
+    monkeypatch.setenv("NIAH_GEMINI_TIMEOUT_SECONDS", "120")
+    get_settings.cache_clear()
+    with pytest.raises(ValueError, match="below the function timeout"):
+        GeminiProvider("gemini-2.5-flash")
+
+
+def test_openai_compatible_provider(standin: tuple[str, StandinState]) -> None:
+    url, state = standin
+    provider = OpenAICompatibleProvider("llama-3.1-8b")
+    answer = provider.generate(PROMPT, max_output_tokens=20)
+    assert "7304912" in answer.text and answer.prompt_tokens
+    assert state.requests[0]["body"]["messages"] == [{"role": "user", "content": PROMPT}]
+    configure(url, fail_always=True, fail_status=429)
+    with pytest.raises(RetryableError):
+        provider.generate(PROMPT, max_output_tokens=20)
+
+
+def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str]:
+    from niah.dispatch import dispatch_run
+    from niah.providers import _providers as provider_cache
+    from niah.providers import get_provider
+    from niah.work import CellTask, process_cell
+    from tests.fakes import MemoryStore, RecordingPublisher
+
+    provider_cache.clear()  # providers read the stand-in's URL from settings
+    store, publisher = MemoryStore(), RecordingPublisher()
+    body = {
+        "model_name": "gemini-2.5-flash",
+        "context_lengths": [2000],
+        "document_depth_percents": [50],
+        **request,
+    }
+    result = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    task = CellTask.from_message(publisher.cells[0])
+    outcome = process_cell(
+        task, store=store, blobs=essay_blobs, publisher=publisher, provider_for=get_provider
+    )
+    return store, result.run_id, outcome
+
+
+def test_a_gemini_cell_stores_both_scores_usage_and_cost(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    store, run_id, outcome = run_one_gemini_cell(
+        essay_blobs, scorer="both", evaluator_model_name="gemini-2.5-flash", count_tokens_check=True
+    )
+    assert outcome == "answered"
+    [cell] = store.list_cells(run_id)
+    assert cell["exact_score"] == 10 and cell["judge_score"] == 10 and cell["score"] == 10
+    assert cell["judge_reasoning"].startswith("Score: 10")
+    assert cell["usage"]["prompt_token_count"] == cell["counted_prompt_tokens"]
+    assert abs(cell["prompt_token_deviation"]) <= 2
+    assert cell["cost_usd"] > 0
+    totals = store.get_run(run_id)["totals"]
+    assert totals["prompt_tokens"] == cell["usage"]["prompt_token_count"]
+    assert totals["judge_prompt_tokens"] > 0
+    assert totals["cost_usd"] == pytest.approx(cell["cost_usd"], rel=1e-6)
+
+
+def test_blocked_and_too_long_cells_are_stored_not_crashed(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    url, _ = standin
+    configure(url, block=True)
+    store, run_id, outcome = run_one_gemini_cell(essay_blobs)
+    [cell] = store.list_cells(run_id)
+    assert (outcome, cell["finish_reason"], cell["model_response"], cell["score"]) == (
+        "answered",
+        "SAFETY",
+        "",
+        1,
+    )
+    configure(url, input_limit=100)
+    store, run_id, outcome = run_one_gemini_cell(essay_blobs, seed=1)
+    [cell] = store.list_cells(run_id)
+    assert outcome == "failed" and cell["score"] is None
+    assert cell["error"]["kind"] == "cell" and "input limit" in cell["error"]["message"]
