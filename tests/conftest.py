@@ -31,3 +31,13 @@ def essay_blobs(essays_dir: Path) -> MemoryBlobs:
     for path in sorted(essays_dir.glob("*.txt")):
         blobs.objects[f"haystacks/paul_graham_essays/{path.name}"] = path.read_bytes()
     return blobs
+
+
+SHAKESPEARE = REPO / ".local" / "haystacks" / "shakespeare"
+
+
+@pytest.fixture(scope="session")
+def shakespeare_dir() -> Path:
+    if not any(SHAKESPEARE.glob("*.txt")):
+        pytest.fail("the Shakespeare haystack is missing: run scripts/setup.sh")
+    return SHAKESPEARE

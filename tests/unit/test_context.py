@@ -93,3 +93,19 @@ def test_haystack_repeats_in_file_order(essays: HaystackTokens) -> None:
     text = essays.text_between(0, twice)
     assert text.startswith(essays.text + essays.text)
     assert np.all(np.diff([essays.byte_offset(i) for i in range(0, twice, 997)]) >= 0)
+
+
+def test_a_several_megabyte_haystack_works_as_well(
+    tokenizer: SentencePieceTokenizer, shakespeare_dir: Path
+) -> None:
+    blobs = MemoryBlobs()
+    for path in sorted(shakespeare_dir.glob("*.txt")):
+        blobs.objects[f"haystacks/shakespeare/{path.name}"] = path.read_bytes()
+    haystack = load_haystack(blobs, "haystacks/shakespeare/", tokenizer)
+    assert haystack.corpus_tokens > 2_000_000
+    length = 2_000_000
+    for depth in (0, 37.5, 100):
+        _needle, built = build(haystack, tokenizer, length, depth)
+        assert built.planned_prompt_tokens == length
+        assert depth - 1 <= built.actual_depth_percent <= depth
+    assert abs(len(tokenizer.encode(built.prompt)) - length) <= length // 1000

@@ -1,0 +1,379 @@
+"""Benchmarks for issue 5: context building, memory, fan-out and pipeline overhead.
+
+Prints a table and writes the same figures to results/bench.json. Baselines are measured
+in the same run. Not a test: figures depend on the machine.
+
+    scripts/bench.sh [--lengths 1000 8000 ...] [--baseline-limit 60] [--skip-stack]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
+LENGTHS = [1_000, 8_000, 32_000, 128_000, 512_000, 1_000_000, 2_000_000]
+PREFIX = "haystacks/paul_graham_essays/"
+
+
+def essay_blobs() -> Any:
+    """The default haystack in an in-memory blob store."""
+    sys.path.insert(0, str(REPO))
+    from tests.fakes import MemoryBlobs
+
+    blobs = MemoryBlobs()
+    for path in sorted(ESSAYS.glob("*.txt")):
+        blobs.objects[PREFIX + path.name] = path.read_bytes()
+    return blobs
+
+
+def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, float], float]:
+    """Seconds to build one cell from cached tokens (median of 5, warm instance)."""
+    from niah.context import build_prompt
+    from niah.haystack import _memo, load_haystack
+    from niah.needles import needle_for
+    from niah.providers.gemini import HARNESS_TEMPLATE
+    from niah.spec import Cell, RunRequest
+    from niah.tokenizer import get_tokenizer
+
+    tokenizer = get_tokenizer()
+    blobs = essay_blobs()
+    started = time.perf_counter()
+    load_haystack(blobs, PREFIX, tokenizer)  # tokenize once and write the cache object
+    tokenize_seconds = time.perf_counter() - started
+    _memo.clear()
+    started = time.perf_counter()
+    haystack = load_haystack(blobs, PREFIX, tokenizer)  # a new instance: from the cache
+    cache_load_seconds = time.perf_counter() - started
+    print(
+        f"haystack: {haystack.corpus_tokens:,} tokens; tokenized once in "
+        f"{tokenize_seconds:.2f} s; a new instance loads the cache in {cache_load_seconds:.3f} s"
+    )
+    first: dict[int, float] = {}
+    warm: dict[int, float] = {}
+    spec = RunRequest()
+    for length in lengths:
+        times = []
+        for attempt in range(6):
+            depth = [50, 0, 25, 75, 100, 33][attempt]
+            needle = needle_for(spec, Cell(length, depth))
+            started = time.perf_counter()
+            build_prompt(
+                haystack,
+                tokenizer,
+                template=HARNESS_TEMPLATE,
+                needle=needle,
+                context_length=length,
+                depth_percent=depth,
+            )
+            times.append(time.perf_counter() - started)
+        first[length] = times[0]
+        warm[length] = statistics.median(times[1:])
+    return warm, first, cache_load_seconds
+
+
+def harness_baseline(
+    lengths: list[int], max_length: int, limit_seconds: float
+) -> tuple[dict[int, float], float, int, bool]:
+    """Build cells the NIAH harness's way, in a grid whose longest length is ``max_length``.
+
+    Per cell: read the files appending to a string and re-tokenizing the whole
+    string after each file until it holds ``max_length`` tokens; encode and trim to
+    the cell's length; re-encode; insert the needle (backing up to a '.'); decode.
+
+    The read phase is the same for every cell of the grid, so it is run once and
+    charged to every cell; if it passes ``limit_seconds`` it stops early and the
+    figures are lower bounds.
+    """
+    from niah.tokenizer import get_tokenizer
+
+    tokenizer = get_tokenizer()
+    files = sorted(glob.glob(str(ESSAYS / "*.txt")))
+    context = ""
+    started = time.perf_counter()
+    stopped = False
+    while not stopped and len(tokenizer.encode(context)) < max_length:
+        for path in files:
+            with open(path) as handle:
+                context += handle.read()
+            if len(tokenizer.encode(context)) >= max_length:
+                break
+            if time.perf_counter() - started > limit_seconds:
+                stopped = True
+                break
+    read_seconds = time.perf_counter() - started
+    read_tokens = len(tokenizer.encode(context))
+    period = tokenizer.encode(".")
+    needle = " The special magic Lagos number is: 7304912."
+    per_cell: dict[int, float] = {}
+    for length in lengths:
+        started = time.perf_counter()
+        tokens = tokenizer.encode(context)[: length - 200]  # encode_and_trim, 200 buffer
+        trimmed = tokenizer.decode(tokens)
+        tokens = tokenizer.encode(trimmed)  # insert_needle re-encodes
+        needle_tokens = tokenizer.encode(needle)
+        tokens = tokens[: length - 200 - len(needle_tokens)]
+        point = len(tokens) // 2
+        while point > 0 and tokens[point - 1] not in period:
+            point -= 1
+        tokenizer.decode(tokens[:point] + needle_tokens + tokens[point:])
+        per_cell[length] = read_seconds + time.perf_counter() - started
+    return per_cell, read_seconds, read_tokens, stopped
+
+
+PEAK_PROBE = """
+import resource, sys, time
+sys.path.insert(0, {repo!r})
+from niah.context import build_prompt
+from niah.haystack import load_haystack
+from niah.needles import needle_for
+from niah.providers.gemini import HARNESS_TEMPLATE
+from niah.spec import Cell, RunRequest
+from niah.tokenizer import get_tokenizer
+from tests.fakes import MemoryBlobs
+tokenizer = get_tokenizer()
+blobs = MemoryBlobs()
+blobs.objects.update({{name: open(path, "rb").read() for name, path in {objects!r}.items()}})
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+haystack = load_haystack(blobs, {prefix!r}, tokenizer)
+built = build_prompt(haystack, tokenizer, template=HARNESS_TEMPLATE,
+                     needle=needle_for(RunRequest(), Cell({length}, 50)),
+                     context_length={length}, depth_percent=50)
+prompt = built.prompt.encode()  # what goes on the wire
+rss_now = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS")]
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rss_now[0])
+"""
+
+
+def measure_peak_rss(
+    lengths: list[int],
+) -> tuple[dict[int, float], dict[int, float], float]:
+    """Peak RSS (MiB) of a fresh process building one cell, and its RSS right after.
+
+    The process loads the tokenizer and the cached tokens, as a new worker would.
+    """
+    from niah.haystack import CACHE_PREFIX, _memo, load_haystack
+    from niah.tokenizer import get_tokenizer
+
+    blobs = essay_blobs()
+    _memo.clear()
+    load_haystack(blobs, PREFIX, get_tokenizer())  # writes the cache object the probe reads
+    workdir = Path(tempfile.mkdtemp(prefix="niah-bench-"))
+    objects = {}
+    for index, (name, data) in enumerate(sorted(blobs.objects.items())):
+        path = workdir / f"{index}.bin"
+        path.write_bytes(data)
+        objects[name] = str(path)
+    assert any(name.startswith(CACHE_PREFIX) for name in objects)
+    peaks: dict[int, float] = {}
+    after: dict[int, float] = {}
+    base = 0.0
+    for length in lengths:
+        code = PEAK_PROBE.format(repo=str(REPO), objects=objects, prefix=PREFIX, length=length)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+        ).stdout.split()
+        base, peak = int(out[0]) / 1024, int(out[1]) / 1024
+        peaks[length] = round(peak, 1)
+        after[length] = round(int(out[2]) / 1024, 1)
+    return peaks, after, round(base, 1)
+
+
+def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
+    """Dispatch an 11 x 11 grid up to 2M tokens; then a grid on a fixed-latency model."""
+    from niah import localstack
+    from niah.store import FirestoreStore
+
+    state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
+    env = localstack.up(state, base_port=8670, worker_env={"THREADS": "8"})
+    url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
+    figures: dict[str, Any] = {}
+    try:
+        # Gemini 1.5 Pro takes 2M tokens; the stand-in estimates counts so that it, not
+        # the pipeline, is never the bottleneck.
+        requests.post(
+            f"{standin}/_standin/config",
+            json={"latency_seconds": latency, "estimate_tokens": True, "input_limit": 2_097_152},
+            timeout=5,
+        )
+        big = {
+            "model_name": "gemini-1.5-pro",
+            "context_lengths_min": 1000,
+            "context_lengths_max": 2_000_000,
+            "context_lengths_num_intervals": 11,
+            "document_depth_percent_intervals": 11,
+            "max_output_tokens": 20,
+        }
+        requests.post(
+            url,
+            json={
+                "context_lengths": [1000],
+                "document_depth_percents": [0],
+                "model_name": "gemini-1.5-pro",
+            },
+            timeout=60,
+        )  # warm-up
+        started = time.perf_counter()
+        response = requests.post(url, json=big, timeout=120)
+        figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
+        assert response.status_code == 202 and response.json()["published"] == 121, response.text
+        store = FirestoreStore()
+        big_id = response.json()["run_id"]
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            run = store.get_run(big_id) or {}
+            if run.get("status") == "complete":
+                break
+            time.sleep(1)
+        figures["grid_121_to_2m_wall_seconds"] = round(time.perf_counter() - started, 1)
+        cells = store.list_cells(big_id)
+        figures["grid_121_cells_answered"] = sum(c.get("status") == "answered" for c in cells)
+        figures["grid_121_max_build_seconds"] = max(c.get("build_seconds", 0) for c in cells)
+
+        grid = {
+            "model_name": "gemini-2.5-flash",
+            "context_lengths_min": 1000,
+            "context_lengths_max": 8000,
+            "context_lengths_num_intervals": cells_side,
+            "document_depth_percent_intervals": cells_side,
+            "max_output_tokens": 20,
+            "seed": 99,
+        }
+        requests.post(
+            f"{standin}/_standin/config",
+            json={"latency_seconds": latency, "estimate_tokens": True},
+            timeout=5,
+        )
+        configured = 8  # worker threads
+        started = time.perf_counter()
+        wall_started = time.time()
+        response = requests.post(url, json=grid, timeout=120)
+        run_id = response.json()["run_id"]
+        total = response.json()["cells"]
+        while True:
+            run = store.get_run(run_id) or {}
+            if int(run.get("done", 0)) + int(run.get("failed", 0)) >= total:
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        calls = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
+        starts = sorted(c["time"] - wall_started for c in calls if c["kind"] == "generate")
+        # The most model calls in flight at once: what the pipeline really achieved.
+        parallelism = max(sum(1 for t in starts if s <= t < s + latency) for s in starts)
+        ideal = total * latency / parallelism
+        cells = store.list_cells(run_id)
+        inside = [1000 * (c["test_duration_seconds"] - c["model_seconds"]) for c in cells]
+        figures |= {
+            "overhead_grid_cells": total,
+            "overhead_model_latency_seconds": latency,
+            "overhead_worker_threads": configured,
+            "overhead_observed_parallelism": parallelism,
+            "grid_wall_seconds": round(wall, 2),
+            "grid_ideal_seconds": round(ideal, 2),
+            "grid_ideal_at_configured_seconds": round(total * latency / configured, 2),
+            "overhead_per_cell_ms": round(1000 * (wall - ideal) * parallelism / total, 1),
+            "worker_overhead_per_cell_ms": round(statistics.mean(inside), 1),
+        }
+    finally:
+        localstack.down(state)
+    return figures
+
+
+def main() -> None:
+    """Run every benchmark, print the table, write results/bench.json."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lengths", type=int, nargs="+", default=LENGTHS)
+    parser.add_argument(
+        "--baseline-limit",
+        type=float,
+        default=60.0,
+        help="seconds the harness-way read phase may take before stopping",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.5, help="the model stand-in's fixed latency, seconds"
+    )
+    parser.add_argument("--skip-stack", action="store_true", help="skip the local-stack parts")
+    args = parser.parse_args()
+    lengths = sorted(args.lengths)
+
+    warm, first, cache_load = measure_builds(lengths)
+    baseline, read_seconds, read_tokens, stopped = harness_baseline(
+        lengths, max(lengths), args.baseline_limit
+    )
+    peaks, after_build, base_rss = measure_peak_rss(lengths)
+    stack = {} if args.skip_stack else measure_stack(args.latency, 5)
+
+    print(
+        f"\nharness-way read phase (grid up to {max(lengths):,}): {read_seconds:.1f} s for "
+        f"{read_tokens:,} tokens"
+        + (
+            "; STOPPED EARLY at the limit: baseline figures below are lower bounds"
+            if stopped
+            else ""
+        )
+    )
+    print(
+        f"{'length':>10} {'build s':>10} {'first s':>9} {'baseline s':>11} {'ratio':>12} "
+        f"{'peak RSS MiB':>13} {'RSS after MiB':>14}"
+    )
+    for length in lengths:
+        ratio = baseline[length] / warm[length]
+        mark = ">=" if stopped else ""
+        print(
+            f"{length:>10,} {warm[length]:>10.5f} {first[length]:>9.4f} "
+            f"{mark + format(baseline[length], '.1f'):>11} {mark + format(ratio, ',.0f'):>12} "
+            f"{peaks[length]:>13.1f} {after_build[length]:>14.1f}"
+        )
+    print(
+        f"(peak RSS of the same process before loading the haystack, tokenizer loaded: "
+        f"{base_rss} MiB)"
+    )
+    for key, value in stack.items():
+        print(f"{key}: {value}")
+
+    out = {
+        "build_seconds": {str(n): round(warm[n], 6) for n in lengths},
+        "first_build_seconds": {str(n): round(first[n], 6) for n in lengths},
+        "baseline_seconds": {str(n): round(baseline[n], 3) for n in lengths},
+        "baseline_is_lower_bound": stopped,
+        "baseline_read_seconds": round(read_seconds, 3),
+        "baseline_read_tokens": read_tokens,
+        "ratio": {str(n): round(baseline[n] / warm[n], 1) for n in lengths},
+        "peak_rss_mib": {str(n): peaks.get(n) for n in lengths},
+        "rss_after_build_mib": {str(n): after_build.get(n) for n in lengths},
+        "process_rss_before_haystack_mib": base_rss,
+        "cache_load_seconds": round(cache_load, 4),
+        "dispatch_121_seconds": stack.get("dispatch_121_seconds"),
+        "overhead_per_cell_ms": stack.get("overhead_per_cell_ms"),
+        **{
+            k: v
+            for k, v in stack.items()
+            if k not in ("dispatch_121_seconds", "overhead_per_cell_ms")
+        },
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "max_rss_this_process_mib": round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+        ),
+    }
+    (REPO / "results").mkdir(exist_ok=True)
+    (REPO / "results" / "bench.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {REPO / 'results' / 'bench.json'}")
+
+
+if __name__ == "__main__":
+    main()
