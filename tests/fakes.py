@@ -7,6 +7,7 @@ from typing import Any
 
 from niah.blobs import BlobInfo
 from niah.providers.base import ModelAnswer
+from niah.store import ReportClaim
 
 
 class MemoryBlobs:
@@ -40,12 +41,48 @@ class MemoryBlobs:
         return name in self.objects
 
 
-class MemoryStore:
+class MemoryStoreExtras:
+    """The attempt, report-claim and reset parts of ``ResultStore``, in memory."""
+
+    runs: dict[str, dict[str, Any]]
+    cells: dict[str, dict[str, dict[str, Any]]]
+    attempts: dict[tuple[str, str], dict[str, Any]]
+
+    def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
+        record = self.attempts.setdefault((run_id, cell_id), {"failures": 0})
+        record["failures"] += 1
+        record["last_error"] = error
+
+    def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
+        return self.attempts.get((run_id, cell_id))
+
+    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+        run = self.runs[run_id]
+        if run.get("status") == "complete" and run.get("report"):
+            return "done"
+        if run.get("claimed"):
+            return "held"
+        run["claimed"] = True
+        return "claimed"
+
+    def reset_failed_cells(self, run_id: str) -> int:
+        failed = [cid for cid, doc in self.cells[run_id].items() if doc.get("status") == "failed"]
+        for cell_id in failed:
+            del self.cells[run_id][cell_id]
+        run = self.runs[run_id]
+        run["failed"] = run.get("failed", 0) - len(failed)
+        run.update(status="running", claimed=False)
+        run.pop("report", None)
+        return len(failed)
+
+
+class MemoryStore(MemoryStoreExtras):
     """A ``ResultStore`` in dicts, with the same create-if-absent semantics."""
 
     def __init__(self) -> None:
         self.runs: dict[str, dict[str, Any]] = {}
         self.cells: dict[str, dict[str, dict[str, Any]]] = {}
+        self.attempts: dict[tuple[str, str], dict[str, Any]] = {}
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         if run_id in self.runs:

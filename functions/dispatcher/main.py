@@ -38,8 +38,8 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     if request.mimetype != "application/json":
         return _error(400, "Content-Type", "send the run request as application/json")
     try:
-        payload = json.loads(request.get_data(cache=False, as_text=True) or "null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        payload = json.loads(request.get_data(cache=False).decode("utf-8") or "null")
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         return _error(400, "body", f"not valid JSON ({error}); send a JSON object of run options")
     store, publisher, blobs = _clients()
     try:
@@ -53,6 +53,8 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         "published": result.published,
         "created": result.created,
         "already_complete": result.already_complete,
+        "reused": result.reused,
+        "retried": result.retried,
         "firestore_document": f"runs/{result.run_id}",
         "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
     }

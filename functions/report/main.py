@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from functools import cache
 
 import functions_framework
 from cloudevents.http import CloudEvent
 
 from niah.blobs import GcsBlobStore
+from niah.bus import MalformedMessageError, decode_event
 from niah.logs import log
 from niah.report import render_report
 from niah.settings import get_settings
@@ -26,10 +24,10 @@ def _clients() -> tuple[FirestoreStore, GcsBlobStore]:
 @functions_framework.cloud_event
 def handle_report(event: CloudEvent) -> None:
     """Render the report of the run a ``messagePublished`` event names."""
-    message = event.data.get("message", {})
     try:
-        run_id = str(json.loads(base64.b64decode(message.get("data", "")))["run_id"])
-    except (binascii.Error, json.JSONDecodeError, KeyError, TypeError) as error:
+        body, _ = decode_event(event.data)
+        run_id = str(body["run_id"])
+    except (MalformedMessageError, KeyError) as error:
         log("malformed report message dropped", severity="ERROR", error=str(error))
         return
     store, blobs = _clients()

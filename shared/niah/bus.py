@@ -56,3 +56,26 @@ class PubSubPublisher:
         """Publish the run's report request and wait for it to be accepted."""
         data = json.dumps({"run_id": run_id}).encode()
         self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
+
+
+class MalformedMessageError(ValueError):
+    """A message that will never parse; acknowledge it rather than loop."""
+
+
+def decode_event(event_data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The JSON body of a Pub/Sub ``messagePublished`` event, and its delivery attempt.
+
+    The attempt counter is present when the subscription has a dead-letter policy.
+    """
+    import base64
+    import binascii
+
+    message = event_data.get("message") or {}
+    attempt = int(event_data.get("deliveryAttempt") or message.get("deliveryAttempt") or 1)
+    try:
+        body = json.loads(base64.b64decode(message.get("data", "")))
+    except (binascii.Error, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise MalformedMessageError(str(error)) from error
+    if not isinstance(body, dict):
+        raise MalformedMessageError("the message body is not a JSON object")
+    return body, attempt

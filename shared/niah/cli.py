@@ -173,11 +173,20 @@ def cmd_run(args: argparse.Namespace) -> None:
     if args.estimate:
         print(estimate(payload))
         return
+    if args.resume:
+        # The same spec names the same run: answered cells are kept, failed and
+        # missing ones are published again.
+        previous = _store().get_run(args.resume)
+        if previous is None:
+            sys.exit(f"niah: no run {args.resume}")
+        payload = dict(previous["spec"])
     body = _submit(_dispatcher_url(args), payload)
     run_id = body["run_id"]
     print(
         f"run {run_id}: {body['cells']} cells"
         + (" (already complete)" if body.get("already_complete") else "")
+        + (f", {body['reused']} already answered" if body.get("reused") else "")
+        + (f", {body['retried']} failed cells retried" if body.get("retried") else "")
     )
     if args.wait:
         run = _wait(run_id, args.timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +14,11 @@ from niah.haystack import TEXT_SUFFIXES, HaystackError, haystack_prefix
 from niah.logs import log
 from niah.providers import max_context_tokens
 from niah.settings import get_settings
-from niah.spec import RunRequest
+from niah.spec import LOCAL_MODEL, RunRequest
 from niah.store import ResultStore
+
+MIN_CONTEXT_LENGTH = 128
+GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
 
 
 class RequestError(ValueError):
@@ -35,6 +39,8 @@ class Dispatched:
     published: int
     already_complete: bool
     created: bool
+    reused: int = 0
+    retried: int = 0
 
 
 def parse_request(payload: Any) -> RunRequest:
@@ -69,6 +75,15 @@ def check_budget(spec: RunRequest) -> None:
             f"the grid asks for {total_tokens} prompt tokens, above the limit of "
             f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
         )
+    check_model(spec)
+    shortest = min(cell.context_length for cell in cells)
+    floor = minimum_context_length(spec)
+    if shortest < floor:
+        raise RequestError(
+            "context_lengths",
+            f"{shortest} tokens is below the prompt's own size (template, question and "
+            f"needle need about {floor}); ask for at least {floor} tokens",
+        )
     limit = max_context_tokens(spec.provider(), spec.model_name)
     longest = max(cell.context_length for cell in cells)
     if limit is not None and longest > limit:
@@ -76,6 +91,38 @@ def check_budget(spec: RunRequest) -> None:
             "context_lengths",
             f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens",
         )
+
+
+def check_model(spec: RunRequest) -> None:
+    """Refuse models no provider of this deployment can serve."""
+    provider = spec.provider()
+    if provider == "local" and spec.model_name != LOCAL_MODEL:
+        raise RequestError("model_name", f"the local provider serves only {LOCAL_MODEL}")
+    if provider == "gemini" and not GEMINI_NAME.match(spec.model_name.rsplit("/", 1)[-1]):
+        raise RequestError(
+            "model_name", f"{spec.model_name!r} is not a Gemini model name (e.g. gemini-2.5-flash)"
+        )
+    if provider == "openai_compatible" and not get_settings().openai_base_url:
+        raise RequestError(
+            "model_name",
+            f"unknown model {spec.model_name!r}: use a gemini-* model, {LOCAL_MODEL}, or "
+            "model_provider openai_compatible on a deployment with NIAH_OPENAI_BASE_URL set",
+        )
+    for name in filter(None, [spec.evaluator_model_name]):
+        kind = RunRequest(model_name=name).provider()
+        if kind == "openai_compatible" and not get_settings().openai_base_url:
+            raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
+
+
+def minimum_context_length(spec: RunRequest) -> int:
+    """A safe lower bound on the prompt's own size in tokens, without a tokenizer.
+
+    The built-in templates, question and needle take under 128 tokens; a custom
+    template or needle is estimated at one token per 3 characters.
+    """
+    own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
+    own_text += 0 if spec.dynamic_needle else len(spec.needle)
+    return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
 
 
 def dispatch_run(
@@ -115,11 +162,18 @@ def dispatch_run(
             "failed": 0,
         },
     )
+    retried = 0
+    stored: set[str] = set()
     if not created:
+        # A rerun, a client's retry or a resume: keep answered cells, retry failed ones,
+        # publish only what is missing. Nothing already paid for is asked again.
         existing = store.get_run(run_id) or {}
-        if existing.get("status") == "complete":
+        if int(existing.get("failed", 0)) > 0:
+            retried = store.reset_failed_cells(run_id)
+        elif existing.get("status") == "complete":
             log("run already complete", run_id=run_id)
             return Dispatched(run_id, len(cells), 0, already_complete=True, created=False)
+        stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
     messages = [
         {
             "run_id": run_id,
@@ -128,7 +182,24 @@ def dispatch_run(
             "depth_percent": cell.depth_percent,
         }
         for cell in cells
+        if cell.cell_id not in stored
     ]
-    published = publisher.publish_cells(messages)
-    log("run dispatched", run_id=run_id, cells=len(cells), created=created)
-    return Dispatched(run_id, len(cells), published, already_complete=False, created=created)
+    published = publisher.publish_cells(messages) if messages else 0
+    log(
+        "run dispatched",
+        run_id=run_id,
+        cells=len(cells),
+        created=created,
+        published=published,
+        reused=len(stored),
+        retried=retried,
+    )
+    return Dispatched(
+        run_id,
+        len(cells),
+        published,
+        already_complete=False,
+        created=created,
+        reused=len(stored),
+        retried=retried,
+    )

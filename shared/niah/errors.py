@@ -37,6 +37,16 @@ class PermanentRunError(NiahError):
     kind = "run"
 
 
+class DeadLetteredError(NiahError):
+    """A cell whose message failed past its delivery limit; recorded by the DLQ handler."""
+
+    kind = "dead_letter"
+
+
+class ReportPendingError(RetryableError):
+    """Another instance holds the report's lease; try again when it may have expired."""
+
+
 def classify_http_error(code: int, status: str, message: str) -> NiahError:
     """Map a model API's HTTP error to what it does to the cell and the run.
 

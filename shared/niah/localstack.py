@@ -40,11 +40,12 @@ class Ports:
     worker: int
     report: int
     vertex_standin: int
+    dead_letter: int
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        """Seven consecutive ports from ``base``."""
-        return cls(*range(base, base + 7))
+        """Eight consecutive ports from ``base``."""
+        return cls(*range(base, base + 8))
 
 
 def client_env(ports: Ports) -> dict[str, str]:
@@ -151,7 +152,7 @@ def up(
         down(state_dir)
     (state_dir / "pubsub-data").mkdir(parents=True, exist_ok=True)
     ports = Ports.from_base(base_port)
-    busy = [p for p in range(base_port, base_port + 7) if not _port_free(p)]
+    busy = [p for p in range(base_port, base_port + 8) if not _port_free(p)]
     if busy:
         raise RuntimeError(f"ports {busy} are in use; stop what holds them or pass --base-port")
     env = client_env(ports)
@@ -215,30 +216,34 @@ def up(
         state_dir,
         base_env,
     )
-    function_env = {**base_env, **env, **worker_model_env(ports), **(worker_env or {})}
-    functions = [
-        ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
-        ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
-        ("report", "handle_report", "cloudevent", ports.report, {"THREADS": "2"}),
-    ]
-    for name, target, signature, port, extra in functions:
-        _start(
-            name,
-            [
+    function_env = {**env, **worker_model_env(ports), **(worker_env or {})}
+    functions = {
+        "dispatcher": ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
+        "worker": ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
+        "dead-letter": ("worker", "handle_dead_letter", "cloudevent", ports.dead_letter, {}),
+        "report": ("report", "handle_report", "cloudevent", ports.report, {"THREADS": "2"}),
+    }
+    specs = {}
+    for name, (source, target, signature, port, defaults) in functions.items():
+        specs[name] = {
+            "command": [
                 sys.executable,
                 "-m",
                 "functions_framework",
-                f"--source={REPO / 'functions' / name / 'main.py'}",
+                f"--source={REPO / 'functions' / source / 'main.py'}",
                 f"--target={target}",
                 f"--signature-type={signature}",
                 "--host=127.0.0.1",
                 f"--port={port}",
             ],
-            state_dir,
-            {**function_env, "PYTHONUNBUFFERED": "1", **extra},
-        )
-    for name, _, _, port, _ in functions:
-        _wait_http(f"http://127.0.0.1:{port}/", 60, name, state_dir)
+            "env": {**function_env, "PYTHONUNBUFFERED": "1", **defaults, **(worker_env or {})},
+            "port": port,
+        }
+    (state_dir / "functions.json").write_text(json.dumps(specs, indent=1))
+    for name in specs:
+        start_function(state_dir, name, wait=False)
+    for name, spec in specs.items():
+        _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
     _wait_http(f"http://127.0.0.1:{ports.vertex_standin}/", 60, "vertex-standin", state_dir)
     _create_topics(ports)
 
@@ -282,6 +287,7 @@ def _create_topics(ports: Ports) -> None:
     pushes = [
         ("niah-cells-push", "niah-cells", ports.worker, dead_letter),
         ("niah-reports-push", "niah-reports", ports.report, None),
+        ("niah-dead-letter-push", "niah-dead-letter", ports.dead_letter, None),
     ]
     for name, topic_name, port, policy in pushes:
         subscriber.create_subscription(
@@ -301,6 +307,35 @@ def _create_topics(ports: Ports) -> None:
             "topic": topic("niah-dead-letter"),
         }
     )
+
+
+def start_function(state_dir: Path, name: str, *, wait: bool = True) -> None:
+    """(Re)start one function process as ``up`` configured it."""
+    spec = json.loads((state_dir / "functions.json").read_text())[name]
+    _start(
+        name,
+        spec["command"],
+        state_dir,
+        {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1", **spec["env"]},
+    )
+    if wait:
+        _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
+
+
+def kill_process(state_dir: Path, name: str) -> None:
+    """SIGKILL one started process group (as a crash would), and forget it."""
+    pids_file = state_dir / "pids"
+    kept = []
+    for line in pids_file.read_text().splitlines():
+        entry, pid = line.split()
+        if entry == name and _alive(int(pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pid), signal.SIGKILL)
+            while _alive(int(pid)):
+                time.sleep(0.05)
+        elif entry != name:
+            kept.append(line)
+    pids_file.write_text("".join(f"{line}\n" for line in kept))
 
 
 def down(state_dir: Path) -> None:

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.blobs import BlobStore, gs_uri
+from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.settings import get_settings
 from niah.store import ResultStore
+
+# Longer than rendering takes (seconds), shorter than Pub/Sub keeps redelivering.
+REPORT_LEASE_SECONDS = 300.0
 
 # The harness's red-yellow-green scale.
 HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
@@ -147,9 +151,10 @@ def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
 
 
 def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
-    """Render and store the run's report once every cell is in; safe to run twice.
+    """Render and store the run's report once every cell is in; rendered once.
 
     Returns the report's location, or None if the run is unknown or not finished.
+    Raises ``ReportPendingError`` (retry) while another instance holds the report.
     """
     run = store.get_run(run_id)
     if run is None:
@@ -159,6 +164,14 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     if len(cells) < int(run.get("total", 0)):
         log("report requested before the last cell", run_id=run_id, stored=len(cells))
         return None
+    claim = store.claim_report(run_id, REPORT_LEASE_SECONDS)
+    if claim == "done":
+        log("duplicate report request suppressed", run_id=run_id)
+        return dict(run["report"])
+    if claim == "held":
+        # Another renderer is at work; if it dies its lease expires and a redelivery of
+        # this message renders the report.
+        raise ReportPendingError(f"the report of {run_id} is being rendered elsewhere")
     summary = summarize(run, cells)
     scorer = summary["scorer"]
     title = (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,11 +39,17 @@ class RunRequest(BaseModel):
     either ``document_depth_percents`` or the min/max/intervals triple sets the depths.
     """
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    # Strict: JSON true is not a length of 1, "1000" is not a number. Names are
+    # stripped where they are validated; needles and templates keep their whitespace.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    model_name: str = Field(default=LOCAL_MODEL, min_length=1, max_length=200)
+    model_name: str = Field(
+        default=LOCAL_MODEL, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][\w.@:/-]*$"
+    )
     model_provider: ProviderName | None = None
-    evaluator_model_name: str | None = Field(default=None, max_length=200)
+    evaluator_model_name: str | None = Field(
+        default=None, max_length=200, pattern=r"^[A-Za-z0-9][\w.@:/-]*$"
+    )
 
     context_lengths: list[int] | None = None
     context_lengths_min: int = Field(default=1000, ge=1, le=MAX_CONTEXT_LENGTH)
@@ -106,8 +114,21 @@ class RunRequest(BaseModel):
     def _check_haystack(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        if ".." in value.split("/") or "\\" in value or "\x00" in value:
-            raise ValueError("must be a haystack name or a gs:// prefix without '..'")
+        if not re.fullmatch(r"(gs://)?[A-Za-z0-9._/-]+", value) or ".." in value.split("/"):
+            raise ValueError(
+                "must be a haystack name, a prefix or a gs:// URI of plain ASCII letters, "
+                "digits, '.', '_', '-' and '/', without '..'"
+            )
+        return value
+
+    @field_validator("needle", "retrieval_question", "expected_answer", "prompt_template")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        if value is not None and any(
+            unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch not in "\n\t"
+            for ch in value
+        ):
+            raise ValueError("must not contain control, format or private-use characters")
         return value
 
     @field_validator("prompt_template")

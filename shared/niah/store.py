@@ -10,12 +10,15 @@ hot run document (the emulator and production both punish those).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from niah.settings import get_settings
 
 RUNS = "runs"
 CELLS = "cells"
+ATTEMPTS = "attempts"
+
+ReportClaim = Literal["claimed", "done", "held"]
 
 
 class ResultStore(Protocol):
@@ -54,6 +57,22 @@ class ResultStore(Protocol):
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
         """Every stored cell of the run, in cell-ID order."""
+        ...
+
+    def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
+        """Remember a cell's last retryable error (for the dead-letter record)."""
+        ...
+
+    def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
+        """The cell's attempt record: ``last_error`` and ``failures``."""
+        ...
+
+    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+        """Take the right to render the run's report: "claimed", or "done" / "held"."""
+        ...
+
+    def reset_failed_cells(self, run_id: str) -> int:
+        """Delete the run's failed cells (uncounting them) so a rerun retries them."""
         ...
 
 
@@ -136,3 +155,71 @@ class FirestoreStore:
         docs = self._run(run_id).collection(CELLS).stream()
         cells = [doc.to_dict() | {"cell_id": doc.id} for doc in docs]
         return sorted(cells, key=lambda cell: str(cell["cell_id"]))
+
+    def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
+        """Remember a cell's last retryable error (for the dead-letter record)."""
+        self._run(run_id).collection(ATTEMPTS).document(cell_id).set(
+            {
+                "last_error": error[:2000],
+                "failures": self._firestore.Increment(1),
+                "updated_at": self._firestore.SERVER_TIMESTAMP,
+            },
+            merge=True,
+        )
+
+    def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
+        """The cell's attempt record: ``last_error`` and ``failures``."""
+        snapshot = self._run(run_id).collection(ATTEMPTS).document(cell_id).get()
+        return snapshot.to_dict() if snapshot.exists else None
+
+    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+        """Take the right to render the run's report, in a transaction on the run.
+
+        Rare (once per run), so a transaction on the run document is fine here. A
+        claim older than ``lease_seconds`` is taken over: its renderer died.
+        """
+        import datetime as dt
+
+        firestore = self._firestore
+        reference = self._run(run_id)
+
+        @firestore.transactional
+        def claim(transaction: Any) -> ReportClaim:
+            run = reference.get(transaction=transaction).to_dict() or {}
+            if run.get("status") == "complete" and run.get("report"):
+                return "done"
+            claimed_at = run.get("report_claimed_at")
+            now = dt.datetime.now(dt.UTC)
+            if claimed_at is not None and (now - claimed_at).total_seconds() < lease_seconds:
+                return "held"
+            transaction.update(reference, {"report_claimed_at": now})
+            return "claimed"
+
+        result: ReportClaim = claim(self._db.transaction())
+        return result
+
+    def reset_failed_cells(self, run_id: str) -> int:
+        """Delete the run's failed cells and uncount them, in batches; reopen the run."""
+        firestore = self._firestore
+        run = self._run(run_id)
+        failed = list(
+            run.collection(CELLS)
+            .where(filter=firestore.FieldFilter("status", "==", "failed"))
+            .stream()
+        )
+        for start in range(0, len(failed), 400):
+            batch = self._db.batch()
+            chunk = failed[start : start + 400]
+            for doc in chunk:
+                batch.delete(doc.reference)
+            batch.update(run, {"failed": firestore.Increment(-len(chunk))})
+            batch.commit()
+        run.update(
+            {
+                "status": "running",
+                "report": firestore.DELETE_FIELD,
+                "report_claimed_at": firestore.DELETE_FIELD,
+                "updated_at": firestore.SERVER_TIMESTAMP,
+            }
+        )
+        return len(failed)

@@ -12,7 +12,12 @@ from typing import Any, Literal
 from niah.blobs import BlobStore, gs_uri
 from niah.bus import Publisher
 from niah.context import ContextTooShortError, build_prompt
-from niah.errors import PermanentCellError, PermanentRunError, RetryableError
+from niah.errors import (
+    DeadLetteredError,
+    PermanentCellError,
+    PermanentRunError,
+    RetryableError,
+)
 from niah.haystack import HaystackError, haystack_prefix, load_haystack
 from niah.logs import log
 from niah.needles import Needle, needle_for
@@ -119,7 +124,16 @@ def process_cell(
         )
         doc |= fields
         failed = False
-    except RetryableError:
+    except RetryableError as error:
+        store.note_attempt(task.run_id, task.cell_id, str(error))
+        log(
+            "cell will be retried",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            attempt=task.delivery_attempt,
+            error=str(error),
+        )
         raise
     except (PermanentCellError, PermanentRunError, ContextTooShortError, HaystackError) as error:
         kind = getattr(error, "kind", "cell")
@@ -246,6 +260,42 @@ def _score(
         # Both stored; the heatmap shows the judge's where it gave one.
         fields["score"] = fields.get("judge_score") or fields.get("exact_score")
     return fields
+
+
+def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publisher) -> Outcome:
+    """Mark a cell whose message was dead-lettered as failed, so its run still finishes.
+
+    Does nothing if the cell was stored meanwhile (a late success wins).
+    """
+    if _run_spec(store, task.run_id) is None:
+        return "orphan"
+    attempt = store.last_attempt(task.run_id, task.cell_id) or {}
+    reason = attempt.get("last_error", "no error was recorded (the worker may have crashed)")
+    error = DeadLetteredError(
+        f"gave up after {attempt.get('failures', task.delivery_attempt)} failed deliveries; "
+        f"last error: {reason}"
+    )
+    doc = {
+        "run_id": task.run_id,
+        "context_length": task.context_length,
+        "depth_percent": task.depth_percent,
+        "status": "failed",
+        "score": None,
+        "error": {"kind": error.kind, "message": str(error)},
+        "test_timestamp_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S%z"),
+    }
+    if not store.record_cell(task.run_id, task.cell_id, doc, failed=True):
+        log("dead letter for a stored cell ignored", run_id=task.run_id, cell_id=task.cell_id)
+        return "duplicate"
+    log(
+        "dead-lettered cell recorded",
+        severity="WARNING",
+        run_id=task.run_id,
+        cell_id=task.cell_id,
+        error=str(error),
+    )
+    request_report_if_complete(task.run_id, store=store, publisher=publisher)
+    return "failed"
 
 
 def request_report_if_complete(run_id: str, *, store: ResultStore, publisher: Publisher) -> bool:

@@ -44,7 +44,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     import google.cloud.pubsub_v1 as pubsub_v1
 
     state_dir = tmp_path_factory.mktemp("stack")
-    env = localstack.up(state_dir, base_port=BASE_PORT)
+    # Short SDK backoff so rate-limit storms resolve in seconds, not minutes.
+    env = localstack.up(
+        state_dir,
+        base_port=BASE_PORT,
+        worker_env={"NIAH_GEMINI_RETRY_INITIAL_DELAY": "0.2", "NIAH_GEMINI_RETRY_MAX_DELAY": "0.5"},
+    )
     subscriber = pubsub_v1.SubscriberClient()
     tap = subscriber.subscription_path(localstack.PROJECT, "niah-cells-tap")
     subscriber.create_subscription(

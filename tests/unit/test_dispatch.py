@@ -57,3 +57,37 @@ def test_refused_requests_publish_and_write_nothing(
         dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
     assert caught.value.field == field
     assert publisher.cells == [] and store.runs == {}
+
+
+def test_a_rerun_keeps_answers_retries_failures_and_publishes_only_the_rest(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    body = {"context_lengths": [1000, 2000], "document_depth_percents": [0, 100]}
+    first = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    ids = [m["cell_id"] for m in publisher.cells]
+    store.record_cell(first.run_id, ids[0], {"status": "answered", "score": 10}, failed=False)
+    store.record_cell(first.run_id, ids[1], {"status": "failed", "score": None}, failed=True)
+    publisher.cells.clear()
+    again = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    assert (again.reused, again.retried, again.published) == (1, 1, 3)
+    assert sorted(m["cell_id"] for m in publisher.cells) == sorted(ids[1:])
+    run = store.get_run(first.run_id)
+    assert run is not None and (run["done"], run["failed"]) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"context_lengths": [50]}, "context_lengths"),
+        ({"model_name": "gpt-4o", "context_lengths": [1000]}, "model_name"),
+        ({"model_name": "gemini-pro-ultra-max", "context_lengths": [1000]}, "model_name"),
+        ({"model_name": "gemini-2.5-flash", "context_lengths": [2_000_000]}, "context_lengths"),
+    ],
+)
+def test_unknown_models_and_impossible_lengths_are_refused(
+    essay_blobs: MemoryBlobs, body: dict[str, object], field: str
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        dispatch_run(body, store=MemoryStore(), publisher=RecordingPublisher(), blobs=essay_blobs)
+    assert caught.value.field == field

@@ -89,18 +89,42 @@ def test_permanent_errors_are_stored_and_retryable_ones_raise(world: dict[str, A
     assert (run["done"], run["failed"]) == (0, 1)
 
 
-def test_a_length_below_the_template_is_a_grey_cell_not_a_crash(essay_blobs: MemoryBlobs) -> None:
-    store, publisher = MemoryStore(), RecordingPublisher()
-    result = dispatch_run(
-        {"context_lengths": [12], "document_depth_percents": [50]},
-        store=store,
-        publisher=publisher,
-        blobs=essay_blobs,
-    )
-    world = {"store": store, "publisher": publisher, "blobs": essay_blobs}
-    outcome = run_cell(
-        world, CellTask.from_message(publisher.cells[0]), ScriptedProvider(echo_needle_number)
-    )
+def test_a_context_too_short_at_the_worker_is_a_grey_cell_not_a_crash(
+    world: dict[str, Any],
+) -> None:
+    # The dispatcher refuses lengths below the prompt's size; should one slip through
+    # (a long custom template it under-estimated), the worker records a grey cell.
+    task = world["tasks"][0]
+    short = CellTask(task.run_id, task.cell_id, 12, task.depth_percent)
+    outcome = run_cell(world, short, ScriptedProvider(echo_needle_number))
     assert outcome == "failed"
-    assert "below the prompt's own size" in store.list_cells(result.run_id)[0]["error"]["message"]
-    assert publisher.reports == [result.run_id]
+    [cell] = world["store"].list_cells(world["run_id"])
+    assert "below the prompt's own size" in cell["error"]["message"]
+
+
+def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
+    world: dict[str, Any],
+) -> None:
+    from niah.work import record_dead_letter
+
+    def busy(prompt: str) -> str:
+        raise RetryableError("503 UNAVAILABLE: overloaded")
+
+    first, second = world["tasks"][:2]
+    with pytest.raises(RetryableError):
+        run_cell(world, first, ScriptedProvider(busy))
+    dead = CellTask(first.run_id, first.cell_id, first.context_length, first.depth_percent, 5)
+    assert record_dead_letter(dead, store=world["store"], publisher=world["publisher"]) == "failed"
+    cell = world["store"].list_cells(world["run_id"])[0]
+    assert cell["error"]["kind"] == "dead_letter"
+    assert "503 UNAVAILABLE" in cell["error"]["message"]
+    # A late success wins over a dead letter, and a dead letter never counts twice.
+    assert run_cell(world, second, ScriptedProvider(echo_needle_number)) == "answered"
+    assert record_dead_letter(second, store=world["store"], publisher=world["publisher"]) == (
+        "duplicate"
+    )
+    assert record_dead_letter(dead, store=world["store"], publisher=world["publisher"]) == (
+        "duplicate"
+    )
+    run = world["store"].get_run(world["run_id"])
+    assert (run["done"], run["failed"]) == (1, 1)

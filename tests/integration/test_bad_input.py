@@ -1,0 +1,192 @@
+"""Malformed and hostile run requests.
+
+Each answers 400 naming the field, and nothing is published or written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import requests
+
+from niah.store import FirestoreStore
+from tests.integration.conftest import Stack, drain
+
+pytestmark = pytest.mark.integration
+
+JSON = "application/json"
+OK = {"context_lengths": [1000], "document_depth_percents": [50]}
+
+CASES: list[tuple[str, Any, str, str]] = [
+    # (case, body, content type, field named in the error)
+    ("lengths not a list", {"context_lengths": "1000"}, JSON, "context_lengths"),
+    ("length not a number", {"context_lengths": ["many"]}, JSON, "context_lengths.0"),
+    ("length a float", {"context_lengths": [1000.5]}, JSON, "context_lengths.0"),
+    ("length a bool", {"context_lengths": [True]}, JSON, "context_lengths.0"),
+    ("empty lengths", {"context_lengths": []}, JSON, "context_lengths"),
+    ("zero length", {"context_lengths": [0]}, JSON, "context_lengths"),
+    ("negative length", {"context_lengths": [-5]}, JSON, "context_lengths"),
+    ("absurd length", {"context_lengths": [10**12]}, JSON, "context_lengths"),
+    ("length below the prompt", {"context_lengths": [60]}, JSON, "context_lengths"),
+    ("length above the model", {"context_lengths": [40_000]}, JSON, "context_lengths"),
+    (
+        "gemini above its limit",
+        {"model_name": "gemini-2.5-flash", "context_lengths": [1_500_000]},
+        JSON,
+        "context_lengths",
+    ),
+    ("min above max", {"context_lengths_min": 9000, "context_lengths_max": 1000}, JSON, "body"),
+    (
+        "too many intervals",
+        {"context_lengths_num_intervals": 5000},
+        JSON,
+        "context_lengths_num_intervals",
+    ),
+    (
+        "huge grid",
+        {"context_lengths_num_intervals": 40, "document_depth_percent_intervals": 40},
+        JSON,
+        "context_lengths",
+    ),
+    ("depth above 100", {**OK, "document_depth_percents": [101]}, JSON, "document_depth_percents"),
+    ("depth below 0", {**OK, "document_depth_percents": [-1]}, JSON, "document_depth_percents"),
+    (
+        "depth min above 100",
+        {**OK, "document_depth_percents": None, "document_depth_percent_min": 150},
+        JSON,
+        "document_depth_percent_min",
+    ),
+    ("empty depths", {**OK, "document_depth_percents": []}, JSON, "document_depth_percents"),
+    (
+        "unknown interval type",
+        {**OK, "document_depth_percent_interval_type": "cubic"},
+        JSON,
+        "document_depth_percent_interval_type",
+    ),
+    ("unknown option", {**OK, "contxt_lengths": [1000]}, JSON, "contxt_lengths"),
+    (
+        "unknown local model",
+        {**OK, "model_provider": "local", "model_name": "llama-3"},
+        JSON,
+        "model_name",
+    ),
+    (
+        "not a gemini model",
+        {**OK, "model_provider": "gemini", "model_name": "claude-3"},
+        JSON,
+        "model_name",
+    ),
+    ("not a gemini name", {**OK, "model_name": "gemini-ultra-plus"}, JSON, "model_name"),
+    ("model name with a slash trick", {**OK, "model_name": "../../admin"}, JSON, "model_name"),
+    ("model name with a NUL", {**OK, "model_name": "gemini-2.5-flash\u0000"}, JSON, "model_name"),
+    ("unknown scorer", {**OK, "scorer": "vibes"}, JSON, "scorer"),
+    ("judge without a judge", {**OK, "scorer": "judge"}, JSON, "body"),
+    ("unknown provider", {**OK, "model_provider": "anthropic"}, JSON, "model_provider"),
+    (
+        "haystack in another bucket",
+        {**OK, "haystack_dir": "gs://someone-else/texts"},
+        JSON,
+        "haystack_dir",
+    ),
+    ("haystack path traversal", {**OK, "haystack_dir": "../../etc/passwd"}, JSON, "haystack_dir"),
+    (
+        "haystack traversal in a URI",
+        {**OK, "haystack_dir": "gs://niah-local/a/../../b"},
+        JSON,
+        "haystack_dir",
+    ),
+    (
+        "haystack that does not exist",
+        {**OK, "haystack_dir": "no_such_haystack"},
+        JSON,
+        "haystack_dir",
+    ),
+    (
+        "haystack with fullwidth dots",
+        {**OK, "haystack_dir": "\uff0e\uff0e/secret"},
+        JSON,
+        "haystack_dir",
+    ),
+    (
+        "needle with a right-to-left override",
+        {**OK, "dynamic_needle": False, "needle": "abc\u202edcba", "expected_answer": "abc"},
+        JSON,
+        "needle",
+    ),
+    (
+        "question with a zero-width space",
+        {**OK, "retrieval_question": "What\u200b?"},
+        JSON,
+        "retrieval_question",
+    ),
+    (
+        "static needle without an answer or judge",
+        {**OK, "dynamic_needle": False, "scorer": "exact"},
+        JSON,
+        "body",
+    ),
+    (
+        "template without placeholders",
+        {**OK, "prompt_template": "Answer now."},
+        JSON,
+        "prompt_template",
+    ),
+    (
+        "negative buffer",
+        {**OK, "final_context_length_buffer": -1},
+        JSON,
+        "final_context_length_buffer",
+    ),
+    (
+        "buffer eats the context",
+        {**OK, "final_context_length_buffer": 5000},
+        JSON,
+        "context_lengths",
+    ),
+    ("version zero", {**OK, "results_version": 0}, JSON, "results_version"),
+    ("seed a string", {**OK, "seed": "lucky"}, JSON, "seed"),
+    ("a JSON array", [1000, 2000], JSON, "body"),
+    ("a JSON string", '"run it"', JSON, "body"),
+    ("JSON null", "null", JSON, "body"),
+    ("not JSON", "{context_lengths: 1000", JSON, "body"),
+    ("deeply nested JSON", "[" * 100_000 + "]" * 100_000, JSON, "body"),
+    ("invalid UTF-8", b'{"model_name": "\xff\xfe"}', JSON, "body"),
+    ("empty body", "", JSON, "body"),
+    ("form encoded", "context_lengths=1000", "application/x-www-form-urlencoded", "Content-Type"),
+    ("plain text", "run 1000 tokens", "text/plain", "Content-Type"),
+    ("oversized body", '{"needle": "' + "x" * 1_100_000 + '"}', JSON, "body"),
+]
+
+
+def send(stack: Stack, body: Any, content_type: str) -> requests.Response:
+    if isinstance(body, (dict, list)):
+        import json
+
+        body = json.dumps(body)
+    return requests.post(
+        stack.env["DISPATCHER_URL"], data=body, headers={"Content-Type": content_type}, timeout=60
+    )
+
+
+def test_every_hostile_request_is_refused_and_changes_nothing(stack: Stack) -> None:
+    assert len(CASES) >= 30
+    drain(stack.tap, settle_seconds=0.5)
+    runs = FirestoreStore()._db.collection("runs")
+    before = {doc.id: doc.to_dict() for doc in runs.stream()}
+    failures = []
+    for case, body, content_type, field in CASES:
+        response = send(stack, body, content_type)
+        error = response.json().get("error", {}) if response.status_code == 400 else {}
+        if response.status_code != 400 or error.get("field") != field or not error.get("message"):
+            failures.append(f"{case}: {response.status_code} {response.text[:200]}")
+    assert failures == [], "\n".join(failures)
+    assert drain(stack.tap, settle_seconds=1.5) == [], "a refused request published cells"
+    assert {doc.id: doc.to_dict() for doc in runs.stream()} == before
+
+
+def test_the_error_message_says_how_to_fix_it(stack: Stack) -> None:
+    response = send(stack, {**OK, "context_lengths": [60]}, JSON)
+    assert "ask for at least" in response.json()["error"]["message"]
+    response = send(stack, {**OK, "contxt_lengths": [1000]}, JSON)
+    assert "spelling" in response.json()["error"]["message"]
