@@ -81,6 +81,55 @@ resource "google_pubsub_subscription" "dead_letter_hold" {
   message_retention_duration = "604800s"
 }
 
+# The worker's own push subscription (instead of an Eventarc trigger) so that it can
+# carry the dead-letter policy and bounded backoff.
+resource "google_pubsub_subscription" "cells_push" {
+  name                 = "niah-cells-push"
+  topic                = google_pubsub_topic.cells.id
+  ack_deadline_seconds = 600
+  push_config {
+    push_endpoint = google_cloudfunctions2_function.worker.service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    max_delivery_attempts = 5
+  }
+}
+
+resource "google_pubsub_subscription" "dead_letter_push" {
+  name                 = "niah-dead-letter-push"
+  topic                = google_pubsub_topic.dead_letter.id
+  ack_deadline_seconds = 60
+  push_config {
+    push_endpoint = google_cloudfunctions2_function.dead_letter.service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+}
+
+# Pub/Sub's own agent forwards dead letters and acknowledges the originals.
+data "google_project" "this" {}
+
+resource "google_pubsub_topic_iam_member" "agent_publishes_dead_letters" {
+  topic  = google_pubsub_topic.dead_letter.name
+  role   = "roles/pubsub.publisher"
+  member = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+}
+
+resource "google_pubsub_subscription_iam_member" "agent_acks_dead_letters" {
+  subscription = google_pubsub_subscription.cells_push.name
+  role         = "roles/pubsub.subscriber"
+  member       = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+}
+
 # ---------- service accounts ----------
 resource "google_service_account" "dispatcher" {
   account_id   = "niah-dispatcher"
@@ -222,15 +271,34 @@ resource "google_cloudfunctions2_function" "worker" {
     max_instance_count               = var.worker_max_instances
     max_instance_request_concurrency = var.worker_concurrency
     service_account_email            = google_service_account.worker.email
-    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    ingress_settings                 = "ALLOW_ALL" # Pub/Sub push comes from outside the VPC; IAM guards it
     environment_variables            = local.common_env
   }
-  event_trigger {
-    trigger_region        = var.region
-    event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
-    pubsub_topic          = google_pubsub_topic.cells.id
-    retry_policy          = "RETRY_POLICY_RETRY" # v2 functions do not retry by default
-    service_account_email = google_service_account.pusher.email
+  # Invoked by the niah-cells-push subscription (dead-letter policy, bounded backoff);
+  # functions-framework turns the raw push body into a messagePublished CloudEvent.
+}
+
+resource "google_cloudfunctions2_function" "dead_letter" {
+  name     = "niah-dead-letter"
+  location = var.region
+  build_config {
+    runtime     = "python311"
+    entry_point = "handle_dead_letter"
+    source {
+      storage_source {
+        bucket = google_storage_bucket.data.name
+        object = google_storage_bucket_object.source.name
+      }
+    }
+    environment_variables = { GOOGLE_FUNCTION_SOURCE = "functions/worker/main.py" }
+  }
+  service_config {
+    available_memory      = "512M"
+    timeout_seconds       = 60
+    max_instance_count    = 2
+    service_account_email = google_service_account.worker.email
+    ingress_settings      = "ALLOW_ALL"
+    environment_variables = local.common_env
   }
 }
 
@@ -270,6 +338,13 @@ resource "google_cloudfunctions2_function" "report" {
 resource "google_cloud_run_service_iam_member" "pusher_invokes_worker" {
   location = var.region
   service  = google_cloudfunctions2_function.worker.name
+  role     = "roles/run.invoker"
+  member   = google_service_account.pusher.member
+}
+
+resource "google_cloud_run_service_iam_member" "pusher_invokes_dead_letter" {
+  location = var.region
+  service  = google_cloudfunctions2_function.dead_letter.name
   role     = "roles/run.invoker"
   member   = google_service_account.pusher.member
 }

@@ -7,7 +7,7 @@ output "bucket" {
   value = google_storage_bucket.data.name
 }
 
-output "worker_subscription_note" {
-  description = "Eventarc creates the worker's push subscription; scripts/deploy.sh adds the dead-letter policy and backoff to it."
-  value       = "run scripts/deploy.sh --post-terraform to attach the dead-letter topic"
+output "cells_subscription" {
+  description = "The worker's push subscription, with its dead-letter policy."
+  value       = google_pubsub_subscription.cells_push.name
 }

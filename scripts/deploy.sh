@@ -50,27 +50,44 @@ g functions deploy niah-dispatcher "${common[@]}" --entry-point=dispatch --trigg
   --no-allow-unauthenticated --service-account="niah-dispatcher@$PROJECT.iam.gserviceaccount.com" \
   --memory=512Mi --timeout=60s --max-instances=5 \
   --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/dispatcher/main.py
-# --retry: 2nd-gen event functions do not retry unless told to.
-g functions deploy niah-worker "${common[@]}" --entry-point=handle_cell --trigger-topic=niah-cells \
-  --retry --service-account="niah-worker@$PROJECT.iam.gserviceaccount.com" \
-  --trigger-service-account="niah-pusher@$PROJECT.iam.gserviceaccount.com" \
+# The worker and the dead-letter handler are invoked by our own push subscriptions
+# (so the worker's can carry a dead-letter policy); only niah-pusher may invoke them.
+g functions deploy niah-worker "${common[@]}" --entry-point=handle_cell --trigger-http \
+  --no-allow-unauthenticated --service-account="niah-worker@$PROJECT.iam.gserviceaccount.com" \
   --memory=2Gi --cpu=1 --timeout=540s --max-instances="$WORKER_MAX_INSTANCES" \
-  --concurrency="$WORKER_CONCURRENCY" --ingress-settings=internal-only \
+  --concurrency="$WORKER_CONCURRENCY" \
   --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/worker/main.py
+g functions deploy niah-dead-letter "${common[@]}" --entry-point=handle_dead_letter --trigger-http \
+  --no-allow-unauthenticated --service-account="niah-worker@$PROJECT.iam.gserviceaccount.com" \
+  --memory=512Mi --timeout=60s --max-instances=2 \
+  --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/worker/main.py
+for fn in niah-worker niah-dead-letter; do
+  g run services add-iam-policy-binding "$fn" --region="$REGION" --member="$(sa pusher)" --role=roles/run.invoker >/dev/null
+done
 g functions deploy niah-report "${common[@]}" --entry-point=handle_report --trigger-topic=niah-reports \
   --retry --service-account="niah-report@$PROJECT.iam.gserviceaccount.com" \
   --trigger-service-account="niah-pusher@$PROJECT.iam.gserviceaccount.com" \
   --memory=1Gi --timeout=300s --max-instances=2 --ingress-settings=internal-only \
   --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/report/main.py
 
-# The trigger's subscription: bounded backoff and a dead-letter topic after 5 attempts.
+g run services add-iam-policy-binding niah-report --region="$REGION" --member="$(sa pusher)" --role=roles/run.invoker >/dev/null
+
+# Cells: bounded backoff, a dead-letter topic after 5 deliveries, and its handler.
+uri() { g functions describe "$1" --region="$REGION" --gen2 --format='value(serviceConfig.uri)'; }
+push_auth=(--push-auth-service-account="niah-pusher@$PROJECT.iam.gserviceaccount.com")
+if ! g pubsub subscriptions describe niah-cells-push >/dev/null 2>&1; then
+  g pubsub subscriptions create niah-cells-push --topic=niah-cells --push-endpoint="$(uri niah-worker)" \
+    "${push_auth[@]}" --ack-deadline=600 --dead-letter-topic=niah-dead-letter --max-delivery-attempts=5 \
+    --min-retry-delay=10s --max-retry-delay=600s
+fi
+if ! g pubsub subscriptions describe niah-dead-letter-push >/dev/null 2>&1; then
+  g pubsub subscriptions create niah-dead-letter-push --topic=niah-dead-letter \
+    --push-endpoint="$(uri niah-dead-letter)" "${push_auth[@]}" --ack-deadline=60
+fi
 project_number=$(g projects describe "$PROJECT" --format='value(projectNumber)')
 pubsub_agent="serviceAccount:service-$project_number@gcp-sa-pubsub.iam.gserviceaccount.com"
 g pubsub topics add-iam-policy-binding niah-dead-letter --member="$pubsub_agent" --role=roles/pubsub.publisher >/dev/null
-sub=$(g pubsub subscriptions list --filter="topic:projects/$PROJECT/topics/niah-cells" --format='value(name)' | head -n1)
-g pubsub subscriptions update "$sub" --dead-letter-topic=niah-dead-letter --max-delivery-attempts=5 \
-  --min-retry-delay=10s --max-retry-delay=600s
-g pubsub subscriptions add-iam-policy-binding "$sub" --member="$pubsub_agent" --role=roles/pubsub.subscriber >/dev/null
+g pubsub subscriptions add-iam-policy-binding niah-cells-push --member="$pubsub_agent" --role=roles/pubsub.subscriber >/dev/null
 
 if [ -n "${INVOKER:-}" ]; then
   g run services add-iam-policy-binding niah-dispatcher --region="$REGION" --member="$INVOKER" --role=roles/run.invoker >/dev/null

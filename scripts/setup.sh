@@ -13,6 +13,14 @@ command -v gcloud >/dev/null || {
   echo "setup: the gcloud CLI (with its Pub/Sub and Firestore emulators) is required and is not on PATH" >&2
   exit 1
 }
+sdk_root=$(gcloud info --format='value(installation.sdk_root)' 2>/dev/null || true)
+for component in pubsub-emulator cloud-firestore-emulator; do
+  [ -d "$sdk_root/platform/$component" ] || {
+    echo "setup: the gcloud component for $component is missing; install it with" >&2
+    echo "       gcloud components install beta pubsub-emulator cloud-firestore-emulator" >&2
+    exit 1
+  }
+done
 command -v java >/dev/null || {
   echo "setup: Java is required by the gcloud emulators; install a JRE (apt-get install default-jre-headless)" >&2
   exit 1

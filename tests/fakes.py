@@ -145,7 +145,6 @@ class ScriptedProvider:
 
     tokenizer_name = "gemma3"
     default_template = "{context}\n\nQuestion: {question}\nAnswer:{answer_lead}"
-    default_max_output_tokens = 16
 
     def __init__(self, answer: Any, model_name: str = "scripted") -> None:
         self.model_name = model_name

@@ -12,6 +12,7 @@ import functions_framework
 from niah.blobs import GcsBlobStore
 from niah.bus import PubSubPublisher
 from niah.dispatch import RequestError, dispatch_run
+from niah.logs import log
 from niah.settings import get_settings
 from niah.store import FirestoreStore
 
@@ -37,15 +38,27 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         return _error(400, "body", f"the request body is above {MAX_BODY_BYTES} bytes")
     if request.mimetype != "application/json":
         return _error(400, "Content-Type", "send the run request as application/json")
+    # Read at most one byte past the limit: a chunked body has no Content-Length.
+    data = request.stream.read(MAX_BODY_BYTES + 1)
+    if len(data) > MAX_BODY_BYTES:
+        return _error(400, "body", f"the request body is above {MAX_BODY_BYTES} bytes")
     try:
-        payload = json.loads(request.get_data(cache=False).decode("utf-8") or "null")
+        payload = json.loads(data.decode("utf-8") or "null")
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         return _error(400, "body", f"not valid JSON ({error}); send a JSON object of run options")
     store, publisher, blobs = _clients()
+    resume = request.args.get("resume", "").lower() in ("1", "true", "yes")
     try:
-        result = dispatch_run(payload, store=store, publisher=publisher, blobs=blobs)
+        result = dispatch_run(payload, store=store, publisher=publisher, blobs=blobs, resume=resume)
     except RequestError as error:
         return _error(400, error.field, error.message)
+    except Exception as error:  # Firestore or Pub/Sub down: the client may retry
+        log("dispatch failed", severity="ERROR", error=repr(error))
+        return _error(
+            503,
+            "service",
+            "the run could not be recorded or published; retry the same request (it is idempotent)",
+        )
     settings = get_settings()
     body = {
         "run_id": result.run_id,

@@ -81,7 +81,10 @@ def _submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     if url.startswith("https://"):
         headers["Authorization"] = f"Bearer {_identity_token(url)}"
     response = requests.post(url, data=json.dumps(payload), headers=headers, timeout=120)
-    body: dict[str, Any] = response.json() if response.content else {}
+    try:
+        body: dict[str, Any] = response.json() if response.content else {}
+    except ValueError:
+        body = {}
     if response.status_code >= 400:
         error = body.get("error", {})
         sys.exit(
@@ -180,7 +183,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         if previous is None:
             sys.exit(f"niah: no run {args.resume}")
         payload = dict(previous["spec"])
-    body = _submit(_dispatcher_url(args), payload)
+    url = _dispatcher_url(args)
+    body = _submit(url + ("?resume=true" if args.resume else ""), payload)
     run_id = body["run_id"]
     print(
         f"run {run_id}: {body['cells']} cells"
@@ -197,6 +201,7 @@ def estimate(payload: dict[str, Any]) -> str:
     """Tokens and cost of a grid, from the price table, without calling any model."""
     from niah.dispatch import RequestError, check_budget, parse_request
     from niah.pricing import cost_of
+    from niah.providers import DEFAULT_MAX_OUTPUT_TOKENS
 
     try:
         spec = parse_request(payload)
@@ -204,7 +209,7 @@ def estimate(payload: dict[str, Any]) -> str:
     except RequestError as error:
         sys.exit(f"niah: {error.field}: {error.message}")
     cells = spec.cells()
-    max_output = spec.max_output_tokens or 300
+    max_output = spec.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS[spec.provider()]
     prompt_tokens = sum(cell.context_length for cell in cells)
     output_tokens = len(cells) * max_output
     costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]
@@ -267,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(run)
     run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
     run.add_argument("--wait", action="store_true", help="follow the run until its report")
+    run.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="finish a run: retry its failed and missing cells, keep the answered ones",
+    )
     run.add_argument(
         "--estimate", action="store_true", help="print the grid's tokens and cost; call nothing"
     )

@@ -10,12 +10,13 @@ from pydantic import ValidationError
 
 from niah.blobs import BlobStore
 from niah.bus import Publisher
-from niah.haystack import TEXT_SUFFIXES, HaystackError, haystack_prefix
+from niah.haystack import TEXT_SUFFIXES, HaystackError, content_fingerprint, haystack_prefix
 from niah.logs import log
 from niah.providers import max_context_tokens
 from niah.settings import get_settings
-from niah.spec import LOCAL_MODEL, RunRequest
+from niah.spec import LOCAL_MODEL, RunRequest, provider_for_model
 from niah.store import ResultStore
+from niah.work import request_report_if_complete
 
 MIN_CONTEXT_LENGTH = 128
 GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
@@ -109,8 +110,7 @@ def check_model(spec: RunRequest) -> None:
             "model_provider openai_compatible on a deployment with NIAH_OPENAI_BASE_URL set",
         )
     for name in filter(None, [spec.evaluator_model_name]):
-        kind = RunRequest(model_name=name).provider()
-        if kind == "openai_compatible" and not get_settings().openai_base_url:
+        if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
 
 
@@ -126,12 +126,19 @@ def minimum_context_length(spec: RunRequest) -> int:
 
 
 def dispatch_run(
-    payload: Any, *, store: ResultStore, publisher: Publisher, blobs: BlobStore
+    payload: Any,
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    blobs: BlobStore,
+    resume: bool = False,
 ) -> Dispatched:
     """Validate, record and fan out a run; idempotent for a repeated request.
 
-    The run ID is derived from the request, so a client that retries gets the same
-    run back and workers skip the cells already answered.
+    The run ID is derived from the request and the haystack's content, so a client
+    that retries gets the same run back and workers skip the cells already answered.
+    Failed cells are retried when the run had finished, or when ``resume`` says so;
+    a run still in progress only gets its missing cells published.
     """
     spec = parse_request(payload)
     check_budget(spec)
@@ -139,13 +146,14 @@ def dispatch_run(
         prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
     except HaystackError as error:
         raise RequestError("haystack_dir", str(error)) from error
-    if not any(info.name.endswith(TEXT_SUFFIXES) for info in blobs.list(prefix)):
+    files = [info for info in blobs.list(prefix) if info.name.endswith(TEXT_SUFFIXES)]
+    if not files:
         raise RequestError(
             "haystack_dir",
             f"gs://{blobs.bucket}/{prefix} holds no .txt files; upload the haystack there "
             "or leave haystack_dir out for the default",
         )
-    run_id = spec.run_id()
+    run_id = spec.run_id(content_fingerprint(files))
     cells = spec.cells()
     created = store.create_run(
         run_id,
@@ -168,9 +176,10 @@ def dispatch_run(
         # A rerun, a client's retry or a resume: keep answered cells, retry failed ones,
         # publish only what is missing. Nothing already paid for is asked again.
         existing = store.get_run(run_id) or {}
-        if int(existing.get("failed", 0)) > 0:
+        finished = existing.get("status") == "complete"
+        if int(existing.get("failed", 0)) > 0 and (finished or resume):
             retried = store.reset_failed_cells(run_id)
-        elif existing.get("status") == "complete":
+        elif finished:
             log("run already complete", run_id=run_id)
             return Dispatched(run_id, len(cells), 0, already_complete=True, created=False)
         stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
@@ -185,6 +194,9 @@ def dispatch_run(
         if cell.cell_id not in stored
     ]
     published = publisher.publish_cells(messages) if messages else 0
+    if not messages:
+        # Every cell is stored but the report may never have been asked for.
+        request_report_if_complete(run_id, store=store, publisher=publisher)
     log(
         "run dispatched",
         run_id=run_id,

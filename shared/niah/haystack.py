@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from niah.blobs import BlobStore
+from niah.blobs import BlobInfo, BlobStore
 from niah.settings import get_settings
 from niah.tokenizer import Tokenizer
 
@@ -119,6 +119,12 @@ class HaystackTokens:
         return self.text[first[1] :] + middle + self.text[: last[1]]
 
 
+def content_fingerprint(files: list[BlobInfo], *, salt: str = "") -> str:
+    """A hash of the files' names and content fingerprints, from a listing alone."""
+    lines = [salt, *(f"{f.name}:{f.fingerprint}" for f in files)]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
+
+
 _memo: dict[str, HaystackTokens] = {}
 _memo_lock = threading.Lock()
 
@@ -135,11 +141,7 @@ def load_haystack(blobs: BlobStore, prefix: str, tokenizer: Tokenizer) -> Haysta
             f"haystack_dir gs://{blobs.bucket}/{prefix} holds no .txt files; upload the "
             "haystack's text files there, or leave haystack_dir out for the default"
         )
-    fingerprint = hashlib.sha256(
-        "\n".join(
-            [CACHE_FORMAT, tokenizer.name] + [f"{f.name}:{f.fingerprint}" for f in files]
-        ).encode()
-    ).hexdigest()[:32]
+    fingerprint = content_fingerprint(files, salt=f"{CACHE_FORMAT}:{tokenizer.name}")
     with _memo_lock:
         if fingerprint in _memo:
             return _memo[fingerprint]
@@ -170,10 +172,17 @@ def _tokenize(blobs: BlobStore, names: list[str], key: str, tokenizer: Tokenizer
                 f"(byte {error.start}); remove it or convert it"
             ) from error
         parts.append(data)
-    text = b"".join(parts)
+    # SentencePiece writes spaces as U+2581, so a literal U+2581 would not round-trip;
+    # it becomes a space (the only change made to a haystack's text).
+    text = b"".join(parts).replace("\u2581".encode(), b" ")
     if not text.strip():
         raise HaystackError(f"the haystack files under gs://{blobs.bucket}/ are empty")
     ids = np.asarray(tokenizer.encode(text.decode("utf-8")), dtype=np.uint32)
+    if int(tokenizer.piece_byte_lengths[ids].sum()) != len(text):
+        raise HaystackError(
+            "the haystack's tokens do not add up to its text, so cells cannot be cut by "
+            "byte offsets; report this haystack as a bug"
+        )
     return HaystackTokens(key, text, ids, tokenizer.piece_byte_lengths)
 
 

@@ -167,7 +167,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     claim = store.claim_report(run_id, REPORT_LEASE_SECONDS)
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
-        return dict(run["report"])
+        return dict((store.get_run(run_id) or {}).get("report") or {})
     if claim == "held":
         # Another renderer is at work; if it dies its lease expires and a redelivery of
         # this message renders the report.

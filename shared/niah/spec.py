@@ -30,6 +30,7 @@ IntervalType = Literal["linear", "sigmoid"]
 # Hard limits that no configuration lifts: beyond them a request is a mistake.
 MAX_CONTEXT_LENGTH = 10_000_000
 MAX_INTERVALS = 1_000
+DEPTH_DECIMALS = 3
 
 
 class RunRequest(BaseModel):
@@ -69,7 +70,7 @@ class RunRequest(BaseModel):
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
     haystack_dir: str | None = Field(default=None, max_length=500)
-    results_version: int = Field(default=1, ge=1)
+    results_version: int = Field(default=1, ge=1, le=1_000_000_000)
     final_context_length_buffer: int = Field(default=0, ge=0, le=100_000)
     num_concurrent_requests: int = Field(default=1, ge=1, le=1000)
     save_contexts: bool = False
@@ -107,7 +108,7 @@ class RunRequest(BaseModel):
         for depth in value:
             if not (math.isfinite(depth) and 0 <= depth <= 100):
                 raise ValueError("each depth must be a percent between 0 and 100")
-        return sorted(set(value))
+        return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
 
     @field_validator("haystack_dir")
     @classmethod
@@ -176,13 +177,7 @@ class RunRequest(BaseModel):
 
     def provider(self) -> ProviderName:
         """The provider that serves ``model_name`` (explicit, else inferred from the name)."""
-        if self.model_provider:
-            return self.model_provider
-        if self.model_name == LOCAL_MODEL:
-            return "local"
-        if self.model_name.startswith(("gemini-", "publishers/google/models/gemini")):
-            return "gemini"
-        return "openai_compatible"
+        return self.model_provider or provider_for_model(self.model_name)
 
     def lengths(self) -> list[int]:
         """Context lengths in tokens, as the harness computes them."""
@@ -202,24 +197,65 @@ class RunRequest(BaseModel):
             [low + (high - low) * i / (count - 1) for i in range(count)] if count > 1 else [low]
         )
         if self.document_depth_percent_interval_type == "sigmoid":
-            return sorted({logistic(x) for x in points})
+            return sorted({round(logistic(x), DEPTH_DECIMALS) for x in points})
         return sorted({float(round(x)) for x in points})
 
     def cells(self) -> list[Cell]:
         """Every (length, depth) point of the grid, in a stable order."""
         return [Cell(length, depth) for length in self.lengths() for depth in self.depths()]
 
-    def canonical_json(self) -> str:
-        """The request with every default filled in, in a stable key order."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    def canonical_json(self, haystack_fingerprint: str = "") -> str:
+        """What determines the run's results, in a stable form.
 
-    def run_id(self) -> str:
-        """A deterministic run ID: the same request always names the same run.
+        The expanded grid rather than how it was written ([1000, 2000] and min/max/2
+        are the same run), the haystack's content rather than its name, and none of
+        the options that change only bookkeeping.
+        """
+        fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS)
+        fields |= {
+            "lengths": self.lengths(),
+            "depths": self.depths(),
+            "provider": self.provider(),
+            "scorer": self.scorer_name(),
+            "haystack": haystack_fingerprint,
+        }
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+    def run_id(self, haystack_fingerprint: str = "") -> str:
+        """A deterministic run ID: the same request on the same haystack names the same run.
 
         That is what makes a retried dispatch and a rerun reuse answered cells.
         """
-        digest = hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
-        return f"run-{digest}"
+        canonical = self.canonical_json(haystack_fingerprint)
+        return f"run-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+# Options that change how a run is carried out or recorded, not what it measures.
+NOT_RESULT_FIELDS = {
+    "context_lengths",
+    "context_lengths_min",
+    "context_lengths_max",
+    "context_lengths_num_intervals",
+    "document_depth_percents",
+    "document_depth_percent_min",
+    "document_depth_percent_max",
+    "document_depth_percent_intervals",
+    "document_depth_percent_interval_type",
+    "model_provider",
+    "scorer",
+    "num_concurrent_requests",
+    "save_contexts",
+    "count_tokens_check",
+}
+
+
+def provider_for_model(model_name: str) -> ProviderName:
+    """The provider a model name implies: the local Gemma, Gemini, else OpenAI-style."""
+    if model_name == LOCAL_MODEL:
+        return "local"
+    if model_name.rsplit("/", 1)[-1].startswith("gemini-"):
+        return "gemini"
+    return "openai_compatible"
 
 
 @dataclass(frozen=True)
@@ -231,8 +267,12 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        """A sortable, deterministic document ID, e.g. ``L00004000-D05000`` for 4000 / 50 %."""
-        return f"L{self.context_length:08d}-D{round(self.depth_percent * 100):05d}"
+        """A sortable, deterministic document ID, e.g. ``L00004000-D050000`` for 4000 / 50 %.
+
+        Depths carry three decimals (the harness's sigmoid precision), so distinct
+        grid points never share an ID.
+        """
+        return f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
 
 
 def linspace_ints(low: int, high: int, count: int) -> list[int]:

@@ -22,7 +22,7 @@ from niah.haystack import HaystackError, haystack_prefix, load_haystack
 from niah.logs import log
 from niah.needles import Needle, needle_for
 from niah.pricing import cost_of
-from niah.providers import Provider, get_provider
+from niah.providers import DEFAULT_MAX_OUTPUT_TOKENS, Provider, get_provider
 from niah.scorers import exact_score, judge_answer
 from niah.settings import get_settings
 from niah.spec import Cell, ProviderName, RunRequest
@@ -68,7 +68,7 @@ def _run_spec(store: ResultStore, run_id: str) -> RunRequest | None:
     run = store.get_run(run_id)
     if run is None:
         return None
-    spec = RunRequest.model_validate(run["spec"])
+    spec = RunRequest.model_validate(run["spec"])  # stored by the dispatcher, so valid
     with _specs_lock:
         _specs[run_id] = spec
     return spec
@@ -169,8 +169,12 @@ def _answer_cell(
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Build the prompt, ask the model, score: the cell's fields and the run's increments."""
     started = time.monotonic()
-    provider = provider_for(spec.provider(), spec.model_name)
-    tokenizer = tokenizer_for(provider.tokenizer_name)
+    try:
+        provider = provider_for(spec.provider(), spec.model_name)
+        tokenizer = tokenizer_for(provider.tokenizer_name)
+    except ValueError as error:
+        # A deployment that cannot serve this model (bad settings): no retry helps.
+        raise PermanentRunError(f"cannot serve {spec.model_name}: {error}") from error
     haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
     built = build_prompt(
         haystack,
@@ -193,7 +197,8 @@ def _answer_cell(
     if spec.count_tokens_check:
         fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
     answer = provider.generate(
-        built.prompt, max_output_tokens=spec.max_output_tokens or provider.default_max_output_tokens
+        built.prompt,
+        max_output_tokens=spec.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS[spec.provider()],
     )
     log(
         "model call",

@@ -64,7 +64,7 @@ def test_a_run_submitted_over_http_completes_with_every_cell_and_the_report(
     run_id = finished_run["body"]["run_id"]
     assert finished_run["body"]["cells"] == 6
     assert sorted(m["cell_id"] for m in finished_run["published"]) == sorted(
-        f"L{length:08d}-D{depth * 100:05d}" for length in (300, 700) for depth in (0, 50, 100)
+        f"L{length:08d}-D{depth * 1000:06d}" for length in (300, 700) for depth in (0, 50, 100)
     )
     run = finished_run["run"]
     assert (run["total"], run["done"] + run["failed"]) == (6, 6)
@@ -177,8 +177,8 @@ def test_the_cli_runs_waits_reports_and_exports(stack: Stack, tmp_path: Any) -> 
         capture_output=True,
         text=True,
         timeout=360,
-        check=True,
     )
+    assert result.returncode == 0, result.stderr[-2000:]
     run_id = result.stdout.split()[1].rstrip(":")
     assert "heatmap: gs://" in result.stdout
     assert "depth %" in result.stdout

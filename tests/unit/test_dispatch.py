@@ -69,7 +69,12 @@ def test_a_rerun_keeps_answers_retries_failures_and_publishes_only_the_rest(
     store.record_cell(first.run_id, ids[0], {"status": "answered", "score": 10}, failed=False)
     store.record_cell(first.run_id, ids[1], {"status": "failed", "score": None}, failed=True)
     publisher.cells.clear()
-    again = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    # A client's retry while the run is going: only the missing cells go out again.
+    retry = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    assert (retry.reused, retry.retried, retry.published) == (2, 0, 2)
+    publisher.cells.clear()
+    # A resume (or a rerun of a finished run) retries the failed cell too.
+    again = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs, resume=True)
     assert (again.reused, again.retried, again.published) == (1, 1, 3)
     assert sorted(m["cell_id"] for m in publisher.cells) == sorted(ids[1:])
     run = store.get_run(first.run_id)

@@ -30,19 +30,23 @@ def test_nothing_is_public() -> None:
     assert bucket["uniform_bucket_level_access"] is True
 
 
-def test_event_functions_retry_and_each_function_has_its_own_account() -> None:
+def first(block: Any) -> dict[str, Any]:
+    return block[0] if isinstance(block, list) else block
+
+
+def test_cells_dead_letter_reports_retry_and_each_function_has_its_own_account() -> None:
     found = resources()
-    accounts = set()
-    for name in ("dispatcher", "worker", "report"):
-        function = found[("google_cloudfunctions2_function", name)]
-        service = (
-            function["service_config"][0]
-            if isinstance(function["service_config"], list)
-            else function["service_config"]
-        )
-        accounts.add(service["service_account_email"])
-        if name != "dispatcher":
-            trigger = function["event_trigger"]
-            trigger = trigger[0] if isinstance(trigger, list) else trigger
-            assert trigger["retry_policy"].strip('"') == "RETRY_POLICY_RETRY"
+    accounts = {
+        first(found[("google_cloudfunctions2_function", name)]["service_config"])[
+            "service_account_email"
+        ]
+        for name in ("dispatcher", "worker", "report")
+    }
     assert len(accounts) == 3
+    cells = found[("google_pubsub_subscription", "cells_push")]
+    assert first(cells["dead_letter_policy"])["max_delivery_attempts"] == 5
+    assert first(cells["retry_policy"])["maximum_backoff"].strip('"') == "600s"
+    assert "oidc_token" in first(cells["push_config"])
+    report = first(found[("google_cloudfunctions2_function", "report")]["event_trigger"])
+    assert report["retry_policy"].strip('"') == "RETRY_POLICY_RETRY"
+    assert ("google_cloudfunctions2_function", "dead_letter") in found

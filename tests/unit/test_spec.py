@@ -19,10 +19,10 @@ def test_explicit_lists_win_and_are_sorted_and_deduplicated() -> None:
     assert spec.lengths() == [1000, 4000]
     assert spec.depths() == [0, 50]
     assert [c.cell_id for c in spec.cells()] == [
-        "L00001000-D00000",
-        "L00001000-D05000",
-        "L00004000-D00000",
-        "L00004000-D05000",
+        "L00001000-D000000",
+        "L00001000-D050000",
+        "L00004000-D000000",
+        "L00004000-D050000",
     ]
 
 
@@ -34,11 +34,43 @@ def test_linear_and_sigmoid_depths() -> None:
     assert sigmoid == [0, 7.586, 50.0, 92.414, 100]
 
 
-def test_run_id_is_deterministic_and_sensitive_to_every_option() -> None:
-    base = RunRequest(context_lengths=[1000])
-    assert base.run_id() == RunRequest(context_lengths=[1000]).run_id()
-    assert base.run_id() != RunRequest(context_lengths=[1000], results_version=2).run_id()
-    assert base.run_id() != RunRequest(context_lengths=[1000], seed=1).run_id()
+def test_run_id_names_what_the_run_measures() -> None:
+    base = RunRequest(context_lengths=[1000, 2000])
+    assert base.run_id() == RunRequest(context_lengths=[2000, 1000]).run_id()
+    # The same grid written as a range, and bookkeeping options, name the same run.
+    same = RunRequest(
+        context_lengths_min=1000,
+        context_lengths_max=2000,
+        context_lengths_num_intervals=2,
+        save_contexts=True,
+        num_concurrent_requests=8,
+        count_tokens_check=True,
+    )
+    assert same.run_id() == base.run_id()
+    for other in (
+        RunRequest(context_lengths=[1000, 2000], results_version=2),
+        RunRequest(context_lengths=[1000, 2000], seed=1),
+        RunRequest(context_lengths=[1000, 2000], final_context_length_buffer=200),
+    ):
+        assert other.run_id() != base.run_id()
+    assert base.run_id("haystack-v2") != base.run_id("haystack-v1")
+
+
+def test_depths_that_differ_get_different_cells() -> None:
+    depths = RunRequest(document_depth_percents=[10.001, 10.002, 10.0004]).depths()
+    assert depths == [10.0, 10.001, 10.002]
+    sigmoid = RunRequest(
+        document_depth_percent_intervals=1000, document_depth_percent_interval_type="sigmoid"
+    )
+    ids = [
+        cell.cell_id
+        for cell in RunRequest(
+            context_lengths=[1000],
+            document_depth_percent_intervals=1000,
+            document_depth_percent_interval_type="sigmoid",
+        ).cells()
+    ]
+    assert len(ids) == len(set(ids)) == len(sigmoid.depths())
 
 
 def test_cell_id_orders_by_length_then_depth() -> None:

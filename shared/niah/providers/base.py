@@ -32,7 +32,6 @@ class Provider(Protocol):
     model_name: str
     tokenizer_name: str
     default_template: str
-    default_max_output_tokens: int
 
     def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
         """Answer ``prompt``; raise a ``niah.errors`` error on failure."""

@@ -51,7 +51,6 @@ class GeminiProvider:
 
     tokenizer_name = GEMMA3
     default_template = HARNESS_TEMPLATE
-    default_max_output_tokens = 300
 
     def __init__(self, model_name: str, *, client: Any = None) -> None:
         from google import genai

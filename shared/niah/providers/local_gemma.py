@@ -38,7 +38,6 @@ class LocalGemmaProvider:
 
     tokenizer_name = GEMMA3
     default_template = LOCAL_TEMPLATE
-    default_max_output_tokens = 24
 
     def __init__(self, model_name: str) -> None:
         from xllamacpp import CommonParams, Server

@@ -23,7 +23,6 @@ class OpenAICompatibleProvider:
     # Lengths are budgeted in Gemma 3 tokens; the endpoint's usage reports its own count.
     tokenizer_name = GEMMA3
     default_template = HARNESS_TEMPLATE
-    default_max_output_tokens = 300
 
     def __init__(self, model_name: str) -> None:
         import requests
