@@ -22,6 +22,7 @@ locals {
     "cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
     "eventarc.googleapis.com", "pubsub.googleapis.com", "firestore.googleapis.com",
     "aiplatform.googleapis.com", "storage.googleapis.com", "artifactregistry.googleapis.com",
+    "cloudscheduler.googleapis.com",
   ]
   common_env = {
     NIAH_PROJECT           = var.project
@@ -331,6 +332,51 @@ resource "google_cloudfunctions2_function" "report" {
     retry_policy          = "RETRY_POLICY_RETRY"
     service_account_email = google_service_account.pusher.email
   }
+}
+
+# The sweep republishes the missing cells of stalled runs (a crashed worker's message
+# that Pub/Sub stopped redelivering); Cloud Scheduler calls it every 10 minutes.
+resource "google_cloudfunctions2_function" "sweep" {
+  name     = "niah-sweep"
+  location = var.region
+  build_config {
+    runtime     = "python311"
+    entry_point = "sweep"
+    source {
+      storage_source {
+        bucket = google_storage_bucket.data.name
+        object = google_storage_bucket_object.source.name
+      }
+    }
+    environment_variables = { GOOGLE_FUNCTION_SOURCE = "functions/dispatcher/main.py" }
+  }
+  service_config {
+    available_memory      = "512M"
+    timeout_seconds       = 300
+    max_instance_count    = 1
+    service_account_email = google_service_account.dispatcher.email
+    environment_variables = merge(local.common_env, { NIAH_SWEEP_STALLED_AFTER_SECONDS = "1800" })
+  }
+}
+
+resource "google_cloud_scheduler_job" "sweep" {
+  name     = "niah-sweep"
+  region   = var.region
+  schedule = "*/10 * * * *"
+  http_target {
+    http_method = "POST"
+    uri         = google_cloudfunctions2_function.sweep.service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+}
+
+resource "google_cloud_run_service_iam_member" "pusher_invokes_sweep" {
+  location = var.region
+  service  = google_cloudfunctions2_function.sweep.name
+  role     = "roles/run.invoker"
+  member   = google_service_account.pusher.member
 }
 
 # Only the push identity may invoke the event-driven functions; only the listed

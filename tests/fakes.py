@@ -65,6 +65,13 @@ class MemoryStoreExtras:
         run["claimed"] = True
         return "claimed"
 
+    def running_runs(self) -> list[dict[str, Any]]:
+        return [
+            run | {"run_id": rid}
+            for rid, run in self.runs.items()
+            if run.get("status") == "running"
+        ]
+
     def reset_failed_cells(self, run_id: str) -> int:
         failed = [cid for cid, doc in self.cells[run_id].items() if doc.get("status") == "failed"]
         for cell_id in failed:

@@ -11,7 +11,7 @@ import functions_framework
 
 from niah.blobs import GcsBlobStore
 from niah.bus import PubSubPublisher
-from niah.dispatch import RequestError, dispatch_run
+from niah.dispatch import RequestError, dispatch_run, sweep_stalled_runs
 from niah.logs import log
 from niah.settings import get_settings
 from niah.store import FirestoreStore
@@ -72,3 +72,15 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
     }
     return body, 200 if result.already_complete else 202
+
+
+@functions_framework.http
+def sweep(request: flask.Request) -> tuple[dict[str, Any], int]:
+    """Republish the missing cells of stalled runs (called by Cloud Scheduler)."""
+    store, publisher, _ = _clients()
+    result = sweep_stalled_runs(
+        store=store,
+        publisher=publisher,
+        stalled_after_seconds=get_settings().sweep_stalled_after_seconds,
+    )
+    return result, 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -183,20 +184,7 @@ def dispatch_run(
             log("run already complete", run_id=run_id)
             return Dispatched(run_id, len(cells), 0, already_complete=True, created=False)
         stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
-    messages = [
-        {
-            "run_id": run_id,
-            "cell_id": cell.cell_id,
-            "context_length": cell.context_length,
-            "depth_percent": cell.depth_percent,
-        }
-        for cell in cells
-        if cell.cell_id not in stored
-    ]
-    published = publisher.publish_cells(messages) if messages else 0
-    if not messages:
-        # Every cell is stored but the report may never have been asked for.
-        request_report_if_complete(run_id, store=store, publisher=publisher)
+    published = publish_missing(run_id, spec, stored, store=store, publisher=publisher)
     log(
         "run dispatched",
         run_id=run_id,
@@ -215,3 +203,50 @@ def dispatch_run(
         reused=len(stored),
         retried=retried,
     )
+
+
+def publish_missing(
+    run_id: str, spec: RunRequest, stored: set[str], *, store: ResultStore, publisher: Publisher
+) -> int:
+    """Publish the cells of the run not in ``stored``; if none, ask for the report."""
+    messages = [
+        {
+            "run_id": run_id,
+            "cell_id": cell.cell_id,
+            "context_length": cell.context_length,
+            "depth_percent": cell.depth_percent,
+        }
+        for cell in spec.cells()
+        if cell.cell_id not in stored
+    ]
+    if not messages:
+        # Every cell is stored but the report may never have been asked for.
+        request_report_if_complete(run_id, store=store, publisher=publisher)
+        return 0
+    return publisher.publish_cells(messages)
+
+
+def sweep_stalled_runs(
+    *, store: ResultStore, publisher: Publisher, stalled_after_seconds: float
+) -> dict[str, int]:
+    """Republish the missing cells of runs that have made no progress for a while.
+
+    Pub/Sub redelivers what a crashed worker held, but not forever (7 days), and the
+    emulator not at all when the worker died mid-request. Workers skip stored cells, so
+    republishing is always safe; a scheduler runs this every few minutes.
+    """
+    now = dt.datetime.now(dt.UTC)
+    swept = published = 0
+    for run in store.running_runs():
+        last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
+        if last is None or (now - last).total_seconds() < stalled_after_seconds:
+            continue
+        run_id = str(run["run_id"])
+        spec = RunRequest.model_validate(run["spec"])
+        stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
+        count = publish_missing(run_id, spec, stored, store=store, publisher=publisher)
+        store.update_run(run_id, {"swept": count})  # marks progress: no re-sweep at once
+        log("stalled run swept", severity="WARNING", run_id=run_id, republished=count)
+        swept += 1
+        published += count
+    return {"runs_swept": swept, "cells_republished": published}

@@ -41,11 +41,12 @@ class Ports:
     report: int
     vertex_standin: int
     dead_letter: int
+    sweep: int
 
     @classmethod
     def from_base(cls, base: int) -> Ports:
-        """Eight consecutive ports from ``base``."""
-        return cls(*range(base, base + 8))
+        """Nine consecutive ports from ``base``."""
+        return cls(*range(base, base + 9))
 
 
 def client_env(ports: Ports) -> dict[str, str]:
@@ -145,14 +146,21 @@ def up(
     base_port: int = 8470,
     haystacks_dir: Path | None = None,
     worker_env: Mapping[str, str] | None = None,
+    ack_deadline_seconds: int = 600,
+    sweep_every_seconds: float = 30.0,
 ) -> dict[str, str]:
-    """Bring the whole stack up; return the client environment (also in ``state_dir/env``)."""
+    """Bring the whole stack up; return the client environment (also in ``state_dir/env``).
+
+    ``ack_deadline_seconds`` bounds how long a push may take before Pub/Sub redelivers
+    it; it must cover a cell queued behind the one local model, and it is also how long
+    the emulator may hold a push to a worker that crashed mid-request.
+    """
     state_dir = state_dir.resolve()
     if (state_dir / "pids").exists():
         down(state_dir)
     (state_dir / "pubsub-data").mkdir(parents=True, exist_ok=True)
     ports = Ports.from_base(base_port)
-    busy = [p for p in range(base_port, base_port + 8) if not _port_free(p)]
+    busy = [p for p in range(base_port, base_port + 9) if not _port_free(p)]
     if busy:
         raise RuntimeError(f"ports {busy} are in use; stop what holds them or pass --base-port")
     env = client_env(ports)
@@ -222,6 +230,13 @@ def up(
         "worker": ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
         "dead-letter": ("worker", "handle_dead_letter", "cloudevent", ports.dead_letter, {}),
         "report": ("report", "handle_report", "cloudevent", ports.report, {"THREADS": "2"}),
+        "sweep": (
+            "dispatcher",
+            "sweep",
+            "http",
+            ports.sweep,
+            {"NIAH_SWEEP_STALLED_AFTER_SECONDS": "120"},
+        ),
     }
     specs = {}
     for name, (source, target, signature, port, defaults) in functions.items():
@@ -245,7 +260,21 @@ def up(
     for name, spec in specs.items():
         _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
     _wait_http(f"http://127.0.0.1:{ports.vertex_standin}/", 60, "vertex-standin", state_dir)
-    _create_topics(ports)
+    # Cloud Scheduler's part: call the sweep every so often.
+    _start(
+        "scheduler",
+        [
+            sys.executable,
+            "-m",
+            "niah.localstack",
+            "schedule",
+            f"--url=http://127.0.0.1:{ports.sweep}/",
+            f"--every={sweep_every_seconds}",
+        ],
+        state_dir,
+        base_env,
+    )
+    _create_topics(ports, ack_deadline_seconds)
 
     lines = [f"export {key}={json.dumps(value)}" for key, value in env.items()]
     (state_dir / "env").write_text("\n".join(lines) + "\n")
@@ -268,7 +297,7 @@ def _create_bucket_and_haystacks(haystacks_dir: Path) -> None:
             )
 
 
-def _create_topics(ports: Ports) -> None:
+def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
     import google.cloud.pubsub_v1 as pubsub_v1
     from google.protobuf import duration_pb2
 
@@ -295,8 +324,7 @@ def _create_topics(ports: Ports) -> None:
                 "name": subscriber.subscription_path(PROJECT, name),
                 "topic": topic(topic_name),
                 "push_config": {"push_endpoint": f"http://127.0.0.1:{port}/"},
-                # The worker may queue behind the one local model: allow it 10 minutes.
-                "ack_deadline_seconds": 600,
+                "ack_deadline_seconds": ack_deadline_seconds,
                 "retry_policy": retry,
                 "dead_letter_policy": policy,
             }
@@ -356,14 +384,30 @@ def down(state_dir: Path) -> None:
     pids_file.unlink()
 
 
+def schedule(url: str, every_seconds: float) -> None:
+    """POST to ``url`` every ``every_seconds``, forever (the local Cloud Scheduler)."""
+    while True:
+        time.sleep(every_seconds)
+        with contextlib.suppress(OSError):
+            request = urllib.request.Request(
+                url, data=b"{}", method="POST", headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=60) as response:
+                print(response.read().decode(), flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m niah.localstack up|down``."""
     parser = argparse.ArgumentParser(prog="niah-local", description=__doc__)
-    parser.add_argument("action", choices=["up", "down"])
+    parser.add_argument("action", choices=["up", "down", "schedule"])
     parser.add_argument("--state-dir", type=Path, default=REPO / ".local")
     parser.add_argument("--base-port", type=int, default=8470)
+    parser.add_argument("--url", help="with schedule: the URL to POST")
+    parser.add_argument("--every", type=float, default=30.0, help="with schedule: seconds")
     args = parser.parse_args(argv)
-    if args.action == "up":
+    if args.action == "schedule":
+        schedule(args.url, args.every)
+    elif args.action == "up":
         started = time.monotonic()
         up(args.state_dir, base_port=args.base_port)
         print(

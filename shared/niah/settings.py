@@ -67,6 +67,15 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("NIAH_DISPATCHER_URL", "DISPATCHER_URL")
     )
 
+    # After this many retryable failures of one cell (counted across deliveries), the
+    # worker records it failed instead of raising: a run ends even where dead-lettering
+    # is slow. The subscription's dead-letter policy stays as the backstop for crashes.
+    max_cell_failures: int = 5
+
+    # A running run with no progress for this long gets its missing cells republished
+    # by the sweep (deployed: ack deadline + max backoff, with margin).
+    sweep_stalled_after_seconds: float = 1800.0
+
     # Seconds a dispatcher waits for all publishes to be acknowledged.
     publish_timeout_seconds: float = 60.0
 

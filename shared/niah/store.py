@@ -75,6 +75,10 @@ class ResultStore(Protocol):
         """Delete the run's failed cells (uncounting them) so a rerun retries them."""
         ...
 
+    def running_runs(self) -> list[dict[str, Any]]:
+        """Every run whose status is still "running"."""
+        ...
+
 
 class FirestoreStore:
     """``ResultStore`` on Firestore (or its emulator, via FIRESTORE_EMULATOR_HOST)."""
@@ -223,3 +227,10 @@ class FirestoreStore:
             }
         )
         return len(failed)
+
+    def running_runs(self) -> list[dict[str, Any]]:
+        """Every run whose status is still "running"."""
+        query = self._db.collection(RUNS).where(
+            filter=self._firestore.FieldFilter("status", "==", "running")
+        )
+        return [{**(doc.to_dict() or {}), "run_id": doc.id} for doc in query.stream()]

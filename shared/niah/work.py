@@ -126,15 +126,32 @@ def process_cell(
         failed = False
     except RetryableError as error:
         store.note_attempt(task.run_id, task.cell_id, str(error))
+        failures = int((store.last_attempt(task.run_id, task.cell_id) or {}).get("failures", 1))
+        if failures < get_settings().max_cell_failures:
+            log(
+                "cell will be retried",
+                severity="WARNING",
+                run_id=task.run_id,
+                cell_id=task.cell_id,
+                failures=failures,
+                error=str(error),
+            )
+            raise
+        message = f"gave up after {failures} failed attempts; last error: {error}"
+        doc |= {
+            "status": "failed",
+            "score": None,
+            "error": {"kind": "retries_exhausted", "message": message},
+        }
         log(
-            "cell will be retried",
+            "cell gave up",
             severity="WARNING",
             run_id=task.run_id,
             cell_id=task.cell_id,
-            attempt=task.delivery_attempt,
+            failures=failures,
             error=str(error),
         )
-        raise
+        failed = True
     except (PermanentCellError, PermanentRunError, ContextTooShortError, HaystackError) as error:
         kind = getattr(error, "kind", "cell")
         doc |= {"status": "failed", "error": {"kind": kind, "message": str(error)}, "score": None}

@@ -44,11 +44,22 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     import google.cloud.pubsub_v1 as pubsub_v1
 
     state_dir = tmp_path_factory.mktemp("stack")
-    # Short SDK backoff so rate-limit storms resolve in seconds, not minutes.
     env = localstack.up(
         state_dir,
         base_port=BASE_PORT,
-        worker_env={"NIAH_GEMINI_RETRY_INITIAL_DELAY": "0.2", "NIAH_GEMINI_RETRY_MAX_DELAY": "0.5"},
+        worker_env={
+            # Short SDK backoff: rate-limit storms resolve in seconds, not minutes.
+            "NIAH_GEMINI_RETRY_INITIAL_DELAY": "0.2",
+            "NIAH_GEMINI_RETRY_MAX_DELAY": "0.5",
+            # Give a cell up after 3 failed deliveries: the emulator's redelivery
+            # backoff ignores the subscription's maximum and grows to minutes.
+            "NIAH_MAX_CELL_FAILURES": "3",
+            # Sweep runs that made no progress for 20 s, checking every 5 s.
+            "NIAH_SWEEP_STALLED_AFTER_SECONDS": "20",
+        },
+        # Test cells are small; a push held by a killed worker is due again after 30 s.
+        ack_deadline_seconds=30,
+        sweep_every_seconds=5,
     )
     subscriber = pubsub_v1.SubscriberClient()
     tap = subscriber.subscription_path(localstack.PROJECT, "niah-cells-tap")

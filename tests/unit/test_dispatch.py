@@ -96,3 +96,25 @@ def test_unknown_models_and_impossible_lengths_are_refused(
     with pytest.raises(RequestError) as caught:
         dispatch_run(body, store=MemoryStore(), publisher=RecordingPublisher(), blobs=essay_blobs)
     assert caught.value.field == field
+
+
+def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    import datetime as dt
+
+    from niah.dispatch import sweep_stalled_runs
+
+    store, publisher = MemoryStore(), RecordingPublisher()
+    body = {"context_lengths": [1000, 2000], "document_depth_percents": [0, 100]}
+    stalled = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    fresh = dispatch_run({**body, "seed": 1}, store=store, publisher=publisher, blobs=essay_blobs)
+    ids = [m["cell_id"] for m in publisher.cells[:4]]
+    store.record_cell(stalled.run_id, ids[0], {"status": "answered"}, failed=False)
+    now = dt.datetime.now(dt.UTC)
+    store.runs[stalled.run_id]["updated_at"] = now - dt.timedelta(minutes=40)
+    store.runs[fresh.run_id]["updated_at"] = now
+    publisher.cells.clear()
+    result = sweep_stalled_runs(store=store, publisher=publisher, stalled_after_seconds=1800)
+    assert result == {"runs_swept": 1, "cells_republished": 3}
+    assert sorted(m["cell_id"] for m in publisher.cells) == sorted(ids[1:])

@@ -128,3 +128,17 @@ def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
     )
     run = world["store"].get_run(world["run_id"])
     assert (run["done"], run["failed"]) == (1, 1)
+
+
+def test_a_cell_that_keeps_failing_is_given_up_after_the_limit(world: dict[str, Any]) -> None:
+    def busy(prompt: str) -> str:
+        raise RetryableError("429 RESOURCE_EXHAUSTED")
+
+    task = world["tasks"][0]
+    for _ in range(4):  # the default limit is 5 failed attempts
+        with pytest.raises(RetryableError):
+            run_cell(world, task, ScriptedProvider(busy))
+    assert run_cell(world, task, ScriptedProvider(busy)) == "failed"
+    [cell] = world["store"].list_cells(world["run_id"])
+    assert cell["error"]["kind"] == "retries_exhausted"
+    assert "gave up after 5 failed attempts" in cell["error"]["message"]

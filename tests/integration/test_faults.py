@@ -1,0 +1,198 @@
+"""Fault injection on the local stack: the run always finishes, and never lies.
+
+Each test asserts the final state (every cell stored exactly once, counts right,
+report present) and prints its figures: messages delivered to the worker, model
+calls made, cells stored, duplicates suppressed, wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import google.cloud.pubsub_v1 as pubsub_v1
+import pytest
+import requests
+
+from niah import localstack
+from niah.store import FirestoreStore
+from tests.integration.conftest import Stack, wait_for
+from tests.integration.test_local_stack import post, wait_complete
+
+pytestmark = pytest.mark.integration
+
+GEMINI = {"model_name": "gemini-2.5-flash", "document_depth_percents": [0, 50, 100]}
+
+
+def standin(stack: Stack, **config: Any) -> None:
+    """Reset the model stand-in: a new script and an empty request log."""
+    url = stack.env["VERTEX_STANDIN_URL"]
+    requests.post(f"{url}/_standin/config", json=config, timeout=5).raise_for_status()
+
+
+def model_calls(stack: Stack) -> int:
+    url = stack.env["VERTEX_STANDIN_URL"]
+    seen = requests.get(f"{url}/_standin/requests", timeout=5).json()["requests"]
+    return sum(1 for r in seen if r["kind"] == "generate")
+
+
+def worker_lines(stack: Stack, run_id: str, message: str, function: str = "worker") -> int:
+    return sum(
+        1
+        for line in stack.log_lines(function)
+        if line.get("run_id") == run_id and line.get("message") == message
+    )
+
+
+def figures(stack: Stack, run_id: str, started: float, fault: str) -> dict[str, Any]:
+    """What happened, from the logs, the stand-in and Firestore."""
+    cells = FirestoreStore().list_cells(run_id)
+    result = {
+        "fault": fault,
+        "messages_delivered": worker_lines(stack, run_id, "cell handled")
+        + worker_lines(stack, run_id, "cell will be retried"),
+        "dead_letters": worker_lines(stack, run_id, "dead letter handled", "dead-letter"),
+        "model_calls": model_calls(stack),
+        "cells_stored": len(cells),
+        "cells_answered": sum(c.get("status") == "answered" for c in cells),
+        "cells_failed": sum(c.get("status") == "failed" for c in cells),
+        "duplicates_suppressed": worker_lines(stack, run_id, "duplicate delivery suppressed")
+        + worker_lines(stack, run_id, "concurrent duplicate suppressed"),
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
+    print("FAULT-FIGURES " + json.dumps(result))
+    return result
+
+
+def assert_finished_once(run_id: str, total: int, *, failed: int = 0) -> dict[str, Any]:
+    store = FirestoreStore()
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "complete" and run.get("report")
+    cells = store.list_cells(run_id)
+    assert len(cells) == total == len({c["cell_id"] for c in cells})
+    assert (run["done"], run["failed"]) == (total - failed, failed)
+    return run
+
+
+def publish(stack: Stack, topic: str, body: dict[str, Any], copies: int) -> None:
+    publisher = pubsub_v1.PublisherClient()
+    path = publisher.topic_path(stack.env["NIAH_PROJECT"], topic)
+    for _ in range(copies):
+        publisher.publish(path, json.dumps(body).encode()).result(timeout=30)
+
+
+def test_duplicates_of_cells_reports_and_dispatches_change_nothing(stack: Stack) -> None:
+    standin(stack)
+    started = time.monotonic()
+    body = {**GEMINI, "context_lengths": [1000], "seed": 101}
+    run_id = post(stack, body).json()["run_id"]
+    wait_complete(run_id, timeout=120)
+    calls = model_calls(stack)
+    cells = FirestoreStore().list_cells(run_id)
+    for cell in cells:  # every cell delivered twice more
+        publish(
+            stack,
+            "niah-cells",
+            {
+                "run_id": run_id,
+                "cell_id": cell["cell_id"],
+                "context_length": cell["context_length"],
+                "depth_percent": cell["depth_percent"],
+            },
+            copies=2,
+        )
+    publish(stack, "niah-reports", {"run_id": run_id}, copies=2)
+    again = post(stack, body)  # the client retries its request
+    assert again.status_code == 200 and again.json()["already_complete"]
+    wait_for(
+        lambda: worker_lines(stack, run_id, "duplicate delivery suppressed") >= 6,
+        timeout=60,
+        what="six duplicate deliveries",
+    )
+    wait_for(
+        lambda: worker_lines(stack, run_id, "duplicate report request suppressed", "report") >= 2,
+        timeout=60,
+        what="two duplicate reports",
+    )
+    assert model_calls(stack) == calls == 3
+    assert worker_lines(stack, run_id, "report written", "report") == 1
+    assert FirestoreStore().list_cells(run_id) == cells
+    assert_finished_once(run_id, 3)
+    numbers = figures(stack, run_id, started, "duplicate delivery")
+    assert numbers["duplicates_suppressed"] == 6
+
+
+def test_a_worker_killed_mid_run_leaves_no_half_cells_and_the_run_finishes(
+    stack: Stack,
+) -> None:
+    # Pub/Sub redelivers what the dead worker held after the ack deadline; the emulator
+    # may keep such a push open forever, and then the sweep republishes the cell.
+    standin(stack, latency_seconds=1.5)
+    started = time.monotonic()
+    run_id = post(stack, {**GEMINI, "context_lengths": [1000, 2000], "seed": 102}).json()["run_id"]
+    wait_for(lambda: model_calls(stack) >= 2, timeout=60, what="model calls in flight")
+    localstack.kill_process(stack.state_dir, "worker")  # SIGKILL, mid-call
+    killed_with = len(FirestoreStore().list_cells(run_id))
+    time.sleep(1)
+    localstack.start_function(stack.state_dir, "worker")
+    wait_complete(run_id, timeout=240)
+    assert_finished_once(run_id, 6)
+    numbers = figures(stack, run_id, started, "worker killed mid-run")
+    assert killed_with < 6
+    assert numbers["cells_answered"] == 6
+    assert numbers["model_calls"] >= 6  # calls cut off by the kill are made again
+
+
+def test_a_rate_limit_storm_slows_the_run_but_it_completes(stack: Stack) -> None:
+    # 9 failures = 3 failed deliveries of 3 SDK attempts, spread over the cells.
+    standin(stack, fail_first=9, fail_status=429)
+    started = time.monotonic()
+    run_id = post(stack, {**GEMINI, "context_lengths": [1000, 2000], "seed": 103}).json()["run_id"]
+    wait_complete(run_id, timeout=240)
+    assert_finished_once(run_id, 6)
+    numbers = figures(stack, run_id, started, "429 for the first 9 model calls")
+    assert numbers["model_calls"] == 6 + 9
+    assert numbers["cells_answered"] == 6
+
+
+def test_a_poison_run_gives_up_and_still_finishes_saying_why(stack: Stack) -> None:
+    standin(stack, fail_always=True, fail_status=503)
+    started = time.monotonic()
+    run_id = post(
+        stack,
+        {**GEMINI, "document_depth_percents": [50], "context_lengths": [1000, 2000], "seed": 104},
+    ).json()["run_id"]
+    wait_complete(run_id, timeout=240)
+    assert_finished_once(run_id, 2, failed=2)
+    for cell in FirestoreStore().list_cells(run_id):
+        # Given up by the worker after NIAH_MAX_CELL_FAILURES, or dead-lettered by
+        # Pub/Sub after 5 deliveries: whichever comes first.
+        assert cell["error"]["kind"] in ("retries_exhausted", "dead_letter")
+        assert "503" in cell["error"]["message"]
+    numbers = figures(stack, run_id, started, "every model call fails (poison)")
+    standin(stack)
+    assert numbers["messages_delivered"] >= 2 * 3
+    assert numbers["model_calls"] >= 2 * 3 * 3  # 3 deliveries of 3 SDK attempts per cell
+
+
+def test_the_report_function_down_when_the_last_cell_lands(stack: Stack) -> None:
+    standin(stack)
+    localstack.kill_process(stack.state_dir, "report")
+    started = time.monotonic()
+    try:
+        run_id = post(stack, {**GEMINI, "context_lengths": [1000], "seed": 105}).json()["run_id"]
+        store = FirestoreStore()
+        wait_for(
+            lambda: (store.get_run(run_id) or {}).get("done") == 3,
+            timeout=120,
+            what="every cell stored",
+        )
+        time.sleep(3)
+        assert (store.get_run(run_id) or {}).get("status") == "running"
+    finally:
+        localstack.start_function(stack.state_dir, "report")
+    wait_complete(run_id, timeout=120)
+    assert_finished_once(run_id, 3)
+    assert worker_lines(stack, run_id, "report written", "report") == 1
+    figures(stack, run_id, started, "report function down at the last cell")
