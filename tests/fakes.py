@@ -158,7 +158,9 @@ class ScriptedProvider:
         self._answer = answer
         self.prompts: list[str] = []
 
-    def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
         self.prompts.append(prompt)
         text = self._answer(prompt)
         return ModelAnswer(text, "STOP", len(prompt) // 4, len(text) // 4, 0.0)

@@ -200,6 +200,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
             "report": location,
             "mean_score": summary["mean_score"],
             "retrieved_share": summary["retrieved_share"],
+            "prompt_token_deviation": summary["prompt_token_deviation"],
         },
     )
     log("report written", run_id=run_id, **location)

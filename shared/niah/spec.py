@@ -78,6 +78,9 @@ class RunRequest(BaseModel):
     scorer: ScorerName | None = None
     count_tokens_check: bool = False
     max_output_tokens: int | None = Field(default=None, ge=1, le=65_536)
+    # Gemini 2.5 thinks before answering, and thinking counts against max_output_tokens:
+    # 0 turns it off (Flash), -1 lets the model choose, N caps it. None: model default.
+    thinking_budget: int | None = Field(default=None, ge=-1, le=32_768)
     prompt_template: str | None = Field(default=None, max_length=20_000)
 
     @field_validator("context_lengths")

@@ -138,30 +138,10 @@ def process_cell(
             )
             raise
         message = f"gave up after {failures} failed attempts; last error: {error}"
-        doc |= {
-            "status": "failed",
-            "score": None,
-            "error": {"kind": "retries_exhausted", "message": message},
-        }
-        log(
-            "cell gave up",
-            severity="WARNING",
-            run_id=task.run_id,
-            cell_id=task.cell_id,
-            failures=failures,
-            error=str(error),
-        )
+        doc |= _failure("retries_exhausted", message)
         failed = True
     except (PermanentCellError, PermanentRunError, ContextTooShortError, HaystackError) as error:
-        kind = getattr(error, "kind", "cell")
-        doc |= {"status": "failed", "error": {"kind": kind, "message": str(error)}, "score": None}
-        log(
-            "cell failed",
-            severity="WARNING",
-            run_id=task.run_id,
-            cell_id=task.cell_id,
-            error=str(error),
-        )
+        doc |= _failure(getattr(error, "kind", "cell"), str(error))
         failed = True
     doc |= {
         "test_duration_seconds": round(time.monotonic() - started, 4),
@@ -170,8 +150,21 @@ def process_cell(
     if not store.record_cell(task.run_id, task.cell_id, doc, failed=failed, totals=totals):
         log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
         return "duplicate"
+    if failed:
+        log(
+            "cell failed",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            error=doc["error"],
+        )
     request_report_if_complete(task.run_id, store=store, publisher=publisher)
     return "failed" if failed else "answered"
+
+
+def _failure(kind: str, message: str) -> dict[str, Any]:
+    """A failed cell's fields (shown grey)."""
+    return {"status": "failed", "score": None, "error": {"kind": kind, "message": message}}
 
 
 def _answer_cell(
@@ -216,6 +209,7 @@ def _answer_cell(
     answer = provider.generate(
         built.prompt,
         max_output_tokens=spec.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS[spec.provider()],
+        thinking_budget=spec.thinking_budget,
     )
     log(
         "model call",
@@ -301,10 +295,8 @@ def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publish
         "run_id": task.run_id,
         "context_length": task.context_length,
         "depth_percent": task.depth_percent,
-        "status": "failed",
-        "score": None,
-        "error": {"kind": error.kind, "message": str(error)},
         "test_timestamp_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S%z"),
+        **_failure(error.kind, str(error)),
     }
     if not store.record_cell(task.run_id, task.cell_id, doc, failed=True):
         log("dead letter for a stored cell ignored", run_id=task.run_id, cell_id=task.cell_id)

@@ -59,3 +59,4 @@ def test_a_gemini_run_stores_judge_and_exact_scores_usage_and_cost(stack: Stack)
         timeout=60,
     )
     assert "cost $" in status.stdout and "scores (both)" in status.stdout
+    assert "prompt tokens vs requested length" in status.stdout

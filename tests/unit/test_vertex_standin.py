@@ -63,6 +63,14 @@ def test_the_request_is_the_one_we_intend(standin: tuple[str, StandinState]) -> 
     }
 
 
+def test_a_thinking_budget_reaches_the_request(standin: tuple[str, StandinState]) -> None:
+    _, state = standin
+    GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=300, thinking_budget=0)
+    thinking = state.requests[0]["body"]["generationConfig"]["thinkingConfig"]
+    # google-genai 2.34 writes this field in snake case; the API's JSON accepts both.
+    assert list(thinking.values()) == [0] and set(thinking) <= {"thinkingBudget", "thinking_budget"}
+
+
 def test_429_then_200_is_retried_and_succeeds(standin: tuple[str, StandinState]) -> None:
     url, state = standin
     configure(url, fail_first=2, fail_status=429)

@@ -33,8 +33,13 @@ class Provider(Protocol):
     tokenizer_name: str
     default_template: str
 
-    def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
-        """Answer ``prompt``; raise a ``niah.errors`` error on failure."""
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
+        """Answer ``prompt``; raise a ``niah.errors`` error on failure.
+
+        ``thinking_budget`` applies to models that think (Gemini 2.5); others ignore it.
+        """
         ...
 
     def count_tokens(self, prompt: str) -> int:

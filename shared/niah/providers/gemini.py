@@ -91,11 +91,17 @@ class GeminiProvider:
             http_options=http_options,
         )
 
-    def _config(self, max_output_tokens: int) -> Any:
+    def _config(self, max_output_tokens: int, thinking_budget: int | None) -> Any:
         types = self._types
+        thinking = (
+            types.ThinkingConfig(thinking_budget=thinking_budget)
+            if thinking_budget is not None
+            else None
+        )
         return types.GenerateContentConfig(
             temperature=0,
             max_output_tokens=max_output_tokens,
+            thinking_config=thinking,
             safety_settings=[
                 types.SafetySetting(category=category, threshold="BLOCK_NONE")
                 for category in HARM_CATEGORIES
@@ -116,13 +122,15 @@ class GeminiProvider:
         except (httpx.TimeoutException, httpx.TransportError) as error:
             raise RetryableError(f"{type(error).__name__}: {error}") from error
 
-    def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
         """Ask the model; a blocked or empty answer is returned with its reason."""
         started = time.monotonic()
         response = self._call(
             self._client.models.generate_content,
             contents=prompt,
-            config=self._config(max_output_tokens),
+            config=self._config(max_output_tokens, thinking_budget),
         )
         latency = time.monotonic() - started
         candidates = response.candidates or []

@@ -65,7 +65,9 @@ class LocalGemmaProvider:
 
         return len(get_tokenizer(self.tokenizer_name).encode(prompt)) + 1
 
-    def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
         """Complete ``prompt`` greedily, stopping at the end of the line."""
         request = {
             "prompt": prompt,

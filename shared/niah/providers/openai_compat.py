@@ -39,7 +39,9 @@ class OpenAICompatibleProvider:
         if settings.openai_api_key:
             self._session.headers["Authorization"] = f"Bearer {settings.openai_api_key}"
 
-    def generate(self, prompt: str, *, max_output_tokens: int) -> ModelAnswer:
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
         """Ask the endpoint; HTTP errors are classified, transport errors retried."""
         import requests
 
