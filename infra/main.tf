@@ -355,7 +355,7 @@ resource "google_cloudfunctions2_function" "sweep" {
     timeout_seconds       = 300
     max_instance_count    = 1
     service_account_email = google_service_account.dispatcher.email
-    environment_variables = merge(local.common_env, { NIAH_SWEEP_STALLED_AFTER_SECONDS = "1800" })
+    environment_variables = merge(local.common_env, { NIAH_SWEEP_STALLED_AFTER_SECONDS = "7200" })
   }
 }
 

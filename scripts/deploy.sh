@@ -89,11 +89,11 @@ pubsub_agent="serviceAccount:service-$project_number@gcp-sa-pubsub.iam.gservicea
 g pubsub topics add-iam-policy-binding niah-dead-letter --member="$pubsub_agent" --role=roles/pubsub.publisher >/dev/null
 g pubsub subscriptions add-iam-policy-binding niah-cells-push --member="$pubsub_agent" --role=roles/pubsub.subscriber >/dev/null
 
-# The sweep: every 10 minutes, republish the missing cells of runs stalled for 30.
+# The sweep: every 10 minutes, republish the missing cells of runs stalled for 2 hours.
 g functions deploy niah-sweep "${common[@]}" --entry-point=sweep --trigger-http \
   --no-allow-unauthenticated --service-account="niah-dispatcher@$PROJECT.iam.gserviceaccount.com" \
   --memory=512Mi --timeout=300s --max-instances=1 \
-  --update-env-vars=NIAH_SWEEP_STALLED_AFTER_SECONDS=1800 \
+  --update-env-vars=NIAH_SWEEP_STALLED_AFTER_SECONDS=7200 \
   --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/dispatcher/main.py
 g run services add-iam-policy-binding niah-sweep --region="$REGION" --member="$(sa pusher)" --role=roles/run.invoker >/dev/null
 g services enable cloudscheduler.googleapis.com

@@ -76,6 +76,7 @@ class MemoryStoreExtras:
         failed = [cid for cid, doc in self.cells[run_id].items() if doc.get("status") == "failed"]
         for cell_id in failed:
             del self.cells[run_id][cell_id]
+            self.attempts.pop((run_id, cell_id), None)
         run = self.runs[run_id]
         run["failed"] = run.get("failed", 0) - len(failed)
         run.update(status="running", claimed=False)

@@ -242,10 +242,14 @@ def sweep_stalled_runs(
         if last is None or (now - last).total_seconds() < stalled_after_seconds:
             continue
         run_id = str(run["run_id"])
-        spec = RunRequest.model_validate(run["spec"])
-        stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
-        count = publish_missing(run_id, spec, stored, store=store, publisher=publisher)
-        store.update_run(run_id, {"swept": count})  # marks progress: no re-sweep at once
+        try:
+            spec = RunRequest.model_validate(run["spec"])
+            stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
+            count = publish_missing(run_id, spec, stored, store=store, publisher=publisher)
+            store.update_run(run_id, {"swept": count})  # counts as progress: no re-sweep soon
+        except Exception as error:  # one bad run must not stop the sweep of the others
+            log("sweep of a run failed", severity="ERROR", run_id=run_id, error=repr(error))
+            continue
         log("stalled run swept", severity="WARNING", run_id=run_id, republished=count)
         swept += 1
         published += count

@@ -73,8 +73,9 @@ class Settings(BaseSettings):
     max_cell_failures: int = 5
 
     # A running run with no progress for this long gets its missing cells republished
-    # by the sweep (deployed: ack deadline + max backoff, with margin).
-    sweep_stalled_after_seconds: float = 1800.0
+    # by the sweep. Longer than a cell can legitimately be in retry (5 deliveries of up
+    # to a 600 s ack deadline plus 600 s backoff), so it rarely races a live cell.
+    sweep_stalled_after_seconds: float = 7200.0
 
     # Seconds a dispatcher waits for all publishes to be acknowledged.
     publish_timeout_seconds: float = 60.0

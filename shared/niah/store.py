@@ -203,21 +203,16 @@ class FirestoreStore:
         return result
 
     def reset_failed_cells(self, run_id: str) -> int:
-        """Delete the run's failed cells and uncount them, in batches; reopen the run."""
+        """Delete the run's failed cells (and their failure counts), uncount them, reopen.
+
+        The run is reopened first, so a reset cut short never leaves a "complete" run
+        with cells missing. Each delete requires the cell to exist, so two resets at
+        once cannot both uncount the same cells.
+        """
+        from google.api_core.exceptions import FailedPrecondition, NotFound
+
         firestore = self._firestore
         run = self._run(run_id)
-        failed = list(
-            run.collection(CELLS)
-            .where(filter=firestore.FieldFilter("status", "==", "failed"))
-            .stream()
-        )
-        for start in range(0, len(failed), 400):
-            batch = self._db.batch()
-            chunk = failed[start : start + 400]
-            for doc in chunk:
-                batch.delete(doc.reference)
-            batch.update(run, {"failed": firestore.Increment(-len(chunk))})
-            batch.commit()
         run.update(
             {
                 "status": "running",
@@ -226,7 +221,25 @@ class FirestoreStore:
                 "updated_at": firestore.SERVER_TIMESTAMP,
             }
         )
-        return len(failed)
+        failed = list(
+            run.collection(CELLS)
+            .where(filter=firestore.FieldFilter("status", "==", "failed"))
+            .stream()
+        )
+        reset = 0
+        for first in range(0, len(failed), 200):
+            chunk = failed[first : first + 200]
+            batch = self._db.batch()
+            for doc in chunk:
+                batch.delete(doc.reference, option=self._db.write_option(exists=True))
+                batch.delete(run.collection(ATTEMPTS).document(doc.id))
+            batch.update(run, {"failed": firestore.Increment(-len(chunk))})
+            try:
+                batch.commit()
+            except (NotFound, FailedPrecondition):
+                continue  # another reset got there first and uncounted them
+            reset += len(chunk)
+        return reset
 
     def running_runs(self) -> list[dict[str, Any]]:
         """Every run whose status is still "running"."""

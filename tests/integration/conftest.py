@@ -54,8 +54,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # Give a cell up after 3 failed deliveries: the emulator's redelivery
             # backoff ignores the subscription's maximum and grows to minutes.
             "NIAH_MAX_CELL_FAILURES": "3",
-            # Sweep runs that made no progress for 20 s, checking every 5 s.
-            "NIAH_SWEEP_STALLED_AFTER_SECONDS": "20",
+            # Sweep runs that made no progress for 30 s (not less than the ack
+            # deadline, so it does not race redelivery), checking every 5 s.
+            "NIAH_SWEEP_STALLED_AFTER_SECONDS": "30",
         },
         # Test cells are small; a push held by a killed worker is due again after 30 s.
         ack_deadline_seconds=30,
