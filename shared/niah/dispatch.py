@@ -11,13 +11,18 @@ from pydantic import ValidationError
 
 from niah.blobs import BlobStore
 from niah.bus import Publisher
-from niah.haystack import TEXT_SUFFIXES, HaystackError, content_fingerprint, haystack_prefix
+from niah.completion import request_report_if_complete
+from niah.haystack_source import (
+    HaystackError,
+    content_fingerprint,
+    haystack_files,
+    haystack_prefix,
+)
 from niah.logs import log
 from niah.providers import max_context_tokens
 from niah.settings import get_settings
 from niah.spec import LOCAL_MODEL, RunRequest, provider_for_model
 from niah.store import ResultStore
-from niah.work import request_report_if_complete
 
 MIN_CONTEXT_LENGTH = 128
 GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
@@ -145,15 +150,9 @@ def dispatch_run(
     check_budget(spec)
     try:
         prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
+        files = haystack_files(blobs, prefix)
     except HaystackError as error:
         raise RequestError("haystack_dir", str(error)) from error
-    files = [info for info in blobs.list(prefix) if info.name.endswith(TEXT_SUFFIXES)]
-    if not files:
-        raise RequestError(
-            "haystack_dir",
-            f"gs://{blobs.bucket}/{prefix} holds no .txt files; upload the haystack there "
-            "or leave haystack_dir out for the default",
-        )
     run_id = spec.run_id(content_fingerprint(files))
     cells = spec.cells()
     created = store.create_run(

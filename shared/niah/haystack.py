@@ -9,7 +9,6 @@ then a slice of byte offsets: no tokenizing, no decoding.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import threading
 from dataclasses import dataclass, field
@@ -17,41 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from niah.blobs import BlobInfo, BlobStore
-from niah.settings import get_settings
+from niah.blobs import BlobStore
+from niah.haystack_source import HaystackError, content_fingerprint, haystack_files
 from niah.tokenizer import Tokenizer
 
 CACHE_PREFIX = "haystack-cache/"
 CACHE_FORMAT = "v1"
-TEXT_SUFFIXES = (".txt", ".md", ".text")
-
-
-class HaystackError(ValueError):
-    """The haystack cannot be used: missing, empty or not text. Permanent."""
-
-
-def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
-    """The object prefix a ``haystack_dir`` option names, inside the configured bucket.
-
-    Accepts a haystack name (``paul_graham_essays``), a prefix in the bucket
-    (``haystacks/mine/``) or a ``gs://`` URI in the configured bucket.
-    """
-    settings = get_settings()
-    value = haystack_dir or settings.default_haystack
-    if value.startswith("gs://"):
-        bucket_name, _, prefix = value[len("gs://") :].partition("/")
-        if bucket_name != bucket:
-            raise HaystackError(
-                f"haystack_dir must be in the service's bucket gs://{bucket}/, "
-                f"not gs://{bucket_name}/; upload the files there first"
-            )
-        value = prefix
-    elif "/" not in value.strip("/"):
-        value = settings.haystacks_prefix + value
-    value = value.strip("/")
-    if not value or ".." in value.split("/"):
-        raise HaystackError("haystack_dir must name a folder of .txt files")
-    return value + "/"
 
 
 @dataclass
@@ -119,12 +89,6 @@ class HaystackTokens:
         return self.text[first[1] :] + middle + self.text[: last[1]]
 
 
-def content_fingerprint(files: list[BlobInfo], *, salt: str = "") -> str:
-    """A hash of the files' names and content fingerprints, from a listing alone."""
-    lines = [salt, *(f"{f.name}:{f.fingerprint}" for f in files)]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
-
-
 _memo: dict[str, HaystackTokens] = {}
 _memo_lock = threading.Lock()
 
@@ -135,12 +99,7 @@ def load_haystack(blobs: BlobStore, prefix: str, tokenizer: Tokenizer) -> Haysta
     The cache key is a hash of the files' names and content fingerprints (from the
     listing, so a warm worker downloads one object) and the tokenizer's name.
     """
-    files = [info for info in blobs.list(prefix) if info.name.endswith(TEXT_SUFFIXES)]
-    if not files:
-        raise HaystackError(
-            f"haystack_dir gs://{blobs.bucket}/{prefix} holds no .txt files; upload the "
-            "haystack's text files there, or leave haystack_dir out for the default"
-        )
+    files = haystack_files(blobs, prefix)
     fingerprint = content_fingerprint(files, salt=f"{CACHE_FORMAT}:{tokenizer.name}")
     with _memo_lock:
         if fingerprint in _memo:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from niah.blobs import BlobStore, gs_uri
 from niah.bus import Publisher
+from niah.completion import request_report_if_complete
 from niah.context import ContextTooShortError, build_prompt
 from niah.errors import (
     DeadLetteredError,
@@ -18,7 +19,8 @@ from niah.errors import (
     PermanentRunError,
     RetryableError,
 )
-from niah.haystack import HaystackError, haystack_prefix, load_haystack
+from niah.haystack import load_haystack
+from niah.haystack_source import HaystackError, haystack_prefix
 from niah.logs import log
 from niah.needles import Needle, needle_for
 from niah.pricing import cost_of
@@ -310,18 +312,3 @@ def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publish
     )
     request_report_if_complete(task.run_id, store=store, publisher=publisher)
     return "failed"
-
-
-def request_report_if_complete(run_id: str, *, store: ResultStore, publisher: Publisher) -> bool:
-    """Publish a report request when every cell of the run is stored.
-
-    Two workers finishing together may both publish; the report is safe to render twice.
-    """
-    run = store.get_run(run_id)
-    if run is None or run.get("status") == "complete":
-        return False
-    if int(run.get("done", 0)) + int(run.get("failed", 0)) < int(run.get("total", 0)):
-        return False
-    publisher.publish_report(run_id)
-    log("report requested", run_id=run_id)
-    return True

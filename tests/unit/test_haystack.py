@@ -2,7 +2,8 @@ import threading
 
 import pytest
 
-from niah.haystack import CACHE_PREFIX, HaystackError, _memo, haystack_prefix, load_haystack
+from niah.haystack import CACHE_PREFIX, _memo, load_haystack
+from niah.haystack_source import HaystackError, haystack_prefix
 from niah.tokenizer import SentencePieceTokenizer
 from tests.fakes import MemoryBlobs
 
