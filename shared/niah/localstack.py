@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from niah.settings import get_settings
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "niah-local"
 BUCKET = "niah-local"
@@ -75,9 +77,7 @@ def worker_model_env(ports: Ports) -> dict[str, str]:
     }
 
 
-def _start(
-    name: str, command: list[str], state_dir: Path, env: Mapping[str, str]
-) -> subprocess.Popen[bytes]:
+def _start(name: str, command: list[str], state_dir: Path, env: Mapping[str, str]) -> None:
     logs = state_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with (logs / f"{name}.log").open("ab") as log_file:
@@ -92,7 +92,6 @@ def _start(
         )
     with (state_dir / "pids").open("a") as pids:
         pids.write(f"{name} {process.pid}\n")
-    return process
 
 
 def _wait_http(url: str, timeout: float, name: str, state_dir: Path) -> None:
@@ -304,19 +303,21 @@ def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
     publisher = pubsub_v1.PublisherClient()
     subscriber = pubsub_v1.SubscriberClient()
     topic = lambda name: publisher.topic_path(PROJECT, name)  # noqa: E731
-    for name in ("niah-cells", "niah-reports", "niah-dead-letter"):
+    settings = get_settings()
+    cells, reports, dead = settings.cells_topic, settings.reports_topic, settings.dead_letter_topic
+    for name in (cells, reports, dead):
         publisher.create_topic(name=topic(name))
     retry = pubsub_v1.types.RetryPolicy(
         minimum_backoff=duration_pb2.Duration(seconds=1),
         maximum_backoff=duration_pb2.Duration(seconds=30),
     )
     dead_letter = pubsub_v1.types.DeadLetterPolicy(
-        dead_letter_topic=topic("niah-dead-letter"), max_delivery_attempts=5
+        dead_letter_topic=topic(dead), max_delivery_attempts=5
     )
     pushes = [
-        ("niah-cells-push", "niah-cells", ports.worker, dead_letter),
-        ("niah-reports-push", "niah-reports", ports.report, None),
-        ("niah-dead-letter-push", "niah-dead-letter", ports.dead_letter, None),
+        (f"{cells}-push", cells, ports.worker, dead_letter),
+        (f"{reports}-push", reports, ports.report, None),
+        (f"{dead}-push", dead, ports.dead_letter, None),
     ]
     for name, topic_name, port, policy in pushes:
         subscriber.create_subscription(
@@ -331,8 +332,8 @@ def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
         )
     subscriber.create_subscription(
         request={
-            "name": subscriber.subscription_path(PROJECT, "niah-dead-letter-pull"),
-            "topic": topic("niah-dead-letter"),
+            "name": subscriber.subscription_path(PROJECT, f"{dead}-pull"),
+            "topic": topic(dead),
         }
     )
 

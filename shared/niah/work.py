@@ -15,6 +15,7 @@ from niah.completion import request_report_if_complete
 from niah.context import ContextTooShortError, build_prompt
 from niah.errors import (
     DeadLetteredError,
+    NiahError,
     PermanentCellError,
     PermanentRunError,
     RetryableError,
@@ -27,7 +28,7 @@ from niah.pricing import cost_of
 from niah.providers import DEFAULT_MAX_OUTPUT_TOKENS, Provider, get_provider
 from niah.scorers import exact_score, judge_answer
 from niah.settings import get_settings
-from niah.spec import Cell, ProviderName, RunRequest
+from niah.spec import Cell, ProviderName, RunRequest, provider_for_model
 from niah.store import ResultStore
 from niah.tokenizer import Tokenizer, get_tokenizer
 
@@ -257,11 +258,25 @@ def _score(
     if needle.expected_answer:
         fields["exact_score"] = exact_score(answer, needle.expected_answer)
     if scorer in ("judge", "both") and spec.evaluator_model_name:
-        evaluator_kind = RunRequest(model_name=spec.evaluator_model_name).provider()
-        evaluator = provider_for(evaluator_kind, spec.evaluator_model_name)
-        verdict = judge_answer(
-            evaluator, question=needle.question, reference=needle.text, answer=answer
-        )
+        try:
+            evaluator = provider_for(
+                provider_for_model(spec.evaluator_model_name), spec.evaluator_model_name
+            )
+            verdict = judge_answer(
+                evaluator, question=needle.question, reference=needle.text, answer=answer
+            )
+        except (NiahError, ValueError) as error:
+            # The answer is paid for: a failed judge must neither redeliver the cell (and
+            # call the model again) nor discard the answer. Only the judge's score is
+            # left empty, shown grey when the run reports the judge.
+            log("judge failed", severity="WARNING", error=str(error))
+            fields |= {
+                "judge_score": None,
+                "judge_error": str(error),
+                "evaluator_model": spec.evaluator_model_name,
+                "score": fields.get("exact_score") if scorer == "both" else None,
+            }
+            return fields
         usage = verdict.answer
         fields |= {
             "judge_score": verdict.score,

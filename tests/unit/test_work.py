@@ -142,3 +142,44 @@ def test_a_cell_that_keeps_failing_is_given_up_after_the_limit(world: dict[str, 
     [cell] = world["store"].list_cells(world["run_id"])
     assert cell["error"]["kind"] == "retries_exhausted"
     assert "gave up after 5 failed attempts" in cell["error"]["message"]
+
+
+def test_a_failing_judge_keeps_the_paid_answer_and_does_not_redeliver(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    result = dispatch_run(
+        {
+            "context_lengths": [1000],
+            "document_depth_percents": [50],
+            "scorer": "both",
+            "evaluator_model_name": "gemma-3-270m-local",
+        },
+        store=store,
+        publisher=publisher,
+        blobs=essay_blobs,
+    )
+    model = ScriptedProvider(echo_needle_number)
+
+    def judge_busy(prompt: str) -> str:
+        raise RetryableError("429 RESOURCE_EXHAUSTED")
+
+    judge = ScriptedProvider(judge_busy)
+
+    def provider_for(kind: ProviderName, name: str) -> Provider:
+        return judge if judge.prompts or model.prompts else model
+
+    task = CellTask.from_message(publisher.cells[0])
+    outcome = process_cell(
+        task,
+        store=store,
+        blobs=essay_blobs,
+        publisher=publisher,
+        provider_for=provider_for,
+        tokenizer_for=get_tokenizer,
+    )
+    assert outcome == "answered"
+    assert len(model.prompts) == 1 and len(judge.prompts) == 1
+    [cell] = store.list_cells(result.run_id)
+    assert cell["exact_score"] == 10 and cell["score"] == 10
+    assert cell["judge_score"] is None and "429" in cell["judge_error"]
