@@ -42,19 +42,19 @@ def essay_blobs() -> Any:
 
 def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, float], float]:
     """Seconds to build one cell from cached tokens (median of 5, warm instance)."""
-    from niah.context import build_prompt
-    from niah.haystack import _memo, load_haystack
-    from niah.needles import needle_for
-    from niah.providers.gemini import HARNESS_TEMPLATE
-    from niah.spec import Cell, RunRequest
-    from niah.tokenizer import get_tokenizer
+    from niah.core.haystack_tokens import load_haystack, loaded_haystacks
+    from niah.core.needles import needle_for
+    from niah.core.prompt_builder import build_prompt
+    from niah.core.prompts import HARNESS_TEMPLATE
+    from niah.core.spec import Cell, RunRequest
+    from niah.models.tokenizer import get_tokenizer
 
     tokenizer = get_tokenizer()
     blobs = essay_blobs()
     started = time.perf_counter()
     load_haystack(blobs, PREFIX, tokenizer)  # tokenize once and write the cache object
     tokenize_seconds = time.perf_counter() - started
-    _memo.clear()
+    loaded_haystacks.clear()
     started = time.perf_counter()
     haystack = load_haystack(blobs, PREFIX, tokenizer)  # a new instance: from the cache
     cache_load_seconds = time.perf_counter() - started
@@ -98,7 +98,7 @@ def harness_baseline(
     charged to every cell; if it passes ``limit_seconds`` it stops early and the
     figures are lower bounds.
     """
-    from niah.tokenizer import get_tokenizer
+    from niah.models.tokenizer import get_tokenizer
 
     tokenizer = get_tokenizer()
     files = sorted(glob.glob(str(ESSAYS / "*.txt")))
@@ -137,12 +137,12 @@ def harness_baseline(
 PEAK_PROBE = """
 import resource, sys, time
 sys.path.insert(0, {repo!r})
-from niah.context import build_prompt
-from niah.haystack import load_haystack
-from niah.needles import needle_for
-from niah.providers.gemini import HARNESS_TEMPLATE
-from niah.spec import Cell, RunRequest
-from niah.tokenizer import get_tokenizer
+from niah.core.prompt_builder import build_prompt
+from niah.core.haystack_tokens import load_haystack
+from niah.core.needles import needle_for
+from niah.core.prompts import HARNESS_TEMPLATE
+from niah.core.spec import Cell, RunRequest
+from niah.models.tokenizer import get_tokenizer
 from tests.fakes import MemoryBlobs
 tokenizer = get_tokenizer()
 blobs = MemoryBlobs()
@@ -165,11 +165,11 @@ def measure_peak_rss(
 
     The process loads the tokenizer and the cached tokens, as a new worker would.
     """
-    from niah.haystack import CACHE_PREFIX, _memo, load_haystack
-    from niah.tokenizer import get_tokenizer
+    from niah.core.haystack_tokens import CACHE_PREFIX, load_haystack, loaded_haystacks
+    from niah.models.tokenizer import get_tokenizer
 
     blobs = essay_blobs()
-    _memo.clear()
+    loaded_haystacks.clear()
     load_haystack(blobs, PREFIX, get_tokenizer())  # writes the cache object the probe reads
     workdir = Path(tempfile.mkdtemp(prefix="niah-bench-"))
     objects = {}
@@ -194,8 +194,8 @@ def measure_peak_rss(
 
 def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
     """Dispatch an 11 x 11 grid up to 2M tokens; then a grid on a fixed-latency model."""
-    from niah import localstack
-    from niah.store import FirestoreStore
+    from niah.cloud.store import FirestoreStore
+    from niah_devtools import localstack
 
     state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
     env = localstack.up(state, base_port=8670, worker_env={"THREADS": "8"})

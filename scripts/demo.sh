@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 scripts/setup.sh
 trap 'scripts/local_down.sh >/dev/null 2>&1 || true' EXIT
-.venv/bin/python -m niah.localstack up
+.venv/bin/python -m niah_devtools.localstack up
 # shellcheck disable=SC1091
 source .local/env
 out=$(mktemp)

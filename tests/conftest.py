@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from niah.localstack import REPO
-from niah.tokenizer import SentencePieceTokenizer, get_tokenizer
+from niah.models.tokenizer import SentencePieceTokenizer, get_tokenizer
+from tests import REPO
 from tests.fakes import MemoryBlobs
 
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"

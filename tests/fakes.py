@@ -5,9 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from niah.blobs import BlobInfo
-from niah.providers.base import ModelAnswer
-from niah.store import ReportClaim
+from niah.core.interfaces import BlobInfo, ModelAnswer, ReportClaim
 
 
 class MemoryBlobs:
@@ -36,9 +34,6 @@ class MemoryBlobs:
             self.objects[name] = data
             self.writes.append(name)
             return True
-
-    def exists(self, name: str) -> bool:
-        return name in self.objects
 
 
 class MemoryStoreExtras:

@@ -9,12 +9,14 @@ from typing import Any
 import flask
 import functions_framework
 
-from niah.blobs import GcsBlobStore
-from niah.bus import PubSubPublisher
-from niah.dispatch import RequestError, dispatch_run, sweep_stalled_runs
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.bus import PubSubPublisher
+from niah.cloud.store import FirestoreStore
+from niah.errors import RequestError
 from niah.logs import log
+from niah.service.dispatch import dispatch_run
+from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
-from niah.store import FirestoreStore
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -68,6 +70,7 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         "already_complete": result.already_complete,
         "reused": result.reused,
         "retried": result.retried,
+        "warnings": result.warnings,
         "firestore_document": f"runs/{result.run_id}",
         "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
     }

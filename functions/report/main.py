@@ -7,12 +7,13 @@ from functools import cache
 import functions_framework
 from cloudevents.http import CloudEvent
 
-from niah.blobs import GcsBlobStore
-from niah.bus import MalformedMessageError, decode_event
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.bus import decode_event
+from niah.cloud.store import FirestoreStore
+from niah.errors import MalformedMessageError
 from niah.logs import log
-from niah.report import render_report
+from niah.service.report import render_report
 from niah.settings import get_settings
-from niah.store import FirestoreStore
 
 
 @cache

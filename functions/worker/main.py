@@ -10,12 +10,13 @@ from functools import cache
 import functions_framework
 from cloudevents.http import CloudEvent
 
-from niah.blobs import GcsBlobStore
-from niah.bus import MalformedMessageError, PubSubPublisher, decode_event
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.bus import PubSubPublisher, decode_event
+from niah.cloud.store import FirestoreStore
+from niah.errors import MalformedMessageError
 from niah.logs import log
+from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
 from niah.settings import get_settings
-from niah.store import FirestoreStore
-from niah.work import CellTask, process_cell, record_dead_letter
 
 
 @cache

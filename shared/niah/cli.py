@@ -16,9 +16,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from niah.report import format_table, score_table
+from niah.core.spec import RunRequest
+from niah.core.summary import format_table, score_table
 from niah.settings import get_settings
-from niah.spec import RunRequest
 
 
 def _option_type(annotation: Any) -> tuple[Any, bool]:
@@ -104,13 +104,13 @@ def _identity_token(audience: str) -> str:
 
 
 def _store() -> Any:
-    from niah.store import FirestoreStore
+    from niah.cloud.store import FirestoreStore
 
     return FirestoreStore()
 
 
 def _blobs() -> Any:
-    from niah.blobs import GcsBlobStore
+    from niah.cloud.blobs import GcsBlobStore
 
     return GcsBlobStore(get_settings().bucket)
 
@@ -186,6 +186,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     url = _dispatcher_url(args)
     body = _submit(url + ("?resume=true" if args.resume else ""), payload)
     run_id = body["run_id"]
+    for warning in body.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     print(
         f"run {run_id}: {body['cells']} cells"
         + (" (already complete)" if body.get("already_complete") else "")
@@ -199,9 +201,10 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 def estimate(payload: dict[str, Any]) -> str:
     """Tokens and cost of a grid, from the price table, without calling any model."""
-    from niah.dispatch import RequestError, check_budget, parse_request
-    from niah.pricing import cost_of
-    from niah.providers import DEFAULT_MAX_OUTPUT_TOKENS
+    from niah.core.pricing import cost_of
+    from niah.errors import RequestError
+    from niah.models.catalog import default_output_tokens
+    from niah.service.dispatch import check_budget, parse_request
 
     try:
         spec = parse_request(payload)
@@ -209,7 +212,7 @@ def estimate(payload: dict[str, Any]) -> str:
     except RequestError as error:
         sys.exit(f"niah: {error.field}: {error.message}")
     cells = spec.cells()
-    max_output = spec.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS[spec.provider()]
+    max_output = spec.max_output_tokens or default_output_tokens(spec.provider(), spec.model_name)
     prompt_tokens = sum(cell.context_length for cell in cells)
     output_tokens = len(cells) * max_output
     costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]

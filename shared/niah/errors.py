@@ -1,16 +1,26 @@
-"""The error taxonomy: what a failure does to a cell and to its run.
+"""Every error class of the service, each with its ``kind``, and the HTTP taxonomy.
+
+What a failure does to a cell and to its run:
 
 - ``RetryableError``: transient (rate limit, 5xx, timeout). The worker raises, Pub/Sub
   redelivers with backoff, and a dead-letter topic catches what never succeeds.
 - ``PermanentCellError``: this cell can never succeed (context over the model's limit,
   prompt larger than the requested length). Recorded on the cell, shown grey, acked.
 - ``PermanentRunError``: no cell of the run can succeed (unknown model, no access,
-  quota limit 0). Recorded on the cell like a cell error and acked, so the run ends.
+  quota limit 0, a haystack that cannot be read, a deployment that cannot serve the
+  model). Recorded on the cell like a cell error and acked, so the run ends.
+- ``RequestError``: a run request the user must fix; the dispatcher answers 400.
+- ``MalformedMessageError``: a message that will never parse; acknowledged, not retried.
+
+``kind`` is what a stored cell's ``error.kind`` says.
 """
 
 from __future__ import annotations
 
 import re
+
+# HTTP statuses a model API call is retried on: rate limits, timeouts, server errors.
+RETRYABLE_STATUS_CODES = (408, 429, 500, 502, 503, 504)
 
 
 class NiahError(Exception):
@@ -35,6 +45,35 @@ class PermanentRunError(NiahError):
     """No cell of this run can succeed; record it and move on."""
 
     kind = "run"
+
+
+class ContextTooShortError(PermanentCellError):
+    """The requested length cannot even hold the prompt template and the needle."""
+
+
+class HaystackError(PermanentRunError):
+    """The haystack cannot be used: missing, empty or not text."""
+
+
+class ConfigurationError(PermanentRunError):
+    """The deployment cannot serve the model (settings missing or inconsistent)."""
+
+
+class RequestError(NiahError):
+    """A run request the user must fix; ``field`` names the option at fault."""
+
+    kind = "request"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class MalformedMessageError(NiahError):
+    """A message that will never parse; acknowledge it rather than loop."""
+
+    kind = "malformed_message"
 
 
 class DeadLetteredError(NiahError):
@@ -64,7 +103,7 @@ def classify_http_error(code: int, status: str, message: str) -> NiahError:
         if re.search(r"(quota )?limit(:| of)? 0\b", lowered):
             return PermanentRunError(f"no quota for this model ({text})")
         return RetryableError(text)
-    if code in (408, 500, 502, 503, 504):
+    if code in RETRYABLE_STATUS_CODES:
         return RetryableError(text)
     if code == 400 and (
         "maximum number of tokens" in lowered

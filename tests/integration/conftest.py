@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from google.api_core.exceptions import DeadlineExceeded
 
-from niah import localstack
+from niah_devtools import localstack
 
 BASE_PORT = 8570
 

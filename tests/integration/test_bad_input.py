@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from niah.store import FirestoreStore
+from niah.cloud.store import FirestoreStore
 from tests.integration.conftest import Stack, drain
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ import google.cloud.pubsub_v1 as pubsub_v1
 import pytest
 import requests
 
-from niah import localstack
-from niah.store import FirestoreStore
+from niah.cloud.store import FirestoreStore
+from niah_devtools import localstack
 from tests.integration.conftest import Stack, wait_for
 from tests.integration.test_local_stack import post, wait_complete
 

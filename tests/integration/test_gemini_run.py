@@ -10,8 +10,8 @@ import sys
 import pytest
 import requests
 
-from niah.blobs import GcsBlobStore
-from niah.store import FirestoreStore
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.store import FirestoreStore
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import post, wait_complete
 

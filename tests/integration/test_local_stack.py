@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import requests
 
-from niah.blobs import GcsBlobStore
-from niah.store import FirestoreStore
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.store import FirestoreStore
 from tests.integration.conftest import Stack, drain, wait_for
 
 pytestmark = pytest.mark.integration

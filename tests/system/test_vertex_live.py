@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from niah.providers.gemini import GeminiProvider
-from niah.scorers import exact_score, judge_answer
+from niah.core.scoring import exact_score, judge_answer
+from niah.models.providers.gemini import GeminiProvider
 from niah.settings import get_settings
 
 pytestmark = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from niah.localstack import REPO
+from tests import REPO
 
 HEAVY = (
     "numpy",
@@ -13,9 +13,11 @@ HEAVY = (
     "matplotlib",
     "xllamacpp",
     "google.genai",
-    "niah.work",
-    "niah.context",
-    "niah.haystack",
+    "niah.service.cell_worker",
+    "niah.core.prompt_builder",
+    "niah.core.haystack_tokens",
+    "niah.models.tokenizer",
+    "niah.models.providers",
 )
 
 

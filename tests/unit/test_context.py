@@ -3,12 +3,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from niah.context import BuiltPrompt, ContextTooShortError, build_prompt
-from niah.haystack import HaystackTokens, load_haystack
-from niah.needles import Needle, needle_for
-from niah.providers.local_gemma import LOCAL_TEMPLATE
-from niah.spec import Cell, RunRequest
-from niah.tokenizer import SentencePieceTokenizer
+from niah.core.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.needles import Needle, needle_for
+from niah.core.prompt_builder import BuiltPrompt, build_prompt
+from niah.core.prompts import LOCAL_TEMPLATE
+from niah.core.spec import Cell, RunRequest
+from niah.errors import ContextTooShortError
+from niah.models.tokenizer import SentencePieceTokenizer
 from tests.fakes import MemoryBlobs
 
 PREFIX = "haystacks/paul_graham_essays/"

@@ -1,6 +1,7 @@
 import pytest
 
-from niah.dispatch import RequestError, dispatch_run
+from niah.errors import RequestError
+from niah.service.dispatch import dispatch_run
 from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
 
 
@@ -103,7 +104,7 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
 ) -> None:
     import datetime as dt
 
-    from niah.dispatch import sweep_stalled_runs
+    from niah.service.sweep import sweep_stalled_runs
 
     store, publisher = MemoryStore(), RecordingPublisher()
     body = {"context_lengths": [1000, 2000], "document_depth_percents": [0, 100]}

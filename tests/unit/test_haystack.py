@@ -2,9 +2,10 @@ import threading
 
 import pytest
 
-from niah.haystack import CACHE_PREFIX, _memo, load_haystack
-from niah.haystack_source import HaystackError, haystack_prefix
-from niah.tokenizer import SentencePieceTokenizer
+from niah.core.haystack_files import haystack_prefix
+from niah.core.haystack_tokens import CACHE_PREFIX, load_haystack, loaded_haystacks
+from niah.errors import HaystackError
+from niah.models.tokenizer import SentencePieceTokenizer
 from tests.fakes import MemoryBlobs
 
 
@@ -19,11 +20,11 @@ def test_haystack_prefix_accepts_names_prefixes_and_uris_in_the_bucket() -> None
 def test_tokens_are_cached_once_and_reused(
     essay_blobs: MemoryBlobs, tokenizer: SentencePieceTokenizer
 ) -> None:
-    _memo.clear()
+    loaded_haystacks.clear()
     first = load_haystack(essay_blobs, "haystacks/paul_graham_essays/", tokenizer)
     cached = [name for name in essay_blobs.objects if name.startswith(CACHE_PREFIX)]
     assert len(cached) == 1
-    _memo.clear()  # a new instance: must come from the cache object, not re-tokenize
+    loaded_haystacks.clear()  # a new instance: must come from the cache object, not re-tokenize
     essay_blobs.writes.clear()
     second = load_haystack(essay_blobs, "haystacks/paul_graham_essays/", tokenizer)
     assert essay_blobs.writes == []
@@ -34,7 +35,7 @@ def test_tokens_are_cached_once_and_reused(
 def test_concurrent_builders_store_one_object(
     essay_blobs: MemoryBlobs, tokenizer: SentencePieceTokenizer
 ) -> None:
-    _memo.clear()
+    loaded_haystacks.clear()
     barrier = threading.Barrier(4)
 
     def build() -> None:

@@ -1,6 +1,7 @@
 import pytest
 
-from niah.scorers import judge_prompt, parse_judge_score
+from niah.core.prompts import judge_prompt
+from niah.core.scoring import parse_judge_score
 
 
 @pytest.mark.parametrize(

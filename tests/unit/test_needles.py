@@ -1,5 +1,5 @@
-from niah.needles import needle_for
-from niah.spec import Cell, RunRequest
+from niah.core.needles import needle_for
+from niah.core.spec import Cell, RunRequest
 
 
 def test_dynamic_needle_is_reproducible_per_seed_and_cell() -> None:

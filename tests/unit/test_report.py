@@ -4,7 +4,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from niah.report import ERROR_COLOUR, format_table, render_heatmap, render_report, score_table
+from niah.core.summary import format_table, score_table
+from niah.service.report import ERROR_COLOUR, render_heatmap, render_report
 from tests.fakes import MemoryBlobs, MemoryStore
 
 CELLS: list[dict[str, Any]] = [

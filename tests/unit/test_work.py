@@ -3,12 +3,12 @@ from typing import Any
 
 import pytest
 
-from niah.dispatch import dispatch_run
+from niah.core.interfaces import Provider
 from niah.errors import PermanentCellError, RetryableError
-from niah.providers import Provider
-from niah.spec import ProviderName
-from niah.tokenizer import get_tokenizer
-from niah.work import CellTask, process_cell
+from niah.models.catalog import ProviderName
+from niah.models.tokenizer import get_tokenizer
+from niah.service.cell_worker import CellTask, process_cell
+from niah.service.dispatch import dispatch_run
 from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher, ScriptedProvider
 
 
@@ -105,7 +105,7 @@ def test_a_context_too_short_at_the_worker_is_a_grey_cell_not_a_crash(
 def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
     world: dict[str, Any],
 ) -> None:
-    from niah.work import record_dead_letter
+    from niah.service.cell_worker import record_dead_letter
 
     def busy(prompt: str) -> str:
         raise RetryableError("503 UNAVAILABLE: overloaded")

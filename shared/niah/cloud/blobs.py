@@ -1,0 +1,52 @@
+"""Cloud Storage, behind the service's ``BlobStore`` interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from niah.core.interfaces import BlobInfo
+from niah.settings import get_settings
+
+
+class GcsBlobStore:
+    """``niah.core.interfaces.BlobStore`` on Cloud Storage (or its emulator).
+
+    The emulator is reached through STORAGE_EMULATOR_HOST, as the client library does.
+    """
+
+    def __init__(self, bucket: str, client: Any = None) -> None:
+        import google.cloud.storage as storage
+
+        self.bucket = bucket
+        self._client = client or storage.Client(project=get_settings().project)
+        self._bucket = self._client.bucket(bucket)
+
+    def list(self, prefix: str) -> list[BlobInfo]:
+        """Objects whose names start with ``prefix``, sorted by name."""
+        blobs = self._client.list_blobs(self.bucket, prefix=prefix)
+        infos = [
+            BlobInfo(b.name, int(b.size or 0), str(b.md5_hash or b.crc32c or b.etag)) for b in blobs
+        ]
+        return sorted(infos, key=lambda info: info.name)
+
+    def read(self, name: str) -> bytes:
+        """The object's bytes; ``KeyError`` if it does not exist."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return bytes(self._bucket.blob(name).download_as_bytes())
+        except NotFound as error:
+            raise KeyError(name) from error
+
+    def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
+        """Store ``data`` (create-if-absent with ``if_generation_match=0``)."""
+        from google.api_core.exceptions import PreconditionFailed
+
+        blob = self._bucket.blob(name)
+        try:
+            blob.upload_from_string(
+                data, content_type=content_type, if_generation_match=0 if if_absent else None
+            )
+        except PreconditionFailed:
+            return False
+        return True

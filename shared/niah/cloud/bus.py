@@ -1,0 +1,66 @@
+"""Pub/Sub: publishing the cell and report messages, and reading a push event."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from niah.errors import MalformedMessageError
+from niah.settings import get_settings
+
+
+class PubSubPublisher:
+    """``niah.core.interfaces.Publisher`` on Pub/Sub (or its emulator, via PUBSUB_EMULATOR_HOST)."""
+
+    def __init__(self, client: Any = None) -> None:
+        import google.cloud.pubsub_v1 as pubsub_v1
+
+        settings = get_settings()
+        self._timeout = settings.publish_timeout_seconds
+        # Large batches: a 121-cell grid goes out in one or two publish requests.
+        self._client = client or pubsub_v1.PublisherClient(
+            batch_settings=pubsub_v1.types.BatchSettings(
+                max_messages=1000, max_bytes=5_000_000, max_latency=0.01
+            )
+        )
+        self._cells_topic = self._client.topic_path(settings.project, settings.cells_topic)
+        self._reports_topic = self._client.topic_path(settings.project, settings.reports_topic)
+
+    def publish_cells(self, messages: list[dict[str, Any]]) -> int:
+        """Publish every cell, then wait on every future so none is lost on return."""
+        futures = [
+            self._client.publish(
+                self._cells_topic,
+                json.dumps(message).encode(),
+                run_id=str(message["run_id"]),
+                cell_id=str(message["cell_id"]),
+            )
+            for message in messages
+        ]
+        for future in futures:
+            future.result(timeout=self._timeout)
+        return len(futures)
+
+    def publish_report(self, run_id: str) -> None:
+        """Publish the run's report request and wait for it to be accepted."""
+        data = json.dumps({"run_id": run_id}).encode()
+        self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
+
+
+def decode_event(event_data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The JSON body of a Pub/Sub ``messagePublished`` event, and its delivery attempt.
+
+    The attempt counter is present when the subscription has a dead-letter policy.
+    """
+    import base64
+    import binascii
+
+    message = event_data.get("message") or {}
+    attempt = int(event_data.get("deliveryAttempt") or message.get("deliveryAttempt") or 1)
+    try:
+        body = json.loads(base64.b64decode(message.get("data", "")))
+    except (binascii.Error, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise MalformedMessageError(str(error)) from error
+    if not isinstance(body, dict):
+        raise MalformedMessageError("the message body is not a JSON object")
+    return body, attempt

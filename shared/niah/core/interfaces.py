@@ -1,0 +1,189 @@
+"""The small interfaces the NIAH logic needs of the outside world.
+
+One per outside system: blob storage (the haystack, the cache, the reports), the
+result store (Firestore), the publisher (Pub/Sub), the tokenizer and the model
+provider. ``niah.cloud`` and ``niah.models`` implement them; the service's jobs
+receive them; unit tests pass small fakes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # the dispatcher imports these interfaces and must not load numpy
+    import numpy as np
+    import numpy.typing as npt
+
+ReportClaim = Literal["claimed", "done", "held"]
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """A stored object's name and content fingerprint (from the listing, no download)."""
+
+    name: str
+    size: int
+    fingerprint: str
+
+
+class BlobStore(Protocol):
+    """Objects under one bucket."""
+
+    bucket: str
+
+    def list(self, prefix: str) -> list[BlobInfo]:
+        """Objects whose names start with ``prefix``, sorted by name."""
+        ...
+
+    def read(self, name: str) -> bytes:
+        """The object's bytes; ``KeyError`` if it does not exist."""
+        ...
+
+    def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
+        """Store ``data``; with ``if_absent``, only if no object has that name yet.
+
+        Returns False when ``if_absent`` found the object already there.
+        """
+        ...
+
+
+def gs_uri(bucket: str, name: str) -> str:
+    """``gs://bucket/name``."""
+    return f"gs://{bucket}/{name}"
+
+
+class ResultStore(Protocol):
+    """Runs and their cells."""
+
+    def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
+        """Create the run; False if it already exists (nothing is changed then)."""
+        ...
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run document, or None."""
+        ...
+
+    def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
+        """Merge ``fields`` into the run document."""
+        ...
+
+    def cell_exists(self, run_id: str, cell_id: str) -> bool:
+        """Whether the cell has a stored result (answered or failed)."""
+        ...
+
+    def record_cell(
+        self,
+        run_id: str,
+        cell_id: str,
+        doc: dict[str, Any],
+        *,
+        failed: bool,
+        totals: dict[str, float] | None = None,
+    ) -> bool:
+        """Create the cell's result and count it (and add ``totals``) on the run, atomically.
+
+        Returns False, changing nothing, if the cell was already stored.
+        """
+        ...
+
+    def list_cells(self, run_id: str) -> list[dict[str, Any]]:
+        """Every stored cell of the run, in cell-ID order."""
+        ...
+
+    def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
+        """Remember a cell's last retryable error (for the dead-letter record)."""
+        ...
+
+    def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
+        """The cell's attempt record: ``last_error`` and ``failures``."""
+        ...
+
+    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+        """Take the right to render the run's report: "claimed", or "done" / "held"."""
+        ...
+
+    def reset_failed_cells(self, run_id: str) -> int:
+        """Delete the run's failed cells (uncounting them) so a rerun retries them."""
+        ...
+
+    def running_runs(self) -> list[dict[str, Any]]:
+        """Every run whose status is still "running"."""
+        ...
+
+
+class Publisher(Protocol):
+    """Publishes the service's messages and waits until each is accepted."""
+
+    def publish_cells(self, messages: list[dict[str, Any]]) -> int:
+        """Publish one message per cell; return how many were published."""
+        ...
+
+    def publish_report(self, run_id: str) -> None:
+        """Ask for the run's report to be rendered."""
+        ...
+
+
+class Tokenizer(Protocol):
+    """What the prompt builder needs of a tokenizer."""
+
+    name: str
+
+    def encode(self, text: str) -> list[int]:
+        """Token IDs of ``text``, without BOS/EOS."""
+        ...
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of ``ids``."""
+        ...
+
+    @property
+    def piece_byte_lengths(self) -> npt.NDArray[np.int64]:
+        """UTF-8 byte length of every vocabulary entry, indexed by token ID.
+
+        The vocabulary is lossless (no normalisation, byte fallback), so the byte
+        offset of token ``k`` in a text is the sum of these lengths over its first
+        ``k`` tokens: a cell can then be cut from the text without decoding.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """A model's reply and what it cost.
+
+    ``finish_reason`` is kept as the API gives it ("STOP", "MAX_TOKENS", "SAFETY"...);
+    a blocked or empty answer is an answer, scored like any other.
+    """
+
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    output_tokens: int | None
+    latency_seconds: float
+
+
+class Provider(Protocol):
+    """A model that answers prompts.
+
+    ``tokenizer_name`` says which tokenizer counts its tokens; ``default_template``
+    is the prompt template (placeholders ``{context}``, ``{question}``,
+    ``{answer_lead}``) that suits it.
+    """
+
+    model_name: str
+    tokenizer_name: str
+    default_template: str
+
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
+        """Answer ``prompt``; raise a ``niah.errors`` error on failure.
+
+        ``thinking_budget`` applies to models that think (Gemini 2.5); others ignore it.
+        """
+        ...
+
+    def count_tokens(self, prompt: str) -> int:
+        """The model's own count of ``prompt``'s tokens (an API call where there is one)."""
+        ...

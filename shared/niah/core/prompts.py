@@ -1,0 +1,62 @@
+"""Every prompt the service sends, in one place: the cell templates and the judge's.
+
+Templates use ``{context}``, ``{question}`` and optionally ``{answer_lead}``;
+``render`` fills them by plain replacement, so braces inside a haystack or a needle are
+never read as placeholders.
+"""
+
+from __future__ import annotations
+
+# The NIAH harness's prompt for chat models (Gemini, OpenAI-compatible): context,
+# question, "don't go outside the document", an UNANSWERABLE way out, its answer lead-in.
+HARNESS_TEMPLATE = """You are a helpful AI bot that answers questions for a user. Keep your response short and direct.
+
+<context>
+{context}
+</context>
+
+{question} Don't give information outside the document or repeat your findings. If the answer is not in the context, reply UNANSWERABLE.
+
+Here is the most relevant sentence in the context:"""  # noqa: E501
+
+# The local model is a base model: it continues text. Ending the prompt with the start
+# of the answer (the needle's own lead-in for dynamic needles) makes it state the fact.
+LOCAL_TEMPLATE = "{context}\n\nQuestion: {question}\nAnswer:{answer_lead}"
+
+# The NIAH harness's accuracy rubric for its LLM evaluator.
+JUDGE_RUBRIC = """Score 1: The answer is completely unrelated to the reference.
+Score 3: The answer has minor relevance but does not align with the reference.
+Score 5: The answer has moderate relevance but contains inaccuracies.
+Score 7: The answer aligns with the reference but has minor omissions.
+Score 10: The answer is completely accurate and aligns perfectly with the reference."""
+
+JUDGE_TEMPLATE = """You are grading how accurately an answer retrieves a fact.
+
+Question: {question}
+Reference: {reference}
+Answer to grade: {answer}
+
+Rubric:
+{rubric}
+
+Reply on the first line with "Score: N" where N is one of 1, 3, 5, 7, 10, then one sentence
+explaining why."""
+
+# Tokens the judge may answer with: a score line and one sentence.
+JUDGE_MAX_OUTPUT_TOKENS = 256
+
+
+def render(template: str, *, context: str, question: str, answer_lead: str = "") -> str:
+    """Fill a prompt template; plain replacement, so braces in the text are harmless."""
+    return (
+        template.replace("{question}", question)
+        .replace("{answer_lead}", answer_lead)
+        .replace("{context}", context)
+    )
+
+
+def judge_prompt(*, question: str, reference: str, answer: str) -> str:
+    """The judge's prompt: the harness's rubric around one answer."""
+    return JUDGE_TEMPLATE.format(
+        question=question, reference=reference.strip(), answer=answer.strip(), rubric=JUDGE_RUBRIC
+    )

@@ -1,0 +1,284 @@
+"""The run request: the NIAH harness's options, validated, and the grid they expand to.
+
+The JSON keys are the harness's option names so users can carry their commands over.
+Validation errors are the user's error messages, so every constraint names its field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from niah.models.catalog import LOCAL_MODEL, ProviderName, provider_for_model
+
+HARNESS_DEFAULT_NEEDLE = (
+    "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park "
+    "on a sunny day.\n"
+)
+HARNESS_DEFAULT_QUESTION = "What is the best thing to do in San Francisco?"
+
+ScorerName = Literal["exact", "judge", "both"]
+IntervalType = Literal["linear", "sigmoid"]
+
+# Hard limits that no configuration lifts: beyond them a request is a mistake.
+MAX_CONTEXT_LENGTH = 10_000_000
+MAX_INTERVALS = 1_000
+DEPTH_DECIMALS = 3
+
+
+class RunRequest(BaseModel):
+    """A needle-in-a-haystack run, in the harness's vocabulary.
+
+    Either ``context_lengths`` or the min/max/num_intervals triple sets the lengths;
+    either ``document_depth_percents`` or the min/max/intervals triple sets the depths.
+    """
+
+    # Strict: JSON true is not a length of 1, "1000" is not a number. Names are
+    # stripped where they are validated; needles and templates keep their whitespace.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model_name: str = Field(
+        default=LOCAL_MODEL, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][\w.@:/-]*$"
+    )
+    model_provider: ProviderName | None = None
+    evaluator_model_name: str | None = Field(
+        default=None, max_length=200, pattern=r"^[A-Za-z0-9][\w.@:/-]*$"
+    )
+
+    context_lengths: list[int] | None = None
+    context_lengths_min: int = Field(default=1000, ge=1, le=MAX_CONTEXT_LENGTH)
+    context_lengths_max: int = Field(default=16000, ge=1, le=MAX_CONTEXT_LENGTH)
+    context_lengths_num_intervals: int = Field(default=35, ge=1, le=MAX_INTERVALS)
+
+    document_depth_percents: list[float] | None = None
+    document_depth_percent_min: float = Field(default=0, ge=0, le=100)
+    document_depth_percent_max: float = Field(default=100, ge=0, le=100)
+    document_depth_percent_intervals: int = Field(default=35, ge=1, le=MAX_INTERVALS)
+    document_depth_percent_interval_type: IntervalType = "linear"
+
+    dynamic_needle: bool = True
+    needle: str = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
+    retrieval_question: str = Field(default=HARNESS_DEFAULT_QUESTION, min_length=1, max_length=2000)
+    expected_answer: str | None = Field(default=None, max_length=2000)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+
+    haystack_dir: str | None = Field(default=None, max_length=500)
+    results_version: int = Field(default=1, ge=1, le=1_000_000_000)
+    final_context_length_buffer: int = Field(default=0, ge=0, le=100_000)
+    num_concurrent_requests: int = Field(default=1, ge=1, le=1000)
+    save_contexts: bool = False
+
+    scorer: ScorerName | None = None
+    count_tokens_check: bool = False
+    max_output_tokens: int | None = Field(default=None, ge=1, le=65_536)
+    # Gemini 2.5 thinks before answering, and thinking counts against max_output_tokens:
+    # 0 turns it off (Flash), -1 lets the model choose, N caps it. None: model default.
+    thinking_budget: int | None = Field(default=None, ge=-1, le=32_768)
+    prompt_template: str | None = Field(default=None, max_length=20_000)
+
+    @field_validator("context_lengths")
+    @classmethod
+    def _check_lengths(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one context length, or leave it out")
+        if len(value) > MAX_INTERVALS:
+            raise ValueError(f"at most {MAX_INTERVALS} context lengths")
+        for length in value:
+            if not 1 <= length <= MAX_CONTEXT_LENGTH:
+                raise ValueError(
+                    f"each context length must be between 1 and {MAX_CONTEXT_LENGTH} tokens"
+                )
+        return sorted(set(value))
+
+    @field_validator("document_depth_percents")
+    @classmethod
+    def _check_depths(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one depth, or leave it out")
+        if len(value) > MAX_INTERVALS:
+            raise ValueError(f"at most {MAX_INTERVALS} depths")
+        for depth in value:
+            if not (math.isfinite(depth) and 0 <= depth <= 100):
+                raise ValueError("each depth must be a percent between 0 and 100")
+        return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
+
+    @field_validator("haystack_dir")
+    @classmethod
+    def _check_haystack(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.fullmatch(r"(gs://)?[A-Za-z0-9._/-]+", value) or ".." in value.split("/"):
+            raise ValueError(
+                "must be a haystack name, a prefix or a gs:// URI of plain ASCII letters, "
+                "digits, '.', '_', '-' and '/', without '..'"
+            )
+        return value
+
+    @field_validator("needle", "retrieval_question", "expected_answer", "prompt_template")
+    @classmethod
+    def _check_text(cls, value: str | None) -> str | None:
+        if value is not None and any(
+            unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch not in "\n\t"
+            for ch in value
+        ):
+            raise ValueError("must not contain control, format or private-use characters")
+        return value
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _check_template(cls, value: str | None) -> str | None:
+        if value is not None and ("{context}" not in value or "{question}" not in value):
+            raise ValueError("must contain the placeholders {context} and {question}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> RunRequest:
+        if self.context_lengths is None and self.context_lengths_min > self.context_lengths_max:
+            raise ValueError("context_lengths_min must not exceed context_lengths_max")
+        if (
+            self.document_depth_percents is None
+            and self.document_depth_percent_min > self.document_depth_percent_max
+        ):
+            raise ValueError(
+                "document_depth_percent_min must not exceed document_depth_percent_max"
+            )
+        if self.scorer_name() in ("judge", "both") and not self.evaluator_model_name:
+            raise ValueError(
+                "scorer 'judge' needs evaluator_model_name (the judge model), or use scorer 'exact'"
+            )
+        if (
+            not self.dynamic_needle
+            and self.scorer in ("exact", "both")
+            and not (self.expected_answer)
+        ):
+            raise ValueError(
+                "a static needle scored 'exact' needs expected_answer (the text the answer "
+                "must contain); or set scorer to 'judge'"
+            )
+        return self
+
+    def scorer_name(self) -> ScorerName:
+        """The scorer the run reports (the user's choice, else a default).
+
+        Exact for dynamic needles, as the Gemini 1.5 report does, and for a static
+        needle with an ``expected_answer``; otherwise the LLM judge.
+        """
+        if self.scorer:
+            return self.scorer
+        return "exact" if self.dynamic_needle or self.expected_answer else "judge"
+
+    def provider(self) -> ProviderName:
+        """The provider that serves ``model_name`` (explicit, else inferred from the name)."""
+        return self.model_provider or provider_for_model(self.model_name)
+
+    def lengths(self) -> list[int]:
+        """Context lengths in tokens, as the harness computes them."""
+        if self.context_lengths is not None:
+            return list(self.context_lengths)
+        return linspace_ints(
+            self.context_lengths_min, self.context_lengths_max, self.context_lengths_num_intervals
+        )
+
+    def depths(self) -> list[float]:
+        """Needle depths in percent, linear or sigmoid as in the harness."""
+        if self.document_depth_percents is not None:
+            return list(self.document_depth_percents)
+        low, high = self.document_depth_percent_min, self.document_depth_percent_max
+        count = self.document_depth_percent_intervals
+        points = (
+            [low + (high - low) * i / (count - 1) for i in range(count)] if count > 1 else [low]
+        )
+        if self.document_depth_percent_interval_type == "sigmoid":
+            return sorted({round(logistic(x), DEPTH_DECIMALS) for x in points})
+        return sorted({float(round(x)) for x in points})
+
+    def cells(self) -> list[Cell]:
+        """Every (length, depth) point of the grid, in a stable order."""
+        return [Cell(length, depth) for length in self.lengths() for depth in self.depths()]
+
+    def canonical_json(self, haystack_fingerprint: str = "") -> str:
+        """What determines the run's results, in a stable form.
+
+        The expanded grid rather than how it was written ([1000, 2000] and min/max/2
+        are the same run), the haystack's content rather than its name, and none of
+        the options that change only bookkeeping.
+        """
+        fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS)
+        fields |= {
+            "lengths": self.lengths(),
+            "depths": self.depths(),
+            "provider": self.provider(),
+            "scorer": self.scorer_name(),
+            "haystack": haystack_fingerprint,
+        }
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+    def run_id(self, haystack_fingerprint: str = "") -> str:
+        """A deterministic run ID: the same request on the same haystack names the same run.
+
+        That is what makes a retried dispatch and a rerun reuse answered cells.
+        """
+        canonical = self.canonical_json(haystack_fingerprint)
+        return f"run-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+# Options that change how a run is carried out or recorded, not what it measures.
+NOT_RESULT_FIELDS = {
+    "context_lengths",
+    "context_lengths_min",
+    "context_lengths_max",
+    "context_lengths_num_intervals",
+    "document_depth_percents",
+    "document_depth_percent_min",
+    "document_depth_percent_max",
+    "document_depth_percent_intervals",
+    "document_depth_percent_interval_type",
+    "model_provider",
+    "scorer",
+    "num_concurrent_requests",
+    "save_contexts",
+    "count_tokens_check",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid point: a context length in tokens and a needle depth in percent."""
+
+    context_length: int
+    depth_percent: float
+
+    @property
+    def cell_id(self) -> str:
+        """A sortable, deterministic document ID, e.g. ``L00004000-D050000`` for 4000 / 50 %.
+
+        Depths carry three decimals (the harness's sigmoid precision), so distinct
+        grid points never share an ID.
+        """
+        return f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
+
+
+def linspace_ints(low: int, high: int, count: int) -> list[int]:
+    """``np.round(np.linspace(low, high, count)).astype(int)``, deduplicated, sorted."""
+    if count == 1:
+        return [low]
+    values = {round(low + (high - low) * i / (count - 1)) for i in range(count)}
+    return sorted(int(v) for v in values)
+
+
+def logistic(x: float, top: float = 100, midpoint: float = 50, steepness: float = 0.1) -> float:
+    """The harness's sigmoid spacing of depths: dense near the ends, sparse in the middle."""
+    if x in (0, 100):
+        return float(x)
+    return round(top / (1 + math.exp(-steepness * (x - midpoint))), 3)

@@ -1,0 +1,1 @@
+"""Models: the catalog, the tokenizer and its assets, one module per provider."""

@@ -1,0 +1,148 @@
+"""Gemini on Vertex AI through ``google-genai`` (``vertexai.generative_models`` is deprecated).
+
+Temperature 0, safety filters off as in the harness, explicit retries (the SDK retries
+nothing by default) bounded below the function timeout, and every API error mapped
+through ``niah.errors.classify_http_error``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from niah.core.interfaces import ModelAnswer
+from niah.core.prompts import HARNESS_TEMPLATE
+from niah.errors import (
+    RETRYABLE_STATUS_CODES,
+    ConfigurationError,
+    PermanentCellError,
+    RetryableError,
+    classify_http_error,
+)
+from niah.models.catalog import GEMMA3_TOKENIZER
+from niah.settings import Settings, get_settings
+
+HARM_CATEGORIES = (
+    "HARM_CATEGORY_HARASSMENT",
+    "HARM_CATEGORY_HATE_SPEECH",
+    "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+    "HARM_CATEGORY_DANGEROUS_CONTENT",
+)
+
+
+def retry_budget_seconds(settings: Settings) -> float:
+    """Worst-case seconds one call may take with all its retries."""
+    attempts = settings.gemini_retry_attempts
+    backoff = sum(
+        min(settings.gemini_retry_initial_delay * 2**n + 1, settings.gemini_retry_max_delay)
+        for n in range(attempts - 1)
+    )
+    return attempts * settings.gemini_timeout_seconds + backoff
+
+
+class GeminiProvider:
+    """One ``genai.Client`` per instance; thread-safe for concurrent cells."""
+
+    tokenizer_name = GEMMA3_TOKENIZER
+    default_template = HARNESS_TEMPLATE
+
+    def __init__(self, model_name: str, *, client: Any = None) -> None:
+        from google import genai
+        from google.genai import types
+
+        settings = get_settings()
+        budget = retry_budget_seconds(settings)
+        if budget >= settings.function_timeout_seconds:
+            raise ConfigurationError(
+                f"Gemini retries may take {budget:.0f} s, not below the function timeout "
+                f"({settings.function_timeout_seconds:.0f} s); lower NIAH_GEMINI_RETRY_ATTEMPTS "
+                "or NIAH_GEMINI_TIMEOUT_SECONDS"
+            )
+        self.model_name = model_name
+        self._types = types
+        http_options = types.HttpOptions(
+            base_url=settings.vertex_base_url,
+            timeout=int(settings.gemini_timeout_seconds * 1000),  # milliseconds
+            retry_options=types.HttpRetryOptions(
+                attempts=settings.gemini_retry_attempts,
+                initial_delay=settings.gemini_retry_initial_delay,
+                max_delay=settings.gemini_retry_max_delay,
+                exp_base=2,
+                jitter=1,
+                http_status_codes=list(RETRYABLE_STATUS_CODES),
+            ),
+        )
+        credentials = None
+        if settings.vertex_access_token:
+            import google.oauth2.credentials
+
+            credentials = google.oauth2.credentials.Credentials(token=settings.vertex_access_token)
+        self._client = client or genai.Client(
+            vertexai=True,
+            project=settings.project,
+            location=settings.vertex_location,
+            credentials=credentials,
+            http_options=http_options,
+        )
+
+    def _config(self, max_output_tokens: int, thinking_budget: int | None) -> Any:
+        types = self._types
+        thinking = (
+            types.ThinkingConfig(thinking_budget=thinking_budget)
+            if thinking_budget is not None
+            else None
+        )
+        return types.GenerateContentConfig(
+            temperature=0,
+            max_output_tokens=max_output_tokens,
+            thinking_config=thinking,
+            safety_settings=[
+                types.SafetySetting(category=category, threshold="BLOCK_NONE")
+                for category in HARM_CATEGORIES
+            ],
+        )
+
+    def _call(self, function: Any, **kwargs: Any) -> Any:
+        """Call the SDK, turning its errors into the service's taxonomy."""
+        import httpx
+        from google.genai import errors
+
+        try:
+            return function(model=self.model_name, **kwargs)
+        except errors.APIError as error:
+            raise classify_http_error(
+                int(error.code or 0), str(error.status or ""), str(error.message or error)
+            ) from error
+        except (httpx.TimeoutException, httpx.TransportError) as error:
+            raise RetryableError(f"{type(error).__name__}: {error}") from error
+
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
+        """Ask the model; a blocked or empty answer is returned with its reason."""
+        started = time.monotonic()
+        response = self._call(
+            self._client.models.generate_content,
+            contents=prompt,
+            config=self._config(max_output_tokens, thinking_budget),
+        )
+        latency = time.monotonic() - started
+        candidates = response.candidates or []
+        finish = candidates[0].finish_reason if candidates else None
+        if not candidates and response.prompt_feedback is not None:
+            finish = f"PROMPT_BLOCKED:{response.prompt_feedback.block_reason}"
+        usage = response.usage_metadata
+        return ModelAnswer(
+            text=response.text or "",
+            finish_reason=str(getattr(finish, "value", finish)) if finish else None,
+            prompt_tokens=usage.prompt_token_count if usage else None,
+            output_tokens=usage.candidates_token_count if usage else None,
+            latency_seconds=latency,
+        )
+
+    def count_tokens(self, prompt: str) -> int:
+        """The API's own count of the prompt's tokens."""
+        result = self._call(self._client.models.count_tokens, contents=prompt)
+        if result.total_tokens is None:
+            raise PermanentCellError("countTokens returned no count")
+        return int(result.total_tokens)

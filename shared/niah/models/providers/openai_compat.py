@@ -1,0 +1,80 @@
+"""Any OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama, ...).
+
+Users compare Gemini with open models; this is the whole provider. Errors go through
+the same taxonomy as Gemini's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from niah.core.interfaces import ModelAnswer
+from niah.core.prompts import HARNESS_TEMPLATE
+from niah.errors import ConfigurationError, RetryableError, classify_http_error
+from niah.models.catalog import GEMMA3_TOKENIZER
+from niah.settings import get_settings
+
+
+class OpenAICompatibleProvider:
+    """``POST {base_url}/chat/completions`` with the harness's prompt as one user turn."""
+
+    # Lengths are budgeted in Gemma 3 tokens; the endpoint's usage reports its own count.
+    tokenizer_name = GEMMA3_TOKENIZER
+    default_template = HARNESS_TEMPLATE
+
+    def __init__(self, model_name: str) -> None:
+        import requests
+
+        settings = get_settings()
+        if not settings.openai_base_url:
+            raise ConfigurationError(
+                "model_provider openai_compatible needs NIAH_OPENAI_BASE_URL on the worker"
+            )
+        self.model_name = model_name
+        self._url = settings.openai_base_url.rstrip("/") + "/chat/completions"
+        self._timeout = settings.openai_timeout_seconds
+        self._session = requests.Session()
+        if settings.openai_api_key:
+            self._session.headers["Authorization"] = f"Bearer {settings.openai_api_key}"
+
+    def generate(
+        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+    ) -> ModelAnswer:
+        """Ask the endpoint; HTTP errors are classified, transport errors retried."""
+        import requests
+
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+            "max_tokens": max_output_tokens,
+        }
+        started = time.monotonic()
+        try:
+            response = self._session.post(self._url, json=body, timeout=self._timeout)
+        except requests.RequestException as error:
+            raise RetryableError(f"{type(error).__name__}: {error}") from error
+        latency = time.monotonic() - started
+        if response.status_code != 200:
+            message = response.text[:500]
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                message = str(response.json()["error"]["message"])
+            raise classify_http_error(response.status_code, response.reason or "", message)
+        reply = response.json()
+        choice = reply["choices"][0]
+        usage = reply.get("usage") or {}
+        return ModelAnswer(
+            text=str(choice["message"].get("content") or ""),
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            latency_seconds=latency,
+        )
+
+    def count_tokens(self, prompt: str) -> int:
+        """No standard count endpoint: the Gemma 3 count the lengths were budgeted in."""
+        from niah.models.tokenizer import get_tokenizer
+
+        return len(get_tokenizer(self.tokenizer_name).encode(prompt))

@@ -1,0 +1,1 @@
+"""The service's jobs: dispatch, the cell worker, run completion, reports, the sweep."""

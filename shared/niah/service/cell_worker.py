@@ -1,0 +1,386 @@
+"""The worker's job: one cell from message to stored result, idempotently."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from niah.core.haystack_files import haystack_prefix
+from niah.core.haystack_tokens import load_haystack
+from niah.core.interfaces import (
+    BlobStore,
+    ModelAnswer,
+    Provider,
+    Publisher,
+    ResultStore,
+    Tokenizer,
+    gs_uri,
+)
+from niah.core.needles import Needle, needle_for
+from niah.core.pricing import cost_of
+from niah.core.prompt_builder import BuiltPrompt, build_prompt
+from niah.core.scoring import exact_score, judge_answer
+from niah.core.spec import Cell, RunRequest
+from niah.errors import (
+    DeadLetteredError,
+    NiahError,
+    PermanentCellError,
+    PermanentRunError,
+    RetryableError,
+)
+from niah.logs import log
+from niah.memo import ProcessCache
+from niah.models.catalog import ProviderName, default_output_tokens, provider_for_model
+from niah.models.providers import get_provider
+from niah.models.tokenizer import get_tokenizer
+from niah.service.run_completion import request_report_if_complete
+from niah.settings import get_settings
+
+Outcome = Literal["answered", "failed", "duplicate", "orphan"]
+ProviderFactory = Callable[[ProviderName, str], Provider]
+TokenizerFactory = Callable[[str], Tokenizer]
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """A cell message: which run, which grid point, which delivery."""
+
+    run_id: str
+    cell_id: str
+    context_length: int
+    depth_percent: float
+    delivery_attempt: int = 1
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
+        """Parse a message body published by the dispatcher."""
+        return cls(
+            run_id=str(data["run_id"]),
+            cell_id=str(data["cell_id"]),
+            context_length=int(data["context_length"]),
+            depth_percent=float(data["depth_percent"]),
+            delivery_attempt=delivery_attempt,
+        )
+
+
+# A run's spec never changes once stored, so an instance reads it once.
+_specs: ProcessCache[str, RunRequest] = ProcessCache()
+
+
+def _run_spec(store: ResultStore, run_id: str) -> RunRequest | None:
+    """The run's validated spec, or None for a run that does not exist."""
+
+    def load() -> RunRequest | None:
+        run = store.get_run(run_id)
+        # Stored by the dispatcher after validation, so it validates again.
+        return RunRequest.model_validate(run["spec"]) if run is not None else None
+
+    return _specs.get(run_id, load)
+
+
+def harness_timestamp() -> str:
+    """Now, as the harness's ``test_timestamp_utc`` writes it."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S%z")
+
+
+def process_cell(
+    task: CellTask,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    provider_for: ProviderFactory = get_provider,
+    tokenizer_for: TokenizerFactory = get_tokenizer,
+) -> Outcome:
+    """Build, ask, score and store one cell; ask for the report after the last one.
+
+    Raises ``RetryableError`` for transient failures (the message is redelivered);
+    permanent failures are stored on the cell as an error.
+    """
+    spec = _run_spec(store, task.run_id)
+    if spec is None:
+        log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
+        return "orphan"
+    if store.cell_exists(task.run_id, task.cell_id):
+        log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
+        request_report_if_complete(task.run_id, store=store, publisher=publisher)
+        return "duplicate"
+    cell = Cell(task.context_length, task.depth_percent)
+    needle = needle_for(spec, cell)
+    started = time.monotonic()
+    totals: dict[str, float] = {}
+    try:
+        fields, totals = _answer_cell(
+            task,
+            spec,
+            cell,
+            needle,
+            blobs=blobs,
+            provider_for=provider_for,
+            tokenizer_for=tokenizer_for,
+        )
+    except RetryableError as error:
+        fields = _retry_or_give_up(task, error, store=store)
+    except (PermanentCellError, PermanentRunError) as error:
+        fields = _failure(error.kind, str(error))
+    doc = _cell_record(task, spec, cell, needle) | fields
+    doc |= {
+        "test_duration_seconds": round(time.monotonic() - started, 4),
+        "test_timestamp_utc": harness_timestamp(),
+    }
+    return _store_cell(task, doc, totals, store=store, publisher=publisher)
+
+
+def _cell_record(task: CellTask, spec: RunRequest, cell: Cell, needle: Needle) -> dict[str, Any]:
+    """The fields every stored cell has, in the harness's result names where they exist."""
+    return {
+        "run_id": task.run_id,
+        "model": spec.model_name,
+        "context_length": cell.context_length,
+        "depth_percent": cell.depth_percent,
+        "version": spec.results_version,
+        "needle": needle.text,
+        "question": needle.question,
+        "expected_answer": needle.expected_answer,
+        "attempts": task.delivery_attempt,
+    }
+
+
+def _retry_or_give_up(
+    task: CellTask, error: RetryableError, *, store: ResultStore
+) -> dict[str, Any]:
+    """Count the failure; raise it again (redelivery) until the cell has failed too often.
+
+    Counted across deliveries, so a run ends even where dead-lettering is slow.
+    """
+    store.note_attempt(task.run_id, task.cell_id, str(error))
+    failures = int((store.last_attempt(task.run_id, task.cell_id) or {}).get("failures", 1))
+    if failures < get_settings().max_cell_failures:
+        log(
+            "cell will be retried",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            failures=failures,
+            error=str(error),
+        )
+        raise error
+    message = f"gave up after {failures} failed attempts; last error: {error}"
+    return _failure("retries_exhausted", message)
+
+
+def _store_cell(
+    task: CellTask,
+    doc: dict[str, Any],
+    totals: dict[str, float],
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+) -> Outcome:
+    """Create the cell and count it on the run; ask for the report if it was the last."""
+    failed = doc.get("status") == "failed"
+    if not store.record_cell(task.run_id, task.cell_id, doc, failed=failed, totals=totals):
+        log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
+        return "duplicate"
+    if failed:
+        log(
+            "cell failed",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            error=doc["error"],
+        )
+    request_report_if_complete(task.run_id, store=store, publisher=publisher)
+    return "failed" if failed else "answered"
+
+
+def _failure(kind: str, message: str) -> dict[str, Any]:
+    """A failed cell's fields (shown grey)."""
+    return {"status": "failed", "score": None, "error": {"kind": kind, "message": message}}
+
+
+def _answer_cell(
+    task: CellTask,
+    spec: RunRequest,
+    cell: Cell,
+    needle: Needle,
+    *,
+    blobs: BlobStore,
+    provider_for: ProviderFactory,
+    tokenizer_for: TokenizerFactory,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Build the prompt, ask the model, score: the cell's fields and the run's increments."""
+    started = time.monotonic()
+    provider = provider_for(spec.provider(), spec.model_name)
+    built = _build_cell_prompt(spec, cell, needle, provider, blobs, tokenizer_for)
+    fields: dict[str, Any] = {
+        "planned_prompt_tokens": built.planned_prompt_tokens,
+        "insertion_depth_percent": round(built.actual_depth_percent, 3),
+        "build_seconds": round(time.monotonic() - started, 4),
+    }
+    if spec.save_contexts:
+        fields["context_uri"] = _save_prompt(task, built.prompt, blobs)
+    if spec.count_tokens_check:
+        fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
+    answer = provider.generate(
+        built.prompt,
+        max_output_tokens=spec.max_output_tokens
+        or default_output_tokens(spec.provider(), spec.model_name),
+        thinking_budget=spec.thinking_budget,
+    )
+    log(
+        "model call",
+        run_id=task.run_id,
+        cell_id=task.cell_id,
+        latency_seconds=round(answer.latency_seconds, 3),
+        prompt_tokens=answer.prompt_tokens,
+    )
+    fields |= _answer_fields(answer, cell)
+    prompt_tokens, output_tokens = answer.prompt_tokens or 0, answer.output_tokens or 0
+    totals = {"prompt_tokens": float(prompt_tokens), "output_tokens": float(output_tokens)}
+    score_fields, judge_totals = _score(spec, needle, answer.text, provider_for)
+    fields |= score_fields
+    judge_cost = judge_totals.pop("judge_cost_usd", 0.0)
+    totals |= judge_totals
+    cost = cost_of(spec.model_name, prompt_tokens, output_tokens)
+    fields["cost_usd"] = round(cost.usd + judge_cost, 8) if cost.priced else None
+    totals["cost_usd"] = cost.usd + judge_cost
+    return fields, totals
+
+
+def _build_cell_prompt(
+    spec: RunRequest,
+    cell: Cell,
+    needle: Needle,
+    provider: Provider,
+    blobs: BlobStore,
+    tokenizer_for: TokenizerFactory,
+) -> BuiltPrompt:
+    """The cell's prompt, token-exact in the provider's tokenizer."""
+    tokenizer = tokenizer_for(provider.tokenizer_name)
+    haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
+    return build_prompt(
+        haystack,
+        tokenizer,
+        template=spec.prompt_template or provider.default_template,
+        needle=needle,
+        context_length=cell.context_length,
+        depth_percent=cell.depth_percent,
+        buffer_tokens=spec.final_context_length_buffer,
+    )
+
+
+def _save_prompt(task: CellTask, prompt: str, blobs: BlobStore) -> str:
+    """Store the cell's prompt (``save_contexts``); where it went."""
+    name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.txt"
+    blobs.write(name, prompt.encode(), content_type="text/plain", if_absent=True)
+    return gs_uri(blobs.bucket, name)
+
+
+def _answer_fields(answer: ModelAnswer, cell: Cell) -> dict[str, Any]:
+    """The model's answer and the API's usage, as stored on the cell."""
+    prompt_tokens, output_tokens = answer.prompt_tokens or 0, answer.output_tokens or 0
+    return {
+        "status": "answered",
+        "model_response": answer.text,
+        "finish_reason": answer.finish_reason,
+        "model_seconds": round(answer.latency_seconds, 4),
+        "usage": {
+            "prompt_token_count": answer.prompt_tokens,
+            "candidates_token_count": answer.output_tokens,
+            "total_token_count": prompt_tokens + output_tokens,
+        },
+        "prompt_token_deviation": (
+            answer.prompt_tokens - cell.context_length if answer.prompt_tokens else None
+        ),
+    }
+
+
+def _score(
+    spec: RunRequest, needle: Needle, answer: str, provider_for: ProviderFactory
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Exact and (when asked) judge scores, and the judge's run increments.
+
+    ``score`` is the one the run reports: the judge's for ``judge``, the judge's where
+    it gave one for ``both``, else the exact score.
+    """
+    scorer = spec.scorer_name()
+    fields: dict[str, Any] = {"scorer": scorer}
+    if needle.expected_answer:
+        fields["exact_score"] = exact_score(answer, needle.expected_answer)
+    totals: dict[str, float] = {}
+    if scorer in ("judge", "both") and spec.evaluator_model_name:
+        judge_fields, totals = _judge(spec.evaluator_model_name, needle, answer, provider_for)
+        fields |= judge_fields
+    if scorer == "judge":
+        fields["score"] = fields.get("judge_score")
+    elif scorer == "both":
+        fields["score"] = fields.get("judge_score") or fields.get("exact_score")
+    else:
+        fields["score"] = fields.get("exact_score")
+    return fields, totals
+
+
+def _judge(
+    evaluator_name: str, needle: Needle, answer: str, provider_for: ProviderFactory
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The judge's score of ``answer``; a failed judge leaves only its score empty.
+
+    The answer is paid for: a failed judge must neither redeliver the cell (and call
+    the model again) nor discard the answer.
+    """
+    fields: dict[str, Any] = {"evaluator_model": evaluator_name}
+    try:
+        evaluator = provider_for(provider_for_model(evaluator_name), evaluator_name)
+        verdict = judge_answer(
+            evaluator, question=needle.question, reference=needle.text, answer=answer
+        )
+    except NiahError as error:
+        log("judge failed", severity="WARNING", error=str(error))
+        return fields | {"judge_score": None, "judge_error": str(error)}, {}
+    usage = verdict.answer
+    judge_prompt, judge_output = usage.prompt_tokens or 0, usage.output_tokens or 0
+    fields |= {"judge_score": verdict.score, "judge_reasoning": verdict.reasoning}
+    totals = {
+        "judge_prompt_tokens": float(judge_prompt),
+        "judge_output_tokens": float(judge_output),
+        "judge_cost_usd": cost_of(evaluator_name, judge_prompt, judge_output).usd,
+    }
+    return fields, totals
+
+
+def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publisher) -> Outcome:
+    """Mark a cell whose message was dead-lettered as failed, so its run still finishes.
+
+    Does nothing if the cell was stored meanwhile (a late success wins).
+    """
+    if _run_spec(store, task.run_id) is None:
+        return "orphan"
+    attempt = store.last_attempt(task.run_id, task.cell_id) or {}
+    reason = attempt.get("last_error", "no error was recorded (the worker may have crashed)")
+    error = DeadLetteredError(
+        f"gave up after {attempt.get('failures', task.delivery_attempt)} failed deliveries; "
+        f"last error: {reason}"
+    )
+    doc = {
+        "run_id": task.run_id,
+        "context_length": task.context_length,
+        "depth_percent": task.depth_percent,
+        "test_timestamp_utc": harness_timestamp(),
+        **_failure(error.kind, str(error)),
+    }
+    if not store.record_cell(task.run_id, task.cell_id, doc, failed=True):
+        log("dead letter for a stored cell ignored", run_id=task.run_id, cell_id=task.cell_id)
+        return "duplicate"
+    log(
+        "dead-lettered cell recorded",
+        severity="WARNING",
+        run_id=task.run_id,
+        cell_id=task.cell_id,
+        error=str(error),
+    )
+    request_report_if_complete(task.run_id, store=store, publisher=publisher)
+    return "failed"

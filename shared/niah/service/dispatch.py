@@ -1,0 +1,289 @@
+"""Dispatch: validate a run request, record the run, publish one message per cell."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
+from niah.core.interfaces import BlobStore, Publisher, ResultStore
+from niah.core.spec import Cell, RunRequest
+from niah.errors import HaystackError, RequestError
+from niah.logs import log
+from niah.models.catalog import (
+    LOCAL_MODEL,
+    find_model,
+    input_limit,
+    is_gemini_name,
+    provider_for_model,
+)
+from niah.service.run_completion import request_report_if_complete
+from niah.settings import get_settings
+
+MIN_CONTEXT_LENGTH = 128
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What the dispatcher answers: the run, how much was published, what to heed."""
+
+    run_id: str
+    cells: int
+    published: int
+    already_complete: bool
+    created: bool
+    reused: int = 0
+    retried: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Progress:
+    """What an existing run already holds: stored cells and failed cells reset."""
+
+    stored: set[str]
+    retried: int
+    already_complete: bool
+
+
+def parse_request(payload: Any) -> RunRequest:
+    """Validate a JSON payload; the first problem becomes a ``RequestError``."""
+    if not isinstance(payload, dict):
+        raise RequestError("body", "must be a JSON object of run options")
+    try:
+        return RunRequest.model_validate(payload)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field_name = ".".join(str(part) for part in first["loc"]) or "body"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = "is not a run option; check its spelling against the README's list"
+        raise RequestError(field_name, message) from error
+
+
+def check_budget(spec: RunRequest) -> None:
+    """Refuse grids that are impossible or above the configured budget."""
+    settings = get_settings()
+    cells = spec.cells()
+    if len(cells) > settings.max_cells_per_run:
+        raise RequestError(
+            "context_lengths",
+            f"the grid has {len(cells)} cells, above the limit of {settings.max_cells_per_run} "
+            "(NIAH_MAX_CELLS_PER_RUN); use fewer lengths or depths",
+        )
+    total_tokens = sum(cell.context_length for cell in cells)
+    if total_tokens > settings.max_tokens_per_run:
+        raise RequestError(
+            "context_lengths",
+            f"the grid asks for {total_tokens} prompt tokens, above the limit of "
+            f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
+        )
+    check_model(spec)
+    check_lengths(spec, cells)
+
+
+def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
+    """Refuse lengths below the prompt's own size or above the model's input limit."""
+    shortest = min(cell.context_length for cell in cells)
+    floor = minimum_context_length(spec)
+    if shortest < floor:
+        raise RequestError(
+            "context_lengths",
+            f"{shortest} tokens is below the prompt's own size (template, question and "
+            f"needle need about {floor}); ask for at least {floor} tokens",
+        )
+    limit = input_limit(spec.provider(), spec.model_name)
+    longest = max(cell.context_length for cell in cells)
+    if limit is not None and longest > limit:
+        raise RequestError(
+            "context_lengths",
+            f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens",
+        )
+
+
+def check_model(spec: RunRequest) -> None:
+    """Refuse models no provider of this deployment can serve, and impossible thinking."""
+    provider = spec.provider()
+    if provider == "local" and spec.model_name != LOCAL_MODEL:
+        raise RequestError("model_name", f"the local provider serves only {LOCAL_MODEL}")
+    if provider == "gemini" and not is_gemini_name(spec.model_name):
+        raise RequestError(
+            "model_name", f"{spec.model_name!r} is not a Gemini model name (e.g. gemini-2.5-flash)"
+        )
+    if provider == "openai_compatible" and not get_settings().openai_base_url:
+        raise RequestError(
+            "model_name",
+            f"unknown model {spec.model_name!r}: use a gemini-* model, {LOCAL_MODEL}, or "
+            "model_provider openai_compatible on a deployment with NIAH_OPENAI_BASE_URL set",
+        )
+    for name in filter(None, [spec.evaluator_model_name]):
+        if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
+            raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
+    check_thinking(spec)
+
+
+def check_thinking(spec: RunRequest) -> None:
+    """Refuse a ``thinking_budget`` the catalog says the model cannot take."""
+    known = find_model(spec.model_name)
+    budget = spec.thinking_budget
+    if known is None or budget is None or budget == -1 or known.provider != "gemini":
+        return
+    thinking = known.thinking
+    if thinking.control == "none":
+        raise RequestError(
+            "thinking_budget", f"{known.name} does not think; leave thinking_budget out"
+        )
+    if thinking.control != "budget":
+        return  # thinking_level models: the budget is passed on as given
+    if budget == 0 and not thinking.can_disable:
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} cannot turn thinking off; use {thinking.budget_min} to "
+            f"{thinking.budget_max}, or -1 for dynamic",
+        )
+    if budget != 0 and not thinking.budget_min <= budget <= thinking.budget_max:
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} takes a thinking budget of {thinking.budget_min} to "
+            f"{thinking.budget_max} tokens (or -1 for dynamic"
+            + (", 0 for off)" if thinking.can_disable else ")"),
+        )
+
+
+def model_warnings(spec: RunRequest) -> list[str]:
+    """What the catalog says a user should know before paying: retired models."""
+    warnings = []
+    for name in filter(None, [spec.model_name, spec.evaluator_model_name]):
+        known = find_model(name)
+        if known is not None and known.lifecycle.retired():
+            successor = known.lifecycle.successor
+            warnings.append(
+                f"{known.name} was due to retire on {known.lifecycle.retires}; calls may "
+                "fail with 404 and end the run grey"
+                + (f" (its successor: {successor})" if successor else "")
+            )
+    return warnings
+
+
+def minimum_context_length(spec: RunRequest) -> int:
+    """A safe lower bound on the prompt's own size in tokens, without a tokenizer.
+
+    The built-in templates, question and needle take under 128 tokens; a custom
+    template or needle is estimated at one token per 3 characters.
+    """
+    own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
+    own_text += 0 if spec.dynamic_needle else len(spec.needle)
+    return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
+
+
+def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, str]:
+    """The haystack's object prefix and content fingerprint; a ``RequestError`` if unusable."""
+    try:
+        prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
+        return prefix, content_fingerprint(haystack_files(blobs, prefix))
+    except HaystackError as error:
+        raise RequestError("haystack_dir", str(error)) from error
+
+
+def run_record(run_id: str, spec: RunRequest, haystack_uri: str) -> dict[str, Any]:
+    """The run document a new run starts with."""
+    return {
+        "run_id": run_id,
+        "spec": spec.model_dump(mode="json"),
+        "model": spec.model_name,
+        "version": spec.results_version,
+        "scorer": spec.scorer_name(),
+        "haystack_uri": haystack_uri,
+        "status": "running",
+        "total": len(spec.cells()),
+        "done": 0,
+        "failed": 0,
+    }
+
+
+def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
+    """For a run that already exists: keep answered cells, reset failed ones when asked.
+
+    Failed cells are retried when the run had finished or ``resume`` says so; a
+    finished run with nothing failed is left as it is. Nothing paid for is asked again.
+    """
+    existing = store.get_run(run_id) or {}
+    finished = existing.get("status") == "complete"
+    retried = 0
+    if int(existing.get("failed", 0)) > 0 and (finished or resume):
+        retried = store.reset_failed_cells(run_id)
+    elif finished:
+        return _Progress(set(), 0, already_complete=True)
+    stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
+    return _Progress(stored, retried, already_complete=False)
+
+
+def dispatch_run(
+    payload: Any,
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    blobs: BlobStore,
+    resume: bool = False,
+) -> Dispatched:
+    """Validate, record and fan out a run; idempotent for a repeated request.
+
+    The run ID is derived from the request and the haystack's content, so a client
+    that retries gets the same run back and workers skip the cells already answered.
+    """
+    spec = parse_request(payload)
+    check_budget(spec)
+    warnings = model_warnings(spec)
+    prefix, fingerprint = resolve_haystack(spec, blobs)
+    run_id = spec.run_id(fingerprint)
+    total = len(spec.cells())
+    created = store.create_run(run_id, run_record(run_id, spec, f"gs://{blobs.bucket}/{prefix}"))
+    progress = (
+        _Progress(set(), 0, False) if created else _progress(run_id, resume=resume, store=store)
+    )
+    if progress.already_complete:
+        log("run already complete", run_id=run_id)
+        return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
+    published = publish_missing(run_id, spec, progress.stored, store=store, publisher=publisher)
+    log(
+        "run dispatched",
+        run_id=run_id,
+        cells=total,
+        created=created,
+        published=published,
+        reused=len(progress.stored),
+        retried=progress.retried,
+    )
+    return Dispatched(
+        run_id,
+        total,
+        published,
+        already_complete=False,
+        created=created,
+        reused=len(progress.stored),
+        retried=progress.retried,
+        warnings=warnings,
+    )
+
+
+def publish_missing(
+    run_id: str, spec: RunRequest, stored: set[str], *, store: ResultStore, publisher: Publisher
+) -> int:
+    """Publish the cells of the run not in ``stored``; if none, ask for the report."""
+    messages = [
+        {
+            "run_id": run_id,
+            "cell_id": cell.cell_id,
+            "context_length": cell.context_length,
+            "depth_percent": cell.depth_percent,
+        }
+        for cell in spec.cells()
+        if cell.cell_id not in stored
+    ]
+    if not messages:
+        # Every cell is stored but the report may never have been asked for.
+        request_report_if_complete(run_id, store=store, publisher=publisher)
+        return 0
+    return publisher.publish_cells(messages)

@@ -1,0 +1,118 @@
+"""The report: a heatmap PNG and a JSON summary of a finished run, in Cloud Storage."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from niah.core.interfaces import BlobStore, ResultStore, gs_uri
+from niah.core.summary import ScoreTable, score_table, summarize
+from niah.errors import ReportPendingError
+from niah.logs import log
+from niah.settings import get_settings
+
+# Longer than rendering takes (seconds), shorter than Pub/Sub keeps redelivering.
+REPORT_LEASE_SECONDS = 300.0
+
+# The harness's red-yellow-green scale.
+HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
+ERROR_COLOUR = "#BDBDBD"
+
+
+def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
+    """The harness's heatmap: x context length, y depth, red-yellow-green, grey errors."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import LinearSegmentedColormap
+    from matplotlib.patches import Patch
+
+    data = np.array(
+        [[np.nan if v is None else v for v in row] for row in table.scores], dtype=float
+    )
+    cmap = LinearSegmentedColormap.from_list("niah", list(HARNESS_COLOURS)).with_extremes(
+        bad=ERROR_COLOUR
+    )
+    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
+    image = axes.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=1, vmax=10, aspect="auto")
+    axes.set_xticks(range(len(table.lengths)), [f"{n:,}" for n in table.lengths], rotation=45)
+    axes.set_yticks(range(len(table.depths)), [f"{d:g}" for d in table.depths])
+    axes.set_xlabel("Context length (tokens)")
+    axes.set_ylabel("Depth percent")
+    axes.set_title(title)
+    if len(table.lengths) * len(table.depths) <= 200:
+        for (row, col), value in np.ndenumerate(data):
+            if not np.isnan(value):
+                axes.text(col, row, f"{value:g}", ha="center", va="center", fontsize=8)
+    figure.colorbar(image, ax=axes, label="Score")
+    if np.isnan(data).any():
+        axes.legend(
+            handles=[Patch(color=ERROR_COLOUR, label="error")],
+            loc="upper left",
+            bbox_to_anchor=(1.25, 1.0),
+            frameon=False,
+        )
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
+    """Render and store the run's report once every cell is in; rendered once.
+
+    Returns the report's location, or None if the run is unknown or not finished.
+    Raises ``ReportPendingError`` (retry) while another instance holds the report.
+    """
+    run = store.get_run(run_id)
+    if run is None:
+        log("report for an unknown run dropped", severity="WARNING", run_id=run_id)
+        return None
+    cells = store.list_cells(run_id)
+    if len(cells) < int(run.get("total", 0)):
+        log("report requested before the last cell", run_id=run_id, stored=len(cells))
+        return None
+    claim = store.claim_report(run_id, REPORT_LEASE_SECONDS)
+    if claim == "done":
+        log("duplicate report request suppressed", run_id=run_id)
+        return dict((store.get_run(run_id) or {}).get("report") or {})
+    if claim == "held":
+        # Another renderer is at work; if it dies its lease expires and a redelivery of
+        # this message renders the report.
+        raise ReportPendingError(f"the report of {run_id} is being rendered elsewhere")
+    summary = summarize(run, cells)
+    scorer = summary["scorer"]
+    title = (
+        f"{run.get('model')} · {scorer} score · mean {summary['mean_score']}"
+        f" · {summary['failed']} errors · ${summary['cost_usd']:.4f}"
+    )
+    prefix = f"{get_settings().reports_prefix}{run_id}/"
+    blobs.write(
+        prefix + "heatmap.png",
+        render_heatmap(score_table(cells), title=title),
+        content_type="image/png",
+    )
+    blobs.write(
+        prefix + "summary.json",
+        json.dumps(summary, indent=2).encode(),
+        content_type="application/json",
+    )
+    location = {
+        "heatmap_uri": gs_uri(blobs.bucket, prefix + "heatmap.png"),
+        "summary_uri": gs_uri(blobs.bucket, prefix + "summary.json"),
+    }
+    store.update_run(
+        run_id,
+        {
+            "status": "complete",
+            "report": location,
+            "mean_score": summary["mean_score"],
+            "retrieved_share": summary["retrieved_share"],
+            "prompt_token_deviation": summary["prompt_token_deviation"],
+        },
+    )
+    log("report written", run_id=run_id, **location)
+    return location

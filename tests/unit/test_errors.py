@@ -1,0 +1,44 @@
+"""Every error class lives in niah.errors, with its kind; one list of retryable statuses."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import niah.errors as errors
+from niah.errors import RETRYABLE_STATUS_CODES, NiahError, RetryableError, classify_http_error
+from tests import REPO
+
+
+def test_no_module_but_errors_defines_an_exception_class() -> None:
+    defined_elsewhere = []
+    for path in sorted((REPO / "shared" / "niah").rglob("*.py")):
+        if path.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            bases = [ast.unparse(b) for b in getattr(node, "bases", [])]
+            if isinstance(node, ast.ClassDef) and any(
+                b.endswith(("Error", "Exception")) for b in bases
+            ):
+                defined_elsewhere.append(f"{path.name}:{node.name}")
+    assert defined_elsewhere == []
+
+
+def test_every_error_class_has_its_kind() -> None:
+    classes: list[type[NiahError]] = [
+        c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
+    ]
+    assert len(classes) == 11  # a new error class belongs here, with its kind
+    for cls in classes:
+        assert isinstance(cls.kind, str) and cls.kind, cls
+    kinds = {cls.__name__: cls.kind for cls in classes}
+    assert kinds["ContextTooShortError"] == "cell"
+    assert kinds["HaystackError"] == "run"
+    assert kinds["ConfigurationError"] == "run"
+    assert kinds["RequestError"] == "request"
+
+
+def test_each_retryable_status_is_classified_retryable() -> None:
+    assert set(RETRYABLE_STATUS_CODES) == {408, 429, 500, 502, 503, 504}
+    for code in RETRYABLE_STATUS_CODES:
+        assert isinstance(classify_http_error(code, "X", "try later"), RetryableError)
