@@ -8,7 +8,7 @@ the path that reaches it.
 The rules (DESIGN.md, "Target layout"):
 - ``niah.core`` is the NIAH logic: no Google client, no cloud adapter, no provider, no
   service job. It may ask the model catalog, a leaf of plain data.
-- ``niah.models.catalog`` imports nothing of the service but the settings.
+- ``niah.models.catalog`` imports nothing of the service but the settings and errors.
 - ``niah.models`` (tokenizer, providers) builds on the core, never on cloud or service.
 - ``niah.cloud`` adapts Google Cloud to the core's interfaces; it knows no model.
 - ``google.cloud`` is imported only in ``niah.cloud``; ``google.genai`` only by the
@@ -37,7 +37,7 @@ ALLOWED_NIAH_IMPORTS: dict[str, tuple[str, ...]] = {
     "niah.logs": (),
     "niah.errors": (),
     "niah.memo": (),
-    "niah.models.catalog": ("niah.settings",),
+    "niah.models.catalog": ("niah.settings", "niah.errors"),
     "niah.core": (*BASE, "niah.core", "niah.models.catalog"),
     "niah.models": (*BASE, "niah.core", "niah.models"),
     "niah.cloud": (*BASE, "niah.core", "niah.cloud"),

@@ -8,7 +8,7 @@ import pytest
 
 from niah.core.pricing import call_cost, cost_of
 from niah.core.spec import RunRequest
-from niah.errors import RequestError
+from niah.errors import ConfigurationError, RequestError
 from niah.models.catalog import (
     CATALOG,
     LOCAL_MODEL,
@@ -150,3 +150,17 @@ def test_a_retired_model_is_named_in_a_warning() -> None:
     assert len(warnings) == 1
     assert "2025-09-24" in warnings[0] and "gemini-2.5-pro" in warnings[0]
     assert model_warnings(RunRequest(context_lengths=[1000])) == []
+
+
+@pytest.mark.parametrize(
+    "table", ["{not json", '{"m": {"input": 1}}', '{"m": {"inputs": 1}}', "[1]"]
+)
+def test_a_bad_price_table_names_the_setting(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
+    monkeypatch.setenv("NIAH_PRICE_TABLE", table)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(ConfigurationError, match="NIAH_PRICE_TABLE must be a JSON object"):
+            prices_for("m")
+    finally:
+        monkeypatch.delenv("NIAH_PRICE_TABLE")
+        get_settings.cache_clear()

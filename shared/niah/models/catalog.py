@@ -5,8 +5,8 @@ long-context tier and the cached-input rate), how its thinking is controlled, wh
 was released and retires, and the answer budget a run gets when it sets none. Every
 question about a model is asked here; nothing else parses model names.
 
-A leaf module: it imports only the settings, so the dispatcher, the core logic and the
-providers can all ask it without loading anything heavy.
+A leaf module: it imports only the settings and the errors, so the dispatcher, the
+core logic and the providers can all ask it without loading anything heavy.
 
 Sources, looked up 2026-11-26 (stored copies; check them before trusting a bill):
 - Limits: the Vertex AI model pages (docs.cloud.google.com/gemini-enterprise-agent-platform/
@@ -29,8 +29,10 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Literal
 
+from niah.errors import ConfigurationError
 from niah.settings import get_settings
 
 ProviderName = Literal["local", "gemini", "openai_compatible"]
@@ -308,11 +310,23 @@ def _with_price_override(info: ModelInfo) -> ModelInfo:
 
 def _price_overrides() -> dict[str, Prices]:
     """``NIAH_PRICE_TABLE``: a JSON object of model name to ``Prices`` fields."""
-    raw = get_settings().price_table
+    return _parse_price_table(get_settings().price_table or "")
+
+
+@lru_cache(maxsize=4)
+def _parse_price_table(raw: str) -> dict[str, Prices]:
+    """The price table setting, parsed once; a bad one names what is wrong."""
     if not raw:
         return {}
-    table = json.loads(raw)
-    return {
-        name: Prices(**{**fields, "checked": fields.get("checked", "NIAH_PRICE_TABLE")})
-        for name, fields in table.items()
-    }
+    try:
+        table = json.loads(raw)
+        return {
+            name: Prices(**{"checked": "NIAH_PRICE_TABLE", **fields})
+            for name, fields in table.items()
+        }
+    except (ValueError, TypeError, AttributeError) as error:
+        raise ConfigurationError(
+            "NIAH_PRICE_TABLE must be a JSON object of model name to prices, e.g. "
+            '{"my-model": {"input": 0.1, "output": 0.4}} (USD per 1M tokens): '
+            f"{error}"
+        ) from error

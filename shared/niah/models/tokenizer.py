@@ -19,8 +19,6 @@ from niah.memo import ProcessCache
 from niah.models.catalog import GEMMA3_TOKENIZER
 from niah.models.gemma_assets import gemma3_model_bytes
 
-GEMMA3 = GEMMA3_TOKENIZER
-
 
 class SentencePieceTokenizer:
     """A SentencePiece model held in memory."""
@@ -59,8 +57,8 @@ class SentencePieceTokenizer:
 _loaded: ProcessCache[str, SentencePieceTokenizer] = ProcessCache()
 
 
-def get_tokenizer(name: str = GEMMA3) -> SentencePieceTokenizer:
+def get_tokenizer(name: str = GEMMA3_TOKENIZER) -> SentencePieceTokenizer:
     """The tokenizer called ``name``, loaded once per process."""
-    if name != GEMMA3:
-        raise ConfigurationError(f"unknown tokenizer {name!r}; known: {GEMMA3!r}")
+    if name != GEMMA3_TOKENIZER:
+        raise ConfigurationError(f"unknown tokenizer {name!r}; known: {GEMMA3_TOKENIZER!r}")
     return _loaded.get_or_make(name, lambda: SentencePieceTokenizer(name, gemma3_model_bytes()))
