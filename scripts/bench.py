@@ -44,7 +44,7 @@ def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, floa
     """Seconds to build one cell from cached tokens (median of 5, warm instance)."""
     from niah.core.haystack_tokens import load_haystack, loaded_haystacks
     from niah.core.needles import needle_for
-    from niah.core.prompt_builder import build_prompt
+    from niah.core.prompt_builder import Insertion, build_prompt
     from niah.core.prompts import HARNESS_TEMPLATE
     from niah.core.spec import Cell, RunRequest
     from niah.models.tokenizer import get_tokenizer
@@ -75,9 +75,9 @@ def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, floa
                 haystack,
                 tokenizer,
                 template=HARNESS_TEMPLATE,
-                needle=needle,
+                insertions=[Insertion(needle.text, depth)],
+                question=needle.question,
                 context_length=length,
-                depth_percent=depth,
             )
             times.append(time.perf_counter() - started)
         first[length] = times[0]
@@ -137,7 +137,7 @@ def harness_baseline(
 PEAK_PROBE = """
 import resource, sys, time
 sys.path.insert(0, {repo!r})
-from niah.core.prompt_builder import build_prompt
+from niah.core.prompt_builder import Insertion, build_prompt
 from niah.core.haystack_tokens import load_haystack
 from niah.core.needles import needle_for
 from niah.core.prompts import HARNESS_TEMPLATE
@@ -149,9 +149,10 @@ blobs = MemoryBlobs()
 blobs.objects.update({{name: open(path, "rb").read() for name, path in {objects!r}.items()}})
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 haystack = load_haystack(blobs, {prefix!r}, tokenizer)
+needle = needle_for(RunRequest(), Cell({length}, 50))
 built = build_prompt(haystack, tokenizer, template=HARNESS_TEMPLATE,
-                     needle=needle_for(RunRequest(), Cell({length}, 50)),
-                     context_length={length}, depth_percent=50)
+                     insertions=[Insertion(needle.text, 50)], question=needle.question,
+                     context_length={length})
 prompt = built.prompt.encode()  # what goes on the wire
 rss_now = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS")]
 print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rss_now[0])

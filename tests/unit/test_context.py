@@ -5,8 +5,8 @@ import pytest
 
 from niah.core.haystack_tokens import HaystackTokens, load_haystack
 from niah.core.needles import Needle, needle_for
-from niah.core.prompt_builder import BuiltPrompt, build_prompt
-from niah.core.prompts import LOCAL_TEMPLATE
+from niah.core.prompt_builder import BuiltPrompt, Insertion, build_prompt
+from niah.core.prompts import HARNESS_TEMPLATE, LOCAL_TEMPLATE
 from niah.core.spec import Cell, RunRequest
 from niah.errors import ContextTooShortError
 from niah.models.tokenizer import SentencePieceTokenizer
@@ -36,23 +36,58 @@ def build(
         essays,
         tokenizer,
         template=LOCAL_TEMPLATE,
-        needle=needle,
+        insertions=[Insertion(needle.text, depth)],
+        question=needle.question,
+        answer_lead=needle.answer_lead,
         context_length=length,
-        depth_percent=depth,
         buffer_tokens=buffer_tokens,
     )
     return needle, built
 
 
-@pytest.mark.parametrize("length", [1_000, 8_000, 32_000, 128_000, 512_000, 1_000_000, 2_000_000])
-def test_prompt_lands_on_the_requested_length(
+# Placeholders next to newlines, spaces, punctuation and words: every kind of junction.
+USER_TEMPLATE = "Q:{question}\n<doc>{context}</doc>\n\n  {question}? Answer:{answer_lead}"
+TEMPLATES = {
+    "harness": HARNESS_TEMPLATE,  # Gemini and OpenAI-compatible
+    "local": LOCAL_TEMPLATE,
+    "user": USER_TEMPLATE,
+    "bare": "{context}{question}",
+}
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+@pytest.mark.parametrize("length", [1_000, 32_000, 128_000, 1_000_000])
+def test_the_whole_prompt_is_exactly_the_requested_length(
+    essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int, template: str
+) -> None:
+    # Every depth at the short lengths; one per template at the long ones (each check
+    # tokenizes the whole prompt again, ~3 s at 1M tokens).
+    depths = (
+        (0, 50, 100) if length <= 32_000 else ((0, 50, 100, 75)[list(TEMPLATES).index(template)],)
+    )
+    for depth in depths:
+        needle = needle_for(RunRequest(), Cell(length, depth))
+        built = build_prompt(
+            essays,
+            tokenizer,
+            template=TEMPLATES[template],
+            insertions=[Insertion(needle.text, depth)],
+            question=needle.question,
+            answer_lead=needle.answer_lead,
+            context_length=length,
+        )
+        # Counted again, whole, by the tokenizer: no tolerance.
+        assert len(tokenizer.encode(built.prompt)) == length
+        assert built.planned_prompt_tokens == length
+        assert built.context.count(needle.text) == 1
+
+
+@pytest.mark.parametrize("length", [1_000, 8_000, 512_000, 2_000_000])
+def test_the_local_prompt_is_exact_at_every_length(
     essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int
 ) -> None:
-    depth = 50.0
-    needle, built = build(essays, tokenizer, length, depth)
-    assert built.planned_prompt_tokens == length
-    # The real count of the whole prompt, by the same tokenizer, within 0.1 %.
-    assert abs(len(tokenizer.encode(built.prompt)) - length) <= max(2, length // 1000)
+    needle, built = build(essays, tokenizer, length, 50.0)
+    assert len(tokenizer.encode(built.prompt)) == length == built.planned_prompt_tokens
     assert built.context.count(needle.text) == 1
 
 
@@ -73,12 +108,13 @@ def test_needle_follows_a_sentence_end_at_the_requested_depth(
         assert built.context.endswith(needle.text)
 
 
-def test_buffer_and_harness_option_shrink_the_haystack(
+def test_the_buffer_leaves_exactly_its_tokens_free(
     essays: HaystackTokens, tokenizer: SentencePieceTokenizer
 ) -> None:
     _, plain = build(essays, tokenizer, 2000, 50)
     _, buffered = build(essays, tokenizer, 2000, 50, buffer_tokens=200)
-    assert plain.haystack_tokens - buffered.haystack_tokens == 200
+    assert len(tokenizer.encode(plain.prompt)) == 2000
+    assert len(tokenizer.encode(buffered.prompt)) == 1800 == buffered.planned_prompt_tokens
 
 
 def test_a_length_below_the_prompts_own_size_is_refused(
@@ -109,4 +145,4 @@ def test_a_several_megabyte_haystack_works_as_well(
         _needle, built = build(haystack, tokenizer, length, depth)
         assert built.planned_prompt_tokens == length
         assert depth - 1 <= built.actual_depth_percent <= depth
-    assert abs(len(tokenizer.encode(built.prompt)) - length) <= length // 1000
+    assert len(tokenizer.encode(built.prompt)) == length  # the last, at 100 %

@@ -96,6 +96,7 @@ def test_cell_id_orders_by_length_then_depth() -> None:
         ({"scorer": "judge"}, "body"),
         ({"haystack_dir": "../../etc"}, "haystack_dir"),
         ({"prompt_template": "no placeholders"}, "prompt_template"),
+        ({"prompt_template": "{context} {context} {question}"}, "prompt_template"),
         ([1, 2], "body"),
     ],
 )
@@ -104,3 +105,15 @@ def test_bad_requests_name_the_field(payload: object, field: str) -> None:
         parse_request(payload)
     assert caught.value.field == field
     assert caught.value.message
+
+
+def test_text_put_into_a_template_is_never_read_as_a_placeholder() -> None:
+    from niah.core.prompts import render
+
+    filled = render(
+        "<{context}>\n{question}{answer_lead}",
+        context="a {question} in the haystack",
+        question="Where is {context}?",
+        answer_lead=" {answer_lead}",
+    )
+    assert filled == "<a {question} in the haystack>\nWhere is {context}? {answer_lead}"

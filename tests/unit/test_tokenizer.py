@@ -1,3 +1,6 @@
+import itertools
+from pathlib import Path
+
 import numpy as np
 
 from niah.models.tokenizer import SentencePieceTokenizer
@@ -98,3 +101,45 @@ def test_piece_byte_lengths_give_exact_byte_offsets(tokenizer: SentencePieceToke
         ids = tokenizer.encode(text)
         lengths = tokenizer.piece_byte_lengths[np.asarray(ids)]
         assert int(lengths.sum()) == len(text.encode("utf-8")), text
+
+
+def test_no_piece_spans_a_safe_boundary(tokenizer: SentencePieceTokenizer) -> None:
+    """The property the exact prompt builder rests on (see niah.core.prompt_builder).
+
+    No vocabulary piece holds a space after another character (but the one piece
+    ``>▁</``), and no piece mixes newlines with anything else. A new tokenizer that
+    breaks this would make prompt lengths wrong, so it fails here first.
+    """
+    processor = tokenizer._processor
+    spans_a_space, mixes_newlines = [], []
+    for token_id in range(processor.GetPieceSize()):
+        if processor.IsControl(token_id) or processor.IsByte(token_id):
+            continue
+        piece = processor.IdToPiece(token_id)
+        if any(b == "\u2581" and a != "\u2581" for a, b in itertools.pairwise(piece)):
+            spans_a_space.append(piece)
+        if "\n" in piece and piece.strip("\n"):
+            mixes_newlines.append(piece)
+    assert spans_a_space == [">\u2581</"]
+    assert mixes_newlines == []
+
+
+def test_tokens_split_at_safe_boundaries(
+    tokenizer: SentencePieceTokenizer, essays_dir: Path
+) -> None:
+    """Counting the two sides of a safe boundary apart gives the whole's count."""
+    text = "".join(p.read_text() for p in sorted(essays_dir.glob("*.txt"))[:6])
+    rng = np.random.default_rng(7)
+    checked = 0
+    for cut in rng.integers(1, len(text) - 1, size=400):
+        before, at = text[cut - 1], text[cut]
+        safe = (at == " " and before not in " >") or (at == "\n") != (before == "\n")
+        if not safe:
+            continue
+        left, right = text[max(0, cut - 300) : cut], text[cut : cut + 300]
+        whole = len(tokenizer.encode(left + right))
+        assert whole == len(tokenizer.encode(left)) + len(tokenizer.encode(right)), repr(
+            left[-20:] + "|" + right[:20]
+        )
+        checked += 1
+    assert checked > 50

@@ -31,7 +31,9 @@ class HaystackTokens:
 
     ``offsets[k]`` is the byte offset of token ``k`` in ``text``; ``sentence_ends``
     holds the token positions right after a token ending in '.', where a needle can go
-    without splitting a sentence.
+    without splitting a sentence; ``safe`` holds the token positions that are safe
+    boundaries (see ``niah.core.prompt_builder``): the tokenization of any text splits
+    there, so the corpus's own token count between two of them is exact.
     """
 
     key: str
@@ -40,11 +42,14 @@ class HaystackTokens:
     piece_bytes: npt.NDArray[np.int64]
     _offsets: npt.NDArray[np.int64] = field(init=False)
     _sentence_ends: npt.NDArray[np.int64] = field(init=False)
+    _safe: npt.NDArray[np.int64] = field(init=False)
+    _junction: int | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         self._offsets = np.zeros(1, dtype=np.int64)
         self._sentence_ends = np.zeros(0, dtype=np.int64)
+        self._safe = np.zeros(0, dtype=np.int64)
         self.ensure(len(self.ids))
 
     @property
@@ -64,9 +69,14 @@ class HaystackTokens:
             one_pass = np.cumsum(self.piece_bytes[self.ids])
             passes = [one_pass + k * len(self.text) for k in range(repeats)]
             self._offsets = np.concatenate([np.zeros(1, dtype=np.int64), *passes])
+            text = np.frombuffer(self.text, dtype=np.uint8)
             ends = self._offsets[1:]
-            last_byte = np.frombuffer(self.text, dtype=np.uint8)[(ends - 1) % len(self.text)]
-            self._sentence_ends = np.flatnonzero(last_byte == ord(".")) + 1
+            self._sentence_ends = np.flatnonzero(text[(ends - 1) % len(text)] == ord(".")) + 1
+            starts = self._offsets[:-1]
+            self._safe = np.flatnonzero(
+                _safe_pairs(text[(starts - 1) % len(text)], text[starts % len(text)])
+            )
+            self._safe = self._safe[self._safe > 0]  # nothing of the corpus precedes token 0
 
     def byte_offset(self, token_index: int) -> int:
         """Byte offset of token ``token_index`` in the repeated text."""
@@ -76,6 +86,45 @@ class HaystackTokens:
         """The last position <= ``token_index`` that follows a sentence end (else 0)."""
         i = int(np.searchsorted(self._sentence_ends, token_index, side="right"))
         return int(self._sentence_ends[i - 1]) if i > 0 else 0
+
+    def safe_span(self, start_token: int, end_token: int) -> tuple[int, int] | None:
+        """The first and last safe boundaries strictly inside ``(start, end)``, if any.
+
+        Strictly inside, so both characters around each boundary are the corpus's own.
+        """
+        first = int(np.searchsorted(self._safe, start_token, side="right"))
+        last = int(np.searchsorted(self._safe, end_token, side="left")) - 1
+        if first > last:
+            return None
+        return int(self._safe[first]), int(self._safe[last])
+
+    def tokens_between(self, start_token: int, end_token: int, junction_correction: int) -> int:
+        """Exact tokens of the text between two safe boundaries.
+
+        The corpus's own count, corrected where the span crosses the end of one pass
+        of the corpus into the next (there the tokenization may differ from the ids).
+        """
+        n = len(self.ids)
+        junctions = (end_token - 1) // n - start_token // n
+        return end_token - start_token + junction_correction * junctions
+
+    def junction_correction(self, tokenizer: Tokenizer) -> int:
+        """Tokens the join of two passes adds over the ids' own count (usually 0).
+
+        Counted once: the text from the last safe boundary of a pass to the first of the
+        next, tokenized, against the ids over the same text.
+        """
+        if self._junction is None:
+            n = len(self.ids)
+            inside = self._safe[self._safe < n]
+            if len(inside) == 0:
+                self._junction = 0  # no safe boundary: every span is tokenized whole
+            else:
+                first, last = int(inside[0]), int(inside[-1])
+                window = self.text[self.byte_offset(last) :] + self.text[: self.byte_offset(first)]
+                joined = len(tokenizer.encode(window.decode("utf-8", errors="ignore")))
+                self._junction = joined - (n - last + first)
+        return self._junction
 
     def text_between(self, start_token: int, end_token: int) -> bytes:
         """Bytes of tokens ``[start_token, end_token)`` of the repeated text."""
@@ -88,6 +137,20 @@ class HaystackTokens:
             return self.text[first[1] : last[1]]
         middle = self.text * (last[0] - first[0] - 1)
         return self.text[first[1] :] + middle + self.text[: last[1]]
+
+
+def _safe_pairs(before: npt.NDArray[np.uint8], at: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
+    """Whether the boundary between each pair of bytes is safe (see the prompt builder).
+
+    A space after a character other than a space or '>' (the vocabulary's one piece
+    across such a space is ``>▁</``), and either side of a run of newlines.
+    """
+    space, newline, angle = ord(" "), ord("\n"), ord(">")
+    return (
+        ((at == space) & (before != space) & (before != angle))
+        | ((at == newline) & (before != newline))
+        | ((before == newline) & (at != newline))
+    )
 
 
 # Tokenized haystacks by fingerprint, kept for the instance's life.

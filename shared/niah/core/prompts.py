@@ -1,11 +1,20 @@
 """Every prompt the service sends, in one place: the cell templates and the judge's.
 
-Templates use ``{context}``, ``{question}`` and optionally ``{answer_lead}``;
-``render`` fills them by plain replacement, so braces inside a haystack or a needle are
-never read as placeholders.
+Templates use ``{context}`` (once), ``{question}`` and optionally ``{answer_lead}``;
+``render`` fills them in one pass, so braces inside a haystack, a needle or a question
+are never read as placeholders.
 """
 
 from __future__ import annotations
+
+import re
+
+PLACEHOLDERS = ("context", "question", "answer_lead")
+_PLACEHOLDER = re.compile(r"\{(context|question|answer_lead)\}")
+
+# Stands in for the context while a template's own text is split around it; a private-
+# use character, which run requests cannot contain.
+CONTEXT_MARK = "\ue000"
 
 # The NIAH harness's prompt for chat models (Gemini, OpenAI-compatible): context,
 # question, "don't go outside the document", an UNANSWERABLE way out, its answer lead-in.
@@ -47,12 +56,9 @@ JUDGE_MAX_OUTPUT_TOKENS = 256
 
 
 def render(template: str, *, context: str, question: str, answer_lead: str = "") -> str:
-    """Fill a prompt template; plain replacement, so braces in the text are harmless."""
-    return (
-        template.replace("{question}", question)
-        .replace("{answer_lead}", answer_lead)
-        .replace("{context}", context)
-    )
+    """Fill a prompt template in one pass: text put in is never scanned again."""
+    values = {"context": context, "question": question, "answer_lead": answer_lead}
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
 
 
 def judge_prompt(*, question: str, reference: str, answer: str) -> str:

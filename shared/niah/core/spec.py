@@ -138,8 +138,11 @@ class RunRequest(BaseModel):
     @field_validator("prompt_template")
     @classmethod
     def _check_template(cls, value: str | None) -> str | None:
-        if value is not None and ("{context}" not in value or "{question}" not in value):
-            raise ValueError("must contain the placeholders {context} and {question}")
+        if value is not None and (value.count("{context}") != 1 or "{question}" not in value):
+            raise ValueError(
+                "must contain the placeholder {context} exactly once (each copy would be "
+                "paid for) and {question} at least once"
+            )
         return value
 
     @model_validator(mode="after")

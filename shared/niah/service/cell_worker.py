@@ -21,7 +21,7 @@ from niah.core.interfaces import (
 )
 from niah.core.needles import Needle, needle_for
 from niah.core.pricing import cost_of
-from niah.core.prompt_builder import BuiltPrompt, build_prompt
+from niah.core.prompt_builder import BuiltPrompt, Insertion, build_prompt
 from niah.core.scoring import exact_score, judge_answer
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
@@ -266,9 +266,10 @@ def _build_cell_prompt(
         haystack,
         tokenizer,
         template=spec.prompt_template or provider.default_template,
-        needle=needle,
+        insertions=[Insertion(needle.text, cell.depth_percent)],
+        question=needle.question,
+        answer_lead=needle.answer_lead,
         context_length=cell.context_length,
-        depth_percent=cell.depth_percent,
         buffer_tokens=spec.final_context_length_buffer,
     )
 
