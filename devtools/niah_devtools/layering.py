@@ -10,6 +10,8 @@ The rules (DESIGN.md, "Target layout"):
   service job. It may ask the model catalog, a leaf of plain data.
 - ``niah.models.catalog`` imports nothing of the service but the settings and errors.
 - ``niah.models`` (tokenizer, providers) builds on the core, never on cloud or service.
+- ``niah.tasks`` (one module per test kind) builds on the core alone: a task makes
+  samples and scores answers, and knows no model, store or queue.
 - ``niah.cloud`` adapts Google Cloud to the core's interfaces; it knows no model.
 - ``google.cloud`` is imported only in ``niah.cloud``; ``google.genai`` only by the
   Gemini provider.
@@ -40,8 +42,16 @@ ALLOWED_NIAH_IMPORTS: dict[str, tuple[str, ...]] = {
     "niah.models.catalog": ("niah.settings", "niah.errors"),
     "niah.core": (*BASE, "niah.core", "niah.models.catalog"),
     "niah.models": (*BASE, "niah.core", "niah.models"),
+    "niah.tasks": (*BASE, "niah.core", "niah.tasks"),
     "niah.cloud": (*BASE, "niah.core", "niah.cloud"),
-    "niah.service": (*BASE, "niah.core", "niah.models", "niah.cloud", "niah.service"),
+    "niah.service": (
+        *BASE,
+        "niah.core",
+        "niah.tasks",
+        "niah.models",
+        "niah.cloud",
+        "niah.service",
+    ),
     "niah.cli": ("niah",),
 }
 
@@ -70,6 +80,7 @@ DISPATCHER_FORBIDDEN = (
     "niah.core.haystack_tokens",
     "niah.service.cell_worker",
     "niah.service.report",
+    "niah.tasks",
 )
 
 

@@ -93,3 +93,68 @@ def test_a_held_report_is_retried_and_a_done_one_is_not_rendered_again() -> None
     blobs.writes.clear()
     render_report("r", store=store, blobs=blobs)
     assert blobs.writes == []
+
+
+def sample_cell(length: int, depth: float, score: float | None, sample: int = 0) -> dict[str, Any]:
+    return {
+        "cell_id": f"{length}-{depth}-{sample}",
+        "context_length": length,
+        "depth_percent": depth,
+        "sample": sample,
+        "score": score,
+        "task_score": score,
+        "outcome": "unscored" if score is None else ("correct" if score == 1 else "wrong"),
+        "status": "answered",
+    }
+
+
+def test_repeats_show_their_mean_and_spread_and_unscored_samples_do_not_count() -> None:
+    cells = [
+        sample_cell(1000, 50, 1.0, 0),
+        sample_cell(1000, 50, 0.0, 1),
+        sample_cell(1000, 50, None, 2),  # unscored: not a miss
+        sample_cell(2000, 50, None, 0),  # nothing scored: grey
+    ]
+    table = score_table(cells)
+    assert table.scores == [[0.5, None]]
+    assert table.stds == [[0.5, None]]
+    assert table.counts == [[2, 0]]
+    assert format_table(table).splitlines()[1].split() == ["50", "0.5±0.5", "--"]
+
+
+def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> None:
+    from niah.core.summary import measures
+
+    scores = {4000: [1, 1, 1, 1], 8000: [1, 1, 1, 0], 16000: [1, 0, 0, 0]}
+    cells = [
+        sample_cell(length, depth, float(score))
+        for length, values in scores.items()
+        for depth, score in zip((0, 25, 50, 75), values, strict=True)
+    ]
+    result = measures(cells)
+    assert result["by_length"] == {"4000": 100.0, "8000": 75.0, "16000": 25.0}
+    assert result["by_depth"] == {"0": 100.0, "25": 66.67, "50": 66.67, "75": 33.33}
+    assert result["mean"] == 66.67
+    # Longest length at or above RULER's 85.6 (no length <= 1,000 in the grid).
+    assert result["effective_length"] == {
+        "length": 4000,
+        "threshold": 85.6,
+        "rule": "ruler: 85.6",
+        "base": None,
+    }
+    # Trapezoids: (4000 * (100 + 75) / 2 + 8000 * (75 + 25) / 2) / 12000.
+    assert result["area_under_curve"] == pytest.approx((4000 * 87.5 + 8000 * 50) / 12000, abs=0.01)
+
+
+def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() -> None:
+    from niah.core.summary import effective_length
+
+    by_length = {500: 80.0, 1000: 60.0, 4000: 60.0, 8000: 59.0}
+    result = effective_length(by_length)
+    # Base = mean at <= 1,000 tokens = 70; threshold = 0.85 x 70 = 59.5.
+    assert result == {
+        "length": 4000,
+        "threshold": 59.5,
+        "rule": "nolima: 85% of the mean at lengths <= 1,000",
+        "base": 70.0,
+    }

@@ -182,7 +182,7 @@ def test_a_gemini_cell_stores_both_scores_usage_and_cost(
     assert cell["exact_score"] == 10 and cell["judge_score"] == 10 and cell["score"] == 10
     assert cell["judge_reasoning"].startswith("Score: 10")
     assert cell["usage"]["prompt_token_count"] == cell["counted_prompt_tokens"]
-    assert abs(cell["prompt_token_deviation"]) <= 2
+    assert cell["prompt_token_deviation"] == 0
     assert cell["cost_usd"] > 0
     totals = store.get_run(run_id)["totals"]
     assert totals["prompt_tokens"] == cell["usage"]["prompt_token_count"]
@@ -197,12 +197,14 @@ def test_blocked_and_too_long_cells_are_stored_not_crashed(
     configure(url, block=True)
     store, run_id, outcome = run_one_gemini_cell(essay_blobs)
     [cell] = store.list_cells(run_id)
+    # A blocked answer is stored with its reason and is unscored: never a miss.
     assert (outcome, cell["finish_reason"], cell["model_response"], cell["score"]) == (
         "answered",
         "SAFETY",
         "",
-        1,
+        None,
     )
+    assert cell["outcome"] == "unscored" and "blocked" in cell["unscored_reason"]
     configure(url, input_limit=100)
     store, run_id, outcome = run_one_gemini_cell(essay_blobs, seed=1)
     [cell] = store.list_cells(run_id)

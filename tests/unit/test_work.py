@@ -183,3 +183,69 @@ def test_a_failing_judge_keeps_the_paid_answer_and_does_not_redeliver(
     [cell] = store.list_cells(result.run_id)
     assert cell["exact_score"] == 10 and cell["score"] == 10
     assert cell["judge_score"] is None and "429" in cell["judge_error"]
+
+
+def dispatch_task(essay_blobs: MemoryBlobs, **options: Any) -> dict[str, Any]:
+    store, publisher = MemoryStore(), RecordingPublisher()
+    result = dispatch_run(
+        {"context_lengths": [600], "document_depth_percents": [50], **options},
+        store=store,
+        publisher=publisher,
+        blobs=essay_blobs,
+    )
+    return {
+        "store": store,
+        "publisher": publisher,
+        "blobs": essay_blobs,
+        "run_id": result.run_id,
+        "tasks": [CellTask.from_message(m) for m in publisher.cells],
+    }
+
+
+def test_a_task_cell_stores_the_tasks_outcome_score_and_details(essay_blobs: MemoryBlobs) -> None:
+    world = dispatch_task(essay_blobs, task="multi_key", num_distractors=2, samples_per_cell=2)
+    assert [t.cell_id for t in world["tasks"]] == ["L00000600-D050000", "L00000600-D050000-S001"]
+
+    def a_distractors_value(prompt: str) -> str:
+        values = re.findall(r"special magic numbers for [\w-]+ is: (\d+)\.", prompt)
+        asked = re.search(r"magic number for ([\w-]+) mentioned", prompt)
+        assert asked is not None and len(values) == 3
+        keyed = dict(re.findall(r"numbers for ([\w-]+) is: (\d+)\.", prompt))
+        return next(v for k, v in keyed.items() if k != asked.group(1))
+
+    provider = ScriptedProvider(a_distractors_value)
+    assert [run_cell(world, task, provider) for task in world["tasks"]] == ["answered"] * 2
+    cells = world["store"].list_cells(world["run_id"])
+    assert [c["sample"] for c in cells] == [0, 1]
+    for cell in cells:
+        assert (cell["task"], cell["outcome"], cell["task_score"], cell["score"]) == (
+            "multi_key",
+            "wrong",
+            0.0,
+            0.0,
+        )
+        assert cell["task_details"]["distractor_hit"] is True
+    assert cells[0]["needle"] != cells[1]["needle"]  # each sample its own needles
+
+
+class OutOfBudget(ScriptedProvider):
+    """A thinking model that spent its whole answer budget thinking: no text."""
+
+    def generate(self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None):
+        from niah.core.interfaces import ModelAnswer
+
+        self.prompts.append(prompt)
+        return ModelAnswer("", "MAX_TOKENS", 600, 0, 0.0)
+
+
+def test_an_empty_answer_out_of_budget_is_stored_unscored_not_wrong(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    for options in ({}, {"task": "multi_needle"}):
+        world = dispatch_task(essay_blobs, **options)
+        [task] = world["tasks"]
+        assert run_cell(world, task, OutOfBudget(lambda p: "")) == "answered"
+        [cell] = world["store"].list_cells(world["run_id"])
+        assert cell["outcome"] == "unscored" and cell["score"] is None
+        assert "output budget" in cell["unscored_reason"]
+        assert "exact_score" not in cell

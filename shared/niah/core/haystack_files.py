@@ -3,6 +3,10 @@
 The dispatcher needs this to validate a run and name it; it must not pay for numpy or
 the tokenizer on a cold start, so the token cache lives apart in
 ``niah.core.haystack_tokens``.
+
+One haystack is generated rather than stored: ``noise``, RULER's repeated filler
+sentences, which separate retrieval from reading comprehension (a model cannot be
+distracted by content that has none).
 """
 
 from __future__ import annotations
@@ -15,6 +19,15 @@ from niah.settings import get_settings
 
 TEXT_SUFFIXES = (".txt", ".md", ".text")
 
+# RULER's noise haystack, in its words (NVIDIA/RULER scripts/data/synthetic/niah.py,
+# read 2026-11-26): one line, repeated.
+NOISE_LINE = (
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+)
+NOISE_LINES = 400  # ~10k tokens, repeated by the prompt builder to any length
+GENERATED_PREFIX = "generated/"
+GENERATED_HAYSTACKS = {"noise": ("\n".join([NOISE_LINE] * NOISE_LINES) + "\n").encode()}
+
 
 def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
     """The object prefix a ``haystack_dir`` option names, inside the configured bucket.
@@ -24,6 +37,8 @@ def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
     """
     settings = get_settings()
     value = haystack_dir or settings.default_haystack
+    if value.strip("/") in GENERATED_HAYSTACKS:
+        return f"{GENERATED_PREFIX}{value.strip('/')}/"
     if value.startswith("gs://"):
         bucket_name, _, prefix = value[len("gs://") :].partition("/")
         if bucket_name != bucket:
@@ -42,6 +57,10 @@ def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
 
 def haystack_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
     """The haystack's text files under ``prefix``, in the sorted order they are read."""
+    generated = _generated(prefix)
+    if generated is not None:
+        name = f"{prefix}{prefix.strip('/').rsplit('/', 1)[-1]}.txt"
+        return [BlobInfo(name, len(generated), hashlib.md5(generated).hexdigest())]
     files = [info for info in blobs.list(prefix) if info.name.endswith(TEXT_SUFFIXES)]
     if not files:
         raise HaystackError(
@@ -49,6 +68,18 @@ def haystack_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
             "files there, or leave haystack_dir out for the default"
         )
     return files
+
+
+def read_haystack_file(blobs: BlobStore, name: str) -> bytes:
+    """A haystack file's bytes: generated in memory, or read from the bucket."""
+    generated = _generated(name.rsplit("/", 1)[0] + "/")
+    return generated if generated is not None else blobs.read(name)
+
+
+def _generated(prefix: str) -> bytes | None:
+    if not prefix.startswith(GENERATED_PREFIX):
+        return None
+    return GENERATED_HAYSTACKS.get(prefix[len(GENERATED_PREFIX) :].strip("/"))
 
 
 def content_fingerprint(files: list[BlobInfo], *, salt: str = "") -> str:

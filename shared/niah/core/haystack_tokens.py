@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from niah.core.haystack_files import content_fingerprint, haystack_files
+from niah.core.haystack_files import content_fingerprint, haystack_files, read_haystack_file
 from niah.core.interfaces import BlobInfo, BlobStore, Tokenizer
 from niah.errors import HaystackError
 from niah.memo import ProcessCache
@@ -189,7 +189,7 @@ def _from_cache_or_tokenize(
 def _tokenize(blobs: BlobStore, names: list[str], key: str, tokenizer: Tokenizer) -> HaystackTokens:
     parts = []
     for name in names:
-        data = blobs.read(name)
+        data = read_haystack_file(blobs, name)
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as error:

@@ -103,9 +103,9 @@ def needle_for(spec: RunRequest, cell: Cell) -> Needle:
             expected_answer=spec.expected_answer or "",
             answer_lead="",
         )
-    digest = hashlib.sha256(
-        f"{spec.seed}:{cell.context_length}:{cell.depth_percent:.3f}".encode()
-    ).digest()
+    # Sample 0 keeps the key every single-needle run has used; later samples extend it.
+    key = f"{spec.seed}:{cell.context_length}:{cell.depth_percent:.3f}"
+    digest = hashlib.sha256((key + (f":{cell.sample}" if cell.sample else "")).encode()).digest()
     city = CITIES[int.from_bytes(digest[:4], "big") % len(CITIES)]
     number = 1_000_000 + int.from_bytes(digest[4:12], "big") % 9_000_000
     lead = f"The special magic {city} number is:"

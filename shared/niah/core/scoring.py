@@ -12,17 +12,55 @@ RETRIEVED = 10
 MISSED = 1
 
 
-def exact_score(answer: str, expected: str) -> int:
-    """10 if the expected answer appears in the answer, else 1.
+def mentions(answer: str, expected: str) -> bool:
+    """Whether ``expected`` appears in ``answer``.
 
-    Digits are compared without separators so "7,304,912" counts for 7304912.
+    Digits are compared without separators ("7,304,912" counts for 7304912) and not
+    inside a longer number; words as whole words, ignoring case; anything else (a
+    UUID, a phrase) as a case-insensitive substring.
     """
     if not expected:
-        return MISSED
+        return False
     if expected.isdigit():
         found = re.sub(r"(?<=\d)[,\s.](?=\d{3}\b)", "", answer)
-        return RETRIEVED if re.search(rf"(?<!\d){expected}(?!\d)", found) else MISSED
-    return RETRIEVED if expected.casefold() in answer.casefold() else MISSED
+        return re.search(rf"(?<!\d){expected}(?!\d)", found) is not None
+    if re.fullmatch(r"[A-Za-z]+", expected):
+        return re.search(rf"\b{expected}\b", answer, re.IGNORECASE) is not None
+    return expected.casefold() in answer.casefold()
+
+
+def exact_score(answer: str, expected: str) -> int:
+    """10 if the expected answer appears in the answer, else 1 (the harness's scale)."""
+    return RETRIEVED if mentions(answer, expected) else MISSED
+
+
+# Finish reasons under which an empty or missing answer says nothing about retrieval:
+# the answer budget ran out (thinking can use it all) or the answer was blocked.
+UNSCORED_FINISH = (
+    "MAX_TOKENS",
+    "LENGTH",
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "PROMPT_BLOCKED",
+)
+
+
+def unscored_reason(text: str, finish_reason: str | None) -> str | None:
+    """Why an answer cannot be scored, or None if it can.
+
+    A blocked answer, or an empty one cut off by the answer budget, is neither right
+    nor wrong: it never counts as a miss.
+    """
+    finish = (finish_reason or "").upper()
+    blocked = finish.startswith("PROMPT_BLOCKED") or finish in UNSCORED_FINISH[2:]
+    if blocked:
+        return f"blocked ({finish_reason})"
+    if not text.strip() and finish in ("MAX_TOKENS", "LENGTH"):
+        return f"no answer within the output budget ({finish_reason})"
+    return None
 
 
 _WORDS = {"one": 1, "three": 3, "five": 5, "seven": 7, "ten": 10}

@@ -26,6 +26,25 @@ HARNESS_DEFAULT_QUESTION = "What is the best thing to do in San Francisco?"
 
 ScorerName = Literal["exact", "judge", "both"]
 IntervalType = Literal["linear", "sigmoid"]
+TaskName = Literal[
+    "single", "multi_needle", "multi_key", "multi_value", "multi_query", "absent", "nonliteral"
+]
+NeedleType = Literal["words", "numbers", "uuids"]
+
+# The run options each task reads beyond the grid; any other task option given is a
+# mistake the user hears about (``--num_needles`` means nothing to ``multi_key``).
+TASK_OPTIONS: dict[str, tuple[str, ...]] = {
+    "single": (),
+    "multi_needle": ("num_needles",),
+    "multi_key": ("num_distractors", "needle_key_type", "needle_value_type"),
+    "multi_value": ("num_values", "needle_key_type", "needle_value_type"),
+    "multi_query": ("num_queries", "needle_key_type", "needle_value_type"),
+    "absent": ("needle_key_type", "needle_value_type"),
+    "nonliteral": (),
+}
+ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
+# Options of the single task's harness-style needle, meaningless to the others.
+SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
 
 # Hard limits that no configuration lifts: beyond them a request is a mistake.
 MAX_CONTEXT_LENGTH = 10_000_000
@@ -62,6 +81,17 @@ class RunRequest(BaseModel):
     document_depth_percent_max: float = Field(default=100, ge=0, le=100)
     document_depth_percent_intervals: int = Field(default=35, ge=1, le=MAX_INTERVALS)
     document_depth_percent_interval_type: IntervalType = "linear"
+
+    # The test kind (see niah.tasks); "single" is the harness's one needle.
+    task: TaskName = "single"
+    num_needles: int = Field(default=3, ge=1, le=100)
+    num_distractors: int = Field(default=3, ge=0, le=100)
+    num_values: int = Field(default=4, ge=1, le=100)
+    num_queries: int = Field(default=4, ge=1, le=100)
+    needle_key_type: NeedleType = "words"
+    needle_value_type: NeedleType = "numbers"
+    # Independent samples per grid point (other needles and keys), each stored apart.
+    samples_per_cell: int = Field(default=1, ge=1, le=100)
 
     dynamic_needle: bool = True
     needle: str = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
@@ -156,6 +186,7 @@ class RunRequest(BaseModel):
             raise ValueError(
                 "document_depth_percent_min must not exceed document_depth_percent_max"
             )
+        self._check_task_options()
         if self.scorer_name() in ("judge", "both") and not self.evaluator_model_name:
             raise ValueError(
                 "scorer 'judge' needs evaluator_model_name (the judge model), or use scorer 'exact'"
@@ -170,6 +201,32 @@ class RunRequest(BaseModel):
                 "must contain); or set scorer to 'judge'"
             )
         return self
+
+    def _check_task_options(self) -> None:
+        """Refuse options the chosen task does not read, naming what does read them.
+
+        Only options away from their defaults count: a stored spec holds every option.
+        """
+        fields = type(self).model_fields
+        given = {
+            name for name in self.model_fields_set if getattr(self, name) != fields[name].default
+        }
+        for name in sorted(given & ALL_TASK_OPTIONS - set(TASK_OPTIONS[self.task])):
+            users = [task for task, names in TASK_OPTIONS.items() if name in names]
+            raise ValueError(
+                f"{name} applies to task {' or '.join(users)}, not {self.task}; "
+                f"set task or leave {name} out"
+            )
+        if self.task != "single":
+            for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS)):
+                raise ValueError(
+                    f"{name} applies to task single; task {self.task} makes its own needles"
+                )
+            if self.scorer in ("judge", "both"):
+                raise ValueError(
+                    f"task {self.task} scores its own answers; the judge applies to task "
+                    "single (leave scorer out)"
+                )
 
     def scorer_name(self) -> ScorerName:
         """The scorer the run reports (the user's choice, else a default).
@@ -207,8 +264,13 @@ class RunRequest(BaseModel):
         return sorted({float(round(x)) for x in points})
 
     def cells(self) -> list[Cell]:
-        """Every (length, depth) point of the grid, in a stable order."""
-        return [Cell(length, depth) for length in self.lengths() for depth in self.depths()]
+        """Every sample of every (length, depth) point of the grid, in a stable order."""
+        return [
+            Cell(length, depth, sample)
+            for length in self.lengths()
+            for depth in self.depths()
+            for sample in range(self.samples_per_cell)
+        ]
 
     def canonical_json(self, haystack_fingerprint: str = "") -> str:
         """What determines the run's results, in a stable form.
@@ -217,7 +279,7 @@ class RunRequest(BaseModel):
         are the same run), the haystack's content rather than its name, and none of
         the options that change only bookkeeping.
         """
-        fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS)
+        fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS | self._unused_options())
         fields |= {
             "lengths": self.lengths(),
             "depths": self.depths(),
@@ -226,6 +288,18 @@ class RunRequest(BaseModel):
             "haystack": haystack_fingerprint,
         }
         return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+    def _unused_options(self) -> set[str]:
+        """Options that cannot change this run's results, so they do not name it.
+
+        A single-needle run with one sample is named as before tasks existed.
+        """
+        unused = set(ALL_TASK_OPTIONS - set(TASK_OPTIONS[self.task]))
+        if self.task == "single":
+            unused.add("task")
+        if self.samples_per_cell == 1:
+            unused.add("samples_per_cell")
+        return unused
 
     def run_id(self, haystack_fingerprint: str = "") -> str:
         """A deterministic run ID: the same request on the same haystack names the same run.
@@ -257,19 +331,27 @@ NOT_RESULT_FIELDS = {
 
 @dataclass(frozen=True)
 class Cell:
-    """One grid point: a context length in tokens and a needle depth in percent."""
+    """One sample of a grid point: a context length in tokens, a depth in percent."""
 
     context_length: int
     depth_percent: float
+    sample: int = 0
 
     @property
     def cell_id(self) -> str:
         """A sortable, deterministic document ID, e.g. ``L00004000-D050000`` for 4000 / 50 %.
 
         Depths carry three decimals (the harness's sigmoid precision), so distinct
-        grid points never share an ID.
+        grid points never share an ID. Samples after the first add ``-S001``...; the
+        first keeps the grid point's ID, as a one-sample run has always stored it.
         """
-        return f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
+        point = f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
+        return f"{point}-S{self.sample:03d}" if self.sample else point
+
+    @property
+    def point_id(self) -> str:
+        """The grid point's ID, shared by all its samples."""
+        return Cell(self.context_length, self.depth_percent).cell_id
 
 
 def linspace_ints(low: int, high: int, count: int) -> list[int]:

@@ -1,55 +1,152 @@
-"""Summary measures of a run: the depth x length score table and the run's figures."""
+"""Summary measures of a run: the depth x length score table and the run's figures.
+
+A grid point holds one or more samples; its value is the mean of the samples that were
+scored (an unscored sample never counts as a miss), with their standard deviation.
+``task_score`` is in [0, 1] for every task and drives the run's measures: the mean per
+length, per depth and overall, the effective length and the area under the curve.
+"""
 
 from __future__ import annotations
 
+import itertools
+import statistics
 from dataclasses import dataclass
 from typing import Any
+
+# RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
+# 2026-11-26). NoLiMa's: 85 % of the model's own base score at short lengths (<= 1K
+# tokens; adobe-research/NoLiMa README).
+RULER_THRESHOLD = 85.6
+NOLIMA_SHARE = 0.85
+NOLIMA_BASE_MAX_LENGTH = 1_000
 
 
 @dataclass(frozen=True)
 class ScoreTable:
-    """Scores by (depth, length); None marks a failed or missing cell."""
+    """Mean scores by (depth, length), their spread and sample counts.
+
+    None marks a point with nothing scored (failed, unscored or missing): grey.
+    """
 
     lengths: list[int]
     depths: list[float]
     scores: list[list[float | None]]
+    stds: list[list[float | None]]
+    counts: list[list[int]]
 
     def mean(self) -> float | None:
-        """Mean over the cells that have a score."""
+        """Mean over the points that have a score."""
         values = [v for row in self.scores for v in row if v is not None]
         return sum(values) / len(values) if values else None
 
 
-def score_table(cells: list[dict[str, Any]]) -> ScoreTable:
-    """Pivot stored cells into a depth x length table of their reported score."""
+def score_table(cells: list[dict[str, Any]], field: str = "score") -> ScoreTable:
+    """Pivot stored samples into a depth x length table of ``field``'s mean."""
     lengths = sorted({int(c["context_length"]) for c in cells})
     depths = sorted({float(c["depth_percent"]) for c in cells})
-    by_point = {(float(c["depth_percent"]), int(c["context_length"])): c for c in cells}
-    scores: list[list[float | None]] = []
+    values: dict[tuple[float, int], list[float]] = {}
+    for cell in cells:
+        point = (float(cell["depth_percent"]), int(cell["context_length"]))
+        score = cell.get(field)
+        values.setdefault(point, [])
+        if score is not None:
+            values[point].append(float(score))
+    scores, stds, counts = [], [], []
     for depth in depths:
-        row: list[float | None] = []
-        for length in lengths:
-            cell = by_point.get((depth, length))
-            score = cell.get("score") if cell else None
-            row.append(float(score) if score is not None else None)
-        scores.append(row)
-    return ScoreTable(lengths, depths, scores)
+        found = [values.get((depth, length), []) for length in lengths]
+        scores.append([statistics.fmean(v) if v else None for v in found])
+        stds.append([statistics.pstdev(v) if v else None for v in found])
+        counts.append([len(v) for v in found])
+    return ScoreTable(lengths, depths, scores, stds, counts)
 
 
 def format_table(table: ScoreTable) -> str:
-    """The table as text: one row per depth, one column per length; '--' for errors."""
-    width = max(8, *(len(str(length)) + 1 for length in table.lengths))
+    """The table as text: one row per depth, one column per length; '--' for nothing scored.
+
+    With repeats, each value is the mean, followed by its standard deviation.
+    """
+    repeats = any(n > 1 for row in table.counts for n in row)
+
+    def show(mean: float | None, std: float | None) -> str:
+        if mean is None:
+            return "--"
+        return f"{mean:.3g}±{std:.2g}" if repeats and std is not None else f"{mean:.3g}"
+
+    width = max(8, *(len(str(length)) + 1 for length in table.lengths)) + (6 if repeats else 0)
     header = "depth %".rjust(8) + "".join(str(n).rjust(width) for n in table.lengths)
     lines = [header]
-    for depth, row in zip(table.depths, table.scores, strict=True):
-        values = "".join(("--" if v is None else f"{v:g}").rjust(width) for v in row)
+    for depth, row, spread in zip(table.depths, table.scores, table.stds, strict=True):
+        values = "".join(show(m, s).rjust(width) for m, s in zip(row, spread, strict=True))
         lines.append(f"{depth:8g}{values}")
     return "\n".join(lines)
 
 
+def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's measures from every sample's ``task_score`` (in [0, 1]), as percents.
+
+    Mean per length, per depth and overall; effective length (the longest length whose
+    mean is at least the threshold: NoLiMa's 85 % of the base score at lengths of 1,000
+    tokens or less when the grid has such lengths, else RULER's 85.6); and the area under
+    the mean-vs-length curve (trapezoids over the lengths, divided by their span, so
+    100 is perfect everywhere).
+    """
+    scored = [c for c in cells if c.get("task_score") is not None]
+    by_length = _means(scored, "context_length")
+    by_depth = _means(scored, "depth_percent")
+    overall = _percent([float(c["task_score"]) for c in scored])
+    return {
+        "mean": overall,
+        "by_length": {str(k): v for k, v in by_length.items()},
+        "by_depth": {f"{k:g}": v for k, v in by_depth.items()},
+        "effective_length": effective_length({int(k): v for k, v in by_length.items()}),
+        "area_under_curve": area_under_curve({int(k): v for k, v in by_length.items()}),
+    }
+
+
+def _means(cells: list[dict[str, Any]], key: str) -> dict[Any, float]:
+    groups: dict[Any, list[float]] = {}
+    for cell in cells:
+        groups.setdefault(cell[key], []).append(float(cell["task_score"]))
+    return {k: v for k, values in sorted(groups.items()) if (v := _percent(values)) is not None}
+
+
+def _percent(values: list[float]) -> float | None:
+    return round(100 * statistics.fmean(values), 2) if values else None
+
+
+def effective_length(by_length: dict[int, float]) -> dict[str, Any]:
+    """The longest length whose mean (percent) reaches the threshold, and which rule."""
+    short = [v for length, v in by_length.items() if length <= NOLIMA_BASE_MAX_LENGTH]
+    if short:
+        base = statistics.fmean(short)
+        threshold, rule = NOLIMA_SHARE * base, "nolima: 85% of the mean at lengths <= 1,000"
+    else:
+        base, threshold, rule = None, RULER_THRESHOLD, "ruler: 85.6"
+    passing = [length for length, value in by_length.items() if value >= threshold]
+    return {
+        "length": max(passing) if passing else None,
+        "threshold": round(threshold, 2),
+        "rule": rule,
+        "base": round(base, 2) if base is not None else None,
+    }
+
+
+def area_under_curve(by_length: dict[int, float]) -> float | None:
+    """Area under mean (percent) vs length, over the span of lengths (0 to 100)."""
+    points = sorted(by_length.items())
+    if not points:
+        return None
+    if len(points) == 1:
+        return points[0][1]
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in itertools.pairwise(points))
+    span = points[-1][0] - points[0][0]
+    return round(area / span, 2)
+
+
 def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's summary: counts, mean score, retrieval share, timings, the table."""
+    """The run's summary: counts, outcomes, scores, measures, timings, the table."""
     table = score_table(cells)
+    task = str((run.get("spec") or {}).get("task", "single"))
     answered = [c for c in cells if c.get("status") == "answered"]
     retrieved = [c for c in answered if c.get("exact_score") == 10]
     model_seconds = [float(c.get("model_seconds", 0)) for c in answered]
@@ -59,18 +156,28 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
         if c.get("prompt_token_deviation") is not None
     ]
     judged = [c["judge_score"] for c in answered if c.get("judge_score") is not None]
+    outcomes = {name: 0 for name in ("correct", "wrong", "unscored")}
+    for cell in cells:
+        outcomes[str(cell.get("outcome") or "unscored")] += 1
     return {
         "run_id": run["run_id"],
         "model": run.get("model"),
+        "task": task,
         "version": run.get("version"),
         "haystack_uri": run.get("haystack_uri"),
         "scorer": run.get("scorer", "exact"),
-        "cells": len(cells),
+        # The heatmap's scale: the harness's 1-10 for single, a fraction for the others.
+        "score_scale": "1-10" if task == "single" else "fraction",
+        "cells": len({(c["context_length"], c["depth_percent"]) for c in cells}),
+        "samples": len(cells),
         "answered": len(answered),
         "failed": len(cells) - len(answered),
+        "outcomes": outcomes,
         "retrieved": len(retrieved),
         "retrieved_share": round(len(retrieved) / len(answered), 4) if answered else None,
         "mean_score": round(m, 3) if (m := table.mean()) is not None else None,
+        "measures": measures(cells),
+        **_task_rates(cells),
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),
@@ -85,8 +192,29 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
         "errors": {
             c["cell_id"]: c.get("error", {}).get("message") for c in cells if c.get("error")
         },
-        "table": {"lengths": table.lengths, "depths": table.depths, "scores": table.scores},
+        "table": {
+            "lengths": table.lengths,
+            "depths": table.depths,
+            "scores": table.scores,
+            "stds": table.stds,
+            "samples": table.counts,
+        },
     }
+
+
+def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
+    """Rates a task's scorer notes: hallucinations (absent), distractor hits (multi_key)."""
+    scored = [c for c in cells if c.get("task_score") is not None]
+    rates = {}
+    for flag, name in (
+        ("hallucinated", "hallucination_rate"),
+        ("distractor_hit", "distractor_hit_rate"),
+    ):
+        flagged = [c for c in scored if flag in (c.get("task_details") or {})]
+        if flagged:
+            hits = sum(1 for c in flagged if c["task_details"][flag])
+            rates[name] = round(hits / len(flagged), 4)
+    return rates
 
 
 def _mean(values: list[int] | list[float]) -> float | None:

@@ -19,10 +19,9 @@ from niah.core.interfaces import (
     Tokenizer,
     gs_uri,
 )
-from niah.core.needles import Needle, needle_for
 from niah.core.pricing import cost_of
-from niah.core.prompt_builder import BuiltPrompt, Insertion, build_prompt
-from niah.core.scoring import exact_score, judge_answer
+from niah.core.prompt_builder import BuiltPrompt, build_prompt
+from niah.core.scoring import MISSED, RETRIEVED, judge_answer, unscored_reason
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
     DeadLetteredError,
@@ -38,6 +37,7 @@ from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
+from niah.tasks import Sample, get_task
 
 Outcome = Literal["answered", "failed", "duplicate", "orphan"]
 ProviderFactory = Callable[[ProviderName, str], Provider]
@@ -53,6 +53,7 @@ class CellTask:
     context_length: int
     depth_percent: float
     delivery_attempt: int = 1
+    sample: int = 0
 
     @classmethod
     def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
@@ -63,7 +64,13 @@ class CellTask:
             context_length=int(data["context_length"]),
             depth_percent=float(data["depth_percent"]),
             delivery_attempt=delivery_attempt,
+            sample=int(data.get("sample", 0)),
         )
+
+    @property
+    def cell(self) -> Cell:
+        """The grid point and sample this message is about."""
+        return Cell(self.context_length, self.depth_percent, self.sample)
 
 
 # A run's spec never changes once stored, so an instance reads it once.
@@ -108,8 +115,8 @@ def process_cell(
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
         return "duplicate"
-    cell = Cell(task.context_length, task.depth_percent)
-    needle = needle_for(spec, cell)
+    cell = task.cell
+    sample = get_task(spec.task).sample(spec, cell)
     started = time.monotonic()
     totals: dict[str, float] = {}
     try:
@@ -117,7 +124,7 @@ def process_cell(
             task,
             spec,
             cell,
-            needle,
+            sample,
             blobs=blobs,
             provider_for=provider_for,
             tokenizer_for=tokenizer_for,
@@ -126,7 +133,7 @@ def process_cell(
         fields = _retry_or_give_up(task, error, store=store)
     except (PermanentCellError, PermanentRunError) as error:
         fields = _failure(error.kind, str(error))
-    doc = _cell_record(task, spec, cell, needle) | fields
+    doc = _cell_record(task, spec, cell, sample) | fields
     doc |= {
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": harness_timestamp(),
@@ -134,17 +141,20 @@ def process_cell(
     return _store_cell(task, doc, totals, store=store, publisher=publisher)
 
 
-def _cell_record(task: CellTask, spec: RunRequest, cell: Cell, needle: Needle) -> dict[str, Any]:
+def _cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
     """The fields every stored cell has, in the harness's result names where they exist."""
     return {
         "run_id": task.run_id,
         "model": spec.model_name,
+        "task": spec.task,
         "context_length": cell.context_length,
         "depth_percent": cell.depth_percent,
+        "sample": cell.sample,
         "version": spec.results_version,
-        "needle": needle.text,
-        "question": needle.question,
-        "expected_answer": needle.expected_answer,
+        "needle": sample.needle,
+        "question": sample.question,
+        "expected_answer": ", ".join(sample.expected),
+        "expected_answers": list(sample.expected),
         "attempts": task.delivery_attempt,
     }
 
@@ -198,15 +208,21 @@ def _store_cell(
 
 
 def _failure(kind: str, message: str) -> dict[str, Any]:
-    """A failed cell's fields (shown grey)."""
-    return {"status": "failed", "score": None, "error": {"kind": kind, "message": message}}
+    """A failed cell's fields (shown grey, never a score)."""
+    return {
+        "status": "failed",
+        "outcome": "unscored",
+        "score": None,
+        "task_score": None,
+        "error": {"kind": kind, "message": message},
+    }
 
 
 def _answer_cell(
     task: CellTask,
     spec: RunRequest,
     cell: Cell,
-    needle: Needle,
+    sample: Sample,
     *,
     blobs: BlobStore,
     provider_for: ProviderFactory,
@@ -215,7 +231,7 @@ def _answer_cell(
     """Build the prompt, ask the model, score: the cell's fields and the run's increments."""
     started = time.monotonic()
     provider = provider_for(spec.provider(), spec.model_name)
-    built = _build_cell_prompt(spec, cell, needle, provider, blobs, tokenizer_for)
+    built = _build_cell_prompt(spec, cell, sample, provider, blobs, tokenizer_for)
     fields: dict[str, Any] = {
         "planned_prompt_tokens": built.planned_prompt_tokens,
         "insertion_depth_percent": round(built.actual_depth_percent, 3),
@@ -241,7 +257,7 @@ def _answer_cell(
     fields |= _answer_fields(answer, cell)
     prompt_tokens, output_tokens = answer.prompt_tokens or 0, answer.output_tokens or 0
     totals = {"prompt_tokens": float(prompt_tokens), "output_tokens": float(output_tokens)}
-    score_fields, judge_totals = _score(spec, needle, answer.text, provider_for)
+    score_fields, judge_totals = _score(spec, sample, answer, provider_for)
     fields |= score_fields
     judge_cost = judge_totals.pop("judge_cost_usd", 0.0)
     totals |= judge_totals
@@ -254,7 +270,7 @@ def _answer_cell(
 def _build_cell_prompt(
     spec: RunRequest,
     cell: Cell,
-    needle: Needle,
+    sample: Sample,
     provider: Provider,
     blobs: BlobStore,
     tokenizer_for: TokenizerFactory,
@@ -266,9 +282,9 @@ def _build_cell_prompt(
         haystack,
         tokenizer,
         template=spec.prompt_template or provider.default_template,
-        insertions=[Insertion(needle.text, cell.depth_percent)],
-        question=needle.question,
-        answer_lead=needle.answer_lead,
+        insertions=sample.insertions,
+        question=sample.question,
+        answer_lead=sample.answer_lead,
         context_length=cell.context_length,
         buffer_tokens=spec.final_context_length_buffer,
     )
@@ -301,20 +317,35 @@ def _answer_fields(answer: ModelAnswer, cell: Cell) -> dict[str, Any]:
 
 
 def _score(
-    spec: RunRequest, needle: Needle, answer: str, provider_for: ProviderFactory
+    spec: RunRequest, sample: Sample, answer: ModelAnswer, provider_for: ProviderFactory
 ) -> tuple[dict[str, Any], dict[str, float]]:
-    """Exact and (when asked) judge scores, and the judge's run increments.
+    """The sample's outcome and scores, and the judge's run increments.
 
-    ``score`` is the one the run reports: the judge's for ``judge``, the judge's where
-    it gave one for ``both``, else the exact score.
+    ``task_score`` is in [0, 1] for every task; ``score`` is what the heatmap shows: the
+    harness's 1-10 scale for ``single``, the task's fraction for the others. A blocked
+    answer, or an empty one cut off by the budget, is unscored, never a miss.
     """
+    reason = unscored_reason(answer.text, answer.finish_reason)
+    if reason is not None:
+        return {"outcome": "unscored", "unscored_reason": reason, "score": None}, {}
+    task = get_task(spec.task)
+    if spec.task != "single":
+        verdict = task.score(sample, answer.text)
+        return {
+            "scorer": "task",
+            "outcome": verdict.outcome,
+            "task_score": round(verdict.score, 6),
+            "score": round(verdict.score, 6),
+            "task_details": verdict.details,
+        }, {}
     scorer = spec.scorer_name()
     fields: dict[str, Any] = {"scorer": scorer}
-    if needle.expected_answer:
-        fields["exact_score"] = exact_score(answer, needle.expected_answer)
+    if sample.expected:
+        correct = task.score(sample, answer.text).outcome == "correct"
+        fields["exact_score"] = RETRIEVED if correct else MISSED
     totals: dict[str, float] = {}
     if scorer in ("judge", "both") and spec.evaluator_model_name:
-        judge_fields, totals = _judge(spec.evaluator_model_name, needle, answer, provider_for)
+        judge_fields, totals = _judge(spec.evaluator_model_name, sample, answer.text, provider_for)
         fields |= judge_fields
     if scorer == "judge":
         fields["score"] = fields.get("judge_score")
@@ -322,11 +353,22 @@ def _score(
         fields["score"] = fields.get("judge_score") or fields.get("exact_score")
     else:
         fields["score"] = fields.get("exact_score")
-    return fields, totals
+    return fields | _outcome_on_the_harness_scale(fields["score"], fields), totals
+
+
+def _outcome_on_the_harness_scale(score: float | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """A 1-10 score as an outcome and a [0, 1] task score (10 is 1, 1 is 0).
+
+    A judge that gave no score leaves the sample unscored.
+    """
+    if score is None:
+        return {"outcome": "unscored", "unscored_reason": fields.get("judge_error", "no score")}
+    task_score = (float(score) - 1) / 9
+    return {"outcome": "correct" if task_score >= 0.5 else "wrong", "task_score": task_score}
 
 
 def _judge(
-    evaluator_name: str, needle: Needle, answer: str, provider_for: ProviderFactory
+    evaluator_name: str, sample: Sample, answer: str, provider_for: ProviderFactory
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """The judge's score of ``answer``; a failed judge leaves only its score empty.
 
@@ -337,7 +379,7 @@ def _judge(
     try:
         evaluator = provider_for(provider_for_model(evaluator_name), evaluator_name)
         verdict = judge_answer(
-            evaluator, question=needle.question, reference=needle.text, answer=answer
+            evaluator, question=sample.question, reference=sample.needle, answer=answer
         )
     except NiahError as error:
         log("judge failed", severity="WARNING", error=str(error))

@@ -68,10 +68,13 @@ def check_budget(spec: RunRequest) -> None:
     settings = get_settings()
     cells = spec.cells()
     if len(cells) > settings.max_cells_per_run:
+        samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
         raise RequestError(
             "context_lengths",
-            f"the grid has {len(cells)} cells, above the limit of {settings.max_cells_per_run} "
-            "(NIAH_MAX_CELLS_PER_RUN); use fewer lengths or depths",
+            f"the grid has {len(cells)} cells ({len(spec.lengths())} lengths x "
+            f"{len(spec.depths())} depths{samples}), above the limit of "
+            f"{settings.max_cells_per_run} (NIAH_MAX_CELLS_PER_RUN); use fewer lengths, "
+            "depths or samples",
         )
     total_tokens = sum(cell.context_length for cell in cells)
     if total_tokens > settings.max_tokens_per_run:
@@ -278,6 +281,7 @@ def publish_missing(
             "cell_id": cell.cell_id,
             "context_length": cell.context_length,
             "depth_percent": cell.depth_percent,
+            "sample": cell.sample,
         }
         for cell in spec.cells()
         if cell.cell_id not in stored

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
 from niah.core.summary import ScoreTable, score_table, summarize
@@ -19,8 +20,12 @@ HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
 ERROR_COLOUR = "#BDBDBD"
 
 
-def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
-    """The harness's heatmap: x context length, y depth, red-yellow-green, grey errors."""
+def render_heatmap(table: ScoreTable, *, title: str, fraction: bool = False) -> bytes:
+    """The harness's heatmap: x context length, y depth, red-yellow-green, grey errors.
+
+    ``fraction``: scores in [0, 1] (every task but ``single``), drawn as 0-100 %;
+    otherwise the harness's 1-10 scale. Repeats show their mean.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,11 +37,14 @@ def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
     data = np.array(
         [[np.nan if v is None else v for v in row] for row in table.scores], dtype=float
     )
+    low, high, label = (0.0, 100.0, "Score (%)") if fraction else (1.0, 10.0, "Score")
+    if fraction:
+        data = data * 100
     cmap = LinearSegmentedColormap.from_list("niah", list(HARNESS_COLOURS)).with_extremes(
         bad=ERROR_COLOUR
     )
     figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
-    image = axes.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=1, vmax=10, aspect="auto")
+    image = axes.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=low, vmax=high, aspect="auto")
     axes.set_xticks(range(len(table.lengths)), [f"{n:,}" for n in table.lengths], rotation=45)
     axes.set_yticks(range(len(table.depths)), [f"{d:g}" for d in table.depths])
     axes.set_xlabel("Context length (tokens)")
@@ -45,8 +53,8 @@ def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
     if len(table.lengths) * len(table.depths) <= 200:
         for (row, col), value in np.ndenumerate(data):
             if not np.isnan(value):
-                axes.text(col, row, f"{value:g}", ha="center", va="center", fontsize=8)
-    figure.colorbar(image, ax=axes, label="Score")
+                axes.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize=8)
+    figure.colorbar(image, ax=axes, label=label)
     if np.isnan(data).any():
         axes.legend(
             handles=[Patch(color=ERROR_COLOUR, label="error")],
@@ -59,6 +67,17 @@ def render_heatmap(table: ScoreTable, *, title: str) -> bytes:
     figure.savefig(buffer, format="png", dpi=110)
     plt.close(figure)
     return buffer.getvalue()
+
+
+def heatmap_title(summary: dict[str, Any]) -> str:
+    """Model, task, scorer, the mean and effective length, unscored samples and cost."""
+    effective = summary["measures"]["effective_length"]["length"]
+    task = "" if summary["task"] == "single" else f" · {summary['task']}"
+    return (
+        f"{summary['model']}{task} · {summary['scorer']} score · mean {summary['mean_score']}"
+        f" · effective length {effective if effective is not None else '-'}"
+        f" · {summary['outcomes']['unscored']} unscored · ${summary['cost_usd']:.4f}"
+    )
 
 
 def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
@@ -84,25 +103,21 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         # this message renders the report.
         raise ReportPendingError(f"the report of {run_id} is being rendered elsewhere")
     summary = summarize(run, cells)
-    scorer = summary["scorer"]
-    title = (
-        f"{run.get('model')} · {scorer} score · mean {summary['mean_score']}"
-        f" · {summary['failed']} errors · ${summary['cost_usd']:.4f}"
-    )
-    prefix = f"{get_settings().reports_prefix}{run_id}/"
+    fraction = summary["score_scale"] == "fraction"
+    blobs_prefix = f"{get_settings().reports_prefix}{run_id}/"
     blobs.write(
-        prefix + "heatmap.png",
-        render_heatmap(score_table(cells), title=title),
+        blobs_prefix + "heatmap.png",
+        render_heatmap(score_table(cells), title=heatmap_title(summary), fraction=fraction),
         content_type="image/png",
     )
     blobs.write(
-        prefix + "summary.json",
+        blobs_prefix + "summary.json",
         json.dumps(summary, indent=2).encode(),
         content_type="application/json",
     )
     location = {
-        "heatmap_uri": gs_uri(blobs.bucket, prefix + "heatmap.png"),
-        "summary_uri": gs_uri(blobs.bucket, prefix + "summary.json"),
+        "heatmap_uri": gs_uri(blobs.bucket, blobs_prefix + "heatmap.png"),
+        "summary_uri": gs_uri(blobs.bucket, blobs_prefix + "summary.json"),
     }
     store.update_run(
         run_id,
@@ -110,6 +125,8 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
             "status": "complete",
             "report": location,
             "mean_score": summary["mean_score"],
+            "measures": summary["measures"],
+            "outcomes": summary["outcomes"],
             "retrieved_share": summary["retrieved_share"],
             "prompt_token_deviation": summary["prompt_token_deviation"],
         },

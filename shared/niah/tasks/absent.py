@@ -1,0 +1,79 @@
+"""``absent``: a question about a key that is not in the context (a hallucination control).
+
+A needle of the same form with another key sits at the cell's depth, so the context
+looks like it could hold the answer. Correct is an answer that says the key is not
+there (the harness's prompt offers UNANSWERABLE) and gives no value of the needle's
+kind; any such value is a hallucination, counted as a rate on the run.
+"""
+
+from __future__ import annotations
+
+import re
+
+from niah.core.prompt_builder import Insertion
+from niah.core.scoring import mentions
+from niah.core.spec import Cell, NeedleType, RunRequest
+from niah.tasks.base import (
+    RULER_KIND_NAMES,
+    Sample,
+    Verdict,
+    distinct_values,
+    needle_value,
+    ruler_needle,
+    ruler_question,
+    sample_rng,
+    value_pattern,
+)
+
+# Ways of saying "it is not there".
+DECLINES = re.compile(
+    r"unanswerable|\bnot (?:be )?(?:mentioned|found|present|given|provided|stated|listed|"
+    r"included|specified|available)|\bnot in the (?:context|text|document|passage)|"
+    r"\bno (?:such|mention|information|special magic|record)|\bdoes(?: not|n't) "
+    r"(?:mention|contain|say|appear|include|specify)|\bcannot (?:find|be found|answer)|"
+    r"\bcan't (?:find|answer)|\bisn't (?:mentioned|there|in)|\bthere (?:is|are) no\b|\bnone\b",
+    re.IGNORECASE,
+)
+
+
+class Absent:
+    """Asks for a key no needle holds; scores declining, counts invented values."""
+
+    name = "absent"
+
+    def sample(self, spec: RunRequest, cell: Cell) -> Sample:
+        """One needle of another key at the cell's depth; the asked key is nowhere."""
+        rng = sample_rng(spec, cell, self.name)
+        present, asked = distinct_values(rng, spec.needle_key_type, 2)
+        value = needle_value(rng, spec.needle_value_type)
+        kind = RULER_KIND_NAMES[spec.needle_value_type]
+        return Sample(
+            insertions=(
+                Insertion(ruler_needle(present, value, spec.needle_value_type), cell.depth_percent),
+            ),
+            question=ruler_question(kind, asked, one_value=True)[0],
+            expected=(),
+            # No answer lead: one would push a base model into giving a value.
+            details={
+                "asked_key": asked,
+                "present_key": present,
+                "present_value": value,
+                "value_kind": spec.needle_value_type,
+            },
+        )
+
+    def score(self, sample: Sample, answer: str) -> Verdict:
+        """Correct: declines and invents nothing. Any value of the kind: hallucinated."""
+        kind: NeedleType = sample.details["value_kind"]
+        hallucinated = value_pattern(kind).search(answer) is not None
+        declined = DECLINES.search(answer) is not None
+        correct = declined and not hallucinated
+        return Verdict(
+            "correct" if correct else "wrong",
+            1.0 if correct else 0.0,
+            {
+                "hallucinated": hallucinated,
+                "declined": declined,
+                "returned_present_value": mentions(answer, sample.details["present_value"]),
+            },
+        )

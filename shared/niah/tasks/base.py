@@ -1,0 +1,186 @@
+"""What a task is: a sample generator and a scorer, behind one small interface.
+
+A task turns (run spec, cell) into a ``Sample``: the insertions into the haystack (text
+and depth), the question, the expected answers. It turns a sample and an answer into a
+``Verdict``: correct or wrong, a score in [0, 1] and what it noticed. The worker, the
+dispatcher and the report know no task's details; they call these two functions.
+
+Samples are derived from the run's seed, the cell and the sample index alone (a hash,
+never a shared random generator), so a run is reproducible and no two cells share state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from niah.core.prompt_builder import Insertion
+from niah.core.scoring import mentions
+from niah.core.spec import Cell, NeedleType, RunRequest
+from niah.tasks.vocabulary import ADJECTIVES, NOUNS
+
+Outcome = Literal["correct", "wrong", "unscored"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample of a task: what to hide where, what to ask, what counts as right.
+
+    ``answer_lead`` starts a well-formed answer; completion prompts for base models end
+    with it. ``details`` keeps what the scorer needs beyond ``expected`` (distractors).
+    """
+
+    insertions: tuple[Insertion, ...]
+    question: str
+    expected: tuple[str, ...]
+    answer_lead: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def needle(self) -> str:
+        """The inserted text, as stored on the cell (the harness's ``needle`` field)."""
+        return "\n".join(insertion.text.strip() for insertion in self.insertions)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How an answer did: its outcome, a score in [0, 1], and what was noticed."""
+
+    outcome: Outcome
+    score: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(Protocol):
+    """A test kind: how a sample is made and how an answer is scored."""
+
+    name: str
+
+    def sample(self, spec: RunRequest, cell: Cell) -> Sample:
+        """The sample of ``cell`` (deterministic from the run's seed)."""
+        ...
+
+    def score(self, sample: Sample, answer: str) -> Verdict:
+        """The verdict on ``answer`` (an answer that exists; unscored ones never get here)."""
+        ...
+
+
+def sample_rng(spec: RunRequest, cell: Cell, task: str) -> random.Random:
+    """A generator seeded by the run's seed, the task, the grid point and the sample."""
+    key = f"{spec.seed}:{task}:{cell.context_length}:{cell.depth_percent:.3f}:{cell.sample}"
+    return random.Random(hashlib.sha256(key.encode()).digest())
+
+
+def spread_depths(first: float, count: int) -> list[float]:
+    """``count`` depths: the first at ``first``, the rest evenly spaced after it to the end.
+
+    As gkamradt's multi-needle harness does: the interval (100 - first) / count apart.
+    """
+    step = (100.0 - first) / count
+    return [first + i * step for i in range(count)]
+
+
+def needle_value(rng: random.Random, kind: NeedleType) -> str:
+    """A value or key of RULER's kinds: a word, a 7-digit number, or a UUID."""
+    if kind == "numbers":
+        return str(rng.randint(1_000_000, 9_999_999))
+    if kind == "uuids":
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    return f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}"
+
+
+def distinct_values(rng: random.Random, kind: NeedleType, count: int) -> list[str]:
+    """``count`` different values of one kind (no two needles share a key or a value)."""
+    values: list[str] = []
+    while len(values) < count:
+        value = needle_value(rng, kind)
+        if value not in values:
+            values.append(value)
+    return values
+
+
+def fraction_found(answer: str, expected: Sequence[str]) -> tuple[float, int]:
+    """The share of ``expected`` values the answer mentions, and how many."""
+    found = sum(1 for value in expected if mentions(answer, value))
+    return found / len(expected), found
+
+
+# RULER's needle, kept in its words: "One of the special magic {type} for {key} is: {value}."
+RULER_NEEDLE = " One of the special magic {kind} for {key} is: {value}."
+RULER_KIND_NAMES: dict[NeedleType, str] = {
+    "numbers": "numbers",
+    "words": "words",
+    "uuids": "uuids",
+}
+
+
+def ruler_needle(key: str, value: str, value_kind: NeedleType) -> str:
+    """One RULER-form needle."""
+    return RULER_NEEDLE.format(kind=RULER_KIND_NAMES[value_kind], key=key, value=value)
+
+
+def value_pattern(kind: NeedleType) -> re.Pattern[str]:
+    """What any value of a kind looks like in an answer (to spot invented ones)."""
+    if kind == "numbers":
+        return re.compile(r"(?<!\d)\d{7}(?!\d)")
+    if kind == "uuids":
+        return re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+    # Word values are adjective-noun pairs from our pools, not any hyphenated word.
+    return re.compile(rf"\b(?:{'|'.join(ADJECTIVES)})-(?:{'|'.join(NOUNS)})\b", re.I)
+
+
+# RULER's question and answer prefix for its NIAH tasks, in its words
+# (NVIDIA/RULER scripts/data/synthetic/constants.py, read 2026-11-26 at c3f5e3b).
+RULER_QUESTION = "What are all the special magic {kind} for {query} mentioned in the provided text?"
+RULER_ANSWER_LEAD = "The special magic {kind} for {query} mentioned in the provided text are"
+
+
+def ruler_question(kind: str, query: str, *, one_value: bool) -> tuple[str, str]:
+    """RULER's question and answer lead; in the singular when one value is asked for.
+
+    RULER rewrites "are all" to "is" and drops the type's plural "s" when a single
+    value is the answer (niah_single, niah_multikey).
+    """
+    question = RULER_QUESTION.format(kind=kind, query=query)
+    lead = RULER_ANSWER_LEAD.format(kind=kind, query=query)
+    if one_value:
+        singular = kind.removesuffix("s")
+        question = question.replace("are all", "is").replace(f"magic {kind}", f"magic {singular}")
+        lead = lead.replace(" are", " is").replace(f"magic {kind}", f"magic {singular}")
+    return question, lead
+
+
+def ruler_query(keys: Sequence[str]) -> str:
+    """RULER's way of asking for several keys: "a, b, and c"."""
+    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + ", and " + keys[-1]
+
+
+def ruler_sample(
+    insertions: tuple[Insertion, ...],
+    asked: Sequence[str],
+    value_kind: NeedleType,
+    expected: Sequence[str],
+    details: dict[str, Any] | None = None,
+) -> Sample:
+    """A RULER-form sample: its question about ``asked`` and its answer lead."""
+    kind, query = RULER_KIND_NAMES[value_kind], ruler_query(asked)
+    question, lead = ruler_question(kind, query, one_value=len(expected) == 1)
+    return Sample(
+        insertions=insertions,
+        question=question,
+        expected=tuple(expected),
+        answer_lead=lead,
+        details=details or {},
+    )
+
+
+def share_verdict(answer: str, expected: Sequence[str]) -> Verdict:
+    """Correct when every expected value is there; the score is the share found."""
+    share, found = fraction_found(answer, expected)
+    outcome: Outcome = "correct" if found == len(expected) else "wrong"
+    return Verdict(outcome, share, {"retrieved": found, "asked": len(expected)})

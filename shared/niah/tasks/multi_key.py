@@ -1,0 +1,42 @@
+"""``multi_key``: the asked needle among distractors of the same form (RULER's multikey).
+
+Only the asked key's value counts; an answer that gives a distractor's value is a
+distractor hit, counted apart.
+"""
+
+from __future__ import annotations
+
+from niah.core.prompt_builder import Insertion
+from niah.core.scoring import mentions
+from niah.core.spec import Cell, RunRequest
+from niah.tasks.base import Sample, Verdict, distinct_values, ruler_needle, ruler_sample, sample_rng
+
+
+class MultiKey:
+    """One asked key at the cell's depth, ``num_distractors`` other keys anywhere."""
+
+    name = "multi_key"
+
+    def sample(self, spec: RunRequest, cell: Cell) -> Sample:
+        """Distinct keys and values; distractors at seeded depths."""
+        rng = sample_rng(spec, cell, self.name)
+        count = 1 + spec.num_distractors
+        keys = distinct_values(rng, spec.needle_key_type, count)
+        values = distinct_values(rng, spec.needle_value_type, count)
+        depths = [cell.depth_percent] + [rng.uniform(0, 100) for _ in range(count - 1)]
+        insertions = tuple(
+            Insertion(ruler_needle(key, value, spec.needle_value_type), depth)
+            for key, value, depth in zip(keys, values, depths, strict=True)
+        )
+        details = {"key": keys[0], "distractor_values": values[1:]}
+        return ruler_sample(insertions, [keys[0]], spec.needle_value_type, [values[0]], details)
+
+    def score(self, sample: Sample, answer: str) -> Verdict:
+        """1 when the asked value is there; a distractor's value is a distractor hit."""
+        found = mentions(answer, sample.expected[0])
+        hits = [v for v in sample.details["distractor_values"] if mentions(answer, v)]
+        return Verdict(
+            "correct" if found else "wrong",
+            1.0 if found else 0.0,
+            {"distractor_hit": bool(hits), "distractor_values_returned": len(hits)},
+        )

@@ -1,0 +1,52 @@
+"""``multi_needle``: several needles, all asked for at once (the Gemini 1.5 report's test).
+
+The first needle sits at the cell's depth and the rest are evenly spaced after it toward
+the end, as gkamradt's multi-needle harness places them; the score is the share found.
+"""
+
+from __future__ import annotations
+
+from niah.core.prompt_builder import Insertion
+from niah.core.spec import Cell, RunRequest
+from niah.tasks.base import (
+    Sample,
+    Verdict,
+    distinct_values,
+    fraction_found,
+    sample_rng,
+    spread_depths,
+)
+from niah.tasks.vocabulary import CITIES
+
+
+class MultiNeedle:
+    """``num_needles`` "special magic {city} number" needles; every number is asked for."""
+
+    name = "multi_needle"
+
+    def sample(self, spec: RunRequest, cell: Cell) -> Sample:
+        """Distinct cities and numbers, spread from the cell's depth to the end."""
+        rng = sample_rng(spec, cell, self.name)
+        count = spec.num_needles
+        cities = rng.sample(CITIES, count)
+        numbers = distinct_values(rng, "numbers", count)
+        depths = spread_depths(cell.depth_percent, count)
+        insertions = tuple(
+            Insertion(f" The special magic {city} number is: {number}.", depth)
+            for city, number, depth in zip(cities, numbers, depths, strict=True)
+        )
+        listed = ", ".join(cities)
+        return Sample(
+            insertions=insertions,
+            question=(
+                f"What are the special magic numbers for {listed}? Give each city with its number."
+            ),
+            expected=tuple(numbers),
+            details={"keys": cities},
+        )
+
+    def score(self, sample: Sample, answer: str) -> Verdict:
+        """The share of the needles' numbers the answer holds."""
+        share, found = fraction_found(answer, sample.expected)
+        outcome = "correct" if found == len(sample.expected) else "wrong"
+        return Verdict(outcome, share, {"retrieved": found, "needles": len(sample.expected)})

@@ -1,0 +1,271 @@
+"""The task layer: each task's samples and scorer, and its prompts token-exact."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from niah.core.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.prompt_builder import build_prompt
+from niah.core.prompts import HARNESS_TEMPLATE
+from niah.core.scoring import unscored_reason
+from niah.core.spec import Cell, RunRequest
+from niah.errors import RequestError
+from niah.models.tokenizer import SentencePieceTokenizer
+from niah.service.dispatch import parse_request
+from niah.tasks import TASKS, get_task
+from niah.tasks.nonliteral import TEMPLATES
+from tests.fakes import MemoryBlobs
+
+PREFIX = "haystacks/paul_graham_essays/"
+
+
+@pytest.fixture(scope="module")
+def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackTokens:
+    blobs = MemoryBlobs()
+    for path in sorted(essays_dir.glob("*.txt")):
+        blobs.objects[PREFIX + path.name] = path.read_bytes()
+    return load_haystack(blobs, PREFIX, tokenizer)
+
+
+def sample_of(task: str, length: int = 4000, depth: float = 50, index: int = 0, **options):
+    spec = RunRequest(task=task, context_lengths=[length], **options)
+    return get_task(task).sample(spec, Cell(length, depth, index))
+
+
+# --- scorers, pinned on constructed answers -------------------------------------------
+
+
+def test_multi_needle_scores_the_share_found() -> None:
+    sample = sample_of("multi_needle", num_needles=3)
+    first, second, _third = sample.expected
+    verdict = get_task("multi_needle").score(sample, f"They are {first} and {second}.")
+    assert verdict.score == pytest.approx(2 / 3)
+    assert verdict.outcome == "wrong"
+    assert verdict.details == {"retrieved": 2, "needles": 3}
+    everything = get_task("multi_needle").score(sample, " ".join(sample.expected))
+    assert (everything.outcome, everything.score) == ("correct", 1.0)
+
+
+def test_multi_key_counts_a_distractors_value_as_a_hit_and_scores_it_zero() -> None:
+    sample = sample_of("multi_key", num_distractors=3)
+    distractor = sample.details["distractor_values"][1]
+    verdict = get_task("multi_key").score(sample, f"The number is {distractor}.")
+    assert (verdict.outcome, verdict.score) == ("wrong", 0.0)
+    assert verdict.details["distractor_hit"] is True
+    right = get_task("multi_key").score(sample, f"It is {sample.expected[0]}.")
+    assert (right.outcome, right.score, right.details["distractor_hit"]) == ("correct", 1.0, False)
+
+
+def test_multi_value_and_multi_query_score_the_share_returned() -> None:
+    values = sample_of("multi_value", num_values=4)
+    verdict = get_task("multi_value").score(values, ", ".join(values.expected[:3]))
+    assert verdict.score == pytest.approx(0.75)
+    queries = sample_of("multi_query", num_queries=4)
+    verdict = get_task("multi_query").score(queries, queries.expected[0])
+    assert verdict.score == pytest.approx(0.25)
+
+
+def test_absent_counts_an_invented_number_as_a_hallucination() -> None:
+    sample = sample_of("absent")
+    invented = get_task("absent").score(sample, "The special magic number is 4815162.")
+    assert (invented.outcome, invented.score) == ("wrong", 0.0)
+    assert invented.details["hallucinated"] is True
+    declined = get_task("absent").score(sample, "UNANSWERABLE")
+    assert (declined.outcome, declined.score) == ("correct", 1.0)
+    assert declined.details["hallucinated"] is False
+    # Saying it is missing but giving a number anyway is still a hallucination.
+    both = get_task("absent").score(sample, "It is not mentioned, maybe 1234567.")
+    assert both.outcome == "wrong" and both.details["hallucinated"] is True
+
+
+def test_nonliteral_scores_an_answer_naming_the_character() -> None:
+    sample = sample_of("nonliteral")
+    character = sample.expected[0]
+    assert get_task("nonliteral").score(sample, f"{character} has.").score == 1.0
+    assert get_task("nonliteral").score(sample, "Nobody did.").score == 0.0
+
+
+def test_an_empty_answer_cut_off_by_the_budget_is_unscored_not_wrong() -> None:
+    assert unscored_reason("", "MAX_TOKENS") is not None
+    assert unscored_reason("", "SAFETY") is not None
+    assert unscored_reason("", "PROMPT_BLOCKED:PROHIBITED_CONTENT") is not None
+    assert unscored_reason("7", "MAX_TOKENS") is None  # an answer that began is scored
+    assert unscored_reason("", "STOP") is None  # the model chose to say nothing
+
+
+# --- samples ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_samples_differ_and_are_reproducible_from_the_seed(task: str) -> None:
+    first = [sample_of(task, index=i, seed=5) for i in range(3)]
+    again = [sample_of(task, index=i, seed=5) for i in range(3)]
+    other_seed = sample_of(task, index=0, seed=6)
+    assert first == again
+    assert len({s.needle + s.question for s in first}) == 3
+    assert other_seed != first[0]
+
+
+def test_the_single_tasks_first_sample_is_the_needle_it_always_was() -> None:
+    from niah.core.needles import needle_for
+
+    spec = RunRequest(context_lengths=[4000])
+    sample = get_task("single").sample(spec, Cell(4000, 50))
+    needle = needle_for(spec, Cell(4000, 50))
+    assert (sample.needle, sample.expected) == (needle.text.strip(), (needle.expected_answer,))
+
+
+def test_multi_needle_spaces_the_rest_evenly_after_the_first() -> None:
+    sample = sample_of("multi_needle", depth=40, num_needles=10)
+    depths = [insertion.depth_percent for insertion in sample.insertions]
+    assert depths == pytest.approx([40, 46, 52, 58, 64, 70, 76, 82, 88, 94])
+    assert len(set(sample.expected)) == 10
+
+
+def test_a_hundred_needles_have_a_hundred_keys_and_values() -> None:
+    sample = sample_of("multi_needle", length=32_000, num_needles=100)
+    assert len(set(sample.expected)) == 100
+    assert len({i.text.split(" number")[0] for i in sample.insertions}) == 100
+
+
+STOPWORDS = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "from",
+    "by",
+    "with",
+    "and",
+    "or",
+    "has",
+    "have",
+    "had",
+    "been",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "which",
+    "who",
+    "what",
+    "whose",
+    "that",
+    "this",
+    "these",
+    "those",
+    "it",
+    "its",
+    "his",
+    "her",
+    "their",
+    "one",
+    "once",
+    "last",
+    "during",
+    "up",
+    "down",
+    "over",
+    "under",
+    "near",
+    "next",
+    "beside",
+    "below",
+    "above",
+    "outside",
+    "inside",
+    "past",
+    "after",
+    "before",
+    "answer",
+    "character",
+    "character's",
+    "name",
+}
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z']+", text.lower()) if w not in STOPWORDS}
+
+
+def test_nonliteral_needles_share_no_content_word_with_their_question() -> None:
+    assert len(TEMPLATES) >= 30
+    for needle, question in TEMPLATES:
+        shared = content_words(needle.format(name="")) & content_words(question)
+        assert shared == set(), (needle, question, shared)
+
+
+# --- options ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "field_hint"),
+    [
+        ({"num_needles": 5}, "num_needles applies to task multi_needle"),
+        ({"task": "multi_key", "num_values": 3}, "num_values applies to task multi_value"),
+        ({"task": "absent", "needle": "x"}, "needle applies to task single"),
+        (
+            {"task": "multi_key", "scorer": "judge", "evaluator_model_name": "gemini-2.5-flash"},
+            "scores its own answers",
+        ),
+        ({"task": "nope"}, "task"),
+        ({"samples_per_cell": 0}, "samples_per_cell"),
+    ],
+)
+def test_options_that_do_not_fit_the_task_are_refused(payload: dict, field_hint: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request({"context_lengths": [1000], **payload})
+    assert field_hint in f"{caught.value.field} {caught.value.message}"
+
+
+def test_the_single_tasks_run_ids_are_the_ones_runs_had_before_tasks() -> None:
+    # Computed with the code before the task layer (commit 10f3a36).
+    spec = RunRequest(context_lengths=[1000, 2000], document_depth_percents=[0, 50])
+    assert spec.run_id("fp") == "run-d9156a099d0a1e78"
+    spec = RunRequest(model_name="gemini-2.5-flash", context_lengths=[4000], seed=3)
+    assert spec.run_id("fp2") == "run-5ba657d611400fbb"
+    assert RunRequest(context_lengths=[1000], samples_per_cell=2).run_id("fp") != RunRequest(
+        context_lengths=[1000]
+    ).run_id("fp")
+
+
+def test_samples_are_cells_of_their_own() -> None:
+    spec = RunRequest(context_lengths=[1000], document_depth_percents=[50], samples_per_cell=3)
+    ids = [cell.cell_id for cell in spec.cells()]
+    assert ids == ["L00001000-D050000", "L00001000-D050000-S001", "L00001000-D050000-S002"]
+
+
+# --- every task's prompt, token-exact ---------------------------------------------------
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("length", [1_000, 32_000, 1_000_000])
+def test_every_tasks_prompt_is_exact_with_needles_intact_at_sentence_ends(
+    essays: HaystackTokens, tokenizer: SentencePieceTokenizer, task: str, length: int
+) -> None:
+    sample = sample_of(task, length=length, depth=25)
+    built = build_prompt(
+        essays,
+        tokenizer,
+        template=HARNESS_TEMPLATE,
+        insertions=sample.insertions,
+        question=sample.question,
+        answer_lead=sample.answer_lead,
+        context_length=length,
+    )
+    assert len(tokenizer.encode(built.prompt)) == length
+    context = built.context
+    for insertion in sample.insertions:
+        assert context.count(insertion.text) == 1
+        before = context[: context.index(insertion.text)]
+        # At a sentence end, or right after another needle (which ends in '.').
+        assert before == "" or before.endswith("."), before[-30:]
