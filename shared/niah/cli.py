@@ -160,10 +160,28 @@ def _print_results(run_id: str, run: dict[str, Any]) -> None:
             f"prompt tokens vs requested length: mean {deviation.get('mean')}, "
             f"max |deviation| {deviation.get('max_abs')}"
         )
-    print(f"scores ({run.get('scorer', 'exact')}):")
+    print(_measures_line(run))
+    task = (run.get("spec") or {}).get("task", "single")
+    scale = "" if task == "single" else f", task {task}, fraction of 1"
+    print(f"scores ({run.get('scorer', 'exact')}{scale}):")
     print(format_table(score_table(cells)))
     if run.get("report"):
         print(f"heatmap: {run['report']['heatmap_uri']}")
+
+
+def _measures_line(run: dict[str, Any]) -> str:
+    """Outcomes and the run's measures, once the report has them."""
+    outcomes = run.get("outcomes") or {}
+    measures = run.get("measures") or {}
+    if not measures:
+        return ""
+    effective = measures.get("effective_length") or {}
+    return (
+        f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
+        f"{outcomes.get('unscored', 0)} unscored; mean {measures.get('mean')} %; effective "
+        f"length {effective.get('length')} (threshold {effective.get('threshold')}, "
+        f"{effective.get('rule')}); area under curve {measures.get('area_under_curve')}"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -216,9 +234,10 @@ def estimate(payload: dict[str, Any]) -> str:
     prompt_tokens = sum(cell.context_length for cell in cells)
     output_tokens = len(cells) * max_output
     costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]
+    samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
     lines = [
-        f"{spec.model_name}: {len(cells)} cells ({len(spec.lengths())} lengths x "
-        f"{len(spec.depths())} depths)",
+        f"{spec.model_name}, task {spec.task}: {len(cells)} cells ({len(spec.lengths())} "
+        f"lengths x {len(spec.depths())} depths{samples})",
         f"prompt tokens: {prompt_tokens:,}; output tokens at most: {output_tokens:,}",
     ]
     if all(cost.priced for cost in costs):

@@ -1,0 +1,98 @@
+"""Every task runs through the local stack: HTTP, Pub/Sub push, the local model, report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import requests
+
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.store import FirestoreStore
+from niah.tasks import TASKS
+from tests.integration.conftest import Stack, wait_for
+
+pytestmark = pytest.mark.integration
+
+OUTCOMES = {"correct", "wrong", "unscored"}
+
+
+def submit(stack: Stack, body: dict[str, Any]) -> str:
+    response = requests.post(
+        stack.env["DISPATCHER_URL"],
+        data=json.dumps(body),
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert response.status_code == 202, response.text
+    return str(response.json()["run_id"])
+
+
+def wait_complete(run_id: str, timeout: float = 600) -> dict[str, Any]:
+    store = FirestoreStore()
+
+    def complete() -> dict[str, Any] | None:
+        run = store.get_run(run_id)
+        return run if run and run.get("status") == "complete" and run.get("report") else None
+
+    return wait_for(complete, timeout=timeout, what=f"run {run_id} to complete")
+
+
+@pytest.fixture(scope="module")
+def task_runs(stack: Stack) -> dict[str, str]:
+    """One small run per task, all submitted at once so the worker interleaves them."""
+    runs = {
+        task: submit(
+            stack,
+            {"task": task, "context_lengths": [500], "document_depth_percents": [50], "seed": 3},
+        )
+        for task in TASKS
+    }
+    runs["noise+repeats"] = submit(
+        stack,
+        {
+            "task": "multi_key",
+            "haystack_dir": "noise",
+            "samples_per_cell": 2,
+            "context_lengths": [500],
+            "document_depth_percents": [25],
+        },
+    )
+    for run_id in runs.values():
+        wait_complete(run_id)
+    return runs
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_each_task_runs_through_the_stack_and_is_scored(
+    stack: Stack, task_runs: dict[str, str], task: str
+) -> None:
+    store = FirestoreStore()
+    run_id = task_runs[task]
+    [cell] = store.list_cells(run_id)
+    assert cell["task"] == task and cell["status"] == "answered", cell.get("error")
+    assert cell["outcome"] in OUTCOMES
+    # The prompt is exactly the requested length: llama.cpp counts our tokens plus BOS.
+    assert cell["usage"]["prompt_token_count"] == 500 + 1
+    assert cell["planned_prompt_tokens"] == 500
+    if cell["outcome"] != "unscored":
+        assert 0.0 <= cell["task_score"] <= 1.0
+    run = store.get_run(run_id)
+    assert run["measures"]["by_length"].keys() <= {"500"}
+    summary = json.loads(
+        GcsBlobStore(stack.env["NIAH_BUCKET"]).read(run["report"]["summary_uri"].split("/", 3)[3])
+    )
+    assert summary["task"] == task and summary["samples"] == 1
+    assert summary["score_scale"] == ("1-10" if task == "single" else "fraction")
+
+
+def test_repeats_on_the_noise_haystack_are_cells_of_their_own(task_runs: dict[str, str]) -> None:
+    store = FirestoreStore()
+    run_id = task_runs["noise+repeats"]
+    cells = store.list_cells(run_id)
+    assert [c["cell_id"] for c in cells] == ["L00000500-D025000", "L00000500-D025000-S001"]
+    assert cells[0]["needle"] != cells[1]["needle"]
+    run = store.get_run(run_id)
+    assert run["haystack_uri"].endswith("/generated/noise/")
+    assert (run["total"], run["done"] + run["failed"]) == (2, 2)
