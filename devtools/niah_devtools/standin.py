@@ -47,6 +47,14 @@ class StandinState:
                 "input_limit": 1_048_576,  # prompts above this get a 400
                 "answer": None,  # a fixed answer text instead of retrieving
                 "estimate_tokens": False,  # count len(text) // 4 instead of tokenizing
+                # As a thinking model answers: N thought tokens (a thought part, billed
+                # as output), and with thinking_only no answer at all (MAX_TOKENS).
+                "thoughts_tokens": 0,
+                "thinking_only": False,
+                # Prompt tokens reported as served from the implicit cache.
+                "cached_tokens": 0,
+                # A blocked prompt: no candidates, promptFeedback.blockReason.
+                "prompt_block": None,
                 **config,
             }
 
@@ -110,20 +118,40 @@ def _generate(state: StandinState, prompt: str, call_index: int) -> tuple[int, d
             f"The input token count ({prompt_tokens}) exceeds the maximum "
             f"number of tokens allowed ({config['input_limit']}).",
         )
-    usage = {"promptTokenCount": prompt_tokens}
+    usage: dict[str, Any] = {"promptTokenCount": prompt_tokens}
+    cached = min(int(config["cached_tokens"]), prompt_tokens)
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    if config["prompt_block"]:
+        usage["totalTokenCount"] = prompt_tokens
+        return 200, {
+            "promptFeedback": {"blockReason": config["prompt_block"]},
+            "usageMetadata": usage,
+        }
+    thoughts = int(config["thoughts_tokens"])
+    thought_parts = [{"text": "Let me look for it.", "thought": True}] if thoughts else []
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
     if config["block"]:
         candidate: dict[str, Any] = {"finishReason": "SAFETY"}
-        usage |= {"totalTokenCount": prompt_tokens}
+        usage["totalTokenCount"] = prompt_tokens + thoughts
+    elif config["thinking_only"]:
+        # The budget went to thinking: no answer part and no candidatesTokenCount.
+        candidate = {
+            "content": {"role": "model", "parts": thought_parts},
+            "finishReason": "MAX_TOKENS",
+        }
+        usage["totalTokenCount"] = prompt_tokens + thoughts
     else:
         text = _answer_text(prompt, config["answer"])
         output_tokens = _count_tokens(text, estimate)
         candidate = {
-            "content": {"role": "model", "parts": [{"text": text}]},
+            "content": {"role": "model", "parts": [*thought_parts, {"text": text}]},
             "finishReason": "STOP",
         }
         usage |= {
             "candidatesTokenCount": output_tokens,
-            "totalTokenCount": prompt_tokens + output_tokens,
+            "totalTokenCount": prompt_tokens + output_tokens + thoughts,
         }
     return 200, {"candidates": [candidate], "usageMetadata": usage}
 

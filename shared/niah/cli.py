@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from niah.core.spec import RunRequest
-from niah.core.summary import format_table, score_table
+from niah.core.summary import cost_summary, format_cost, format_table, score_table
 from niah.settings import get_settings
 
 
@@ -145,9 +145,12 @@ def _print_results(run_id: str, run: dict[str, Any]) -> None:
     )
     totals = run.get("totals", {})
     if totals:
+        cost = cost_summary(totals)
+        cached = f" ({cost['cached_share']:.0%} cached)" if cost["cached_share"] else ""
         print(
-            f"tokens: {int(totals.get('prompt_tokens', 0)):,} prompt + "
-            f"{int(totals.get('output_tokens', 0)):,} output; cost ${totals.get('cost_usd', 0):.4f}"
+            f"tokens: {int(totals.get('prompt_tokens', 0)):,} prompt{cached} + "
+            f"{int(totals.get('output_tokens', 0)):,} output + "
+            f"{int(totals.get('thinking_tokens', 0)):,} thinking; {format_cost(cost)}"
             + (
                 f"; judge {int(totals.get('judge_prompt_tokens', 0)):,} tokens"
                 if totals.get("judge_prompt_tokens")

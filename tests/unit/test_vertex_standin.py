@@ -210,3 +210,66 @@ def test_blocked_and_too_long_cells_are_stored_not_crashed(
     [cell] = store.list_cells(run_id)
     assert outcome == "failed" and cell["score"] is None
     assert cell["error"]["kind"] == "cell" and "input limit" in cell["error"]["message"]
+
+
+def test_thinking_tokens_are_billed_as_output_and_cached_input_at_its_rate(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    url, _ = standin
+    configure(url, thoughts_tokens=300, cached_tokens=1500)
+    store, run_id, _ = run_one_gemini_cell(essay_blobs)
+    [cell] = store.list_cells(run_id)
+    usage = cell["usage"]
+    assert usage["thoughts_token_count"] == 300
+    assert usage["cached_content_token_count"] == 1500
+    answer = usage["candidates_token_count"]
+    assert usage["total_token_count"] == 2000 + answer + 300  # the API's total, as given
+    assert cell["model_response"].startswith("The special magic")  # no thought text
+    # gemini-2.5-flash: input 0.30, cached input 0.03, output 2.50 USD per 1M tokens.
+    expected = (500 * 0.30 + 1500 * 0.03 + (answer + 300) * 2.50) / 1e6
+    assert cell["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert cell["cost_without_cache_usd"] == pytest.approx(
+        (2000 * 0.30 + (answer + 300) * 2.50) / 1e6, rel=1e-9
+    )
+    totals = store.get_run(run_id)["totals"]
+    assert (totals["thinking_tokens"], totals["cached_tokens"]) == (300, 1500)
+    assert totals["cost_usd"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_thinking_only_reply_is_unscored_and_its_thinking_is_paid_for(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    url, _ = standin
+    configure(url, thoughts_tokens=300, thinking_only=True)
+    store, run_id, outcome = run_one_gemini_cell(essay_blobs)
+    [cell] = store.list_cells(run_id)
+    assert outcome == "answered" and cell["finish_reason"] == "MAX_TOKENS"
+    assert (cell["outcome"], cell["score"], cell["model_response"]) == ("unscored", None, "")
+    assert cell["cost_usd"] == pytest.approx((2000 * 0.30 + 300 * 2.50) / 1e6, rel=1e-9)
+
+
+def test_a_blocked_prompt_keeps_the_apis_reason(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    url, _ = standin
+    configure(url, prompt_block="PROHIBITED_CONTENT")
+    store, run_id, _ = run_one_gemini_cell(essay_blobs)
+    [cell] = store.list_cells(run_id)
+    assert cell["finish_reason"] == "PROMPT_BLOCKED:PROHIBITED_CONTENT"
+    assert cell["outcome"] == "unscored"
+
+
+def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    from niah.core.summary import summarize
+    from niah.service.report import heatmap_title
+
+    store, run_id, _ = run_one_gemini_cell(essay_blobs, model_name="gemini-9-ultra")
+    [cell] = store.list_cells(run_id)
+    assert cell["cost_usd"] is None
+    run = store.get_run(run_id)
+    assert run["totals"]["unpriced_cells"] == 1 and "cost_usd" not in run["totals"]
+    summary = summarize(run | {"run_id": run_id}, store.list_cells(run_id))
+    assert summary["cost_usd"] is None and summary["unpriced_cells"] == 1
+    assert "cost unknown" in heatmap_title(summary) and "$0.0000" not in heatmap_title(summary)

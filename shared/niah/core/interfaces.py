@@ -150,10 +150,12 @@ class Tokenizer(Protocol):
 
 @dataclass(frozen=True)
 class ModelAnswer:
-    """A model's reply and what it cost.
+    """A model's reply and its usage as the API reports it.
 
-    ``finish_reason`` is kept as the API gives it ("STOP", "MAX_TOKENS", "SAFETY"...);
-    a blocked or empty answer is an answer, scored like any other.
+    ``finish_reason`` is kept as the API gives it ("STOP", "MAX_TOKENS", "SAFETY"...).
+    ``prompt_tokens`` includes ``cached_tokens`` (served from the provider's cache, billed
+    at its cached rate); ``output_tokens`` is the answer's, ``thinking_tokens`` the
+    thoughts' (billed as output); ``total_tokens`` is the API's own total where it gives one.
     """
 
     text: str
@@ -161,6 +163,22 @@ class ModelAnswer:
     prompt_tokens: int | None
     output_tokens: int | None
     latency_seconds: float
+    thinking_tokens: int | None = None
+    cached_tokens: int | None = None
+    total_tokens: int | None = None
+
+    def usage(self) -> dict[str, int | None]:
+        """The counts in Vertex AI's ``usageMetadata`` names, as stored on a cell."""
+        counted = [self.prompt_tokens, self.output_tokens, self.thinking_tokens]
+        return {
+            "prompt_token_count": self.prompt_tokens,
+            "cached_content_token_count": self.cached_tokens,
+            "candidates_token_count": self.output_tokens,
+            "thoughts_token_count": self.thinking_tokens,
+            "total_token_count": self.total_tokens
+            if self.total_tokens is not None
+            else sum(n or 0 for n in counted),
+        }
 
 
 class Provider(Protocol):

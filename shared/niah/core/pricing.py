@@ -2,35 +2,95 @@
 
 Prices are USD per million tokens. Models with a long-context tier charge the higher
 rate for the whole request when the prompt is above ``long_context_threshold`` tokens.
-A model with no known price costs "unknown", never $0.
+Thinking tokens are billed at the output rate and cached input at the cached rate
+(Vertex AI's implicit caching is on by default). A model with no known price costs
+"unknown", never $0.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from niah.core.interfaces import ModelAnswer
 from niah.models.catalog import Prices, prices_for
 
 
 @dataclass(frozen=True)
 class Cost:
-    """A cost in USD, and whether the model's price was known."""
+    """A cost in USD, whether the model's price was known, and the cost without caching."""
 
     usd: float
     priced: bool
+    usd_without_cache: float = 0.0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.usd + other.usd,
+            self.priced and other.priced,
+            self.usd_without_cache + other.usd_without_cache,
+        )
 
 
-def call_cost(prices: Prices | None, prompt_tokens: int, output_tokens: int) -> Cost:
-    """The cost of one call at ``prices`` (unpriced when ``prices`` is None)."""
+UNPRICED = Cost(0.0, priced=False)
+
+
+def call_cost(
+    prices: Prices | None,
+    prompt_tokens: int,
+    output_tokens: int,
+    *,
+    cached_tokens: int = 0,
+    thinking_tokens: int = 0,
+) -> Cost:
+    """The cost of one call at ``prices``, as Google bills it.
+
+    Uncached input at the input rate, cached input at the cached rate, answer and
+    thinking tokens at the output rate; the long-context tier (by the whole prompt's
+    size) for every part. Unpriced when the price, or the cached rate for cached tokens,
+    is unknown.
+    """
     if prices is None:
-        return Cost(0.0, priced=False)
+        return UNPRICED
     threshold = prices.long_context_threshold
     long = threshold is not None and prompt_tokens > threshold
     input_rate = prices.long_input if long and prices.long_input is not None else prices.input
     output_rate = prices.long_output if long and prices.long_output is not None else prices.output
-    return Cost((prompt_tokens * input_rate + output_tokens * output_rate) / 1e6, priced=True)
+    cached_rate = (
+        prices.long_cached_input if long and prices.long_cached_input is not None
+        else prices.cached_input
+    )  # fmt: skip
+    if cached_tokens and cached_rate is None:
+        return UNPRICED
+    billed_output = (output_tokens + thinking_tokens) * output_rate
+    uncached = prompt_tokens - cached_tokens
+    usd = uncached * input_rate + cached_tokens * (cached_rate or 0.0) + billed_output
+    return Cost(usd / 1e6, True, (prompt_tokens * input_rate + billed_output) / 1e6)
 
 
-def cost_of(model_name: str, prompt_tokens: int, output_tokens: int) -> Cost:
+def cost_of(
+    model_name: str,
+    prompt_tokens: int,
+    output_tokens: int,
+    *,
+    cached_tokens: int = 0,
+    thinking_tokens: int = 0,
+) -> Cost:
     """The cost of one call to ``model_name``, at the catalog's prices."""
-    return call_cost(prices_for(model_name), prompt_tokens, output_tokens)
+    return call_cost(
+        prices_for(model_name),
+        prompt_tokens,
+        output_tokens,
+        cached_tokens=cached_tokens,
+        thinking_tokens=thinking_tokens,
+    )
+
+
+def answer_cost(model_name: str, answer: ModelAnswer) -> Cost:
+    """What one answered call cost, from the usage the API reported."""
+    return cost_of(
+        model_name,
+        answer.prompt_tokens or 0,
+        answer.output_tokens or 0,
+        cached_tokens=answer.cached_tokens or 0,
+        thinking_tokens=answer.thinking_tokens or 0,
+    )

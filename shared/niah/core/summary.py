@@ -182,7 +182,7 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),
         "totals": run.get("totals", {}),
-        "cost_usd": round(float(run.get("totals", {}).get("cost_usd", 0.0)), 6),
+        **cost_summary(run.get("totals", {})),
         # The API's prompt token count minus the requested length: how honest the
         # lengths on the x axis are.
         "prompt_token_deviation": {
@@ -200,6 +200,35 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
             "samples": table.counts,
         },
     }
+
+
+def cost_summary(totals: dict[str, Any]) -> dict[str, Any]:
+    """The run's cost as billed, or None (unknown) when any cell had no known price.
+
+    Never $0 for an unknown price: the priced part and the unpriced count are given
+    beside it. The cached share is the part of the prompt tokens served from cache.
+    """
+    unpriced = int(totals.get("unpriced_cells", 0))
+    priced = round(float(totals.get("cost_usd", 0.0)), 6)
+    prompt = float(totals.get("prompt_tokens", 0.0))
+    cached = float(totals.get("cached_tokens", 0.0))
+    return {
+        "cost_usd": None if unpriced else priced,
+        "cost_priced_part_usd": priced,
+        "unpriced_cells": unpriced,
+        "cost_without_cache_usd": round(float(totals.get("cost_without_cache_usd", 0.0)), 6),
+        "cached_share": round(cached / prompt, 4) if prompt else None,
+    }
+
+
+def format_cost(summary: dict[str, Any]) -> str:
+    """The cost as a person should read it: dollars, or unknown with what is known."""
+    if summary["cost_usd"] is not None:
+        return f"${summary['cost_usd']:.4f}"
+    unpriced = summary["unpriced_cells"]
+    known = summary["cost_priced_part_usd"]
+    priced_part = f"; the priced cells ${known:.4f}" if known else ""
+    return f"cost unknown ({unpriced} cell{'s' * (unpriced != 1)} without a price{priced_part})"
 
 
 def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:

@@ -19,7 +19,7 @@ from niah.core.interfaces import (
     Tokenizer,
     gs_uri,
 )
-from niah.core.pricing import cost_of
+from niah.core.pricing import Cost, answer_cost
 from niah.core.prompt_builder import BuiltPrompt, build_prompt
 from niah.core.scoring import MISSED, RETRIEVED, judge_answer, unscored_reason
 from niah.core.spec import Cell, RunRequest
@@ -255,16 +255,40 @@ def _answer_cell(
         prompt_tokens=answer.prompt_tokens,
     )
     fields |= _answer_fields(answer, cell)
-    prompt_tokens, output_tokens = answer.prompt_tokens or 0, answer.output_tokens or 0
-    totals = {"prompt_tokens": float(prompt_tokens), "output_tokens": float(output_tokens)}
-    score_fields, judge_totals = _score(spec, sample, answer, provider_for)
+    score_fields, judged = _score(spec, sample, answer, provider_for)
     fields |= score_fields
-    judge_cost = judge_totals.pop("judge_cost_usd", 0.0)
-    totals |= judge_totals
-    cost = cost_of(spec.model_name, prompt_tokens, output_tokens)
-    fields["cost_usd"] = round(cost.usd + judge_cost, 8) if cost.priced else None
-    totals["cost_usd"] = cost.usd + judge_cost
-    return fields, totals
+    cost = answer_cost(spec.model_name, answer)
+    totals = _usage_totals("", answer)
+    if judged is not None and spec.evaluator_model_name:
+        fields["judge_usage"] = judged.usage()
+        totals |= _usage_totals("judge_", judged)
+        cost += answer_cost(spec.evaluator_model_name, judged)
+    return fields | _cost_fields(cost), totals | _cost_totals(cost)
+
+
+def _usage_totals(prefix: str, answer: ModelAnswer) -> dict[str, float]:
+    """One call's token counts, as increments of the run's totals."""
+    return {
+        f"{prefix}prompt_tokens": float(answer.prompt_tokens or 0),
+        f"{prefix}cached_tokens": float(answer.cached_tokens or 0),
+        f"{prefix}output_tokens": float(answer.output_tokens or 0),
+        f"{prefix}thinking_tokens": float(answer.thinking_tokens or 0),
+    }
+
+
+def _cost_fields(cost: Cost) -> dict[str, Any]:
+    """The cell's cost: None where any of its calls had no known price (never $0)."""
+    return {
+        "cost_usd": round(cost.usd, 8) if cost.priced else None,
+        "cost_without_cache_usd": round(cost.usd_without_cache, 8) if cost.priced else None,
+    }
+
+
+def _cost_totals(cost: Cost) -> dict[str, float]:
+    """The run's cost increments: priced cells add dollars, unpriced ones are counted."""
+    if not cost.priced:
+        return {"unpriced_cells": 1.0}
+    return {"cost_usd": cost.usd, "cost_without_cache_usd": cost.usd_without_cache}
 
 
 def _build_cell_prompt(
@@ -299,17 +323,12 @@ def _save_prompt(task: CellTask, prompt: str, blobs: BlobStore) -> str:
 
 def _answer_fields(answer: ModelAnswer, cell: Cell) -> dict[str, Any]:
     """The model's answer and the API's usage, as stored on the cell."""
-    prompt_tokens, output_tokens = answer.prompt_tokens or 0, answer.output_tokens or 0
     return {
         "status": "answered",
         "model_response": answer.text,
         "finish_reason": answer.finish_reason,
         "model_seconds": round(answer.latency_seconds, 4),
-        "usage": {
-            "prompt_token_count": answer.prompt_tokens,
-            "candidates_token_count": answer.output_tokens,
-            "total_token_count": prompt_tokens + output_tokens,
-        },
+        "usage": answer.usage(),
         "prompt_token_deviation": (
             answer.prompt_tokens - cell.context_length if answer.prompt_tokens else None
         ),
@@ -318,8 +337,8 @@ def _answer_fields(answer: ModelAnswer, cell: Cell) -> dict[str, Any]:
 
 def _score(
     spec: RunRequest, sample: Sample, answer: ModelAnswer, provider_for: ProviderFactory
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """The sample's outcome and scores, and the judge's run increments.
+) -> tuple[dict[str, Any], ModelAnswer | None]:
+    """The sample's outcome and scores, and the judge's call where there was one.
 
     ``task_score`` is in [0, 1] for every task; ``score`` is what the heatmap shows: the
     harness's 1-10 scale for ``single``, the task's fraction for the others. A blocked
@@ -327,7 +346,7 @@ def _score(
     """
     reason = unscored_reason(answer.text, answer.finish_reason)
     if reason is not None:
-        return {"outcome": "unscored", "unscored_reason": reason, "score": None}, {}
+        return {"outcome": "unscored", "unscored_reason": reason, "score": None}, None
     task = get_task(spec.task)
     if spec.task != "single":
         verdict = task.score(sample, answer.text)
@@ -337,15 +356,15 @@ def _score(
             "task_score": round(verdict.score, 6),
             "score": round(verdict.score, 6),
             "task_details": verdict.details,
-        }, {}
+        }, None
     scorer = spec.scorer_name()
     fields: dict[str, Any] = {"scorer": scorer}
     if sample.expected:
         correct = task.score(sample, answer.text).outcome == "correct"
         fields["exact_score"] = RETRIEVED if correct else MISSED
-    totals: dict[str, float] = {}
+    judged: ModelAnswer | None = None
     if scorer in ("judge", "both") and spec.evaluator_model_name:
-        judge_fields, totals = _judge(spec.evaluator_model_name, sample, answer.text, provider_for)
+        judge_fields, judged = _judge(spec.evaluator_model_name, sample, answer.text, provider_for)
         fields |= judge_fields
     if scorer == "judge":
         fields["score"] = fields.get("judge_score")
@@ -353,7 +372,7 @@ def _score(
         fields["score"] = fields.get("judge_score") or fields.get("exact_score")
     else:
         fields["score"] = fields.get("exact_score")
-    return fields | _outcome_on_the_harness_scale(fields["score"], fields), totals
+    return fields | _outcome_on_the_harness_scale(fields["score"], fields), judged
 
 
 def _outcome_on_the_harness_scale(score: float | None, fields: dict[str, Any]) -> dict[str, Any]:
@@ -369,7 +388,7 @@ def _outcome_on_the_harness_scale(score: float | None, fields: dict[str, Any]) -
 
 def _judge(
     evaluator_name: str, sample: Sample, answer: str, provider_for: ProviderFactory
-) -> tuple[dict[str, Any], dict[str, float]]:
+) -> tuple[dict[str, Any], ModelAnswer | None]:
     """The judge's score of ``answer``; a failed judge leaves only its score empty.
 
     The answer is paid for: a failed judge must neither redeliver the cell (and call
@@ -383,16 +402,9 @@ def _judge(
         )
     except NiahError as error:
         log("judge failed", severity="WARNING", error=str(error))
-        return fields | {"judge_score": None, "judge_error": str(error)}, {}
-    usage = verdict.answer
-    judge_prompt, judge_output = usage.prompt_tokens or 0, usage.output_tokens or 0
+        return fields | {"judge_score": None, "judge_error": str(error)}, None
     fields |= {"judge_score": verdict.score, "judge_reasoning": verdict.reasoning}
-    totals = {
-        "judge_prompt_tokens": float(judge_prompt),
-        "judge_output_tokens": float(judge_output),
-        "judge_cost_usd": cost_of(evaluator_name, judge_prompt, judge_output).usd,
-    }
-    return fields, totals
+    return fields, verdict.answer
 
 
 def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publisher) -> Outcome:

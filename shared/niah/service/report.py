@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
-from niah.core.summary import ScoreTable, score_table, summarize
+from niah.core.summary import ScoreTable, format_cost, score_table, summarize
 from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.settings import get_settings
@@ -76,7 +76,7 @@ def heatmap_title(summary: dict[str, Any]) -> str:
     return (
         f"{summary['model']}{task} · {summary['scorer']} score · mean {summary['mean_score']}"
         f" · effective length {effective if effective is not None else '-'}"
-        f" · {summary['outcomes']['unscored']} unscored · ${summary['cost_usd']:.4f}"
+        f" · {summary['outcomes']['unscored']} unscored · {format_cost(summary)}"
     )
 
 

@@ -30,6 +30,13 @@ HARM_CATEGORIES = (
 )
 
 
+def _api_value(value: Any) -> str | None:
+    """An SDK enum as the API writes it ("PROHIBITED_CONTENT"), not its Python repr."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value))
+
+
 def retry_budget_seconds(settings: Settings) -> float:
     """Worst-case seconds one call may take with all its retries."""
     attempts = settings.gemini_retry_attempts
@@ -128,16 +135,19 @@ class GeminiProvider:
         )
         latency = time.monotonic() - started
         candidates = response.candidates or []
-        finish = candidates[0].finish_reason if candidates else None
+        finish = _api_value(candidates[0].finish_reason) if candidates else None
         if not candidates and response.prompt_feedback is not None:
-            finish = f"PROMPT_BLOCKED:{response.prompt_feedback.block_reason}"
+            finish = f"PROMPT_BLOCKED:{_api_value(response.prompt_feedback.block_reason)}"
         usage = response.usage_metadata
         return ModelAnswer(
-            text=response.text or "",
-            finish_reason=str(getattr(finish, "value", finish)) if finish else None,
+            text=response.text or "",  # the SDK leaves thought parts out of .text
+            finish_reason=finish,
             prompt_tokens=usage.prompt_token_count if usage else None,
             output_tokens=usage.candidates_token_count if usage else None,
             latency_seconds=latency,
+            thinking_tokens=usage.thoughts_token_count if usage else None,
+            cached_tokens=usage.cached_content_token_count if usage else None,
+            total_tokens=usage.total_token_count if usage else None,
         )
 
     def count_tokens(self, prompt: str) -> int:

@@ -65,12 +65,20 @@ class OpenAICompatibleProvider:
         reply = response.json()
         choice = reply["choices"][0]
         usage = reply.get("usage") or {}
+        # OpenAI counts reasoning inside completion_tokens; split it out as thinking.
+        thinking = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+        completion = usage.get("completion_tokens")
         return ModelAnswer(
             text=str(choice["message"].get("content") or ""),
             finish_reason=choice.get("finish_reason"),
             prompt_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
+            output_tokens=completion - thinking
+            if completion is not None and thinking
+            else completion,
             latency_seconds=latency,
+            thinking_tokens=thinking,
+            cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
+            total_tokens=usage.get("total_tokens"),
         )
 
     def count_tokens(self, prompt: str) -> int:
