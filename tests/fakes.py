@@ -155,7 +155,12 @@ class ScriptedProvider:
         self.prompts: list[str] = []
 
     def generate(
-        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+        self,
+        prompt: str,
+        *,
+        max_output_tokens: int,
+        thinking_budget: int | None = None,
+        turns: tuple[tuple[str, str], ...] | None = None,
     ) -> ModelAnswer:
         self.prompts.append(prompt)
         text = self._answer(prompt)

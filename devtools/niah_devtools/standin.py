@@ -23,6 +23,19 @@ from typing import Any
 
 NEEDLE = re.compile(r"The special magic ([\w ]+?) number is: (\d+)\.")
 JUDGE = re.compile(r"Reference: (.*?)\nAnswer to grade: (.*?)\n", re.DOTALL)
+MRCR_ASK = re.compile(
+    r"Prepend (\S+) to the (\w+) (.+?) about (.+?) in a (\w+) style\. Do not include"
+)
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def _mrcr_reply(transcript: str, asked: re.Match[str]) -> str:
+    """A perfect MRCR answer: the prefix, then the asked reply to the repeated request."""
+    prefix, ordinal, fmt, topic, style = asked.groups()
+    request = f"User: Write a {fmt} about {topic} in {style} style.\n\nAssistant: "
+    replies = [chunk.split("\n\nUser: ", 1)[0] for chunk in transcript.split(request)[1:]]
+    index = ORDINALS.index(ordinal) if ordinal in ORDINALS else 0
+    return prefix + replies[index] if index < len(replies) else "UNANSWERABLE"
 
 
 class StandinState:
@@ -80,6 +93,9 @@ def _answer_text(prompt: str, fixed: str | None) -> str:
             if good
             else ("Score: 1\nThe answer does not contain the reference fact.")
         )
+    asked = MRCR_ASK.search(prompt)
+    if asked:
+        return _mrcr_reply(prompt, asked)
     found = NEEDLE.search(prompt)
     if found:
         return f"The special magic {found.group(1)} number is: {found.group(2)}."
@@ -215,11 +231,19 @@ class _Handler(BaseHTTPRequestHandler):
             status, reply = _generate(self.state, prompt, call_index)
             self._send(status, _as_openai(status, reply))
             return
-        prompt = "".join(
-            p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])
-        )
-        status, reply = _generate(self.state, prompt, call_index)
+        status, reply = _generate(self.state, _transcript(body.get("contents", [])), call_index)
         self._send(status, reply)
+
+
+def _transcript(contents: list[dict[str, Any]]) -> str:
+    """One prompt's text; a conversation of several turns written out as MRCR's are."""
+    texts = ["".join(p.get("text", "") for p in c.get("parts", [])) for c in contents]
+    if len(contents) == 1:
+        return texts[0]
+    return "\n\n".join(
+        f"{'Assistant' if c.get('role') == 'model' else 'User'}: {text}"
+        for c, text in zip(contents, texts, strict=True)
+    )
 
 
 def _as_openai(status: int, reply: dict[str, Any]) -> dict[str, Any]:

@@ -179,11 +179,18 @@ def _measures_line(run: dict[str, Any]) -> str:
     if not measures:
         return ""
     effective = measures.get("effective_length") or {}
+    mrcr = run.get("mrcr")
+    mrcr_line = (
+        f"\nMRCR v2 (generated samples, not comparable to the model cards): bins "
+        f"{mrcr['bins']}; cumulative to 128K {mrcr['cumulative_128k']}; at 1M {mrcr['at_1m']}"
+        if mrcr
+        else ""
+    )
     return (
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored; mean {measures.get('mean')} %; effective "
         f"length {effective.get('length')} (threshold {effective.get('threshold')}, "
-        f"{effective.get('rule')}); area under curve {measures.get('area_under_curve')}"
+        f"{effective.get('rule')}); area under curve {measures.get('area_under_curve')}" + mrcr_line
     )
 
 

@@ -273,3 +273,26 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     summary = summarize(run | {"run_id": run_id}, store.list_cells(run_id))
     assert summary["cost_usd"] is None and summary["unpriced_cells"] == 1
     assert "cost unknown" in heatmap_title(summary) and "$0.0000" not in heatmap_title(summary)
+
+
+def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    _, state = standin
+    store, run_id, outcome = run_one_gemini_cell(
+        essay_blobs, task="mrcr", num_needles=4, context_lengths=[8192]
+    )
+    assert outcome == "answered"
+    [request] = [r for r in state.requests if r["kind"] == "generate"]
+    contents = request["body"]["contents"]
+    roles = [content["role"] for content in contents]
+    assert roles == ["user", "model"] * (len(roles) // 2) + ["user"]
+    assert len(roles) > 8 and contents[-1]["parts"][0]["text"].startswith("Prepend ")
+    [cell] = store.list_cells(run_id)
+    # The stand-in answers perfectly: the prefix, then the asked reply.
+    assert (cell["outcome"], cell["task_score"]) == ("correct", 1.0)
+    assert cell["planned_prompt_tokens"] == 8192  # the transcript's text, exact
+    # The API's own count of the turns is stored beside it.
+    assert cell["usage"]["prompt_token_count"] > 0
+    run = store.get_run(run_id)
+    assert run["call_settings"] == {"temperature": 0.0, "thinking_budget": None, "tools": False}

@@ -231,7 +231,14 @@ def test_a_task_cell_stores_the_tasks_outcome_score_and_details(essay_blobs: Mem
 class OutOfBudget(ScriptedProvider):
     """A thinking model that spent its whole answer budget thinking: no text."""
 
-    def generate(self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None):
+    def generate(
+        self,
+        prompt: str,
+        *,
+        max_output_tokens: int,
+        thinking_budget: int | None = None,
+        turns: tuple[tuple[str, str], ...] | None = None,
+    ):
         from niah.core.interfaces import ModelAnswer
 
         self.prompts.append(prompt)

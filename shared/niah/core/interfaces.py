@@ -148,6 +148,10 @@ class Tokenizer(Protocol):
         ...
 
 
+Role = Literal["user", "model"]
+Turn = tuple[Role, str]
+
+
 @dataclass(frozen=True)
 class ModelAnswer:
     """A model's reply and its usage as the API reports it.
@@ -194,11 +198,18 @@ class Provider(Protocol):
     default_template: str
 
     def generate(
-        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+        self,
+        prompt: str,
+        *,
+        max_output_tokens: int,
+        thinking_budget: int | None = None,
+        turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
         """Answer ``prompt``; raise a ``niah.errors`` error on failure.
 
         ``thinking_budget`` applies to models that think (Gemini 2.5); others ignore it.
+        ``turns`` is the same prompt as a conversation (user and model turns, the last a
+        user's): chat APIs get the turns, a completion model the flattened ``prompt``.
         """
         ...
 

@@ -8,6 +8,7 @@ are never read as placeholders.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 PLACEHOLDERS = ("context", "question", "answer_lead")
 _PLACEHOLDER = re.compile(r"\{(context|question|answer_lead)\}")
@@ -66,3 +67,24 @@ def judge_prompt(*, question: str, reference: str, answer: str) -> str:
     return JUDGE_TEMPLATE.format(
         question=question, reference=reference.strip(), answer=answer.strip(), rubric=JUDGE_RUBRIC
     )
+
+
+# A conversation written out, as MRCR v2's transcripts are (google-deepmind/eval_hub
+# mrcr_v2/mrcr_utils.py at 67b7fd2): "User: {request}\n\nAssistant: {reply}\n\n".
+USER_MARK, MODEL_MARK = "User: ", "Assistant: "
+_TURN = re.compile(r"(?:^|\n\n)(User|Assistant): ")
+
+
+def split_transcript(text: str) -> tuple[tuple[Literal["user", "model"], str], ...]:
+    """The turns of a written-out conversation; a last, empty "Assistant:" is dropped.
+
+    The transcript must start with "User: "; text before it would be lost, so it is
+    refused.
+    """
+    if not text.startswith(USER_MARK):
+        raise ValueError("a transcript starts with 'User: '")
+    pieces = _TURN.split(text.removesuffix("Assistant:"))
+    turns: list[tuple[Literal["user", "model"], str]] = []
+    for speaker, said in zip(pieces[1::2], pieces[2::2], strict=True):
+        turns.append(("user" if speaker == "User" else "model", said.strip("\n")))
+    return tuple(turns)

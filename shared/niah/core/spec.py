@@ -27,7 +27,14 @@ HARNESS_DEFAULT_QUESTION = "What is the best thing to do in San Francisco?"
 ScorerName = Literal["exact", "judge", "both"]
 IntervalType = Literal["linear", "sigmoid"]
 TaskName = Literal[
-    "single", "multi_needle", "multi_key", "multi_value", "multi_query", "absent", "nonliteral"
+    "single",
+    "multi_needle",
+    "multi_key",
+    "multi_value",
+    "multi_query",
+    "absent",
+    "nonliteral",
+    "mrcr",
 ]
 NeedleType = Literal["words", "numbers", "uuids"]
 
@@ -41,7 +48,11 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "multi_query": ("num_queries", "needle_key_type", "needle_value_type"),
     "absent": ("needle_key_type", "needle_value_type"),
     "nonliteral": (),
+    "mrcr": ("num_needles",),
 }
+# Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
+DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
+MRCR_NEEDLES = (2, 4, 8)
 ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
 # Options of the single task's harness-style needle, meaningless to the others.
 SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
@@ -84,7 +95,7 @@ class RunRequest(BaseModel):
 
     # The test kind (see niah.tasks); "single" is the harness's one needle.
     task: TaskName = "single"
-    num_needles: int = Field(default=3, ge=1, le=100)
+    num_needles: int | None = Field(default=None, ge=1, le=100)
     num_distractors: int = Field(default=3, ge=0, le=100)
     num_values: int = Field(default=4, ge=1, le=100)
     num_queries: int = Field(default=4, ge=1, le=100)
@@ -222,11 +233,17 @@ class RunRequest(BaseModel):
                 raise ValueError(
                     f"{name} applies to task single; task {self.task} makes its own needles"
                 )
+            if self.task == "mrcr" and self.needle_count() not in MRCR_NEEDLES:
+                raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
             if self.scorer in ("judge", "both"):
                 raise ValueError(
                     f"task {self.task} scores its own answers; the judge applies to task "
                     "single (leave scorer out)"
                 )
+
+    def needle_count(self) -> int:
+        """``num_needles``, or the task's default (3 for multi_needle, 8 for mrcr)."""
+        return self.num_needles or DEFAULT_NEEDLES.get(self.task, 1)
 
     def scorer_name(self) -> ScorerName:
         """The scorer the run reports (the user's choice, else a default).

@@ -103,6 +103,45 @@ def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def mrcr_bins(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """MRCR v2's figures, as the model cards report them (percent of the mean score).
+
+    Samples are binned by their transcript's token count into (4K, 8K], (8K, 16K], ...
+    (google-deepmind/eval_hub mrcr_v2/mrcr_utils.py ``get_contexts`` at 67b7fd2; at most
+    4K is its own bin here); ``cumulative_128k`` is the mean over every sample up to
+    131,072 tokens and ``at_1m`` the mean of the (524,288, 1,048,576] bin.
+    """
+    scored = [c for c in cells if c.get("task_score") is not None]
+    bins: dict[str, list[float]] = {}
+    for cell in sorted(scored, key=lambda c: int(c["context_length"])):
+        bins.setdefault(_mrcr_bin(int(cell["context_length"])), []).append(
+            float(cell["task_score"])
+        )
+    up_to_128k = [float(c["task_score"]) for c in scored if int(c["context_length"]) <= 131_072]
+    at_1m = [
+        float(c["task_score"]) for c in scored if 524_288 < int(c["context_length"]) <= 1_048_576
+    ]
+    return {
+        "bins": {name: _percent(values) for name, values in bins.items()},
+        "samples_per_bin": {name: len(values) for name, values in bins.items()},
+        "cumulative_128k": _percent(up_to_128k),
+        "at_1m": _percent(at_1m),
+    }
+
+
+def _mrcr_bin(tokens: int) -> str:
+    if tokens <= 4096:
+        return "<=4K"
+    upper = 8192
+    while tokens > upper:
+        upper *= 2
+    return f"{_k(upper // 2)}-{_k(upper)}"
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens // 1_048_576}M" if tokens >= 1_048_576 else f"{tokens // 1024}K"
+
+
 def _means(cells: list[dict[str, Any]], key: str) -> dict[Any, float]:
     groups: dict[Any, list[float]] = {}
     for cell in cells:
@@ -177,6 +216,7 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
         "retrieved_share": round(len(retrieved) / len(answered), 4) if answered else None,
         "mean_score": round(m, 3) if (m := table.mean()) is not None else None,
         "measures": measures(cells),
+        **({"mrcr": mrcr_bins(cells)} if task == "mrcr" else {}),
         **_task_rates(cells),
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),

@@ -44,6 +44,10 @@ GEMMA3_TOKENIZER = "gemma3"
 # A Gemini model ID: "gemini-" and a version digit (gemini-2.5-flash, gemini-3-pro-preview).
 GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
 
+# Every model is called at this temperature (greedy, as the NIAH harness does); runs
+# record it, as MRCR v2's README asks every report to state its settings.
+TEMPERATURE = 0.0
+
 # Answer budgets when neither the run nor the model's entry sets one. The harness asked
 # for 300 tokens; the local base model needs only the line that holds the number.
 PROVIDER_OUTPUT_TOKENS: dict[ProviderName, int] = {

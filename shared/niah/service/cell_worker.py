@@ -21,6 +21,7 @@ from niah.core.interfaces import (
 )
 from niah.core.pricing import Cost, answer_cost
 from niah.core.prompt_builder import BuiltPrompt, build_prompt
+from niah.core.prompts import split_transcript
 from niah.core.scoring import MISSED, RETRIEVED, judge_answer, unscored_reason
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
@@ -244,8 +245,9 @@ def _answer_cell(
     answer = provider.generate(
         built.prompt,
         max_output_tokens=spec.max_output_tokens
-        or default_output_tokens(spec.provider(), spec.model_name),
+        or max(default_output_tokens(spec.provider(), spec.model_name), sample.answer_tokens),
         thinking_budget=spec.thinking_budget,
+        turns=split_transcript(built.prompt) if sample.conversational else None,
     )
     log(
         "model call",
@@ -305,7 +307,7 @@ def _build_cell_prompt(
     return build_prompt(
         haystack,
         tokenizer,
-        template=spec.prompt_template or provider.default_template,
+        template=sample.template or spec.prompt_template or provider.default_template,
         insertions=sample.insertions,
         question=sample.question,
         answer_lead=sample.answer_lead,

@@ -14,6 +14,7 @@ from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.models.catalog import (
     LOCAL_MODEL,
+    TEMPERATURE,
     find_model,
     input_limit,
     is_gemini_name,
@@ -200,6 +201,12 @@ def run_record(run_id: str, spec: RunRequest, haystack_uri: str) -> dict[str, An
         "scorer": spec.scorer_name(),
         "haystack_uri": haystack_uri,
         "status": "running",
+        # How the model is called, stated with every result (MRCR v2's README asks it).
+        "call_settings": {
+            "temperature": TEMPERATURE,
+            "thinking_budget": spec.thinking_budget,  # None: the model's default
+            "tools": False,
+        },
         "total": len(spec.cells()),
         "done": 0,
         "failed": 0,

@@ -126,6 +126,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
             "report": location,
             "mean_score": summary["mean_score"],
             "measures": summary["measures"],
+            **({"mrcr": summary["mrcr"]} if "mrcr" in summary else {}),
             "outcomes": summary["outcomes"],
             "retrieved_share": summary["retrieved_share"],
             "prompt_token_deviation": summary["prompt_token_deviation"],

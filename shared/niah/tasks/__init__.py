@@ -10,6 +10,7 @@ from __future__ import annotations
 from niah.errors import ConfigurationError
 from niah.tasks.absent import Absent
 from niah.tasks.base import Sample, Task, Verdict
+from niah.tasks.mrcr import Mrcr
 from niah.tasks.multi_key import MultiKey
 from niah.tasks.multi_needle import MultiNeedle
 from niah.tasks.multi_query import MultiQuery
@@ -29,6 +30,7 @@ TASKS: dict[str, Task] = {
         MultiQuery(),
         Absent(),
         NonLiteral(),
+        Mrcr(),
     )
 }
 

@@ -33,6 +33,9 @@ class Sample:
 
     ``answer_lead`` starts a well-formed answer; completion prompts for base models end
     with it. ``details`` keeps what the scorer needs beyond ``expected`` (distractors).
+    A task that needs its own prompt shape gives ``template`` (MRCR's transcript); with
+    ``conversational`` the prompt is a User/Assistant transcript that providers send as
+    turns. ``answer_tokens`` is the answer budget the task needs at least.
     """
 
     insertions: tuple[Insertion, ...]
@@ -40,6 +43,9 @@ class Sample:
     expected: tuple[str, ...]
     answer_lead: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    template: str | None = None
+    conversational: bool = False
+    answer_tokens: int = 0
 
     @property
     def needle(self) -> str:

@@ -27,7 +27,7 @@ class MultiNeedle:
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Distinct cities and numbers, spread from the cell's depth to the end."""
         rng = sample_rng(spec, cell, self.name)
-        count = spec.num_needles
+        count = spec.needle_count()
         cities = rng.sample(CITIES, count)
         numbers = distinct_values(rng, "numbers", count)
         depths = spread_depths(cell.depth_percent, count)

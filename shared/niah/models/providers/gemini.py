@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.core.interfaces import ModelAnswer
+from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.errors import (
     RETRYABLE_STATUS_CODES,
@@ -19,7 +19,7 @@ from niah.errors import (
     RetryableError,
     classify_http_error,
 )
-from niah.models.catalog import GEMMA3_TOKENIZER
+from niah.models.catalog import GEMMA3_TOKENIZER, TEMPERATURE
 from niah.settings import Settings, get_settings
 
 HARM_CATEGORIES = (
@@ -100,7 +100,7 @@ class GeminiProvider:
             else None
         )
         return types.GenerateContentConfig(
-            temperature=0,
+            temperature=TEMPERATURE,
             max_output_tokens=max_output_tokens,
             thinking_config=thinking,
             safety_settings=[
@@ -108,6 +108,15 @@ class GeminiProvider:
                 for category in HARM_CATEGORIES
             ],
         )
+
+    def _contents(self, prompt: str, turns: tuple[Turn, ...] | None) -> Any:
+        if turns is None:
+            return prompt
+        types = self._types
+        return [
+            types.Content(role=role, parts=[types.Part.from_text(text=text)])
+            for role, text in turns
+        ]
 
     def _call(self, function: Any, **kwargs: Any) -> Any:
         """Call the SDK, turning its errors into the service's taxonomy."""
@@ -124,13 +133,21 @@ class GeminiProvider:
             raise RetryableError(f"{type(error).__name__}: {error}") from error
 
     def generate(
-        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+        self,
+        prompt: str,
+        *,
+        max_output_tokens: int,
+        thinking_budget: int | None = None,
+        turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
-        """Ask the model; a blocked or empty answer is returned with its reason."""
+        """Ask the model; a blocked or empty answer is returned with its reason.
+
+        With ``turns``, the conversation goes as ``contents`` with user and model roles.
+        """
         started = time.monotonic()
         response = self._call(
             self._client.models.generate_content,
-            contents=prompt,
+            contents=self._contents(prompt, turns),
             config=self._config(max_output_tokens, thinking_budget),
         )
         latency = time.monotonic() - started

@@ -11,10 +11,10 @@ import threading
 import time
 from typing import Any
 
-from niah.core.interfaces import ModelAnswer
+from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import LOCAL_TEMPLATE
 from niah.errors import PermanentCellError
-from niah.models.catalog import GEMMA3_TOKENIZER
+from niah.models.catalog import GEMMA3_TOKENIZER, TEMPERATURE
 from niah.models.gemma_assets import gguf_path
 from niah.settings import get_settings
 
@@ -51,13 +51,21 @@ class LocalGemmaProvider:
         return len(get_tokenizer(self.tokenizer_name).encode(prompt)) + 1
 
     def generate(
-        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+        self,
+        prompt: str,
+        *,
+        max_output_tokens: int,
+        thinking_budget: int | None = None,
+        turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
-        """Complete ``prompt`` greedily, stopping at the end of the line."""
+        """Complete ``prompt`` greedily, stopping at the end of the line.
+
+        A base model has no turns: a conversation reaches it written out (``prompt``).
+        """
         request = {
             "prompt": prompt,
             "max_tokens": max_output_tokens,
-            "temperature": 0.0,
+            "temperature": TEMPERATURE,
             "cache_prompt": True,
             "stop": ["\n"],
         }

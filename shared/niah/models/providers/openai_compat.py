@@ -10,10 +10,10 @@ import contextlib
 import time
 from typing import Any
 
-from niah.core.interfaces import ModelAnswer
+from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.errors import ConfigurationError, RetryableError, classify_http_error
-from niah.models.catalog import GEMMA3_TOKENIZER
+from niah.models.catalog import GEMMA3_TOKENIZER, TEMPERATURE
 from niah.settings import get_settings
 
 
@@ -40,15 +40,27 @@ class OpenAICompatibleProvider:
             self._session.headers["Authorization"] = f"Bearer {settings.openai_api_key}"
 
     def generate(
-        self, prompt: str, *, max_output_tokens: int, thinking_budget: int | None = None
+        self,
+        prompt: str,
+        *,
+        max_output_tokens: int,
+        thinking_budget: int | None = None,
+        turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
-        """Ask the endpoint; HTTP errors are classified, transport errors retried."""
+        """Ask the endpoint; HTTP errors are classified, transport errors retried.
+
+        With ``turns``, the conversation goes as chat messages (user and assistant).
+        """
         import requests
 
+        messages = [
+            {"role": "assistant" if role == "model" else "user", "content": text}
+            for role, text in (turns or (("user", prompt),))
+        ]
         body: dict[str, Any] = {
             "model": self.model_name,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": 0,
+            "messages": messages,
+            "temperature": TEMPERATURE,
             "max_tokens": max_output_tokens,
         }
         started = time.monotonic()

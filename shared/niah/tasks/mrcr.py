@@ -1,0 +1,153 @@
+"""``mrcr``: multi-round co-reference resolution, in MRCR v2's form (generated samples).
+
+A conversation of user requests and assistant replies in which one request (a format,
+a topic, a style) is asked ``num_needles`` times (2, 4 or 8); the last user turn asks
+for the i-th reply to it, prefixed with a random 12-character string. The expected
+answer is that string followed by the reply. Written out as MRCR v2's transcripts are
+(google-deepmind/eval_hub ``mrcr_v2/mrcr_utils.py`` at 67b7fd2, read 2026-11-26):
+"User: {request}", blank line, "Assistant: {reply}", blank line; its final question in its words.
+
+The samples made here are not Google's: the replies to the other requests are slices
+of the run's haystack (essays, Shakespeare), and the replies to the repeated request
+are composed from word pools. Their scores are not comparable to the model cards'.
+The transcript's text is exactly the requested length on our tokenizer, like every
+task's prompt; the API's own count of the turns is stored beside it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+import string
+
+from niah.core.prompt_builder import Insertion
+from niah.core.spec import Cell, RunRequest
+from niah.tasks.base import Sample, Verdict, sample_rng, spread_depths
+from niah.tasks.vocabulary import ADJECTIVES, NOUNS
+
+# MRCR v2's request parts (mrcr_utils.py): formats, needle topics, styles.
+FORMATS = ("email", "short story", "blog post", "tweet", "poem", "essay", "riddle")
+TOPICS = (
+    "space exploration",
+    "gardening tips",
+    "a fictional product launch",
+    "ancient myths",
+    "penguins",
+    "flamingoes",
+    "ducks",
+    "black holes",
+    "dreams",
+    "city parks",
+    "old trains",
+    "mountain weather",
+)
+STYLES = ("formal", "informal", "humorous", "technical", "archaic")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+HASH_LENGTH = 12
+# About this many haystack tokens per reply to another request.
+FILLER_REPLY_TOKENS = 400
+
+REQUEST = "Write a {fmt} about {topic} in {style} style."
+QUESTION = (
+    "Prepend {prefix} to the {ordinal} {fmt} about {topic} in a {style} style. "
+    "Do not include any other text in your response."
+)
+TEMPLATE = "User: {first}\n\nAssistant: {{context}}\n\nUser: {{question}}\n\nAssistant:"
+
+
+def mrcr_score(expected: str, answer: str) -> float:
+    """MRCR v2's metric (eval_hub ``mrcr_v2/run_evaluation.py`` at 67b7fd2, verbatim logic).
+
+    0 unless the answer holds the 12-character prefix; otherwise the similarity ratio
+    (``difflib.SequenceMatcher``) between the expected reply and the answer's text after
+    the prefix's last occurrence, both stripped.
+    """
+    if not answer:
+        return 0.0
+    target = expected.strip()
+    if len(target) < HASH_LENGTH:
+        return 0.0
+    prefix, reference = target[:HASH_LENGTH], target[HASH_LENGTH:].strip()
+    answer = answer.strip()
+    start = answer.rfind(prefix)
+    if start == -1:
+        return 0.0
+    return difflib.SequenceMatcher(a=reference, b=answer[start + HASH_LENGTH :].strip()).ratio()
+
+
+def composed_reply(rng: random.Random, fmt: str, topic: str) -> str:
+    """A short reply to the repeated request, on one line, unlike every other one."""
+    words = [f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}" for _ in range(rng.randint(8, 12))]
+    return f"A {fmt} on {topic}: " + ", ".join(words) + "."
+
+
+class Mrcr:
+    """Generated MRCR v2 samples: the needle turns spread from the cell's depth."""
+
+    name = "mrcr"
+
+    def sample(self, spec: RunRequest, cell: Cell) -> Sample:
+        """A seeded conversation: requests, composed needle replies, a prefix, the ask."""
+        rng = sample_rng(spec, cell, self.name)
+        needles = spec.needle_count()
+        fmt, topic, style = rng.choice(FORMATS), rng.choice(TOPICS), rng.choice(STYLES)
+        needle_request = REQUEST.format(fmt=fmt, topic=topic, style=style)
+        others = [
+            request
+            for f in FORMATS
+            for t in TOPICS
+            for s in STYLES
+            if (request := REQUEST.format(fmt=f, topic=t, style=s)) != needle_request
+            and not (f == fmt and t == topic)  # nothing that reads as the same request
+        ]
+        replies = [composed_reply(rng, fmt, topic) for _ in range(needles)]
+        prefix = "".join(rng.choices(string.ascii_letters + string.digits, k=HASH_LENGTH))
+        asked = rng.randrange(needles)
+        # A turn boundary after each reply to another request (about 400 haystack tokens
+        # each); the needle turns go at the boundaries nearest their depths, spread from
+        # the cell's depth to the end. Insertions at one depth keep their order, so the
+        # needle turns come first there and the i-th reply stays the i-th.
+        turns = max(needles + 1, cell.context_length // FILLER_REPLY_TOKENS)
+        step = 100 / turns
+        needle_turns = [
+            Insertion(
+                f"\n\nUser: {needle_request}\n\nAssistant: {reply}",
+                step * min(turns - 1, max(1, round(depth / step))),
+            )
+            for reply, depth in zip(
+                replies, spread_depths(cell.depth_percent, needles), strict=True
+            )
+        ]
+        other_turns = [
+            Insertion(f"\n\nUser: {rng.choice(others)}\n\nAssistant: ", step * boundary)
+            for boundary in range(1, turns)
+        ]
+        insertions = needle_turns + other_turns
+        question = QUESTION.format(
+            prefix=prefix, ordinal=ORDINALS[asked], fmt=fmt, topic=topic, style=style
+        )
+        expected = prefix + replies[asked]
+        return Sample(
+            insertions=tuple(insertions),
+            question=question,
+            expected=(expected,),
+            details={
+                "needles": needles,
+                "asked": asked + 1,
+                "prefix": prefix,
+                "request": needle_request,
+            },
+            template=TEMPLATE.format(first=rng.choice(others)),
+            conversational=True,
+            answer_tokens=len(expected) // 2 + 32,
+        )
+
+    def score(self, sample: Sample, answer: str) -> Verdict:
+        """MRCR v2's similarity score; correct when the reply is reproduced whole."""
+        score = mrcr_score(sample.expected[0], answer)
+        prefix = sample.details["prefix"]
+        return Verdict(
+            "correct" if score >= 0.99 else "wrong",
+            score,
+            {"prefix_found": prefix in answer, "prefix_first": answer.strip().startswith(prefix)},
+        )
