@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import threading
-from typing import Any
+from typing import Any, BinaryIO
 
 from niah.core.interfaces import BlobInfo, ModelAnswer, ReportClaim
 
@@ -26,6 +27,9 @@ class MemoryBlobs:
 
     def read(self, name: str) -> bytes:
         return self.objects[name]
+
+    def open(self, name: str) -> BinaryIO:
+        return io.BytesIO(self.objects[name])
 
     def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
         with self._lock:

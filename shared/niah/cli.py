@@ -232,14 +232,20 @@ def estimate(payload: dict[str, Any]) -> str:
     from niah.core.pricing import cost_of
     from niah.errors import RequestError
     from niah.models.catalog import default_output_tokens
-    from niah.service.dispatch import check_budget, parse_request
+    from niah.service.dispatch import (
+        check_budget,
+        parse_request,
+        resolve_mrcr_source,
+        source_cells,
+    )
 
     try:
         spec = parse_request(payload)
-        check_budget(spec)
+        source = resolve_mrcr_source(spec, _blobs()) if spec.mrcr_source else None
+        cells = source_cells(source.rows) if source else spec.cells()
+        check_budget(spec, cells)
     except RequestError as error:
         sys.exit(f"niah: {error.field}: {error.message}")
-    cells = spec.cells()
     max_output = spec.max_output_tokens or default_output_tokens(spec.provider(), spec.model_name)
     prompt_tokens = sum(cell.context_length for cell in cells)
     output_tokens = len(cells) * max_output

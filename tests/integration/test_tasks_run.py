@@ -16,6 +16,9 @@ from tests.integration.conftest import Stack, wait_for
 pytestmark = pytest.mark.integration
 
 OUTCOMES = {"correct", "wrong", "unscored"}
+# A conversation of 2 needle turns needs more room than one needle.
+LENGTHS = {task: 500 for task in TASKS} | {"mrcr": 2048}
+EXTRA: dict[str, dict[str, Any]] = {"mrcr": {"num_needles": 2}}
 
 
 def submit(stack: Stack, body: dict[str, Any]) -> str:
@@ -45,7 +48,13 @@ def task_runs(stack: Stack) -> dict[str, str]:
     runs = {
         task: submit(
             stack,
-            {"task": task, "context_lengths": [500], "document_depth_percents": [50], "seed": 3},
+            {
+                "task": task,
+                "context_lengths": [LENGTHS[task]],
+                "document_depth_percents": [50],
+                "seed": 3,
+                **EXTRA.get(task, {}),
+            },
         )
         for task in TASKS
     }
@@ -74,12 +83,12 @@ def test_each_task_runs_through_the_stack_and_is_scored(
     assert cell["task"] == task and cell["status"] == "answered", cell.get("error")
     assert cell["outcome"] in OUTCOMES
     # The prompt is exactly the requested length: llama.cpp counts our tokens plus BOS.
-    assert cell["usage"]["prompt_token_count"] == 500 + 1
-    assert cell["planned_prompt_tokens"] == 500
+    assert cell["usage"]["prompt_token_count"] == LENGTHS[task] + 1
+    assert cell["planned_prompt_tokens"] == LENGTHS[task]
     if cell["outcome"] != "unscored":
         assert 0.0 <= cell["task_score"] <= 1.0
     run = store.get_run(run_id)
-    assert run["measures"]["by_length"].keys() <= {"500"}
+    assert run["measures"]["by_length"].keys() <= {str(LENGTHS[task])}
     summary = json.loads(
         GcsBlobStore(stack.env["NIAH_BUCKET"]).read(run["report"]["summary_uri"].split("/", 3)[3])
     )

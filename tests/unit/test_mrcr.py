@@ -114,3 +114,161 @@ def test_bins_cumulative_to_128k_and_the_point_at_1m() -> None:
     }
     assert result["cumulative_128k"] == 60.0  # (1 + .5 + 1 + 0 + .5) / 5
     assert result["at_1m"] == 25.0
+
+
+# --- Google's published files ----------------------------------------------------------
+
+COLUMNS = [
+    "queries",
+    "answer",
+    "context_len",
+    "answer_token_count",
+    "view_ops",
+    "num_relevant",
+    "answer_context_position",
+    "index_positions_of_seeds",
+    "relevant_context_positions",
+]
+
+
+def published_csv(rows: list[tuple[str, str, int, int]]) -> bytes:
+    """A CSV in MRCR v2's published layout (eval_hub mrcr_v2, commit 67b7fd2)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    for queries, answer, context_len, needles in rows:
+        question = queries.rsplit("User: ", 1)[-1]
+        writer.writerow(
+            [queries, answer, context_len, 20, question, needles, "(1, 2)", "[3]", "[(4, 5)]"]
+        )
+    return buffer.getvalue().encode()
+
+
+def transcript(prefix: str, reply: str, filler: str) -> str:
+    return (
+        "Here are some examples of conversations succeeded by a follow-up question answered "
+        "correctly:\n======== EXAMPLE 1 ========\n...\n\n"
+        f"User: Write a poem about ducks in formal style.\n\nAssistant: {reply}\n\n"
+        f"User: Write an essay about dreams in humorous style.\n\nAssistant: {filler}\n\n"
+        f"User: Prepend {prefix} to the first poem about ducks in a formal style. Do not "
+        "include any other text in your response.\n\nAssistant:"
+    )
+
+
+class CountingBlobs(MemoryBlobs):
+    """Records how many bytes each open stream handed out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes_read: list[int] = []
+
+    def open(self, name: str):
+        import io
+
+        blobs = self
+
+        class Counting(io.BytesIO):
+            def read(self, size: int | None = -1) -> bytes:
+                data = super().read(size)
+                blobs.bytes_read[-1] += len(data)
+                return data
+
+            def readinto(self, buffer) -> int:
+                count = super().readinto(buffer)
+                blobs.bytes_read[-1] += count
+                return count
+
+        self.bytes_read.append(0)
+        return Counting(self.objects[name])
+
+
+def test_the_reader_parses_the_published_layout() -> None:
+    from niah.core.mrcr_files import csv_files, index_rows, read_row
+    from niah.tasks.mrcr import published_sample
+
+    blobs = MemoryBlobs()
+    blobs.objects["mrcr/mrcr_v2p1_2needle_in_(4096,8192)_x.csv"] = published_csv(
+        [
+            (transcript(PREFIX, REPLY, "Some essay."), PREFIX + REPLY, 5000, 2),
+            (transcript("Zz9Yy8Xx7Ww6", "Another poem.", "More."), "Zz9Yy8Xx7WwAnother", 7000, 4),
+        ]
+    )
+    blobs.objects["mrcr/readme.txt"] = b"not a csv"
+    files = csv_files(blobs, "mrcr")
+    assert files == ["mrcr/mrcr_v2p1_2needle_in_(4096,8192)_x.csv"]
+    refs = index_rows(blobs, files)
+    assert [(r.row, r.context_len, r.needles) for r in refs] == [(0, 5000, 2), (1, 7000, 4)]
+    sample = published_sample(read_row(blobs, files[0], 0))
+    assert sample.expected == (PREFIX + REPLY,)
+    assert sample.prompt is not None and sample.prompt.endswith("Assistant:")
+    assert sample.prompt_tokens == 5000
+    assert get_task("mrcr").score(sample, PREFIX + REPLY).score == 1.0
+
+
+def test_a_multi_megabyte_file_is_streamed_not_loaded_whole() -> None:
+    from niah.core.mrcr_files import read_row
+
+    blobs = CountingBlobs()
+    filler = "All work and no play. " * 60_000  # ~1.3 MB a row
+    rows = [
+        (transcript(PREFIX, f"Poem {i}.", filler), f"{PREFIX}Poem {i}.", 300_000, 8)
+        for i in range(8)
+    ]
+    blobs.objects["f.csv"] = published_csv(rows)
+    size = len(blobs.objects["f.csv"])
+    assert size > 10_000_000
+    row = read_row(blobs, "f.csv", 1)
+    assert row["answer"] == f"{PREFIX}Poem 1."
+    # Reading the second row took about two rows, not the file.
+    assert blobs.bytes_read[-1] < size / 3
+
+
+def test_a_file_without_the_columns_is_refused_by_name() -> None:
+    from niah.core.mrcr_files import index_rows
+    from niah.errors import HaystackError
+
+    blobs = MemoryBlobs()
+    blobs.objects["bad.csv"] = b"prompt,answer\nx,y\n"
+    with pytest.raises(HaystackError, match=r"bad\.csv is not an MRCR v2 CSV: no column queries"):
+        index_rows(blobs, ["bad.csv"])
+
+
+def test_a_run_over_published_files_has_one_cell_per_row(essay_blobs: MemoryBlobs) -> None:
+    from niah.service.cell_worker import CellTask, process_cell
+    from niah.service.dispatch import dispatch_run
+    from tests.fakes import MemoryStore, RecordingPublisher, ScriptedProvider
+
+    essay_blobs.objects["mrcr_v2/a.csv"] = published_csv(
+        [
+            (transcript(PREFIX, REPLY, "Essay."), PREFIX + REPLY, 5000, 2),
+            (transcript("Qq1Ww2Ee3Rr4", "Ode.", "Essay."), "Qq1Ww2Ee3Rr4Ode.", 9000, 2),
+            (transcript("Tt5Yy6Uu7Ii8", "Four.", "Essay."), "Tt5Yy6Uu7Ii8Four.", 9000, 4),
+        ]
+    )
+    store, publisher = MemoryStore(), RecordingPublisher()
+    body = {"task": "mrcr", "num_needles": 2, "mrcr_source": "gs://test-bucket/mrcr_v2/"}
+    result = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
+    assert result.cells == 2  # the 4-needle row is left out
+    assert [(m["context_length"], m["row"]) for m in publisher.cells] == [(5000, 0), (9000, 1)]
+    prompts: list[str] = []
+
+    def copy_the_reply(prompt: str) -> str:
+        prompts.append(prompt)
+        return PREFIX + REPLY if PREFIX in prompt else "no idea"
+
+    provider = ScriptedProvider(copy_the_reply)
+    for message in publisher.cells:
+        process_cell(
+            CellTask.from_message(message),
+            store=store,
+            blobs=essay_blobs,
+            publisher=publisher,
+            provider_for=lambda kind, name: provider,
+        )
+    cells = store.list_cells(result.run_id)
+    assert [c["task_score"] for c in cells] == [1.0, 0.0]
+    assert cells[0]["planned_prompt_tokens"] == 5000  # Google's count, from the file
+    assert prompts[0] == transcript(PREFIX, REPLY, "Essay.")  # sent whole, as eval_hub does

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from niah.core.interfaces import BlobInfo
 from niah.settings import get_settings
@@ -37,6 +37,17 @@ class GcsBlobStore:
             return bytes(self._bucket.blob(name).download_as_bytes())
         except NotFound as error:
             raise KeyError(name) from error
+
+    def open(self, name: str) -> BinaryIO:
+        """The object as a stream, fetched in 4 MiB ranges; ``KeyError`` if absent."""
+        from google.api_core.exceptions import NotFound
+
+        blob = self._bucket.blob(name)
+        try:
+            blob.reload()
+        except NotFound as error:
+            raise KeyError(name) from error
+        return cast(BinaryIO, blob.open("rb", chunk_size=4 * 1024 * 1024))
 
     def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
         """Store ``data`` (create-if-absent with ``if_generation_match=0``)."""

@@ -9,7 +9,7 @@ receive them; unit tests pass small fakes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 if TYPE_CHECKING:  # the dispatcher imports these interfaces and must not load numpy
     import numpy as np
@@ -38,6 +38,10 @@ class BlobStore(Protocol):
 
     def read(self, name: str) -> bytes:
         """The object's bytes; ``KeyError`` if it does not exist."""
+        ...
+
+    def open(self, name: str) -> BinaryIO:
+        """The object as a stream read in chunks (for files too large to hold whole)."""
         ...
 
     def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:

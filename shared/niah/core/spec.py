@@ -48,7 +48,7 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "multi_query": ("num_queries", "needle_key_type", "needle_value_type"),
     "absent": ("needle_key_type", "needle_value_type"),
     "nonliteral": (),
-    "mrcr": ("num_needles",),
+    "mrcr": ("num_needles", "mrcr_source"),
 }
 # Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
 DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
@@ -101,6 +101,9 @@ class RunRequest(BaseModel):
     num_queries: int = Field(default=4, ge=1, le=100)
     needle_key_type: NeedleType = "words"
     needle_value_type: NeedleType = "numbers"
+    # MRCR v2's published CSV files in the service's bucket (a gs:// URI or a prefix);
+    # unset, the mrcr task generates its samples.
+    mrcr_source: str | None = Field(default=None, max_length=500)
     # Independent samples per grid point (other needles and keys), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
@@ -154,7 +157,7 @@ class RunRequest(BaseModel):
                 raise ValueError("each depth must be a percent between 0 and 100")
         return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
 
-    @field_validator("haystack_dir")
+    @field_validator("haystack_dir", "mrcr_source")
     @classmethod
     def _check_haystack(cls, value: str | None) -> str | None:
         if value is None:

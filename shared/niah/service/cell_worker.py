@@ -19,6 +19,7 @@ from niah.core.interfaces import (
     Tokenizer,
     gs_uri,
 )
+from niah.core.mrcr_files import read_row
 from niah.core.pricing import Cost, answer_cost
 from niah.core.prompt_builder import BuiltPrompt, build_prompt
 from niah.core.prompts import split_transcript
@@ -26,6 +27,7 @@ from niah.core.scoring import MISSED, RETRIEVED, judge_answer, unscored_reason
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
     DeadLetteredError,
+    HaystackError,
     NiahError,
     PermanentCellError,
     PermanentRunError,
@@ -39,6 +41,7 @@ from niah.models.tokenizer import get_tokenizer
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 from niah.tasks import Sample, get_task
+from niah.tasks.mrcr import published_sample
 
 Outcome = Literal["answered", "failed", "duplicate", "orphan"]
 ProviderFactory = Callable[[ProviderName, str], Provider]
@@ -55,6 +58,9 @@ class CellTask:
     depth_percent: float
     delivery_attempt: int = 1
     sample: int = 0
+    # A published MRCR v2 sample: which file of the run's source, which row.
+    source_file: str | None = None
+    row: int | None = None
 
     @classmethod
     def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
@@ -66,6 +72,8 @@ class CellTask:
             depth_percent=float(data["depth_percent"]),
             delivery_attempt=delivery_attempt,
             sample=int(data.get("sample", 0)),
+            source_file=str(data["source_file"]) if data.get("source_file") else None,
+            row=int(data["row"]) if data.get("row") is not None else None,
         )
 
     @property
@@ -117,8 +125,12 @@ def process_cell(
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
         return "duplicate"
     cell = task.cell
-    sample = get_task(spec.task).sample(spec, cell)
     started = time.monotonic()
+    try:
+        sample = _sample(task, spec, cell, blobs)
+    except HaystackError as error:  # a published file replaced or gone: nothing to ask
+        failed = {"run_id": task.run_id, **_failure(error.kind, str(error))}
+        return _store_cell(task, failed, {}, store=store, publisher=publisher)
     totals: dict[str, float] = {}
     try:
         fields, totals = _answer_cell(
@@ -140,6 +152,13 @@ def process_cell(
         "test_timestamp_utc": harness_timestamp(),
     }
     return _store_cell(task, doc, totals, store=store, publisher=publisher)
+
+
+def _sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
+    """The cell's sample: made by its task, or read from a published MRCR v2 row."""
+    if task.source_file is not None and task.row is not None:
+        return published_sample(read_row(blobs, task.source_file, task.row))
+    return get_task(spec.task).sample(spec, cell)
 
 
 def _cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
@@ -232,7 +251,11 @@ def _answer_cell(
     """Build the prompt, ask the model, score: the cell's fields and the run's increments."""
     started = time.monotonic()
     provider = provider_for(spec.provider(), spec.model_name)
-    built = _build_cell_prompt(spec, cell, sample, provider, blobs, tokenizer_for)
+    built = (
+        BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
+        if sample.prompt is not None
+        else _build_cell_prompt(spec, cell, sample, provider, blobs, tokenizer_for)
+    )
     fields: dict[str, Any] = {
         "planned_prompt_tokens": built.planned_prompt_tokens,
         "insertion_depth_percent": round(built.actual_depth_percent, 3),

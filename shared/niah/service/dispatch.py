@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import BlobStore, Publisher, ResultStore
+from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.spec import Cell, RunRequest
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
@@ -64,10 +65,13 @@ def parse_request(payload: Any) -> RunRequest:
         raise RequestError(field_name, message) from error
 
 
-def check_budget(spec: RunRequest) -> None:
-    """Refuse grids that are impossible or above the configured budget."""
+def check_budget(spec: RunRequest, cells: list[Cell] | None = None) -> None:
+    """Refuse grids that are impossible or above the configured budget.
+
+    ``cells``: the run's cells where they come from data (MRCR v2's files), not the grid.
+    """
     settings = get_settings()
-    cells = spec.cells()
+    cells = cells if cells is not None else spec.cells()
     if len(cells) > settings.max_cells_per_run:
         samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
         raise RequestError(
@@ -85,7 +89,8 @@ def check_budget(spec: RunRequest) -> None:
             f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
         )
     check_model(spec)
-    check_lengths(spec, cells)
+    if spec.mrcr_source is None:  # published samples are as long as Google made them
+        check_lengths(spec, cells)
 
 
 def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
@@ -191,9 +196,57 @@ def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, str]:
         raise RequestError("haystack_dir", str(error)) from error
 
 
-def run_record(run_id: str, spec: RunRequest, haystack_uri: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Source:
+    """Google's MRCR v2 samples a run reads: the files and the rows kept."""
+
+    files: list[str]
+    rows: list[tuple[int, int, int]]  # (file index, row, context_len)
+    fingerprint: str
+
+
+def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
+    """The published MRCR v2 rows a run reads (one streaming pass), or None.
+
+    Rows of another needle count than ``num_needles`` (when given) are left out.
+    """
+    if spec.mrcr_source is None:
+        return None
+    try:
+        prefix = haystack_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
+        files = csv_files(blobs, prefix)
+        refs = index_rows(blobs, files)
+    except (HaystackError, KeyError, ValueError) as error:
+        raise RequestError("mrcr_source", str(error)) from error
+    wanted = spec.num_needles
+    kept = [ref for ref in refs if wanted is None or ref.needles in (None, wanted)]
+    if not kept:
+        raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
+    listing = {info.name: info for info in blobs.list(prefix)}
+    fingerprint = content_fingerprint([listing[name] for name in files], salt="mrcr_v2")
+    return _Source(files, [(files.index(r.file), r.row, r.context_len) for r in kept], fingerprint)
+
+
+def source_cells(source_rows: list[Any]) -> list[Cell]:
+    """The cells of a run over published rows: one per row, its length Google's count."""
+    return [Cell(int(length), 0.0, number) for number, (_, _, length) in enumerate(source_rows)]
+
+
+def run_record(
+    run_id: str, spec: RunRequest, haystack_uri: str, source: _Source | None = None
+) -> dict[str, Any]:
     """The run document a new run starts with."""
-    return {
+    cells = source_cells(source.rows) if source else spec.cells()
+    sourced = (
+        # Firestore holds no nested arrays: each row as a map.
+        {
+            "source_files": source.files,
+            "source_rows": [{"file": f, "row": r, "tokens": n} for f, r, n in source.rows],
+        }
+        if source
+        else {}
+    )
+    return sourced | {
         "run_id": run_id,
         "spec": spec.model_dump(mode="json"),
         "model": spec.model_name,
@@ -207,7 +260,7 @@ def run_record(run_id: str, spec: RunRequest, haystack_uri: str) -> dict[str, An
             "thinking_budget": spec.thinking_budget,  # None: the model's default
             "tools": False,
         },
-        "total": len(spec.cells()),
+        "total": len(cells),
         "done": 0,
         "failed": 0,
     }
@@ -244,19 +297,23 @@ def dispatch_run(
     that retries gets the same run back and workers skip the cells already answered.
     """
     spec = parse_request(payload)
-    check_budget(spec)
+    source = resolve_mrcr_source(spec, blobs)
+    check_budget(spec, source_cells(source.rows) if source else None)
     warnings = model_warnings(spec)
     prefix, fingerprint = resolve_haystack(spec, blobs)
-    run_id = spec.run_id(fingerprint)
-    total = len(spec.cells())
-    created = store.create_run(run_id, run_record(run_id, spec, f"gs://{blobs.bucket}/{prefix}"))
+    run_id = spec.run_id(fingerprint + (source.fingerprint if source else ""))
+    record = run_record(run_id, spec, f"gs://{blobs.bucket}/{prefix}", source)
+    total = int(record["total"])
+    created = store.create_run(run_id, record)
     progress = (
         _Progress(set(), 0, False) if created else _progress(run_id, resume=resume, store=store)
     )
     if progress.already_complete:
         log("run already complete", run_id=run_id)
         return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
-    published = publish_missing(run_id, spec, progress.stored, store=store, publisher=publisher)
+    published = publish_missing(
+        run_id, spec, progress.stored, store=store, publisher=publisher, run=record
+    )
     log(
         "run dispatched",
         run_id=run_id,
@@ -278,21 +335,42 @@ def dispatch_run(
     )
 
 
-def publish_missing(
-    run_id: str, spec: RunRequest, stored: set[str], *, store: ResultStore, publisher: Publisher
-) -> int:
-    """Publish the cells of the run not in ``stored``; if none, ask for the report."""
-    messages = [
+def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One message per cell of the run: the grid's, or one per published row."""
+    rows = run.get("source_rows")
+    extras: list[dict[str, Any]]
+    if not rows:
+        cells = spec.cells()
+        extras = [{} for _ in cells]
+    else:
+        files = run["source_files"]
+        triples = [(row["file"], row["row"], row["tokens"]) for row in rows]
+        cells = source_cells(triples)
+        extras = [{"source_file": files[f], "row": r} for f, r, _ in triples]
+    return [
         {
             "run_id": run_id,
             "cell_id": cell.cell_id,
             "context_length": cell.context_length,
             "depth_percent": cell.depth_percent,
             "sample": cell.sample,
+            **extra,
         }
-        for cell in spec.cells()
-        if cell.cell_id not in stored
+        for cell, extra in zip(cells, extras, strict=True)
     ]
+
+
+def publish_missing(
+    run_id: str,
+    spec: RunRequest,
+    stored: set[str],
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    run: dict[str, Any],
+) -> int:
+    """Publish the cells of the run not in ``stored``; if none, ask for the report."""
+    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
     if not messages:
         # Every cell is stored but the report may never have been asked for.
         request_report_if_complete(run_id, store=store, publisher=publisher)

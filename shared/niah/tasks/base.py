@@ -46,6 +46,9 @@ class Sample:
     template: str | None = None
     conversational: bool = False
     answer_tokens: int = 0
+    # A prompt given whole (Google's own MRCR samples), with its token count: not built.
+    prompt: str | None = None
+    prompt_tokens: int | None = None
 
     @property
     def needle(self) -> str:

@@ -81,6 +81,29 @@ def composed_reply(rng: random.Random, fmt: str, topic: str) -> str:
     return f"A {fmt} on {topic}: " + ", ".join(words) + "."
 
 
+def published_sample(row: dict[str, str]) -> Sample:
+    """A sample from a row of Google's MRCR v2 CSV files, taken as Google's eval takes it.
+
+    eval_hub's ``run_evaluation.py`` sends ``queries`` whole, as one user message, and
+    scores against ``answer``; so does this. ``context_len`` is Google's count of it.
+    """
+    answer = row["answer"].strip()
+    needles = row.get("num_relevant")
+    return Sample(
+        insertions=(),
+        question=row.get("view_ops", ""),
+        expected=(answer,),
+        details={
+            "needles": int(float(needles)) if needles else None,
+            "prefix": answer[:HASH_LENGTH],
+            "published": True,
+        },
+        answer_tokens=len(answer) // 2 + 32,
+        prompt=row["queries"],
+        prompt_tokens=int(float(row["context_len"])),
+    )
+
+
 class Mrcr:
     """Generated MRCR v2 samples: the needle turns spread from the cell's depth."""
 
