@@ -181,7 +181,7 @@ def _measures_line(run: dict[str, Any]) -> str:
     effective = measures.get("effective_length") or {}
     mrcr = run.get("mrcr")
     mrcr_line = (
-        f"\nMRCR v2 (generated samples, not comparable to the model cards): bins "
+        f"\nMRCR v2 ({mrcr.get('samples')}): bins "
         f"{mrcr['bins']}; cumulative to 128K {mrcr['cumulative_128k']}; at 1M {mrcr['at_1m']}"
         if mrcr
         else ""

@@ -272,3 +272,28 @@ def test_a_run_over_published_files_has_one_cell_per_row(essay_blobs: MemoryBlob
     assert [c["task_score"] for c in cells] == [1.0, 0.0]
     assert cells[0]["planned_prompt_tokens"] == 5000  # Google's count, from the file
     assert prompts[0] == transcript(PREFIX, REPLY, "Essay.")  # sent whole, as eval_hub does
+
+
+def test_the_summary_and_title_say_generated_samples_are_not_comparable() -> None:
+    from niah.core.summary import GENERATED_MRCR_NOTE, summarize
+    from niah.service.report import heatmap_title
+
+    cells = [
+        {
+            "cell_id": "a",
+            "context_length": 8192,
+            "depth_percent": 0.0,
+            "task_score": 0.5,
+            "score": 0.5,
+            "outcome": "wrong",
+            "status": "answered",
+        }
+    ]
+    run = {"run_id": "r", "model": "m", "scorer": "task", "spec": {"task": "mrcr"}}
+    summary = summarize(run, cells)
+    assert summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE
+    assert summary["mrcr"]["bins"] == {"4K-8K": 50.0}
+    assert "not comparable to model cards" in heatmap_title(summary)
+    published = summarize(run | {"spec": {"task": "mrcr", "mrcr_source": "gs://b/m/"}}, cells)
+    assert published["mrcr"]["samples"] == "Google's published MRCR v2 files"
+    assert "not comparable" not in heatmap_title(published)

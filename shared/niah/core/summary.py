@@ -129,6 +129,18 @@ def mrcr_bins(cells: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+GENERATED_MRCR_NOTE = (
+    "generated samples, not Google's MRCR v2 files: not comparable to the model cards"
+)
+
+
+def _mrcr_provenance(run: dict[str, Any]) -> dict[str, str]:
+    """Whose samples these are: Google's files, or generated here (and so not comparable)."""
+    if (run.get("spec") or {}).get("mrcr_source"):
+        return {"samples": "Google's published MRCR v2 files", "source": run["spec"]["mrcr_source"]}
+    return {"samples": GENERATED_MRCR_NOTE}
+
+
 def _mrcr_bin(tokens: int) -> str:
     if tokens <= 4096:
         return "<=4K"
@@ -216,7 +228,7 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
         "retrieved_share": round(len(retrieved) / len(answered), 4) if answered else None,
         "mean_score": round(m, 3) if (m := table.mean()) is not None else None,
         "measures": measures(cells),
-        **({"mrcr": mrcr_bins(cells)} if task == "mrcr" else {}),
+        **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
         **_task_rates(cells),
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),

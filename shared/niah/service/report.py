@@ -7,7 +7,13 @@ import json
 from typing import Any
 
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
-from niah.core.summary import ScoreTable, format_cost, score_table, summarize
+from niah.core.summary import (
+    GENERATED_MRCR_NOTE,
+    ScoreTable,
+    format_cost,
+    score_table,
+    summarize,
+)
 from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.settings import get_settings
@@ -73,6 +79,8 @@ def heatmap_title(summary: dict[str, Any]) -> str:
     """Model, task, scorer, the mean and effective length, unscored samples and cost."""
     effective = summary["measures"]["effective_length"]["length"]
     task = "" if summary["task"] == "single" else f" · {summary['task']}"
+    if summary["task"] == "mrcr" and summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE:
+        task += " (generated samples, not comparable to model cards)"
     return (
         f"{summary['model']}{task} · {summary['scorer']} score · mean {summary['mean_score']}"
         f" · effective length {effective if effective is not None else '-'}"
