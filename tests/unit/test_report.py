@@ -158,3 +158,7 @@ def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() 
         "rule": "nolima: 85% of the mean at lengths <= 1,000",
         "base": 70.0,
     }
+
+
+def test_a_run_with_no_cells_yet_formats_without_crashing() -> None:
+    assert format_table(score_table([])) == "no cells stored yet"

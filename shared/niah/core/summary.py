@@ -65,6 +65,8 @@ def format_table(table: ScoreTable) -> str:
 
     With repeats, each value is the mean, followed by its standard deviation.
     """
+    if not table.lengths:
+        return "no cells stored yet"
     repeats = any(n > 1 for row in table.counts for n in row)
 
     def show(mean: float | None, std: float | None) -> str:
