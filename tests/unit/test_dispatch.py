@@ -119,3 +119,18 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
     result = sweep_stalled_runs(store=store, publisher=publisher, stalled_after_seconds=1800)
     assert result == {"runs_swept": 1, "cells_republished": 3}
     assert sorted(m["cell_id"] for m in publisher.cells) == sorted(ids[1:])
+
+
+def test_a_huge_grid_is_refused_before_it_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from niah.core.spec import RunRequest
+    from niah.service.dispatch import check_budget
+
+    def no_expansion(self: RunRequest) -> list:
+        raise AssertionError("the grid was expanded before it was counted")
+
+    monkeypatch.setattr(RunRequest, "cells", no_expansion)
+    spec = RunRequest(context_lengths_num_intervals=1000, document_depth_percent_intervals=1000)
+    with pytest.raises(
+        RequestError, match=r"the grid has 101000 cells \(1000 lengths x 101 depths\)"
+    ):
+        check_budget(spec)

@@ -71,16 +71,23 @@ def check_budget(spec: RunRequest, cells: list[Cell] | None = None) -> None:
     ``cells``: the run's cells where they come from data (MRCR v2's files), not the grid.
     """
     settings = get_settings()
-    cells = cells if cells is not None else spec.cells()
-    if len(cells) > settings.max_cells_per_run:
+    lengths, depths = spec.lengths(), spec.depths()
+    # Counted before the grid is expanded: a 1,000 x 1,000 request must cost nothing.
+    count = len(cells) if cells is not None else len(lengths) * len(depths) * spec.samples_per_cell
+    if count > settings.max_cells_per_run:
         samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
+        shape = (
+            ""
+            if cells is not None
+            else f" ({len(lengths)} lengths x {len(depths)} depths{samples})"
+        )
         raise RequestError(
             "context_lengths",
-            f"the grid has {len(cells)} cells ({len(spec.lengths())} lengths x "
-            f"{len(spec.depths())} depths{samples}), above the limit of "
+            f"the grid has {count} cells{shape}, above the limit of "
             f"{settings.max_cells_per_run} (NIAH_MAX_CELLS_PER_RUN); use fewer lengths, "
             "depths or samples",
         )
+    cells = cells if cells is not None else spec.cells()
     total_tokens = sum(cell.context_length for cell in cells)
     if total_tokens > settings.max_tokens_per_run:
         raise RequestError(
