@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from typing import Any, BinaryIO
 
 from niah.core.interfaces import BlobInfo, ModelAnswer, ReportClaim
@@ -46,6 +47,21 @@ class MemoryStoreExtras:
     runs: dict[str, dict[str, Any]]
     cells: dict[str, dict[str, dict[str, Any]]]
     attempts: dict[tuple[str, str], dict[str, Any]]
+    leases: dict[tuple[str, str], float]
+
+    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
+        now = time.monotonic()
+        if self.leases.get((run_id, cell_id), 0) > now:
+            return False
+        self.leases[(run_id, cell_id)] = now + lease_seconds
+        return True
+
+    def release_cell(self, run_id: str, cell_id: str) -> None:
+        self.leases.pop((run_id, cell_id), None)
+
+    def leased_cells(self, run_id: str) -> set[str]:
+        now = time.monotonic()
+        return {cell for (run, cell), until in self.leases.items() if run == run_id and until > now}
 
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         record = self.attempts.setdefault((run_id, cell_id), {"failures": 0})
@@ -90,6 +106,7 @@ class MemoryStore(MemoryStoreExtras):
         self.runs: dict[str, dict[str, Any]] = {}
         self.cells: dict[str, dict[str, dict[str, Any]]] = {}
         self.attempts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.leases: dict[tuple[str, str], float] = {}
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         if run_id in self.runs:

@@ -82,6 +82,12 @@ class DeadLetteredError(NiahError):
     kind = "dead_letter"
 
 
+class CellInFlightError(RetryableError):
+    """Another delivery of this cell holds its lease and is calling the model now."""
+
+    kind = "in_flight"
+
+
 class ReportPendingError(RetryableError):
     """Another instance holds the report's lease; try again when it may have expired."""
 

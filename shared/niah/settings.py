@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     # to a 600 s ack deadline plus 600 s backoff), so it rarely races a live cell.
     sweep_stalled_after_seconds: float = 7200.0
 
+    # How long a cell's lease holds off other deliveries while its model call runs:
+    # longer than a worker can take on one cell (the function timeout), so only a dead
+    # worker's lease expires.
+    cell_lease_seconds: float = 600.0
+
     # Seconds a dispatcher waits for all publishes to be acknowledged.
     publish_timeout_seconds: float = 60.0
 

@@ -203,3 +203,25 @@ def test_the_report_function_down_when_the_last_cell_lands(stack: Stack) -> None
     assert_finished_once(run_id, 3)
     assert worker_lines(stack, run_id, "report written", "report") == 1
     figures(stack, run_id, started, "report function down at the last cell")
+
+
+def test_a_client_that_retries_its_post_mid_run_pays_for_each_cell_once(stack: Stack) -> None:
+    """Before the leases: 10 model calls for 9 cells after one retry 1.5 s later."""
+    standin(stack, latency_seconds=2.0)  # calls in flight when the retry lands
+    started = time.monotonic()
+    body = {
+        **GEMINI,
+        "context_lengths": [1000, 2000, 3000],
+        "seed": 141,
+    }
+    first = post(stack, body)
+    assert first.status_code == 202, first.text
+    run_id = first.json()["run_id"]
+    time.sleep(1.5)
+    again = post(stack, body)  # the client's retry, while cells are in flight
+    assert again.status_code == 202 and again.json()["run_id"] == run_id
+    wait_complete(run_id, timeout=180)
+    assert_finished_once(run_id, 9)
+    numbers = figures(stack, run_id, started, "client re-POST at 1.5 s, 2 s model latency")
+    assert numbers["model_calls"] == 9
+    standin(stack)

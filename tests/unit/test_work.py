@@ -1,4 +1,5 @@
 import re
+import time
 from typing import Any
 
 import pytest
@@ -256,3 +257,58 @@ def test_an_empty_answer_out_of_budget_is_stored_unscored_not_wrong(
         assert cell["outcome"] == "unscored" and cell["score"] is None
         assert "output budget" in cell["unscored_reason"]
         assert "exact_score" not in cell
+
+
+def test_a_second_delivery_while_the_first_is_calling_makes_no_call(
+    world: dict[str, Any],
+) -> None:
+    from niah.errors import CellInFlightError
+
+    task = world["tasks"][0]
+    calls: list[str] = []
+
+    def answer_while_redelivered(prompt: str) -> str:
+        calls.append(prompt)
+        # The same message arrives again while this call is in flight.
+        with pytest.raises(CellInFlightError):
+            run_cell(world, task, ScriptedProvider(echo_needle_number))
+        return echo_needle_number(prompt)
+
+    assert run_cell(world, task, ScriptedProvider(answer_while_redelivered)) == "answered"
+    assert len(calls) == 1
+    assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "duplicate"
+    assert world["store"].get_run(world["run_id"])["done"] == 1
+
+
+def test_a_retryable_failure_frees_the_lease_and_a_dead_workers_lease_expires(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = world["tasks"][:2]
+
+    def busy(prompt: str) -> str:
+        raise RetryableError("429 RESOURCE_EXHAUSTED")
+
+    with pytest.raises(RetryableError):
+        run_cell(world, first, ScriptedProvider(busy))
+    assert run_cell(world, first, ScriptedProvider(echo_needle_number)) == "answered"
+    # A worker that died mid-call never released its lease: it holds until it expires.
+    store = world["store"]
+    assert store.claim_cell(world["run_id"], second.cell_id, lease_seconds=0.05)
+    assert second.cell_id in store.leased_cells(world["run_id"])
+    time.sleep(0.1)
+    assert run_cell(world, second, ScriptedProvider(echo_needle_number)) == "answered"
+
+
+def test_a_client_retry_does_not_publish_cells_in_flight(world: dict[str, Any]) -> None:
+    store, publisher = world["store"], world["publisher"]
+    in_flight = world["tasks"][1]
+    assert store.claim_cell(world["run_id"], in_flight.cell_id, lease_seconds=60)
+    publisher.cells.clear()
+    dispatch_run(
+        {"context_lengths": [300, 600], "document_depth_percents": [0, 100]},
+        store=store,
+        publisher=publisher,
+        blobs=world["blobs"],
+    )
+    republished = {m["cell_id"] for m in publisher.cells}
+    assert in_flight.cell_id not in republished and len(republished) == 3

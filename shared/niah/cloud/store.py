@@ -18,6 +18,7 @@ from niah.settings import get_settings
 RUNS = "runs"
 CELLS = "cells"
 ATTEMPTS = "attempts"
+LEASES = "leases"
 
 
 class FirestoreStore:
@@ -102,6 +103,44 @@ class FirestoreStore:
         docs = self._run(run_id).collection(CELLS).stream()
         cells = [doc.to_dict() | {"cell_id": doc.id} for doc in docs]
         return sorted(cells, key=lambda cell: str(cell["cell_id"]))
+
+    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
+        """Create the cell's lease, or take over an expired one, in a transaction.
+
+        One small document per cell: the transaction never contends with the run's.
+        """
+        import datetime as dt
+
+        firestore = self._firestore
+        reference = self._run(run_id).collection(LEASES).document(cell_id)
+
+        @firestore.transactional
+        def claim(transaction: Any) -> bool:
+            now = dt.datetime.now(dt.UTC)
+            lease = reference.get(transaction=transaction)
+            expires = (lease.to_dict() or {}).get("expires_at") if lease.exists else None
+            if expires is not None and expires > now:
+                return False
+            transaction.set(reference, {"expires_at": now + dt.timedelta(seconds=lease_seconds)})
+            return True
+
+        return bool(claim(self._db.transaction()))
+
+    def release_cell(self, run_id: str, cell_id: str) -> None:
+        """Delete the cell's lease."""
+        self._run(run_id).collection(LEASES).document(cell_id).delete()
+
+    def leased_cells(self, run_id: str) -> set[str]:
+        """The cells whose lease has not expired."""
+        import datetime as dt
+
+        now = dt.datetime.now(dt.UTC)
+        query = (
+            self._run(run_id)
+            .collection(LEASES)
+            .where(filter=self._firestore.FieldFilter("expires_at", ">", now))
+        )
+        return {doc.id for doc in query.stream()}
 
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         """Remember a cell's last retryable error (for the dead-letter record)."""

@@ -95,6 +95,21 @@ class ResultStore(Protocol):
         """Every stored cell of the run, in cell-ID order."""
         ...
 
+    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
+        """Take the cell's lease before its model call; False while another holds it.
+
+        A lease older than ``lease_seconds`` is taken over: its holder died.
+        """
+        ...
+
+    def release_cell(self, run_id: str, cell_id: str) -> None:
+        """Give the cell's lease up (its call failed and will be tried again)."""
+        ...
+
+    def leased_cells(self, run_id: str) -> set[str]:
+        """The cells whose lease is live: in flight somewhere now."""
+        ...
+
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         """Remember a cell's last retryable error (for the dead-letter record)."""
         ...

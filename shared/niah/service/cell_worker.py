@@ -26,6 +26,7 @@ from niah.core.prompts import split_transcript
 from niah.core.scoring import MISSED, RETRIEVED, judge_answer, unscored_reason
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
+    CellInFlightError,
     DeadLetteredError,
     HaystackError,
     NiahError,
@@ -124,6 +125,11 @@ def process_cell(
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
         return "duplicate"
+    if not store.claim_cell(task.run_id, task.cell_id, get_settings().cell_lease_seconds):
+        # Another delivery is calling the model for this cell now: back off, and find
+        # the cell stored on redelivery. Never a second paid call.
+        log("cell in flight elsewhere", run_id=task.run_id, cell_id=task.cell_id)
+        raise CellInFlightError(f"{task.cell_id} is being answered by another delivery")
     cell = task.cell
     started = time.monotonic()
     try:
@@ -189,6 +195,7 @@ def _retry_or_give_up(
     store.note_attempt(task.run_id, task.cell_id, str(error))
     failures = int((store.last_attempt(task.run_id, task.cell_id) or {}).get("failures", 1))
     if failures < get_settings().max_cell_failures:
+        store.release_cell(task.run_id, task.cell_id)  # the redelivery may claim it
         log(
             "cell will be retried",
             severity="WARNING",

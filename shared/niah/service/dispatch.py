@@ -287,7 +287,8 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     elif finished:
         return _Progress(set(), 0, already_complete=True)
     stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
-    return _Progress(stored, retried, already_complete=False)
+    # Cells in flight are not published again: their delivery is answering them now.
+    return _Progress(stored | store.leased_cells(run_id), retried, already_complete=False)
 
 
 def dispatch_run(

@@ -29,6 +29,7 @@ def sweep_stalled_runs(
         try:
             spec = RunRequest.model_validate(run["spec"])
             stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
+            stored |= store.leased_cells(run_id)  # in flight: not lost
             count = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
             store.update_run(run_id, {"swept": count})  # counts as progress: no re-sweep soon
         except Exception as error:  # one bad run must not stop the sweep of the others
