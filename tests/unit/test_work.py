@@ -312,3 +312,20 @@ def test_a_client_retry_does_not_publish_cells_in_flight(world: dict[str, Any]) 
     )
     republished = {m["cell_id"] for m in publisher.cells}
     assert in_flight.cell_id not in republished and len(republished) == 3
+
+
+def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
+    world: dict[str, Any],
+) -> None:
+    from niah.service.cell_worker import MAX_STORED_ANSWER_BYTES
+
+    huge = "7" * (1_100_000)  # over Firestore's 1 MiB document limit
+    provider = ScriptedProvider(lambda prompt: huge)
+    task = world["tasks"][0]
+    assert run_cell(world, task, provider) == "answered"
+    [cell] = [c for c in world["store"].list_cells(world["run_id"]) if c["cell_id"] == task.cell_id]
+    assert cell["model_response_truncated"] is True
+    assert len(cell["model_response"].encode()) == MAX_STORED_ANSWER_BYTES
+    name = cell["model_response_uri"].split("/", 3)[3]
+    assert world["blobs"].read(name).decode() == huge
+    assert len(provider.prompts) == 1

@@ -45,6 +45,8 @@ from niah.tasks import Sample, get_task
 from niah.tasks.mrcr import published_sample
 
 Outcome = Literal["answered", "failed", "duplicate", "orphan"]
+# Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
+MAX_STORED_ANSWER_BYTES = 100_000
 ProviderFactory = Callable[[ProviderName, str], Provider]
 TokenizerFactory = Callable[[str], Tokenizer]
 
@@ -286,7 +288,7 @@ def _answer_cell(
         latency_seconds=round(answer.latency_seconds, 3),
         prompt_tokens=answer.prompt_tokens,
     )
-    fields |= _answer_fields(answer, cell)
+    fields |= _answer_fields(answer, cell) | _keep_whole_answer(task, answer.text, blobs)
     score_fields, judged = _score(spec, sample, answer, provider_for)
     fields |= score_fields
     cost = answer_cost(spec.model_name, answer)
@@ -296,6 +298,25 @@ def _answer_cell(
         totals |= _usage_totals("judge_", judged)
         cost += answer_cost(spec.evaluator_model_name, judged)
     return fields | _cost_fields(cost), totals | _cost_totals(cost)
+
+
+def _keep_whole_answer(task: CellTask, text: str, blobs: BlobStore) -> dict[str, Any]:
+    """A paid-for answer too large for its Firestore document (1 MiB) stays whole.
+
+    The cell keeps the first ``MAX_STORED_ANSWER_BYTES`` and a flag; the full text goes
+    to the bucket, so storing the cell cannot fail on its size and call the model again.
+    """
+    data = text.encode()
+    if len(data) <= MAX_STORED_ANSWER_BYTES:
+        return {}
+    name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.answer.txt"
+    blobs.write(name, data, content_type="text/plain")
+    kept = data[:MAX_STORED_ANSWER_BYTES].decode("utf-8", errors="ignore")
+    return {
+        "model_response": kept,
+        "model_response_truncated": True,
+        "model_response_uri": gs_uri(blobs.bucket, name),
+    }
 
 
 def _usage_totals(prefix: str, answer: ModelAnswer) -> dict[str, float]:
