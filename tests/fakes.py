@@ -181,6 +181,7 @@ class ScriptedProvider:
         *,
         max_output_tokens: int,
         thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         turns: tuple[tuple[str, str], ...] | None = None,
     ) -> ModelAnswer:
         self.prompts.append(prompt)

@@ -164,3 +164,29 @@ def test_a_bad_price_table_names_the_setting(monkeypatch: pytest.MonkeyPatch, ta
     finally:
         monkeypatch.delenv("NIAH_PRICE_TABLE")
         get_settings.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"model_name": "gemini-3-pro-preview", "thinking_budget": 1024}, "by thinking_level"),
+        ({"model_name": "gemini-3-pro-preview", "thinking_level": "medium"}, "low, high"),
+        ({"model_name": "gemini-2.5-flash", "thinking_level": "low"}, "takes thinking_budget"),
+        (
+            {"model_name": "gemini-3-flash-preview", "thinking_level": "low", "thinking_budget": 0},
+            "or thinking_level",
+        ),
+    ],
+)
+def test_thinking_is_set_the_way_each_model_takes_it(options: dict, message: str) -> None:
+    spec = RunRequest(context_lengths=[1000], **options)
+    with pytest.raises(RequestError, match=message):
+        check_budget(spec)
+
+
+def test_gemini_3_levels_pass() -> None:
+    check_budget(
+        RunRequest(
+            model_name="gemini-3-flash-preview", context_lengths=[1000], thinking_level="minimal"
+        )
+    )

@@ -295,4 +295,27 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
     # The API's own count of the turns is stored beside it.
     assert cell["usage"]["prompt_token_count"] > 0
     run = store.get_run(run_id)
-    assert run["call_settings"] == {"temperature": 0.0, "thinking_budget": None, "tools": False}
+    assert run["call_settings"] == {
+        "temperature": 0.0,
+        "thinking_budget": None,
+        "thinking_level": None,
+        "tools": False,
+    }
+
+
+def test_gemini_3_gets_its_thinking_level_and_googles_temperature(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    _, state = standin
+    store, run_id, _ = run_one_gemini_cell(
+        essay_blobs, model_name="gemini-3-pro-preview", thinking_level="low"
+    )
+    [request] = [r for r in state.requests if r["kind"] == "generate"]
+    config = request["body"]["generationConfig"]
+    # The SDK writes the field as thinking_level; Vertex's JSON accepts either spelling.
+    assert config["thinkingConfig"] in ({"thinkingLevel": "LOW"}, {"thinking_level": "LOW"})
+    assert config["temperature"] == 1.0  # Google's advice for Gemini 3
+    assert config["maxOutputTokens"] == 8192  # room to think and still answer
+    run = store.get_run(run_id)
+    assert run["call_settings"]["temperature"] == 1.0
+    assert run["call_settings"]["thinking_level"] == "low"

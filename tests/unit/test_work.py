@@ -238,6 +238,7 @@ class OutOfBudget(ScriptedProvider):
         *,
         max_output_tokens: int,
         thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         turns: tuple[tuple[str, str], ...] | None = None,
     ):
         from niah.core.interfaces import ModelAnswer

@@ -222,11 +222,13 @@ class Provider(Protocol):
         *,
         max_output_tokens: int,
         thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
         """Answer ``prompt``; raise a ``niah.errors`` error on failure.
 
-        ``thinking_budget`` applies to models that think (Gemini 2.5); others ignore it.
+        ``thinking_budget`` (Gemini 2.5) and ``thinking_level`` (Gemini 3) apply to
+        models that think; others ignore them.
         ``turns`` is the same prompt as a conversation (user and model turns, the last a
         user's): chat APIs get the turns, a completion model the flattened ``prompt``.
         """

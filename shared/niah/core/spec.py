@@ -125,6 +125,8 @@ class RunRequest(BaseModel):
     # Gemini 2.5 thinks before answering, and thinking counts against max_output_tokens:
     # 0 turns it off (Flash), -1 lets the model choose, N caps it. None: model default.
     thinking_budget: int | None = Field(default=None, ge=-1, le=32_768)
+    # Gemini 3 sets thinking by level instead (it cannot be turned off). None: default.
+    thinking_level: Literal["minimal", "low", "medium", "high"] | None = None
     prompt_template: str | None = Field(default=None, max_length=20_000)
 
     @field_validator("context_lengths")

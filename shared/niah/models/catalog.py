@@ -44,9 +44,13 @@ GEMMA3_TOKENIZER = "gemma3"
 # A Gemini model ID: "gemini-" and a version digit (gemini-2.5-flash, gemini-3-pro-preview).
 GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
 
-# Every model is called at this temperature (greedy, as the NIAH harness does); runs
-# record it, as MRCR v2's README asks every report to state its settings.
+# Models are called at this temperature (greedy, as the NIAH harness does) unless their
+# entry says otherwise; runs record it, as MRCR v2's README asks every report to state.
 TEMPERATURE = 0.0
+# Google's Gemini 3 guide (ai.google.dev/gemini-api/docs/gemini-3, read 2026-11-26)
+# strongly recommends keeping Gemini 3 at its default temperature of 1.0: lower values
+# can make it loop or reason worse.
+GEMINI_3_TEMPERATURE = 1.0
 
 # Answer budgets when neither the run nor the model's entry sets one. The harness asked
 # for 300 tokens; the local base model needs only the line that holds the number.
@@ -117,6 +121,7 @@ class ModelInfo:
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     default_output_tokens: int | None = None
     tokenizer: str = GEMMA3_TOKENIZER
+    temperature: float = TEMPERATURE
 
     @property
     def output_budget(self) -> int:
@@ -125,6 +130,10 @@ class ModelInfo:
 
 
 _GENAI_PRICES = "genai-prices google.yml, checked {}"
+# Gemini 3 cannot turn thinking off, and its thinking counts against the output budget:
+# the harness's 300 tokens would often end MAX_TOKENS with no answer. Only tokens used
+# are billed, so a roomy cap costs nothing unless the model thinks that long.
+GEMINI_3_OUTPUT_TOKENS = 8_192
 
 CATALOG: dict[str, ModelInfo] = {
     info.name: info
@@ -146,6 +155,8 @@ CATALOG: dict[str, ModelInfo] = {
             ),
             Thinking("level", levels=("low", "high")),
             Lifecycle(released=dt.date(2025, 11, 18)),
+            default_output_tokens=GEMINI_3_OUTPUT_TOKENS,
+            temperature=GEMINI_3_TEMPERATURE,
         ),
         ModelInfo(
             "gemini-3-flash-preview",
@@ -155,6 +166,8 @@ CATALOG: dict[str, ModelInfo] = {
             Prices(0.50, 3.00, cached_input=0.05, checked=_GENAI_PRICES.format("2025-12-19")),
             Thinking("level", levels=("minimal", "low", "medium", "high")),
             Lifecycle(released=dt.date(2025, 12, 17)),
+            default_output_tokens=GEMINI_3_OUTPUT_TOKENS,
+            temperature=GEMINI_3_TEMPERATURE,
         ),
         ModelInfo(
             "gemini-2.5-pro",
@@ -291,6 +304,12 @@ def input_limit(provider: ProviderName, model_name: str) -> int | None:
         return get_settings().local_model_max_context - 1 - PROVIDER_OUTPUT_TOKENS["local"]
     known = find_model(model_name)
     return known.input_tokens if known else None
+
+
+def temperature_for(model_name: str) -> float:
+    """The temperature the model is called at: 0, or Google's advice for the model."""
+    known = find_model(model_name)
+    return known.temperature if known else TEMPERATURE
 
 
 def default_output_tokens(provider: ProviderName, model_name: str) -> int:

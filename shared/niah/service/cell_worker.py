@@ -279,6 +279,7 @@ def _answer_cell(
         max_output_tokens=spec.max_output_tokens
         or max(default_output_tokens(spec.provider(), spec.model_name), sample.answer_tokens),
         thinking_budget=spec.thinking_budget,
+        thinking_level=spec.thinking_level,
         turns=split_transcript(built.prompt) if sample.conversational else None,
     )
     log(

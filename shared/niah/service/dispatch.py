@@ -15,11 +15,11 @@ from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.models.catalog import (
     LOCAL_MODEL,
-    TEMPERATURE,
     find_model,
     input_limit,
     is_gemini_name,
     provider_for_model,
+    temperature_for,
 )
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
@@ -141,18 +141,40 @@ def check_model(spec: RunRequest) -> None:
 
 
 def check_thinking(spec: RunRequest) -> None:
-    """Refuse a ``thinking_budget`` the catalog says the model cannot take."""
+    """Refuse a thinking setting the catalog says the model cannot take.
+
+    Gemini 2.5 takes ``thinking_budget``, Gemini 3 ``thinking_level`` (the API refuses
+    both in one request); each within its model's range.
+    """
+    if spec.thinking_budget is not None and spec.thinking_level is not None:
+        raise RequestError(
+            "thinking_level", "give thinking_budget (Gemini 2.5) or thinking_level (Gemini 3)"
+        )
     known = find_model(spec.model_name)
-    budget = spec.thinking_budget
-    if known is None or budget is None or budget == -1 or known.provider != "gemini":
+    if known is None or known.provider != "gemini":
         return
     thinking = known.thinking
+    if spec.thinking_level is not None and spec.thinking_level not in thinking.levels:
+        takes = (
+            f"takes thinking_level {', '.join(thinking.levels)}"
+            if thinking.levels
+            else "has no thinking_level"
+            + (" (it takes thinking_budget)" if thinking.control == "budget" else "")
+        )
+        raise RequestError("thinking_level", f"{known.name} {takes}")
+    budget = spec.thinking_budget
+    if budget is None or budget == -1:
+        return
     if thinking.control == "none":
         raise RequestError(
             "thinking_budget", f"{known.name} does not think; leave thinking_budget out"
         )
-    if thinking.control != "budget":
-        return  # thinking_level models: the budget is passed on as given
+    if thinking.control == "level":
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} sets thinking by thinking_level ({', '.join(thinking.levels)}), "
+            "not by a budget",
+        )
     if budget == 0 and not thinking.can_disable:
         raise RequestError(
             "thinking_budget",
@@ -263,8 +285,9 @@ def run_record(
         "status": "running",
         # How the model is called, stated with every result (MRCR v2's README asks it).
         "call_settings": {
-            "temperature": TEMPERATURE,
+            "temperature": temperature_for(spec.model_name),
             "thinking_budget": spec.thinking_budget,  # None: the model's default
+            "thinking_level": spec.thinking_level,
             "tools": False,
         },
         "total": len(cells),

@@ -19,7 +19,7 @@ from niah.errors import (
     RetryableError,
     classify_http_error,
 )
-from niah.models.catalog import GEMMA3_TOKENIZER, TEMPERATURE
+from niah.models.catalog import GEMMA3_TOKENIZER, temperature_for
 from niah.settings import Settings, get_settings
 
 HARM_CATEGORIES = (
@@ -92,15 +92,17 @@ class GeminiProvider:
             http_options=http_options,
         )
 
-    def _config(self, max_output_tokens: int, thinking_budget: int | None) -> Any:
+    def _config(
+        self, max_output_tokens: int, thinking_budget: int | None, thinking_level: str | None
+    ) -> Any:
         types = self._types
-        thinking = (
-            types.ThinkingConfig(thinking_budget=thinking_budget)
-            if thinking_budget is not None
-            else None
-        )
+        thinking = None
+        if thinking_budget is not None:
+            thinking = types.ThinkingConfig(thinking_budget=thinking_budget)
+        elif thinking_level is not None:  # the API refuses the two together
+            thinking = types.ThinkingConfig(thinking_level=thinking_level.upper())
         return types.GenerateContentConfig(
-            temperature=TEMPERATURE,
+            temperature=temperature_for(self.model_name),
             max_output_tokens=max_output_tokens,
             thinking_config=thinking,
             safety_settings=[
@@ -138,6 +140,7 @@ class GeminiProvider:
         *,
         max_output_tokens: int,
         thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
         """Ask the model; a blocked or empty answer is returned with its reason.
@@ -148,7 +151,7 @@ class GeminiProvider:
         response = self._call(
             self._client.models.generate_content,
             contents=self._contents(prompt, turns),
-            config=self._config(max_output_tokens, thinking_budget),
+            config=self._config(max_output_tokens, thinking_budget, thinking_level),
         )
         latency = time.monotonic() - started
         candidates = response.candidates or []

@@ -14,7 +14,7 @@ from typing import Any
 from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import LOCAL_TEMPLATE
 from niah.errors import PermanentCellError
-from niah.models.catalog import GEMMA3_TOKENIZER, TEMPERATURE
+from niah.models.catalog import GEMMA3_TOKENIZER, temperature_for
 from niah.models.gemma_assets import gguf_path
 from niah.settings import get_settings
 
@@ -56,6 +56,7 @@ class LocalGemmaProvider:
         *,
         max_output_tokens: int,
         thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
         """Complete ``prompt`` greedily, stopping at the end of the line.
@@ -65,7 +66,7 @@ class LocalGemmaProvider:
         request = {
             "prompt": prompt,
             "max_tokens": max_output_tokens,
-            "temperature": TEMPERATURE,
+            "temperature": temperature_for(self.model_name),
             "cache_prompt": True,
             "stop": ["\n"],
         }

@@ -13,7 +13,7 @@ from typing import Any
 from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.errors import ConfigurationError, RetryableError, classify_http_error
-from niah.models.catalog import GEMMA3_TOKENIZER, TEMPERATURE
+from niah.models.catalog import GEMMA3_TOKENIZER, temperature_for
 from niah.settings import get_settings
 
 
@@ -45,6 +45,7 @@ class OpenAICompatibleProvider:
         *,
         max_output_tokens: int,
         thinking_budget: int | None = None,
+        thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
     ) -> ModelAnswer:
         """Ask the endpoint; HTTP errors are classified, transport errors retried.
@@ -60,7 +61,7 @@ class OpenAICompatibleProvider:
         body: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
-            "temperature": TEMPERATURE,
+            "temperature": temperature_for(self.model_name),
             "max_tokens": max_output_tokens,
         }
         started = time.monotonic()
