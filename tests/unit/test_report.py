@@ -162,3 +162,9 @@ def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() 
 
 def test_a_run_with_no_cells_yet_formats_without_crashing() -> None:
     assert format_table(score_table([])) == "no cells stored yet"
+
+
+def test_a_model_that_never_scores_has_no_effective_length() -> None:
+    from niah.core.summary import effective_length
+
+    assert effective_length({1000: 0.0, 2000: 0.0})["length"] is None

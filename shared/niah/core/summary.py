@@ -175,7 +175,9 @@ def effective_length(by_length: dict[int, float]) -> dict[str, Any]:
         threshold, rule = NOLIMA_SHARE * base, "nolima: 85% of the mean at lengths <= 1,000"
     else:
         base, threshold, rule = None, RULER_THRESHOLD, "ruler: 85.6"
-    passing = [length for length, value in by_length.items() if value >= threshold]
+    # A length that scored nothing never passes: with a base of 0 there is no effective
+    # length, not the longest length.
+    passing = [length for length, value in by_length.items() if value >= threshold and value > 0]
     return {
         "length": max(passing) if passing else None,
         "threshold": round(threshold, 2),
