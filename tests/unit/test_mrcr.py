@@ -57,14 +57,28 @@ def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackToken
 
 
 @pytest.mark.parametrize(
-    ("length", "needles"),
-    [(4_096, 2), (4_096, 4), (4_096, 8), (32_768, 2), (32_768, 8), (1_000_000, 8)],
+    ("length", "needles", "index"),
+    [
+        (4_096, 2, 0),
+        (4_096, 4, 0),
+        (4_096, 8, 0),
+        (32_768, 2, 0),
+        (32_768, 8, 0),
+        # 334 turns whose boundaries move between sentences with every budget step: the
+        # whole-layout search alone missed it; moving only the end lands it.
+        (131_072, 8, 1),
+        (1_000_000, 8, 0),
+    ],
 )
 def test_a_generated_transcript_is_exact_and_holds_its_needles_in_order(
-    essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int, needles: int
+    essays: HaystackTokens,
+    tokenizer: SentencePieceTokenizer,
+    length: int,
+    needles: int,
+    index: int,
 ) -> None:
     spec = RunRequest(task="mrcr", num_needles=needles, context_lengths=[length])
-    sample = get_task("mrcr").sample(spec, Cell(length, 0))
+    sample = get_task("mrcr").sample(spec, Cell(length, 0, index))
     built = build_prompt(
         essays,
         tokenizer,

@@ -155,9 +155,12 @@ def _solve(
 ) -> _Layout:
     """The layout whose prompt has exactly ``target`` tokens.
 
-    Each round moves the budget by the miss. A merge at a junction can skip a total
-    (one more haystack token adds two prompt tokens), so the neighbours of the closest
-    budget are tried, then the same from a later first token.
+    First the whole layout follows the budget, each round moving it by the miss; with
+    many insertions every move also moves them between sentences, so the count only
+    gets close. Then the insertions stay where they are and only the haystack's end
+    moves, one token adding about one prompt token. A merge at the end can skip a total
+    (one more haystack token adds two prompt tokens): then the same from a later first
+    token.
     """
     for start in range(MAX_START_SHIFT + 1):
         tried: dict[int, int] = {}
@@ -171,13 +174,53 @@ def _solve(
                 return _layout(haystack, insertions, start, guess)
             guess += target - tried[guess]
         nearest = min(tried, key=lambda b: (abs(tried[b] - target), b))
-        for candidate in range(max(0, nearest - 3), nearest + 4):
-            if counter.count(_layout(haystack, insertions, start, candidate)) == target:
-                return _layout(haystack, insertions, start, candidate)
+        found = _move_the_end(
+            counter, haystack, insertions, _layout(haystack, insertions, start, nearest), target
+        )
+        if found is not None:
+            return found
     raise ContextTooShortError(
         f"no haystack cut gives a prompt of exactly {target} tokens; report this haystack "
         "and template as a bug"
     )
+
+
+def _move_the_end(
+    counter: _Counter,
+    haystack: HaystackTokens,
+    insertions: Sequence[Insertion],
+    layout: _Layout,
+    target: int,
+) -> _Layout | None:
+    """``layout`` with only its end moved (and what is appended there) to hit ``target``."""
+    end = layout.start + layout.budget
+    # Insertions at depth 100 follow the end; the others stay put.
+    fixed = [
+        None if insertion.depth_percent >= 100 else position
+        for insertion, position in zip(insertions, layout.positions, strict=True)
+    ]
+    floor = max((p for p in fixed if p is not None), default=layout.start)
+
+    def at(new_end: int) -> _Layout:
+        haystack.ensure(new_end)
+        positions = tuple(new_end if p is None else p for p in fixed)
+        return _Layout(layout.start, new_end - layout.start, positions)
+
+    tried: dict[int, int] = {}
+    guess = end
+    for _ in range(MAX_ROUNDS):
+        guess = max(floor, guess)
+        if guess in tried:
+            break
+        tried[guess] = counter.count(at(guess))
+        if tried[guess] == target:
+            return at(guess)
+        guess += target - tried[guess]
+    nearest = min(tried, key=lambda e: (abs(tried[e] - target), e))
+    for candidate in range(max(floor, nearest - 3), nearest + 4):
+        if counter.count(at(candidate)) == target:
+            return at(candidate)
+    return None
 
 
 class _Counter:

@@ -25,6 +25,7 @@ HARNESS_DEFAULT_NEEDLE = (
 HARNESS_DEFAULT_QUESTION = "What is the best thing to do in San Francisco?"
 
 ScorerName = Literal["exact", "judge", "both"]
+ReportedScorer = Literal["exact", "judge", "both", "task"]
 IntervalType = Literal["linear", "sigmoid"]
 TaskName = Literal[
     "single",
@@ -54,6 +55,8 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
 DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
 MRCR_NEEDLES = (2, 4, 8)
 ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
+# Run options added after runs were first named by their options' hash.
+ADDED_OPTIONS = ("thinking_level",)
 # Options of the single task's harness-style needle, meaningless to the others.
 SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
 
@@ -250,12 +253,15 @@ class RunRequest(BaseModel):
         """``num_needles``, or the task's default (3 for multi_needle, 8 for mrcr)."""
         return self.num_needles or DEFAULT_NEEDLES.get(self.task, 1)
 
-    def scorer_name(self) -> ScorerName:
+    def scorer_name(self) -> ReportedScorer:
         """The scorer the run reports (the user's choice, else a default).
 
         Exact for dynamic needles, as the Gemini 1.5 report does, and for a static
-        needle with an ``expected_answer``; otherwise the LLM judge.
+        needle with an ``expected_answer``; otherwise the LLM judge. Every other task
+        scores its own answers ("task").
         """
+        if self.task != "single":
+            return "task"
         if self.scorer:
             return self.scorer
         return "exact" if self.dynamic_needle or self.expected_answer else "judge"
@@ -317,6 +323,8 @@ class RunRequest(BaseModel):
         A single-needle run with one sample is named as before tasks existed.
         """
         unused = set(ALL_TASK_OPTIONS - set(TASK_OPTIONS[self.task]))
+        # Options added since runs were first named: unset, they name nothing.
+        unused |= {name for name in ADDED_OPTIONS if getattr(self, name) is None}
         if self.task == "single":
             unused.add("task")
         if self.samples_per_cell == 1:
