@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import textwrap
 from typing import Any
 
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
@@ -55,7 +56,9 @@ def render_heatmap(table: ScoreTable, *, title: str, fraction: bool = False) -> 
     axes.set_yticks(range(len(table.depths)), [f"{d:g}" for d in table.depths])
     axes.set_xlabel("Context length (tokens)")
     axes.set_ylabel("Depth percent")
-    axes.set_title(title)
+    # Wrapped to the figure's width: a narrow grid must not cut the title off.
+    width_chars = int(figure.get_figwidth() * 11)
+    axes.set_title("\n".join(textwrap.wrap(title, width_chars)), fontsize=10)
     if len(table.lengths) * len(table.depths) <= 200:
         for (row, col), value in np.ndenumerate(data):
             if not np.isnan(value):
