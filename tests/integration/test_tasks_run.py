@@ -11,7 +11,8 @@ import requests
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.tasks import TASKS
-from tests.integration.conftest import Stack, wait_for
+from tests.integration.conftest import Stack
+from tests.integration.test_local_stack import wait_complete
 
 pytestmark = pytest.mark.integration
 
@@ -30,16 +31,6 @@ def submit(stack: Stack, body: dict[str, Any]) -> str:
     )
     assert response.status_code == 202, response.text
     return str(response.json()["run_id"])
-
-
-def wait_complete(run_id: str, timeout: float = 600) -> dict[str, Any]:
-    store = FirestoreStore()
-
-    def complete() -> dict[str, Any] | None:
-        run = store.get_run(run_id)
-        return run if run and run.get("status") == "complete" and run.get("report") else None
-
-    return wait_for(complete, timeout=timeout, what=f"run {run_id} to complete")
 
 
 @pytest.fixture(scope="module")

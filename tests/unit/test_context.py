@@ -12,16 +12,6 @@ from niah.errors import ContextTooShortError
 from niah.models.tokenizer import SentencePieceTokenizer
 from tests.fakes import MemoryBlobs
 
-PREFIX = "haystacks/paul_graham_essays/"
-
-
-@pytest.fixture(scope="module")
-def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackTokens:
-    blobs = MemoryBlobs()
-    for path in sorted(essays_dir.glob("*.txt")):
-        blobs.objects[PREFIX + path.name] = path.read_bytes()
-    return load_haystack(blobs, PREFIX, tokenizer)
-
 
 def build(
     essays: HaystackTokens,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from niah.core.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.haystack_tokens import HaystackTokens
 from niah.core.prompt_builder import build_prompt
 from niah.core.prompts import split_transcript
 from niah.core.spec import Cell, RunRequest
@@ -46,14 +44,6 @@ def test_the_text_after_the_last_occurrence_of_the_prefix_is_scored() -> None:
     assert mrcr_score(PREFIX + REPLY, answer) == 1.0
     wrong_last = f"{PREFIX}{REPLY} {PREFIX} wrong"
     assert mrcr_score(PREFIX + REPLY, wrong_last) < 0.5
-
-
-@pytest.fixture(scope="module")
-def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackTokens:
-    blobs = MemoryBlobs()
-    for path in sorted(essays_dir.glob("*.txt")):
-        blobs.objects["h/" + path.name] = path.read_bytes()
-    return load_haystack(blobs, "h/", tokenizer)
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from niah.core.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.haystack_tokens import HaystackTokens
 from niah.core.prompt_builder import build_prompt
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.core.scoring import unscored_reason
@@ -18,17 +17,6 @@ from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.dispatch import parse_request
 from niah.tasks import TASKS, get_task
 from niah.tasks.nonliteral import TEMPLATES
-from tests.fakes import MemoryBlobs
-
-PREFIX = "haystacks/paul_graham_essays/"
-
-
-@pytest.fixture(scope="module")
-def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackTokens:
-    blobs = MemoryBlobs()
-    for path in sorted(essays_dir.glob("*.txt")):
-        blobs.objects[PREFIX + path.name] = path.read_bytes()
-    return load_haystack(blobs, PREFIX, tokenizer)
 
 
 def sample_of(task: str, length: int = 4000, depth: float = 50, index: int = 0, **options):

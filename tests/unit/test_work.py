@@ -19,11 +19,10 @@ def echo_needle_number(prompt: str) -> str:
     return f" {match.group(1)}." if match else " I don't know."
 
 
-@pytest.fixture
-def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
+def dispatch_task(essay_blobs: MemoryBlobs, **options: Any) -> dict[str, Any]:
     store, publisher = MemoryStore(), RecordingPublisher()
     result = dispatch_run(
-        {"context_lengths": [300, 600], "document_depth_percents": [0, 100]},
+        {"context_lengths": [600], "document_depth_percents": [50]} | options,
         store=store,
         publisher=publisher,
         blobs=essay_blobs,
@@ -35,6 +34,11 @@ def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
         "run_id": result.run_id,
         "tasks": [CellTask.from_message(m) for m in publisher.cells],
     }
+
+
+@pytest.fixture
+def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
+    return dispatch_task(essay_blobs, context_lengths=[300, 600], document_depth_percents=[0, 100])
 
 
 def run_cell(world: dict[str, Any], task: CellTask, provider: Provider) -> str:
@@ -184,23 +188,6 @@ def test_a_failing_judge_keeps_the_paid_answer_and_does_not_redeliver(
     [cell] = store.list_cells(result.run_id)
     assert cell["exact_score"] == 10 and cell["score"] == 10
     assert cell["judge_score"] is None and "429" in cell["judge_error"]
-
-
-def dispatch_task(essay_blobs: MemoryBlobs, **options: Any) -> dict[str, Any]:
-    store, publisher = MemoryStore(), RecordingPublisher()
-    result = dispatch_run(
-        {"context_lengths": [600], "document_depth_percents": [50], **options},
-        store=store,
-        publisher=publisher,
-        blobs=essay_blobs,
-    )
-    return {
-        "store": store,
-        "publisher": publisher,
-        "blobs": essay_blobs,
-        "run_id": result.run_id,
-        "tasks": [CellTask.from_message(m) for m in publisher.cells],
-    }
 
 
 def test_a_task_cell_stores_the_tasks_outcome_score_and_details(essay_blobs: MemoryBlobs) -> None:

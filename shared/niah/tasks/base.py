@@ -193,3 +193,20 @@ def share_verdict(answer: str, expected: Sequence[str]) -> Verdict:
     share, found = fraction_found(answer, expected)
     outcome: Outcome = "correct" if found == len(expected) else "wrong"
     return Verdict(outcome, share, {"retrieved": found, "asked": len(expected)})
+
+
+def spread_ruler_sample(
+    spec: RunRequest, cell: Cell, keys: Sequence[str], values: Sequence[str]
+) -> Sample:
+    """RULER needles of ``keys[i]: values[i]`` from the cell's depth to the end, all asked.
+
+    ``multi_value`` repeats one key; ``multi_query`` gives each value its own key.
+    """
+    kind = spec.needle_value_type
+    depths = spread_depths(cell.depth_percent, len(values))
+    insertions = tuple(
+        Insertion(ruler_needle(key, value, kind), depth)
+        for key, value, depth in zip(keys, values, depths, strict=True)
+    )
+    asked = list(dict.fromkeys(keys))  # each key once, in order
+    return ruler_sample(insertions, asked, kind, values, {"keys": asked})

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from niah.core.prompt_builder import Insertion
 from niah.core.spec import Cell, RunRequest
 from niah.tasks.base import (
     Sample,
     Verdict,
     distinct_values,
-    ruler_needle,
-    ruler_sample,
     sample_rng,
     share_verdict,
-    spread_depths,
+    spread_ruler_sample,
 )
 
 
@@ -24,15 +21,9 @@ class MultiQuery:
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Distinct keys and values; every key is asked for."""
         rng = sample_rng(spec, cell, self.name)
-        count = spec.num_queries
-        keys = distinct_values(rng, spec.needle_key_type, count)
-        values = distinct_values(rng, spec.needle_value_type, count)
-        depths = spread_depths(cell.depth_percent, count)
-        insertions = tuple(
-            Insertion(ruler_needle(key, value, spec.needle_value_type), depth)
-            for key, value, depth in zip(keys, values, depths, strict=True)
-        )
-        return ruler_sample(insertions, keys, spec.needle_value_type, values, {"keys": keys})
+        keys = distinct_values(rng, spec.needle_key_type, spec.num_queries)
+        values = distinct_values(rng, spec.needle_value_type, spec.num_queries)
+        return spread_ruler_sample(spec, cell, keys, values)
 
     def score(self, sample: Sample, answer: str) -> Verdict:
         """The share of the asked keys whose value the answer holds."""
