@@ -33,7 +33,91 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+# The harness's options that mean nothing to a service, and what takes their place.
+HARNESS_ONLY_OPTIONS = {
+    "save_results": "results are always saved (Firestore; `niah export` writes files)",
+    "print_ongoing_status": "progress is always shown with --wait (and `niah status`)",
+    "seconds_to_sleep_between_completions": (
+        "pacing is the worker's parallelism (worker max instances x concurrency)"
+    ),
+    "gcp_project_id": "the project is the deployment's (NIAH_PROJECT or GOOGLE_CLOUD_PROJECT)",
+}
+# The harness's options that are spelt differently here: refused, naming the new one.
+RENAMED_OPTIONS = {
+    "provider": "--model_provider (local, gemini or openai_compatible; inferred from the name)",
+    "model_to_test": "--model_name",
+    "evaluator": "--scorer judge with --evaluator_model_name",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that suggests the option a typo meant, and never guesses one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> typing.NoReturn:
+        """One line, with the closest options for an unknown one."""
+        import difflib
+        import re
+
+        unknown = re.findall(r"(--[\w-]+)", message) if "unrecognized" in message else []
+        options = _all_options(self)
+        hints = [
+            f"{word}: did you mean {' or '.join(close)}?"
+            for word in unknown
+            if (close := difflib.get_close_matches(word, options, n=2, cutoff=0.75))
+        ]
+        self.exit(2, f"niah: {message}{'; ' + '; '.join(hints) if hints else ''}\n")
+
+
+def _all_options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of a parser and of its subcommands' parsers."""
+    options = []
+    for action in parser._actions:
+        options += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                options += _all_options(sub)
+    return options
+
+
+class _ExtendFlat(argparse.Action):
+    """Each word parses to a list; the option's value is all of them, in order."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        items = list(getattr(namespace, self.dest, None) or [])
+        setattr(namespace, self.dest, items + [item for word in values for item in word])
+
+
+def _list_of(kind: type, name: str) -> Any:
+    """Parse one word of a list option: 1000, "1000," or the harness's "[1000, 2000]"."""
+
+    def parse(word: str) -> list[Any]:
+        items = word.translate(str.maketrans("[],", "   ")).split()
+        try:
+            return [kind(item) for item in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{word!r} is not a list of numbers; write --{name} 1000 2000 or "
+                f"--{name} '[1000, 2000]'"
+            ) from None
+
+    return parse
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    for name in (*HARNESS_ONLY_OPTIONS, *RENAMED_OPTIONS):
+        parser.add_argument(
+            f"--{name}", dest=f"harness_{name}", nargs="?", const=True, help=argparse.SUPPRESS
+        )
     for name, field in RunRequest.model_fields.items():
         flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
         kind, many = _option_type(field.annotation)
@@ -48,7 +132,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
             )
         elif many:
             parser.add_argument(
-                *flags, dest=name, type=kind, nargs="+", default=None, help=help_text
+                *flags,
+                dest=name,
+                type=_list_of(kind, name),
+                nargs="+",
+                default=None,
+                action=_ExtendFlat,
+                help=help_text,
             )
         else:
             choices = (
@@ -194,8 +284,19 @@ def _measures_line(run: dict[str, Any]) -> str:
     )
 
 
+def _explain_harness_options(args: argparse.Namespace) -> None:
+    """One line per harness option given: renamed ones refused, needless ones ignored."""
+    for name, instead in RENAMED_OPTIONS.items():
+        if getattr(args, f"harness_{name}", None) is not None:
+            sys.exit(f"niah: --{name} is the harness's; here it is {instead}")
+    for name, instead in HARNESS_ONLY_OPTIONS.items():
+        if getattr(args, f"harness_{name}", None) is not None:
+            print(f"niah: --{name} is not needed here: {instead}; ignored", file=sys.stderr)
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     """Submit a run (and follow it with --wait), or only estimate it (--estimate)."""
+    _explain_harness_options(args)
     payload = {
         name: getattr(args, name)
         for name in RunRequest.model_fields
@@ -302,10 +403,10 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``niah`` command line."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="niah", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="submit a run")
     _add_run_options(run)
     run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")

@@ -57,6 +57,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # Sweep runs that made no progress for 30 s (not less than the ack
             # deadline, so it does not race redelivery), checking every 5 s.
             "NIAH_SWEEP_STALLED_AFTER_SECONDS": "30",
+            # A killed worker's leases hold its cells off for this long: longer than a
+            # test cell takes, short enough for the kill test to see them taken over.
+            "NIAH_CELL_LEASE_SECONDS": "40",
         },
         # Test cells are small; a push held by a killed worker is due again after 30 s.
         ack_deadline_seconds=30,

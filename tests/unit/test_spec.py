@@ -11,8 +11,10 @@ def test_lengths_follow_the_harness_linspace() -> None:
     )
     assert spec.lengths() == [1000, 2000, 3000, 4000]
     # np.round(np.linspace(1000, 16000, 35)) starts 1000, 1441, 1882 ...
-    assert RunRequest().lengths()[:3] == [1000, 1441, 1882]
-    assert len(RunRequest().lengths()) == 35
+    harness = RunRequest(context_lengths_num_intervals=35)
+    assert harness.lengths()[:3] == [1000, 1441, 1882]
+    assert len(harness.lengths()) == 35
+    assert len(RunRequest().lengths()) == 15  # our default: 15 x 15 fits the cap
 
 
 def test_explicit_lists_win_and_are_sorted_and_deduplicated() -> None:

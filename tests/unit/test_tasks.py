@@ -220,8 +220,13 @@ def test_the_single_tasks_run_ids_are_the_ones_runs_had_before_tasks() -> None:
     # Computed with the code before the task layer (commit 10f3a36).
     spec = RunRequest(context_lengths=[1000, 2000], document_depth_percents=[0, 50])
     assert spec.run_id("fp") == "run-d9156a099d0a1e78"
-    spec = RunRequest(model_name="gemini-2.5-flash", context_lengths=[4000], seed=3)
-    assert spec.run_id("fp2") == "run-5ba657d611400fbb"
+    spec = RunRequest(
+        model_name="gemini-2.5-flash",
+        context_lengths=[4000],
+        document_depth_percents=[0, 50, 100],
+        seed=3,
+    )
+    assert spec.run_id("fp2") == "run-7971b0df0719e189"
     assert RunRequest(context_lengths=[1000], samples_per_cell=2).run_id("fp") != RunRequest(
         context_lengths=[1000]
     ).run_id("fp")

@@ -280,7 +280,7 @@ def cost_summary(totals: dict[str, Any]) -> dict[str, Any]:
 def format_cost(summary: dict[str, Any]) -> str:
     """The cost as a person should read it: dollars, or unknown with what is known."""
     if summary["cost_usd"] is not None:
-        return f"${summary['cost_usd']:.4f}"
+        return f"cost ${summary['cost_usd']:.4f}"
     unpriced = summary["unpriced_cells"]
     known = summary["cost_priced_part_usd"]
     priced_part = f"; the priced cells ${known:.4f}" if known else ""

@@ -221,7 +221,11 @@ def _store_cell(
 ) -> Outcome:
     """Create the cell and count it on the run; ask for the report if it was the last."""
     failed = doc.get("status") == "failed"
-    if not store.record_cell(task.run_id, task.cell_id, doc, failed=failed, totals=totals):
+    stored = store.record_cell(task.run_id, task.cell_id, doc, failed=failed, totals=totals)
+    # Stored (now or by another delivery): the lease has done its job. Freed, so a reset
+    # of a failed cell can publish and answer it again at once.
+    store.release_cell(task.run_id, task.cell_id)
+    if not stored:
         log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
         return "duplicate"
     if failed:

@@ -1,0 +1,83 @@
+"""The CLI as a user types it: the harness's syntax, its options, typos, one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests import REPO
+
+
+def niah(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "niah.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+
+
+def test_the_harness_list_syntax_and_shell_words_both_work() -> None:
+    harness = niah(
+        "run",
+        "--context_lengths",
+        "[1000, 2000]",
+        "--document_depth_percents",
+        "[50]",
+        "--estimate",
+    )
+    assert harness.returncode == 0, harness.stderr
+    assert "2 cells (2 lengths x 1 depths)" in harness.stdout
+    words = niah(
+        "run", "--context_lengths", "1000", "2000", "--document_depth_percents", "50", "--estimate"
+    )
+    assert words.stdout == harness.stdout
+
+
+def test_a_bad_list_names_the_option_and_both_ways_to_write_it() -> None:
+    result = niah("run", "--context_lengths", "[1000, x]", "--estimate")
+    assert result.returncode == 2
+    assert "'[1000, x]' is not a list of numbers" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "advice"),
+    [
+        ("--save_results", "results are always saved"),
+        ("--print_ongoing_status", "progress is always shown"),
+        ("--seconds_to_sleep_between_completions", "worker's parallelism"),
+        ("--gcp_project_id", "the deployment's"),
+    ],
+)
+def test_harness_options_without_meaning_here_say_what_replaces_them(
+    option: str, advice: str
+) -> None:
+    result = niah("run", "--context_lengths", "1000", option, "x", "--estimate")
+    assert result.returncode == 0, result.stderr
+    assert advice in result.stderr and "ignored" in result.stderr
+
+
+def test_a_renamed_harness_option_is_refused_naming_ours() -> None:
+    result = niah("run", "--provider", "openai", "--estimate")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "niah: --provider is the harness's; here it is --model_provider (local, gemini or "
+        "openai_compatible; inferred from the name)"
+    )
+
+
+def test_a_typo_gets_the_closest_option_not_a_guess() -> None:
+    result = niah("run", "--context_length", "1000", "--estimate")
+    assert result.returncode == 2
+    assert "did you mean --context_lengths" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_default_grid_fits_the_cap() -> None:
+    result = niah("run", "--estimate")
+    assert result.returncode == 0, result.stderr
+    assert "225 cells (15 lengths x 15 depths)" in result.stdout
