@@ -253,7 +253,8 @@ def _print_results(run_id: str, run: dict[str, Any]) -> None:
             f"prompt tokens vs requested length: mean {deviation.get('mean')}, "
             f"max |deviation| {deviation.get('max_abs')}"
         )
-    print(_measures_line(run))
+    if measures := _measures_line(run):
+        print(measures)
     task = (run.get("spec") or {}).get("task", "single")
     scale = "" if task == "single" else f", task {task}, fraction of 1"
     print(f"scores ({run.get('scorer', 'exact')}{scale}):")
