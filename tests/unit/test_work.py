@@ -97,13 +97,16 @@ def test_permanent_errors_are_stored_and_retryable_ones_raise(world: dict[str, A
 def test_a_context_too_short_at_the_worker_is_a_grey_cell_not_a_crash(
     world: dict[str, Any],
 ) -> None:
-    # The dispatcher refuses lengths below the prompt's size; should one slip through
-    # (a long custom template it under-estimated), the worker records a grey cell.
-    task = world["tasks"][0]
-    short = CellTask(task.run_id, task.cell_id, 12, task.depth_percent)
-    outcome = run_cell(world, short, ScriptedProvider(echo_needle_number))
+    # The dispatcher refuses lengths below the prompt's size by an estimate (a token per
+    # 3 characters); digits are a token each, so this template slips through it.
+    digits = "7" * 2000
+    short = dispatch_task(
+        world["blobs"], context_lengths=[1000], prompt_template="{context}" + digits + "{question}"
+    )
+    [task] = short["tasks"]
+    outcome = run_cell(short, task, ScriptedProvider(echo_needle_number))
     assert outcome == "failed"
-    [cell] = world["store"].list_cells(world["run_id"])
+    [cell] = short["store"].list_cells(short["run_id"])
     assert "below the prompt's own size" in cell["error"]["message"]
 
 
@@ -317,3 +320,35 @@ def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
     name = cell["model_response_uri"].split("/", 3)[3]
     assert world["blobs"].read(name).decode() == huge
     assert len(provider.prompts) == 1
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"context_length": 450},  # off the grid, with a matching ID
+        {"depth_percent": float("nan")},
+        {"cell_id": "L00000300-D000000-evil"},
+        {"sample": 3},  # the run has one sample per cell
+        {"source_file": "gs://elsewhere/x.csv", "row": 0},
+    ],
+)
+def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
+    world: dict[str, Any], forged: dict[str, Any]
+) -> None:
+    from niah.core.spec import Cell
+
+    message = {
+        "run_id": world["run_id"],
+        "cell_id": "L00000300-D000000",
+        "context_length": 300,
+        "depth_percent": 0.0,
+        "sample": 0,
+    } | forged
+    if "cell_id" not in forged and "depth_percent" not in forged:
+        message["cell_id"] = Cell(
+            message["context_length"], message["depth_percent"], message["sample"]
+        ).cell_id
+    provider = ScriptedProvider(echo_needle_number)
+    assert run_cell(world, CellTask.from_message(message), provider) == "rejected"
+    assert provider.prompts == []
+    assert world["store"].list_cells(world["run_id"]) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from niah.settings import get_settings
 from niah.tasks import Sample, get_task
 from niah.tasks.mrcr import published_sample
 
-Outcome = Literal["answered", "failed", "duplicate", "orphan"]
+Outcome = Literal["answered", "failed", "duplicate", "orphan", "rejected"]
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
 MAX_STORED_ANSWER_BYTES = 100_000
 ProviderFactory = Callable[[ProviderName, str], Provider]
@@ -123,6 +124,11 @@ def process_cell(
     if spec is None:
         log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
         return "orphan"
+    problem = _not_of_the_run(task, spec)
+    if problem is not None:
+        # Forged or corrupted: no model call, no count, acknowledged.
+        log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)
+        return "rejected"
     if store.cell_exists(task.run_id, task.cell_id):
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
@@ -160,6 +166,25 @@ def process_cell(
         "test_timestamp_utc": harness_timestamp(),
     }
     return _store_cell(task, doc, totals, store=store, publisher=publisher)
+
+
+def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
+    """Why a message is not one of its run's cells, or None: trust no message."""
+    if not math.isfinite(task.depth_percent):
+        return f"depth {task.depth_percent} is not a number"
+    if task.cell.cell_id != task.cell_id:
+        return f"cell_id {task.cell_id!r} does not name its own numbers"
+    if spec.mrcr_source is not None:
+        if task.source_file is None or task.row is None or task.row < 0:
+            return "a cell of published samples needs its file and row"
+        return None
+    if task.source_file is not None:
+        return "a cell of a generated grid names a file"
+    if task.context_length not in spec.lengths() or task.depth_percent not in spec.depths():
+        return f"{task.cell_id} is not on the run's grid"
+    if not 0 <= task.sample < spec.samples_per_cell:
+        return f"sample {task.sample} is not one of the run's {spec.samples_per_cell}"
+    return None
 
 
 def _sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
