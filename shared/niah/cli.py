@@ -170,16 +170,22 @@ def _submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     headers = {"Content-Type": "application/json"}
     if url.startswith("https://"):
         headers["Authorization"] = f"Bearer {_identity_token(url)}"
-    response = requests.post(url, data=json.dumps(payload), headers=headers, timeout=120)
+    try:
+        response = requests.post(url, data=json.dumps(payload), headers=headers, timeout=(5, 120))
+    except requests.RequestException as unreachable:
+        sys.exit(
+            f"niah: cannot reach the dispatcher at {url} ({type(unreachable).__name__}); start the "
+            "local stack (scripts/local_up.sh, then source .local/env) or pass --url"
+        )
     try:
         body: dict[str, Any] = response.json() if response.content else {}
     except ValueError:
         body = {}
     if response.status_code >= 400:
-        error = body.get("error", {})
+        problem = body.get("error", {})
         sys.exit(
-            f"niah: {response.status_code}: {error.get('field', '')}: "
-            f"{error.get('message', response.text)}"
+            f"niah: {response.status_code}: {problem.get('field', '')}: "
+            f"{problem.get('message', response.text)}"
         )
     return body
 
@@ -194,8 +200,21 @@ def _identity_token(audience: str) -> str:
 
 
 def _store() -> Any:
+    """The result store, once it is known to answer (the emulator hangs a client)."""
+    import socket
+
     from niah.cloud.store import FirestoreStore
 
+    emulator = get_settings().firestore_emulator_host
+    if emulator:
+        host, _, port = emulator.rpartition(":")
+        try:
+            socket.create_connection((host or "127.0.0.1", int(port)), timeout=2).close()
+        except (OSError, ValueError):
+            sys.exit(
+                f"niah: the Firestore emulator at {emulator} does not answer; start the local "
+                "stack (scripts/local_up.sh, then source .local/env)"
+            )
     return FirestoreStore()
 
 
@@ -322,11 +341,32 @@ def cmd_run(args: argparse.Namespace) -> None:
         f"run {run_id}: {body['cells']} cells"
         + (" (already complete)" if body.get("already_complete") else "")
         + (f", {body['reused']} already answered" if body.get("reused") else "")
-        + (f", {body['retried']} failed cells retried" if body.get("retried") else "")
+        + (f", {body['retried']} failed cells retried" if body.get("retried") else ""),
+        flush=True,  # the run ID is out before any wait (a script or test reads it)
     )
     if args.wait:
-        run = _wait(run_id, args.timeout)
-        _print_results(run_id, run)
+        _follow(run_id, args.timeout)
+
+
+def _follow(run_id: str, timeout: float) -> None:
+    """Follow a run to its report; Ctrl-C stops following, not the run."""
+    try:
+        run = _wait(run_id, timeout)
+    except KeyboardInterrupt:
+        print(
+            f"\nniah: stopped following {run_id}; the run goes on. Follow it again with: "
+            f"niah wait {run_id}",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    _print_results(run_id, run)
+
+
+def cmd_wait(args: argparse.Namespace) -> None:
+    """Follow a run already submitted, publishing nothing."""
+    if _store().get_run(args.run_id) is None:
+        sys.exit(f"niah: no run {args.run_id}; `niah run` prints the run ID")
+    _follow(args.run_id, args.timeout)
 
 
 def estimate(payload: dict[str, Any]) -> str:
@@ -422,6 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
     run.set_defaults(handler=cmd_run)
+    wait = commands.add_parser("wait", help="follow a submitted run to its report")
+    wait.add_argument("run_id")
+    wait.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
+    wait.set_defaults(handler=cmd_wait)
     status = commands.add_parser("status", help="a run's progress and scores")
     status.add_argument("run_id")
     status.set_defaults(handler=cmd_status)
@@ -437,9 +481,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``niah`` command."""
-    args = build_parser().parse_args(argv)
-    args.handler(args)
+    """Entry point of the ``niah`` command: errors in one line (``--debug`` for more)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    args = build_parser().parse_args([word for word in argv if word != "--debug"])
+    try:
+        args.handler(args)
+    except Exception as error:
+        if debug:
+            raise
+        sys.exit(f"niah: {type(error).__name__}: {error}; rerun with --debug for the traceback")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     # JSON object merged over niah.pricing.DEFAULT_PRICES.
     price_table: str | None = None
 
+    # The Firestore emulator a client talks to, if any (the client libraries read the
+    # same variable); the CLI checks it answers before waiting on it.
+    firestore_emulator_host: str | None = Field(
+        default=None, validation_alias=AliasChoices("FIRESTORE_EMULATOR_HOST")
+    )
+
     # Where clients send run requests (the CLI's default).
     dispatcher_url: str | None = Field(
         default=None, validation_alias=AliasChoices("NIAH_DISPATCHER_URL", "DISPATCHER_URL")

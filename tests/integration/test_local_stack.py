@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -201,3 +202,42 @@ def test_the_cli_runs_waits_reports_and_exports(stack: Stack, tmp_path: Any) -> 
     exported = [json.loads(p.read_text()) for p in (tmp_path / "cells").glob("*.json")]
     assert len(exported) == 2
     assert all(cell.keys() >= HARNESS_FIELDS for cell in exported)
+
+
+def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
+    stack: Stack,
+) -> None:
+    import signal
+
+    env = {**os.environ, **stack.env}
+    niah = [sys.executable, "-m", "niah.cli"]
+    drain(stack.tap, settle_seconds=0.5)
+    follow = subprocess.Popen(
+        [*niah, "run", "--context_lengths", "500", "900", "--document_depth_percents", "30",
+         "60", "--seed", "23", "--wait"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert follow.stdout is not None
+    first = follow.stdout.readline()  # "run run-...: 4 cells"
+    run_id = first.split()[1].rstrip(":")
+    time.sleep(1)
+    follow.send_signal(signal.SIGINT)
+    _, stderr = follow.communicate(timeout=60)
+    assert follow.returncode == 130
+    assert f"the run goes on. Follow it again with: niah wait {run_id}" in stderr
+    assert "Traceback" not in stderr
+    published = len(drain(stack.tap))
+    assert published == 4
+    again = subprocess.run(
+        [*niah, "wait", run_id, "--timeout", "300"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=360,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "heatmap: gs://" in again.stdout
+    assert drain(stack.tap) == []  # re-attaching published nothing

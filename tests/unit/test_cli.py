@@ -81,3 +81,25 @@ def test_the_default_grid_fits_the_cap() -> None:
     result = niah("run", "--estimate")
     assert result.returncode == 0, result.stderr
     assert "225 cells (15 lengths x 15 depths)" in result.stdout
+
+
+def test_a_stopped_dispatcher_is_one_line_not_a_traceback() -> None:
+    import time
+
+    started = time.monotonic()
+    result = niah("run", "--context_lengths", "1000", "--url", "http://127.0.0.1:9/")
+    assert result.returncode == 1
+    assert result.stderr.startswith("niah: cannot reach the dispatcher at http://127.0.0.1:9/")
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - started < 30
+
+
+def test_a_stopped_firestore_emulator_is_one_line_not_a_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:9")
+    for command in (["status", "run-x"], ["wait", "run-x"], ["export", "run-x", "--out", "/tmp/x"]):
+        result = niah(*command)
+        assert result.returncode == 1, command
+        assert "the Firestore emulator at 127.0.0.1:9 does not answer" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
