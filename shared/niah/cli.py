@@ -245,7 +245,12 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
             time.sleep(1)
 
 
-def _print_results(run_id: str, run: dict[str, Any]) -> None:
+# Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
+EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED = 0, 3, 4
+
+
+def _print_results(run_id: str, run: dict[str, Any]) -> int:
+    """Print the run's results; the exit code: failed cells 3, unscored ones 4, else 0."""
     cells = _store().list_cells(run_id)
     print(
         f"\nrun {run_id}: {run.get('model')}, {run.get('done', 0)} answered, "
@@ -280,6 +285,26 @@ def _print_results(run_id: str, run: dict[str, Any]) -> None:
     print(format_table(score_table(cells)))
     if run.get("report"):
         print(f"heatmap: {run['report']['heatmap_uri']}")
+    return _report_failures(cells)
+
+
+def _report_failures(cells: list[dict[str, Any]]) -> int:
+    """Failed and unscored cells, grouped by reason with counts; the exit code."""
+    reasons: dict[str, int] = {}
+    for cell in cells:
+        error = cell.get("error") or {}
+        if error:
+            reason = f"failed ({error.get('kind')}): {str(error.get('message'))[:160]}"
+        elif cell.get("outcome") == "unscored":
+            reason = f"unscored: {str(cell.get('unscored_reason'))[:160]}"
+        else:
+            continue
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        print(f"{count} x {reason}", file=sys.stderr)
+    if any(cell.get("error") for cell in cells):
+        return EXIT_CELLS_FAILED
+    return EXIT_CELLS_UNSCORED if reasons else EXIT_ALL_SCORED
 
 
 def _measures_line(run: dict[str, Any]) -> str:
@@ -359,7 +384,7 @@ def _follow(run_id: str, timeout: float) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
-    _print_results(run_id, run)
+    sys.exit(_print_results(run_id, run))
 
 
 def cmd_wait(args: argparse.Namespace) -> None:
@@ -416,7 +441,7 @@ def cmd_status(args: argparse.Namespace) -> None:
         f"run {args.run_id}: {run.get('status')}, {run.get('done', 0)} answered + "
         f"{run.get('failed', 0)} failed of {run.get('total')} cells"
     )
-    _print_results(args.run_id, run)
+    sys.exit(_print_results(args.run_id, run))
 
 
 def cmd_report(args: argparse.Namespace) -> None:

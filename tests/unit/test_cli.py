@@ -103,3 +103,24 @@ def test_a_stopped_firestore_emulator_is_one_line_not_a_hang(
         assert result.returncode == 1, command
         assert "the Firestore emulator at 127.0.0.1:9 does not answer" in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_static_needle_says_which_two_options_to_add_without_a_circle() -> None:
+    missing = niah("run", "--no-dynamic_needle", "--context_lengths", "1000", "--estimate")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("niah: expected_answer: a static needle")
+    assert "evaluator_model_name" in missing.stderr
+    exact = niah(
+        "run", "--no-dynamic_needle", "--expected_answer", "sandwich", "--context_lengths",
+        "1000", "--estimate",
+    )  # fmt: skip
+    assert exact.returncode == 0, exact.stderr
+
+
+def test_the_local_model_is_refused_as_a_judge() -> None:
+    result = niah(
+        "run", "--scorer", "both", "--evaluator_model_name", "gemma-3-270m-local",
+        "--context_lengths", "1000", "--estimate",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "evaluator_model_name: gemma-3-270m-local is a 270M base model" in result.stderr

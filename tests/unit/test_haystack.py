@@ -61,3 +61,27 @@ def test_empty_and_binary_haystacks_are_clear_errors(tokenizer: SentencePieceTok
     blobs.objects["haystacks/blank/a.txt"] = b"  \n "
     with pytest.raises(HaystackError, match="empty"):
         load_haystack(blobs, "haystacks/blank/", tokenizer)
+
+
+def test_a_local_path_is_refused_and_a_missing_haystack_lists_those_there(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    from niah.errors import RequestError
+    from niah.service.dispatch import dispatch_run
+    from tests.fakes import MemoryStore, RecordingPublisher
+
+    def dispatch(haystack_dir: str) -> RequestError:
+        with pytest.raises(RequestError) as caught:
+            dispatch_run(
+                {"context_lengths": [1000], "haystack_dir": haystack_dir},
+                store=MemoryStore(),
+                publisher=RecordingPublisher(),
+                blobs=essay_blobs,
+            )
+        return caught.value
+
+    local = dispatch("/home/me/essays")
+    assert local.field == "haystack_dir" and "looks like a local path" in local.message
+    missing = dispatch("novels")
+    assert missing.field == "haystack_dir"
+    assert missing.message.endswith("use one of: paul_graham_essays, noise")

@@ -161,7 +161,7 @@ def test_a_failing_judge_keeps_the_paid_answer_and_does_not_redeliver(
             "context_lengths": [1000],
             "document_depth_percents": [50],
             "scorer": "both",
-            "evaluator_model_name": "gemma-3-270m-local",
+            "evaluator_model_name": "gemini-2.5-flash",
         },
         store=store,
         publisher=publisher,

@@ -37,6 +37,13 @@ def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
     """
     settings = get_settings()
     value = haystack_dir or settings.default_haystack
+    if value.startswith(("/", "~", "./", "../")):
+        raise HaystackError(
+            f"{value!r} looks like a local path; haystack_dir names a haystack in the "
+            "service's bucket. Upload the folder there (gcloud storage cp -r FOLDER "
+            f"gs://{bucket}/{settings.haystacks_prefix}NAME/), or locally put it in "
+            ".local/haystacks/NAME/ and restart the stack, then pass NAME"
+        )
     if value.strip("/") in GENERATED_HAYSTACKS:
         return f"{GENERATED_PREFIX}{value.strip('/')}/"
     if value.startswith("gs://"):
@@ -65,9 +72,16 @@ def haystack_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
     if not files:
         raise HaystackError(
             f"gs://{blobs.bucket}/{prefix} holds no .txt files; upload the haystack's text "
-            "files there, or leave haystack_dir out for the default"
+            f"files there, or use one of: {', '.join(available_haystacks(blobs))}"
         )
     return files
+
+
+def available_haystacks(blobs: BlobStore) -> list[str]:
+    """The haystack names the bucket holds, and the generated ones."""
+    root = get_settings().haystacks_prefix
+    names = {info.name[len(root) :].split("/", 1)[0] for info in blobs.list(root)}
+    return sorted(name for name in names if name) + sorted(GENERATED_HAYSTACKS)
 
 
 def read_haystack_file(blobs: BlobStore, name: str) -> bytes:

@@ -208,6 +208,12 @@ class RunRequest(BaseModel):
                 "document_depth_percent_min must not exceed document_depth_percent_max"
             )
         self._check_task_options()
+        if not self.dynamic_needle and not self.expected_answer and not self.evaluator_model_name:
+            raise ValueError(
+                "expected_answer: a static needle (dynamic_needle false) needs "
+                "expected_answer, the text a right answer contains (scored exact), or "
+                "evaluator_model_name, a judge"
+            )
         if self.scorer_name() in ("judge", "both") and not self.evaluator_model_name:
             raise ValueError(
                 "scorer 'judge' needs evaluator_model_name (the judge model), or use scorer 'exact'"

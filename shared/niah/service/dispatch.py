@@ -60,6 +60,10 @@ def parse_request(payload: Any) -> RunRequest:
         first = error.errors()[0]
         field_name = ".".join(str(part) for part in first["loc"]) or "body"
         message = str(first["msg"]).removeprefix("Value error, ")
+        # A check across options names its field first: "expected_answer: ...".
+        named, _, rest = message.partition(": ")
+        if field_name == "body" and named in RunRequest.model_fields and rest:
+            field_name, message = named, rest
         if first["type"] == "extra_forbidden":
             message = "is not a run option; check its spelling against the README's list"
         raise RequestError(field_name, message) from error
@@ -135,6 +139,12 @@ def check_model(spec: RunRequest) -> None:
             "model_provider openai_compatible on a deployment with NIAH_OPENAI_BASE_URL set",
         )
     for name in filter(None, [spec.evaluator_model_name]):
+        if name == LOCAL_MODEL:
+            raise RequestError(
+                "evaluator_model_name",
+                f"{LOCAL_MODEL} is a 270M base model: it cannot grade answers (it gives no "
+                "score); use a Gemini model as the judge, or scorer exact",
+            )
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
     check_thinking(spec)

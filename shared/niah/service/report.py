@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import textwrap
@@ -27,7 +28,9 @@ HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
 ERROR_COLOUR = "#BDBDBD"
 
 
-def render_heatmap(table: ScoreTable, *, title: str, fraction: bool = False) -> bytes:
+def render_heatmap(
+    table: ScoreTable, *, title: str, fraction: bool = False, subtitle: str = ""
+) -> bytes:
     """The harness's heatmap: x context length, y depth, red-yellow-green, grey errors.
 
     ``fraction``: scores in [0, 1] (every task but ``single``), drawn as 0-100 %;
@@ -57,8 +60,14 @@ def render_heatmap(table: ScoreTable, *, title: str, fraction: bool = False) -> 
     axes.set_xlabel("Context length (tokens)")
     axes.set_ylabel("Depth percent")
     # Wrapped to the figure's width: a narrow grid must not cut the title off.
-    width_chars = int(figure.get_figwidth() * 11)
-    axes.set_title("\n".join(textwrap.wrap(title, width_chars)), fontsize=10)
+    width_chars = int(figure.get_figwidth() * 8.5)
+    lines = textwrap.wrap(title, width_chars) + textwrap.wrap(subtitle, width_chars + 10)
+    axes.set_title("\n".join(lines), fontsize=9)
+    # White borders between cells, as the harness's seaborn heatmap draws them.
+    axes.set_xticks([i - 0.5 for i in range(1, len(table.lengths))], minor=True)
+    axes.set_yticks([i - 0.5 for i in range(1, len(table.depths))], minor=True)
+    axes.grid(which="minor", color="white", linewidth=1.5)
+    axes.tick_params(which="minor", length=0)
     if len(table.lengths) * len(table.depths) <= 200:
         for (row, col), value in np.ndenumerate(data):
             if not np.isnan(value):
@@ -66,7 +75,7 @@ def render_heatmap(table: ScoreTable, *, title: str, fraction: bool = False) -> 
     figure.colorbar(image, ax=axes, label=label)
     if np.isnan(data).any():
         axes.legend(
-            handles=[Patch(color=ERROR_COLOUR, label="error")],
+            handles=[Patch(color=ERROR_COLOUR, label="failed or unscored")],
             loc="upper left",
             bbox_to_anchor=(1.25, 1.0),
             frameon=False,
@@ -89,6 +98,13 @@ def heatmap_title(summary: dict[str, Any]) -> str:
         f" · effective length {effective if effective is not None else '-'}"
         f" · {summary['outcomes']['unscored']} unscored · {format_cost(summary)}"
     )
+
+
+def heatmap_subtitle(run_id: str, run: dict[str, Any]) -> str:
+    """Which run, haystack and day, so a shared picture says where it came from."""
+    created = run.get("created_at")
+    day = f"{created:%Y-%m-%d}" if isinstance(created, dt.datetime) else "date unknown"
+    return f"{run_id} · haystack {run.get('haystack_uri')} · {day}"
 
 
 def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
@@ -118,7 +134,12 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     blobs_prefix = f"{get_settings().reports_prefix}{run_id}/"
     blobs.write(
         blobs_prefix + "heatmap.png",
-        render_heatmap(score_table(cells), title=heatmap_title(summary), fraction=fraction),
+        render_heatmap(
+            score_table(cells),
+            title=heatmap_title(summary),
+            fraction=fraction,
+            subtitle=heatmap_subtitle(run_id, run),
+        ),
         content_type="image/png",
     )
     blobs.write(
