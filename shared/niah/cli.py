@@ -16,7 +16,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from niah.core.spec import RunRequest
+from niah.core.spec import OPTION_HELP, RunRequest
 from niah.core.summary import cost_summary, format_cost, format_table, score_table
 from niah.settings import get_settings
 
@@ -121,7 +121,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     for name, field in RunRequest.model_fields.items():
         flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
         kind, many = _option_type(field.annotation)
-        help_text = f"(default: {field.default!r})"
+        help_text = f"{OPTION_HELP[name]} (default: {field.default!r})"
         if kind is bool:
             parser.add_argument(
                 *flags,

@@ -124,7 +124,7 @@ CASES: list[tuple[str, Any, str, str]] = [
         "static needle without an answer or judge",
         {**OK, "dynamic_needle": False, "scorer": "exact"},
         JSON,
-        "body",
+        "expected_answer",
     ),
     (
         "template without placeholders",

@@ -124,3 +124,11 @@ def test_the_local_model_is_refused_as_a_judge() -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert "evaluator_model_name: gemma-3-270m-local is a 270M base model" in result.stderr
+
+
+def test_every_run_option_has_help_from_one_source() -> None:
+    from niah.core.spec import OPTION_HELP, RunRequest
+
+    assert set(OPTION_HELP) == set(RunRequest.model_fields)
+    result = niah("run", "--help")
+    assert "multi_needle: needles (1-100, default 3)" in result.stdout

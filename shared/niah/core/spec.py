@@ -60,6 +60,49 @@ ADDED_OPTIONS = ("thinking_level",)
 # Options of the single task's harness-style needle, meaningless to the others.
 SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
 
+# What each run option means: the CLI's help (one source; a test checks none is missing).
+OPTION_HELP: dict[str, str] = {
+    "model_name": "the model under test: a gemini-* ID, gemma-3-270m-local, or another name",
+    "model_provider": "local, gemini or openai_compatible (inferred from the model name)",
+    "evaluator_model_name": "the LLM judge, for scorer judge or both (a Gemini model)",
+    "context_lengths": "explicit lengths in tokens: 1000 2000 or '[1000, 2000]'",
+    "context_lengths_min": "shortest length of the harness's linspace of lengths",
+    "context_lengths_max": "longest length of the linspace",
+    "context_lengths_num_intervals": "how many lengths in the linspace (the harness used 35)",
+    "document_depth_percents": "explicit needle depths in percent: 0 50 100",
+    "document_depth_percent_min": "shallowest depth of the linspace of depths",
+    "document_depth_percent_max": "deepest depth of the linspace",
+    "document_depth_percent_intervals": "how many depths (the harness used 35)",
+    "document_depth_percent_interval_type": "linear, or sigmoid (dense near the ends)",
+    "task": "single, multi_needle, multi_key, multi_value, multi_query, absent, nonliteral or mrcr",
+    "num_needles": "multi_needle: needles (1-100, default 3); mrcr: 2, 4 or 8 (default 8)",
+    "num_distractors": "multi_key: needles of the same form with other keys",
+    "num_values": "multi_value: values of the one key",
+    "num_queries": "multi_query: keys asked in one question",
+    "needle_key_type": "RULER-style tasks: words, numbers or uuids as keys",
+    "needle_value_type": "RULER-style tasks: words, numbers (7 digits) or uuids as values",
+    "mrcr_source": "mrcr: MRCR v2's published CSV files in the bucket (gs:// URI or prefix)",
+    "samples_per_cell": "independent samples per grid point, each stored on its own",
+    "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
+    "needle": "a static needle (with --no-dynamic_needle)",
+    "retrieval_question": "the static needle's question",
+    "expected_answer": "what a right answer to the static needle contains (scored exact)",
+    "seed": "seeds every generated needle, key and sample",
+    "haystack_dir": (
+        "a haystack in the bucket (paul_graham_essays, shakespeare, noise), a prefix or gs:// URI"
+    ),
+    "results_version": "a new version is a new run of the same grid",
+    "final_context_length_buffer": "tokens left free below each length (the harness used 200)",
+    "num_concurrent_requests": "recorded; parallelism is the worker's max instances x concurrency",
+    "save_contexts": "store each cell's prompt in the bucket",
+    "scorer": "exact, judge or both (single task)",
+    "count_tokens_check": "also store the countTokens API's count of each prompt",
+    "max_output_tokens": "answer budget (default: the model's, from the catalog)",
+    "thinking_budget": "Gemini 2.5 thinking tokens: 0 off (Flash), -1 dynamic, N a cap",
+    "thinking_level": "Gemini 3 thinking: minimal, low, medium or high, as the model takes",
+    "prompt_template": "a template with {context} once and {question} (and {answer_lead})",
+}
+
 # Hard limits that no configuration lifts: beyond them a request is a mistake.
 MAX_CONTEXT_LENGTH = 10_000_000
 MAX_INTERVALS = 1_000
