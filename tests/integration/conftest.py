@@ -8,6 +8,7 @@ cell message, so tests can count what the dispatcher published.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ from google.api_core.exceptions import DeadlineExceeded
 
 from niah_devtools import localstack
 
-BASE_PORT = 8570
+# NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578).
+BASE_PORT = int(os.environ.get("NIAH_TEST_BASE_PORT", "8570"))
 
 
 @dataclass

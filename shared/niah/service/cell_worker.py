@@ -487,6 +487,8 @@ def _judge(
         log("judge failed", severity="WARNING", error=str(error))
         return fields | {"judge_score": None, "judge_error": str(error)}, None
     fields |= {"judge_score": verdict.score, "judge_reasoning": verdict.reasoning}
+    if verdict.score is None:  # it answered, but with no score in it: say so
+        fields["judge_error"] = f"the judge's reply held no score: {verdict.reasoning[:200]!r}"
     return fields, verdict.answer
 
 

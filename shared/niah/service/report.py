@@ -96,7 +96,8 @@ def heatmap_title(summary: dict[str, Any]) -> str:
     return (
         f"{summary['model']}{task} · {summary['scorer']} score · mean {summary['mean_score']}"
         f" · effective length {effective if effective is not None else '-'}"
-        f" · {summary['outcomes']['unscored']} unscored · {format_cost(summary)}"
+        f" · {summary['failed']} failed · "
+        f"{summary['outcomes']['unscored'] - summary['failed']} unscored · {format_cost(summary)}"
     )
 
 
