@@ -352,3 +352,30 @@ def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
     assert run_cell(world, CellTask.from_message(message), provider) == "rejected"
     assert provider.prompts == []
     assert world["store"].list_cells(world["run_id"]) == []
+
+
+def test_a_judge_that_gives_no_score_leaves_the_sample_unscored_saying_why(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    world = dispatch_task(
+        essay_blobs, scorer="judge", evaluator_model_name="gemini-2.5-flash", context_lengths=[1000]
+    )
+    model = ScriptedProvider(echo_needle_number)
+    judge = ScriptedProvider(lambda prompt: "Looks fine to me.")
+
+    def provider_for(kind: ProviderName, name: str) -> Provider:
+        return judge if model.prompts else model
+
+    [task] = world["tasks"]
+    process_cell(
+        task,
+        store=world["store"],
+        blobs=world["blobs"],
+        publisher=world["publisher"],
+        provider_for=provider_for,
+        tokenizer_for=get_tokenizer,
+    )
+    [cell] = world["store"].list_cells(world["run_id"])
+    assert (cell["outcome"], cell["score"], cell["judge_score"]) == ("unscored", None, None)
+    assert "the judge's reply held no score" in cell["unscored_reason"]
+    assert "Looks fine to me." in cell["judge_error"]
