@@ -136,3 +136,25 @@ def test_a_several_megabyte_haystack_works_as_well(
         assert built.planned_prompt_tokens == length
         assert depth - 1 <= built.actual_depth_percent <= depth
     assert len(tokenizer.encode(built.prompt)) == length  # the last, at 100 %
+
+
+def test_a_length_no_cut_can_reach_fails_the_cell_instead_of_landing_off(
+    essays: HaystackTokens,
+) -> None:
+    from niah.core import prompt_builder
+
+    class EvenTotalsOnly:
+        """Every haystack token adds two prompt tokens: odd totals are unreachable."""
+
+        def count(self, layout: prompt_builder._Layout) -> int:
+            return 2 * layout.budget + 10
+
+    insertions = [Insertion(" A needle.", 50)]
+    with pytest.raises(ContextTooShortError, match="exactly 1001 tokens"):
+        prompt_builder._solve(
+            EvenTotalsOnly(),
+            essays,
+            insertions,
+            1001,
+            budget=900,
+        )

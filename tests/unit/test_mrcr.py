@@ -201,7 +201,7 @@ def test_the_reader_parses_the_published_layout() -> None:
         ]
     )
     blobs.objects["mrcr/readme.txt"] = b"not a csv"
-    files = csv_files(blobs, "mrcr")
+    files = [info.name for info in csv_files(blobs, "mrcr")]
     assert files == ["mrcr/mrcr_v2p1_2needle_in_(4096,8192)_x.csv"]
     refs = index_rows(blobs, files)
     assert [(r.row, r.context_len, r.needles) for r in refs] == [(0, 5000, 2), (1, 7000, 4)]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from niah.core.interfaces import BlobStore
+from niah.core.interfaces import BlobInfo, BlobStore
 from niah.errors import HaystackError
 
 REQUIRED_COLUMNS = ("queries", "answer", "context_len")
@@ -38,15 +38,15 @@ class RowRef:
     needles: int | None
 
 
-def csv_files(blobs: BlobStore, prefix: str) -> list[str]:
+def csv_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
     """The ``.csv`` files under ``prefix`` (or the one file it names), in sorted order."""
-    names = [info.name for info in blobs.list(prefix) if info.name.endswith(".csv")]
-    if not names:
+    files = [info for info in blobs.list(prefix) if info.name.endswith(".csv")]
+    if not files:
         raise HaystackError(
             f"gs://{blobs.bucket}/{prefix} holds no .csv files; copy MRCR v2's CSV files "
             "(google-deepmind/eval_hub mrcr_v2/download.sh lists them) there"
         )
-    return names
+    return files
 
 
 def rows(stream: BinaryIO, name: str = "the file") -> Iterator[dict[str, str]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-PLACEHOLDERS = ("context", "question", "answer_lead")
 _PLACEHOLDER = re.compile(r"\{(context|question|answer_lead)\}")
 
 # Stands in for the context while a template's own text is split around it; a private-

@@ -34,18 +34,10 @@ def exact_score(answer: str, expected: str) -> int:
     return RETRIEVED if mentions(answer, expected) else MISSED
 
 
-# Finish reasons under which an empty or missing answer says nothing about retrieval:
-# the answer budget ran out (thinking can use it all) or the answer was blocked.
-UNSCORED_FINISH = (
-    "MAX_TOKENS",
-    "LENGTH",
-    "SAFETY",
-    "RECITATION",
-    "BLOCKLIST",
-    "PROHIBITED_CONTENT",
-    "SPII",
-    "PROMPT_BLOCKED",
-)
+# Finish reasons (Vertex AI's, and OpenAI-style "length") that say an answer was blocked,
+# or that the answer budget ran out: thinking can spend all of it.
+BLOCKED_FINISH = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII")
+OUT_OF_BUDGET_FINISH = ("MAX_TOKENS", "LENGTH")
 
 
 def unscored_reason(text: str, finish_reason: str | None) -> str | None:
@@ -55,10 +47,9 @@ def unscored_reason(text: str, finish_reason: str | None) -> str | None:
     nor wrong: it never counts as a miss.
     """
     finish = (finish_reason or "").upper()
-    blocked = finish.startswith("PROMPT_BLOCKED") or finish in UNSCORED_FINISH[2:]
-    if blocked:
+    if finish.startswith("PROMPT_BLOCKED") or finish in BLOCKED_FINISH:
         return f"blocked ({finish_reason})"
-    if not text.strip() and finish in ("MAX_TOKENS", "LENGTH"):
+    if not text.strip() and finish in OUT_OF_BUDGET_FINISH:
         return f"no answer within the output budget ({finish_reason})"
     return None
 

@@ -429,11 +429,6 @@ class Cell:
         point = f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
         return f"{point}-S{self.sample:03d}" if self.sample else point
 
-    @property
-    def point_id(self) -> str:
-        """The grid point's ID, shared by all its samples."""
-        return Cell(self.context_length, self.depth_percent).cell_id
-
 
 def linspace_ints(low: int, high: int, count: int) -> list[int]:
     """``np.round(np.linspace(low, high, count)).astype(int)``, deduplicated, sorted."""

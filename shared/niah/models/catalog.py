@@ -120,7 +120,6 @@ class ModelInfo:
     thinking: Thinking = field(default_factory=Thinking)
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     default_output_tokens: int | None = None
-    tokenizer: str = GEMMA3_TOKENIZER
     temperature: float = TEMPERATURE
 
     @property

@@ -253,7 +253,8 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
         return None
     try:
         prefix = haystack_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
-        files = csv_files(blobs, prefix)
+        listed = csv_files(blobs, prefix)
+        files = [info.name for info in listed]
         refs = index_rows(blobs, files)
     except (HaystackError, KeyError, ValueError) as error:
         raise RequestError("mrcr_source", str(error)) from error
@@ -261,8 +262,7 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
     kept = [ref for ref in refs if wanted is None or ref.needles in (None, wanted)]
     if not kept:
         raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
-    listing = {info.name: info for info in blobs.list(prefix)}
-    fingerprint = content_fingerprint([listing[name] for name in files], salt="mrcr_v2")
+    fingerprint = content_fingerprint(listed, salt="mrcr_v2")
     return _Source(files, [(files.index(r.file), r.row, r.context_len) for r in kept], fingerprint)
 
 
