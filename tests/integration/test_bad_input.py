@@ -79,6 +79,23 @@ CASES: list[tuple[str, Any, str, str]] = [
     ),
     ("not a gemini name", {**OK, "model_name": "gemini-ultra-plus"}, JSON, "model_name"),
     ("model name with a slash trick", {**OK, "model_name": "../../admin"}, JSON, "model_name"),
+    (
+        "model in another project",
+        {
+            **OK,
+            "model_name": "projects/another/locations/us-central1/publishers/google/models/"
+            "gemini-2.5-flash",
+        },
+        JSON,
+        "model_name",
+    ),
+    ("model name with dots", {**OK, "model_name": "gemini-2.5-flash.."}, JSON, "model_name"),
+    (
+        "judge in another project",
+        {**OK, "scorer": "judge", "evaluator_model_name": "projects/x/models/gemini-2.5-flash"},
+        JSON,
+        "evaluator_model_name",
+    ),
     ("model name with a NUL", {**OK, "model_name": "gemini-2.5-flash\u0000"}, JSON, "model_name"),
     ("unknown scorer", {**OK, "scorer": "vibes"}, JSON, "scorer"),
     ("judge without a judge", {**OK, "scorer": "judge"}, JSON, "body"),

@@ -62,8 +62,24 @@ def test_the_provider_comes_from_the_catalog_or_the_name(name: str, provider: st
 
 
 def test_gemini_ids_need_a_version_digit() -> None:
-    assert is_gemini_name("gemini-2.5-flash") and is_gemini_name("models/gemini-3-pro-preview")
+    assert is_gemini_name("gemini-2.5-flash")
+    assert is_gemini_name("publishers/google/models/gemini-3-pro-preview")
     assert not is_gemini_name("gemini-pro") and not is_gemini_name("gemma-3")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "models/gemini-3-pro-preview",
+        "projects/another/locations/us-central1/publishers/google/models/gemini-2.5-flash",
+        "publishers/someone/models/gemini-2.5-flash",
+        "gemini-2.5-flash/../../x",
+        "gemini-2..5-flash",
+        "gemini-2.5-flash:generateContent",
+    ],
+)
+def test_a_gemini_name_is_checked_whole(name: str) -> None:
+    assert not is_gemini_name(name)
 
 
 def test_limits_and_output_budgets() -> None:

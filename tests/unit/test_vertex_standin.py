@@ -319,3 +319,13 @@ def test_gemini_3_gets_its_thinking_level_and_googles_temperature(
     run = store.get_run(run_id)
     assert run["call_settings"]["temperature"] == 1.0
     assert run["call_settings"]["thinking_level"] == "low"
+
+
+def test_a_call_the_sdk_refuses_fails_the_cell_without_a_request(
+    standin: tuple[str, StandinState],
+) -> None:
+    """Before: the SDK's ValueError went unclassified (a 500 on every delivery)."""
+    _, state = standin
+    with pytest.raises(PermanentCellError, match="the SDK refused the call: ValueError"):
+        GeminiProvider("gemini-2.5-flash..").generate(PROMPT, max_output_tokens=50)
+    assert len(state.requests) == 0

@@ -207,6 +207,13 @@ class RunRequest(BaseModel):
                 raise ValueError("each depth must be a percent between 0 and 100")
         return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
 
+    @field_validator("model_name", "evaluator_model_name")
+    @classmethod
+    def _check_model_name(cls, value: str | None) -> str | None:
+        if value is not None and ".." in value:
+            raise ValueError("must be a model ID, without '..'")
+        return value
+
     @field_validator("haystack_dir", "mrcr_source")
     @classmethod
     def _check_haystack(cls, value: str | None) -> str | None:

@@ -43,6 +43,9 @@ GEMMA3_TOKENIZER = "gemma3"
 
 # A Gemini model ID: "gemini-" and a version digit (gemini-2.5-flash, gemini-3-pro-preview).
 GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
+# The one resource path a Gemini model may be named by: the project and location come
+# from the deployment, never from a request.
+GOOGLE_PUBLISHER_PATH = "publishers/google/models/"
 
 # Models are called at this temperature (greedy, as the NIAH harness does) unless their
 # entry says otherwise; runs record it, as MRCR v2's README asks every report to state.
@@ -292,8 +295,13 @@ def provider_for_model(model_name: str) -> ProviderName:
 
 
 def is_gemini_name(model_name: str) -> bool:
-    """Whether ``model_name`` is written as a Gemini model ID."""
-    return bool(GEMINI_NAME.match(base_name(model_name)))
+    """Whether ``model_name`` is a Gemini model ID, bare or as Google's publisher path.
+
+    Checked whole: a ``projects/...`` path would send the call to another project's
+    resource, so only ``gemini-...`` and ``publishers/google/models/gemini-...`` pass.
+    """
+    bare = model_name.removeprefix(GOOGLE_PUBLISHER_PATH)
+    return bool(GEMINI_NAME.fullmatch(bare)) and ".." not in bare
 
 
 def input_limit(provider: ProviderName, model_name: str) -> int | None:

@@ -130,7 +130,9 @@ def check_model(spec: RunRequest) -> None:
         raise RequestError("model_name", f"the local provider serves only {LOCAL_MODEL}")
     if provider == "gemini" and not is_gemini_name(spec.model_name):
         raise RequestError(
-            "model_name", f"{spec.model_name!r} is not a Gemini model name (e.g. gemini-2.5-flash)"
+            "model_name",
+            f"{spec.model_name!r} is not a Gemini model ID: give the bare ID (e.g. "
+            "gemini-2.5-flash); the project and location are the deployment's",
         )
     if provider == "openai_compatible" and not get_settings().openai_base_url:
         raise RequestError(
@@ -144,6 +146,11 @@ def check_model(spec: RunRequest) -> None:
                 "evaluator_model_name",
                 f"{LOCAL_MODEL} is a 270M base model: it cannot grade answers (it gives no "
                 "score); use a Gemini model as the judge, or scorer exact",
+            )
+        if provider_for_model(name) == "gemini" and not is_gemini_name(name):
+            raise RequestError(
+                "evaluator_model_name",
+                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-2.5-flash)",
             )
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")

@@ -133,6 +133,13 @@ class GeminiProvider:
             ) from error
         except (httpx.TimeoutException, httpx.TransportError) as error:
             raise RetryableError(f"{type(error).__name__}: {error}") from error
+        except (ValueError, TypeError) as error:
+            # The SDK refuses what it cannot send or parse (a malformed model name, an
+            # unknown response shape) with these: the same request fails the same way,
+            # so redelivering it would loop. Fail the cell and say what the SDK said.
+            raise PermanentCellError(
+                f"the SDK refused the call: {type(error).__name__}: {error}"
+            ) from error
 
     def generate(
         self,
