@@ -48,13 +48,17 @@ class MemoryStoreExtras:
     cells: dict[str, dict[str, dict[str, Any]]]
     attempts: dict[tuple[str, str], dict[str, Any]]
     leases: dict[tuple[str, str], float]
+    claims: dict[tuple[str, str], int]
+    calls: dict[str, dict[str, dict[str, Any]]]
 
-    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
+    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
         now = time.monotonic()
         if self.leases.get((run_id, cell_id), 0) > now:
-            return False
+            return 0
         self.leases[(run_id, cell_id)] = now + lease_seconds
-        return True
+        claims = self.claims.get((run_id, cell_id), 0) + 1
+        self.claims[(run_id, cell_id)] = claims
+        return claims
 
     def release_cell(self, run_id: str, cell_id: str) -> None:
         self.leases.pop((run_id, cell_id), None)
@@ -62,6 +66,18 @@ class MemoryStoreExtras:
     def leased_cells(self, run_id: str) -> set[str]:
         now = time.monotonic()
         return {cell for (run, cell), until in self.leases.items() if run == run_id and until > now}
+
+    def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
+        self.calls.setdefault(run_id, {}).setdefault(call_id, {}).update(doc)
+
+    def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
+        self.calls.setdefault(run_id, {}).setdefault(call_id, {}).update(fields)
+
+    def list_calls(self, run_id: str) -> list[dict[str, Any]]:
+        return [doc | {"call_id": cid} for cid, doc in self.calls.get(run_id, {}).items()]
+
+    def count_cells(self, run_id: str) -> int:
+        return len(self.cells.get(run_id, {}))
 
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         record = self.attempts.setdefault((run_id, cell_id), {"failures": 0})
@@ -71,14 +87,30 @@ class MemoryStoreExtras:
     def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
         return self.attempts.get((run_id, cell_id))
 
-    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+    def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
         run = self.runs[run_id]
         if run.get("status") == "complete" and run.get("report"):
             return "done"
-        if run.get("claimed"):
+        if run.get("report_claim"):
             return "held"
-        run["claimed"] = True
+        run["report_claim"] = claim_id
         return "claimed"
+
+    def finish_report(
+        self, run_id: str, claim_id: str, cells_read: int, fields: dict[str, Any]
+    ) -> bool:
+        run = self.runs[run_id]
+        counted = run.get("done", 0) + run.get("failed", 0)
+        if run.get("report_claim") != claim_id or counted != cells_read:
+            return False
+        run.update(fields, status="complete")
+        return True
+
+    def reopen_report(self, run_id: str) -> None:
+        run = self.runs[run_id]
+        run.update(status="running")
+        run.pop("report", None)
+        run.pop("report_claim", None)
 
     def running_runs(self) -> list[dict[str, Any]]:
         return [
@@ -94,8 +126,7 @@ class MemoryStoreExtras:
             self.attempts.pop((run_id, cell_id), None)
         run = self.runs[run_id]
         run["failed"] = run.get("failed", 0) - len(failed)
-        run.update(status="running", claimed=False)
-        run.pop("report", None)
+        self.reopen_report(run_id)
         return len(failed)
 
 
@@ -107,6 +138,8 @@ class MemoryStore(MemoryStoreExtras):
         self.cells: dict[str, dict[str, dict[str, Any]]] = {}
         self.attempts: dict[tuple[str, str], dict[str, Any]] = {}
         self.leases: dict[tuple[str, str], float] = {}
+        self.claims: dict[tuple[str, str], int] = {}
+        self.calls: dict[str, dict[str, dict[str, Any]]] = {}
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         if run_id in self.runs:
@@ -115,7 +148,7 @@ class MemoryStore(MemoryStoreExtras):
         self.cells[run_id] = {}
         return True
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
+    def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
         run = self.runs.get(run_id)
         return dict(run) if run is not None else None
 
@@ -133,7 +166,10 @@ class MemoryStore(MemoryStoreExtras):
         *,
         failed: bool,
         totals: dict[str, float] | None = None,
+        call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
+        if call is not None:
+            self.close_call(run_id, *call)
         if cell_id in self.cells[run_id]:
             return False
         self.cells[run_id][cell_id] = dict(doc)

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from niah.core.spec import OPTION_HELP, RunRequest
-from niah.core.summary import cost_summary, format_cost, format_table, score_table
+from niah.core.summary import (
+    cost_summary,
+    format_cost,
+    format_spend,
+    format_table,
+    score_table,
+    spend_summary,
+)
 from niah.settings import get_settings
 
 
@@ -271,6 +278,9 @@ def _print_results(run_id: str, run: dict[str, Any]) -> int:
                 else ""
             )
         )
+    calls = _store().list_calls(run_id)
+    if calls:
+        print(format_spend(spend_summary(calls, str(run.get("model") or ""))))
     if run.get("prompt_token_deviation"):
         deviation = run["prompt_token_deviation"]
         print(

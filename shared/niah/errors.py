@@ -88,6 +88,12 @@ class CellInFlightError(RetryableError):
     kind = "in_flight"
 
 
+class StoreUnavailableError(RetryableError):
+    """The result store did not take a write (timed out or unavailable): try again."""
+
+    kind = "store_unavailable"
+
+
 class ReportPendingError(RetryableError):
     """Another instance holds the report's lease; try again when it may have expired."""
 

@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     default_haystack: str = "paul_graham_essays"
     reports_prefix: str = "reports/"
     contexts_prefix: str = "contexts/"
+    # Paid answers the store could not take, kept for the next delivery to store.
+    kept_answers_prefix: str = "kept-answers/"
     cache_dir: Path = Path.home() / ".cache" / "niah"
 
     # Budgets that protect a user's bill; override per deployment.
@@ -87,6 +89,12 @@ class Settings(BaseSettings):
     # longer than a worker can take on one cell (the function timeout), so only a dead
     # worker's lease expires.
     cell_lease_seconds: float = 600.0
+
+    # Documents a run's counts are spread over. Firestore sustains about one write per
+    # second per document; at 1,000 samples a minute (16.7 writes/s) 32 shards take
+    # about 0.52 writes/s each (README, "Counting at scale"). Fixed per deployment: a
+    # reset uncounts a cell on the shard its ID picks under this number.
+    counter_shards: int = Field(default=32, ge=1, le=500)
 
     # Seconds a dispatcher waits for all publishes to be acknowledged.
     publish_timeout_seconds: float = 60.0

@@ -1,4 +1,5 @@
 import io
+import json
 from typing import Any
 
 import pytest
@@ -84,15 +85,51 @@ def test_a_held_report_is_retried_and_a_done_one_is_not_rendered_again() -> None
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 1, "model": "m"})
     store.record_cell("r", "a", CELLS[0], failed=False)
-    store.runs["r"]["claimed"] = True  # another instance is rendering
+    store.runs["r"]["report_claim"] = "another"  # another instance is rendering
     with pytest.raises(ReportPendingError):
         render_report("r", store=store, blobs=blobs)
     assert "reports/r/heatmap.png" not in blobs.objects
-    store.runs["r"]["claimed"] = False
+    store.runs["r"].pop("report_claim")
     render_report("r", store=store, blobs=blobs)
     blobs.writes.clear()
     render_report("r", store=store, blobs=blobs)
     assert blobs.writes == []
+
+
+def test_a_reset_while_rendering_leaves_no_stale_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: read, then claim; a reset mid-render still marked the stale report complete."""
+    from niah.errors import ReportPendingError
+    from niah.service import report
+
+    store, blobs = MemoryStore(), MemoryBlobs()
+    store.create_run("r", {"run_id": "r", "total": 2, "model": "m", "spec": {}})
+    store.record_cell("r", "a", CELLS[0], failed=False)
+    store.record_cell("r", "c", CELLS[2], failed=True)
+    real_render = report.render_heatmap
+
+    def render_then_reset(*args: Any, **kwargs: Any) -> bytes:
+        png = real_render(*args, **kwargs)
+        store.reset_failed_cells("r")  # a resume lands while this render runs
+        return png
+
+    monkeypatch.setattr(report, "render_heatmap", render_then_reset)
+    assert render_report("r", store=store, blobs=blobs) is None  # stale: not complete
+    assert store.runs["r"]["status"] == "running" and "report" not in store.runs["r"]
+    monkeypatch.setattr(report, "render_heatmap", real_render)
+    retried = dict(CELLS[2], status="answered", score=10, outcome="correct")
+    del retried["error"]
+    store.record_cell("r", "c", retried, failed=False)
+    location = render_report("r", store=store, blobs=blobs)
+    assert location is not None and store.runs["r"]["status"] == "complete"
+    summary = json.loads(blobs.objects["reports/r/summary.json"])
+    assert (summary["answered"], summary["failed"]) == (2, 0)  # the fresh state, not 1 + 1
+    # Counts that disagree with the cells read mean a stale read: rendered again.
+    store.reopen_report("r")
+    store.runs["r"]["done"] = 3
+    with pytest.raises(ReportPendingError, match="went stale"):
+        render_report("r", store=store, blobs=blobs)
 
 
 def sample_cell(length: int, depth: float, score: float | None, sample: int = 0) -> dict[str, Any]:

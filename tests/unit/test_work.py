@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 
 from niah.core.interfaces import Provider
-from niah.errors import PermanentCellError, RetryableError
+from niah.core.summary import spend_summary
+from niah.errors import PermanentCellError, RetryableError, StoreUnavailableError
 from niah.models.catalog import ProviderName
 from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_worker import CellTask, process_cell
@@ -379,3 +380,51 @@ def test_a_judge_that_gives_no_score_leaves_the_sample_unscored_saying_why(
     assert (cell["outcome"], cell["score"], cell["judge_score"]) == ("unscored", None, None)
     assert "the judge's reply held no score" in cell["unscored_reason"]
     assert "Looks fine to me." in cell["judge_error"]
+
+
+def test_an_answer_the_store_refuses_is_kept_and_stored_without_a_second_call(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a store failure after the call lost the paid answer; every delivery paid again."""
+    store, task = world["store"], world["tasks"][0]
+    provider = ScriptedProvider(echo_needle_number)
+    real_record = store.record_cell
+
+    def frozen(*args: Any, **kwargs: Any) -> bool:
+        raise StoreUnavailableError("DeadlineExceeded: 504 commit timed out")
+
+    monkeypatch.setattr(store, "record_cell", frozen)
+    with pytest.raises(RetryableError, match="its answer is kept at gs://"):
+        run_cell(world, task, provider)
+    monkeypatch.setattr(store, "record_cell", real_record)
+    # The redelivery finds the lease still held (never released) and the kept answer.
+    assert run_cell(world, task, provider) == "answered"
+    assert len(provider.prompts) == 1
+    (cell,) = store.list_cells(world["run_id"])
+    assert cell["score"] == 10 and store.get_run(world["run_id"])["done"] == 1
+    (call,) = store.list_calls(world["run_id"])
+    assert call["status"] == "answered" and call["call_id"] == f"{task.cell_id}.C001"
+
+
+def test_every_call_started_is_in_the_spend(world: dict[str, Any]) -> None:
+    """An error reply, a call cut off by a dead worker and the answer: three calls."""
+    store, task = world["store"], world["tasks"][0]
+
+    def busy(prompt: str) -> str:
+        raise RetryableError("429 RESOURCE_EXHAUSTED")
+
+    def killed(prompt: str) -> str:
+        raise SystemExit("the instance is gone mid-call")
+
+    with pytest.raises(RetryableError):
+        run_cell(world, task, ScriptedProvider(busy))
+    with pytest.raises(SystemExit):
+        run_cell(world, task, ScriptedProvider(killed))
+    store.leases.clear()  # the dead worker's lease expires
+    assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "answered"
+    calls = sorted(store.list_calls(world["run_id"]), key=lambda c: c["call_id"])
+    assert [c["call_id"][-4:] for c in calls] == ["C001", "C002", "C003"]
+    assert [c["status"] for c in calls] == ["error", "started", "answered"]
+    spend = spend_summary(calls, "gemini-2.5-flash")
+    assert (spend["calls"], spend["error_calls"], spend["cut_off_calls"]) == (3, 1, 1)
+    assert spend["estimated_usd"] == pytest.approx(calls[1]["planned_prompt_tokens"] * 0.30 / 1e6)

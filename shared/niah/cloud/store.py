@@ -1,24 +1,63 @@
 """Firestore: the one module that knows the document paths.
 
-- ``runs/{run_id}``: the validated spec, status, counts (total, done, failed), report.
+- ``runs/{run_id}``: the validated spec, status, ``total``, the report.
 - ``runs/{run_id}/cells/{cell_id}``: one cell's result, in the harness's field names.
+- ``runs/{run_id}/counters/{shard}``: the run's counts (done, failed, totals.*), sharded.
+- ``runs/{run_id}/leases/{cell_id}``: who is calling the model for a cell, until when.
+- ``runs/{run_id}/calls/{cell_id}.C{n}``: every model call started for a cell (spend).
+- ``runs/{run_id}/attempts/{cell_id}``: a cell's retryable failures.
 
-A cell result is stored by one batch that *creates* the cell (failing if it exists)
-and increments the run's counter: atomic and idempotent, with no transaction on the
-hot run document (the emulator and production both punish those).
+A cell result is stored by one batch that *creates* the cell (failing if it exists),
+closes its call and increments one counter shard: atomic and idempotent, with no
+write to the run document. Firestore sustains about one write per second per document
+(cloud.google.com/firestore/docs/solutions/counters, read 2026-11-26), so the counts
+are spread over ``NIAH_COUNTER_SHARDS`` documents picked by the cell's ID; readers
+sum them (``get_run``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 from typing import Any
 
 from niah.core.interfaces import ReportClaim
+from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
 
 RUNS = "runs"
 CELLS = "cells"
 ATTEMPTS = "attempts"
 LEASES = "leases"
+COUNTERS = "counters"
+CALLS = "calls"
+# Fields the shards hold; the run document's own copies (runs stored before the
+# counts were sharded) are added in.
+COUNTED = ("done", "failed")
+
+
+def shard_of(cell_id: str, shards: int) -> str:
+    """The counter shard a cell's count goes to: fixed by its ID, spread evenly."""
+    index = int.from_bytes(hashlib.sha256(cell_id.encode()).digest()[:4], "big") % shards
+    return f"{index:03d}"
+
+
+def add_counts(run: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with its shards' counts, totals and latest progress time summed in."""
+    merged = dict(run)
+    totals = dict(run.get("totals") or {})
+    for shard in shards:
+        for name in COUNTED:
+            merged[name] = merged.get(name, 0) + int(shard.get(name, 0))
+        for key, value in (shard.get("totals") or {}).items():
+            totals[key] = totals.get(key, 0) + value
+        stamp = shard.get("updated_at")
+        if stamp is not None and (merged.get("updated_at") is None or stamp > merged["updated_at"]):
+            merged["updated_at"] = stamp
+    for name in COUNTED:
+        merged.setdefault(name, 0)
+    merged["totals"] = totals
+    return merged
 
 
 class FirestoreStore:
@@ -47,10 +86,28 @@ class FirestoreStore:
             return False
         return True
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        """The run document, or None."""
+    def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
+        """The run document, with its counts summed from the shards, or None.
+
+        ``counts=False``: the document alone, one read (spec, total, status).
+        """
         snapshot = self._run(run_id).get()
-        return snapshot.to_dict() if snapshot.exists else None
+        if not snapshot.exists:
+            return None
+        run = snapshot.to_dict() or {}
+        return add_counts(run, self._shards(run_id)) if counts else run
+
+    def _shards(self, run_id: str) -> list[dict[str, Any]]:
+        return [doc.to_dict() or {} for doc in self._run(run_id).collection(COUNTERS).stream()]
+
+    def _shard(self, run_id: str, cell_id: str) -> Any:
+        shard = shard_of(cell_id, get_settings().counter_shards)
+        return self._run(run_id).collection(COUNTERS).document(shard)
+
+    def count_cells(self, run_id: str) -> int:
+        """How many cells are stored: one aggregation read, not one per cell."""
+        result = self._run(run_id).collection(CELLS).count().get()
+        return int(result[0][0].value)
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         """Merge ``fields`` into the run document."""
@@ -70,32 +127,41 @@ class FirestoreStore:
         *,
         failed: bool,
         totals: dict[str, float] | None = None,
+        call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
-        """Create the cell and count it on the run in one atomic batch.
+        """Create the cell, close its call and count it, in one atomic batch.
 
-        The same batch increments ``done`` or ``failed`` and the run's ``totals.*``
-        (tokens, cost), so the run's figures can never disagree with its cells.
+        The same batch increments ``done`` or ``failed`` and ``totals.*`` (tokens, cost)
+        on the cell's counter shard, so the run's figures can never disagree with its
+        cells, and no document takes more than its share of the writes.
         """
-        from google.api_core.exceptions import AlreadyExists, Conflict
+        from google.api_core.exceptions import AlreadyExists, Conflict, GoogleAPIError
 
+        firestore = self._firestore
         run = self._run(run_id)
         batch = self._db.batch()
         batch.create(run.collection(CELLS).document(cell_id), doc)
-        batch.update(
-            run,
+        batch.set(
+            self._shard(run_id, cell_id),
             {
-                "failed" if failed else "done": self._firestore.Increment(1),
-                "updated_at": self._firestore.SERVER_TIMESTAMP,
-                **{
-                    f"totals.{key}": self._firestore.Increment(value)
-                    for key, value in (totals or {}).items()
+                "failed" if failed else "done": firestore.Increment(1),
+                "updated_at": firestore.SERVER_TIMESTAMP,
+                "totals": {
+                    key: firestore.Increment(value) for key, value in (totals or {}).items()
                 },
             },
+            merge=True,
         )
+        if call is not None:
+            batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
         try:
             batch.commit()
         except (AlreadyExists, Conflict):
+            if call is not None:  # stored by another delivery; this call still cost
+                self.close_call(run_id, call[0], call[1])
             return False
+        except GoogleAPIError as error:  # deadline passed, unavailable: nothing written
+            raise StoreUnavailableError(f"{type(error).__name__}: {error}") from error
         return True
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
@@ -104,36 +170,39 @@ class FirestoreStore:
         cells = [doc.to_dict() | {"cell_id": doc.id} for doc in docs]
         return sorted(cells, key=lambda cell: str(cell["cell_id"]))
 
-    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
-        """Create the cell's lease, or take over an expired one, in a transaction.
+    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
+        """Take the cell's lease (or an expired one) in a transaction: its claim number.
 
-        One small document per cell: the transaction never contends with the run's.
+        0 while another holder's lease is live. One small document per cell: the
+        transaction never contends with the run's.
         """
-        import datetime as dt
-
         firestore = self._firestore
         reference = self._run(run_id).collection(LEASES).document(cell_id)
 
         @firestore.transactional
-        def claim(transaction: Any) -> bool:
+        def claim(transaction: Any) -> int:
             now = dt.datetime.now(dt.UTC)
-            lease = reference.get(transaction=transaction)
-            expires = (lease.to_dict() or {}).get("expires_at") if lease.exists else None
+            lease = reference.get(transaction=transaction).to_dict() or {}
+            expires = lease.get("expires_at")
             if expires is not None and expires > now:
-                return False
-            transaction.set(reference, {"expires_at": now + dt.timedelta(seconds=lease_seconds)})
-            return True
+                return 0
+            claims = int(lease.get("claims", 0)) + 1
+            transaction.set(
+                reference,
+                {"expires_at": now + dt.timedelta(seconds=lease_seconds), "claims": claims},
+            )
+            return claims
 
-        return bool(claim(self._db.transaction()))
+        return int(claim(self._db.transaction()))
 
     def release_cell(self, run_id: str, cell_id: str) -> None:
-        """Delete the cell's lease."""
-        self._run(run_id).collection(LEASES).document(cell_id).delete()
+        """End the cell's lease now; its claim count stays, so call IDs never repeat."""
+        self._run(run_id).collection(LEASES).document(cell_id).set(
+            {"expires_at": dt.datetime.now(dt.UTC)}, merge=True
+        )
 
     def leased_cells(self, run_id: str) -> set[str]:
         """The cells whose lease has not expired."""
-        import datetime as dt
-
         now = dt.datetime.now(dt.UTC)
         query = (
             self._run(run_id)
@@ -141,6 +210,21 @@ class FirestoreStore:
             .where(filter=self._firestore.FieldFilter("expires_at", ">", now))
         )
         return {doc.id for doc in query.stream()}
+
+    def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
+        """Note a model call about to be made (and paid for), before it is made."""
+        self._run(run_id).collection(CALLS).document(call_id).set(
+            {**doc, "started_at": self._firestore.SERVER_TIMESTAMP}, merge=True
+        )
+
+    def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
+        """Record what a call cost (or that it failed unbilled)."""
+        self._run(run_id).collection(CALLS).document(call_id).set(fields, merge=True)
+
+    def list_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """Every model call started for the run's cells."""
+        docs = self._run(run_id).collection(CALLS).stream()
+        return [doc.to_dict() | {"call_id": doc.id} for doc in docs]
 
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         """Remember a cell's last retryable error (for the dead-letter record)."""
@@ -158,14 +242,12 @@ class FirestoreStore:
         snapshot = self._run(run_id).collection(ATTEMPTS).document(cell_id).get()
         return snapshot.to_dict() if snapshot.exists else None
 
-    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+    def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
         """Take the right to render the run's report, in a transaction on the run.
 
         Rare (once per run), so a transaction on the run document is fine here. A
         claim older than ``lease_seconds`` is taken over: its renderer died.
         """
-        import datetime as dt
-
         firestore = self._firestore
         reference = self._run(run_id)
 
@@ -178,11 +260,56 @@ class FirestoreStore:
             now = dt.datetime.now(dt.UTC)
             if claimed_at is not None and (now - claimed_at).total_seconds() < lease_seconds:
                 return "held"
-            transaction.update(reference, {"report_claimed_at": now})
+            transaction.update(reference, {"report_claimed_at": now, "report_claim": claim_id})
             return "claimed"
 
         result: ReportClaim = claim(self._db.transaction())
         return result
+
+    def finish_report(
+        self, run_id: str, claim_id: str, cells_read: int, fields: dict[str, Any]
+    ) -> bool:
+        """Mark the run complete with ``fields``, if the report still stands.
+
+        In one transaction: the claim is still ``claim_id`` (a reset since would have
+        dropped it) and the counts say ``cells_read`` cells are all there are. False,
+        changing nothing, otherwise: the report was read from a state that is gone.
+        """
+        firestore = self._firestore
+        reference = self._run(run_id)
+        shards_query = reference.collection(COUNTERS).limit(1000)
+
+        @firestore.transactional
+        def finish(transaction: Any) -> bool:
+            run = reference.get(transaction=transaction).to_dict() or {}
+            shards = [doc.to_dict() or {} for doc in transaction.get(shards_query)]
+            counted = add_counts(run, shards)
+            if run.get("report_claim") != claim_id:
+                return False
+            if counted["done"] + counted["failed"] != cells_read or cells_read < int(
+                run.get("total", 0)
+            ):
+                return False
+            transaction.update(
+                reference,
+                {**fields, "status": "complete", "updated_at": firestore.SERVER_TIMESTAMP},
+            )
+            return True
+
+        return bool(finish(self._db.transaction()))
+
+    def reopen_report(self, run_id: str) -> None:
+        """Drop a stale report and its claim, so the next request renders afresh."""
+        firestore = self._firestore
+        self._run(run_id).update(
+            {
+                "status": "running",
+                "report": firestore.DELETE_FIELD,
+                "report_claimed_at": firestore.DELETE_FIELD,
+                "report_claim": firestore.DELETE_FIELD,
+                "updated_at": firestore.SERVER_TIMESTAMP,
+            }
+        )
 
     def reset_failed_cells(self, run_id: str) -> int:
         """Delete the run's failed cells (and their failure counts), uncount them, reopen.
@@ -195,27 +322,28 @@ class FirestoreStore:
 
         firestore = self._firestore
         run = self._run(run_id)
-        run.update(
-            {
-                "status": "running",
-                "report": firestore.DELETE_FIELD,
-                "report_claimed_at": firestore.DELETE_FIELD,
-                "updated_at": firestore.SERVER_TIMESTAMP,
-            }
-        )
+        self.reopen_report(run_id)
         failed = list(
             run.collection(CELLS)
             .where(filter=firestore.FieldFilter("status", "==", "failed"))
             .stream()
         )
         reset = 0
-        for first in range(0, len(failed), 200):
-            chunk = failed[first : first + 200]
+        for first in range(0, len(failed), 100):
+            chunk = failed[first : first + 100]
             batch = self._db.batch()
+            per_shard: dict[str, int] = {}
             for doc in chunk:
                 batch.delete(doc.reference, option=self._db.write_option(exists=True))
                 batch.delete(run.collection(ATTEMPTS).document(doc.id))
-            batch.update(run, {"failed": firestore.Increment(-len(chunk))})
+                shard = shard_of(doc.id, get_settings().counter_shards)
+                per_shard[shard] = per_shard.get(shard, 0) + 1
+            for shard, count in per_shard.items():
+                batch.set(
+                    run.collection(COUNTERS).document(shard),
+                    {"failed": firestore.Increment(-count)},
+                    merge=True,
+                )
             try:
                 batch.commit()
             except (NotFound, FailedPrecondition):
@@ -224,8 +352,11 @@ class FirestoreStore:
         return reset
 
     def running_runs(self) -> list[dict[str, Any]]:
-        """Every run whose status is still "running"."""
+        """Every run whose status is still "running", with its counts."""
         query = self._db.collection(RUNS).where(
             filter=self._firestore.FieldFilter("status", "==", "running")
         )
-        return [{**(doc.to_dict() or {}), "run_id": doc.id} for doc in query.stream()]
+        return [
+            {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
+            for doc in query.stream()
+        ]

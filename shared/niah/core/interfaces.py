@@ -64,8 +64,11 @@ class ResultStore(Protocol):
         """Create the run; False if it already exists (nothing is changed then)."""
         ...
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        """The run document, or None."""
+    def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
+        """The run document with its counts (done, failed, totals), or None.
+
+        ``counts=False`` skips the counts: cheaper, for the spec, total and status.
+        """
         ...
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
@@ -84,10 +87,12 @@ class ResultStore(Protocol):
         *,
         failed: bool,
         totals: dict[str, float] | None = None,
+        call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
-        """Create the cell's result and count it (and add ``totals``) on the run, atomically.
+        """Create the cell's result, count it (adding ``totals``) and close ``call``.
 
-        Returns False, changing nothing, if the cell was already stored.
+        Atomic. Returns False if the cell was already stored: nothing is counted then,
+        but the call is still closed (it was paid for).
         """
         ...
 
@@ -95,19 +100,36 @@ class ResultStore(Protocol):
         """Every stored cell of the run, in cell-ID order."""
         ...
 
-    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
-        """Take the cell's lease before its model call; False while another holds it.
+    def count_cells(self, run_id: str) -> int:
+        """How many cells of the run are stored."""
+        ...
 
-        A lease older than ``lease_seconds`` is taken over: its holder died.
+    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
+        """Take the cell's lease before its model call: the claim's number, from 1.
+
+        0 while another holder's lease is live; a lease older than ``lease_seconds`` is
+        taken over (its holder died).
         """
         ...
 
     def release_cell(self, run_id: str, cell_id: str) -> None:
-        """Give the cell's lease up (its call failed and will be tried again)."""
+        """Give the cell's lease up (stored, or its call failed and will be retried)."""
         ...
 
     def leased_cells(self, run_id: str) -> set[str]:
         """The cells whose lease is live: in flight somewhere now."""
+        ...
+
+    def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
+        """Note a model call before it is made: a call cut off still shows in the spend."""
+        ...
+
+    def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
+        """Record what a call cost, or that it failed."""
+        ...
+
+    def list_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """Every model call started for the run."""
         ...
 
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
@@ -118,8 +140,18 @@ class ResultStore(Protocol):
         """The cell's attempt record: ``last_error`` and ``failures``."""
         ...
 
-    def claim_report(self, run_id: str, lease_seconds: float) -> ReportClaim:
+    def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
         """Take the right to render the run's report: "claimed", or "done" / "held"."""
+        ...
+
+    def finish_report(
+        self, run_id: str, claim_id: str, cells_read: int, fields: dict[str, Any]
+    ) -> bool:
+        """Mark the run complete, if the claim is still ``claim_id`` and no cell changed."""
+        ...
+
+    def reopen_report(self, run_id: str) -> None:
+        """Drop a stale report and its claim, so the next request renders afresh."""
         ...
 
     def reset_failed_cells(self, run_id: str) -> int:

@@ -13,6 +13,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from niah.core.pricing import cost_of
+
 # RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
 # 2026-11-26). NoLiMa's: 85 % of the model's own base score at short lengths (<= 1K
 # tokens; adobe-research/NoLiMa README).
@@ -198,8 +200,12 @@ def area_under_curve(by_length: dict[int, float]) -> float | None:
     return round(area / span, 2)
 
 
-def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's summary: counts, outcomes, scores, measures, timings, the table."""
+def summarize(
+    run: dict[str, Any],
+    cells: list[dict[str, Any]],
+    calls: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The run's summary: counts, outcomes, scores, measures, timings, spend, the table."""
     table = score_table(cells)
     task = str((run.get("spec") or {}).get("task", "single"))
     answered = [c for c in cells if c.get("status") == "answered"]
@@ -239,6 +245,7 @@ def summarize(run: dict[str, Any], cells: list[dict[str, Any]]) -> dict[str, Any
         "mean_judge_score": _mean(judged),
         "totals": run.get("totals", {}),
         **cost_summary(run.get("totals", {})),
+        "spend": spend_summary(calls or [], str(run.get("model") or "")),
         # The API's prompt token count minus the requested length: how honest the
         # lengths on the x axis are.
         "prompt_token_deviation": {
@@ -275,6 +282,50 @@ def cost_summary(totals: dict[str, Any]) -> dict[str, Any]:
         "cost_without_cache_usd": round(float(totals.get("cost_without_cache_usd", 0.0)), 6),
         "cached_share": round(cached / prompt, 4) if prompt else None,
     }
+
+
+def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any]:
+    """Every model call the run started, the thrown-away ones too, and what they cost.
+
+    ``cost_usd`` in the summary is what the stored results cost; the spend adds calls
+    whose answers were never stored (a worker killed mid-call, a cell stored by another
+    delivery). A call cut off mid-flight left no usage: its input is estimated at the
+    planned prompt size (``estimated_usd``); its output, if any, is unknown.
+    """
+    answered = [c for c in calls if c.get("status") == "answered"]
+    cut_off = [c for c in calls if c.get("status") == "started"]
+    unpriced = sum(1 for c in answered if c.get("cost_usd") is None)
+    known = sum(float(c["cost_usd"]) for c in answered if c.get("cost_usd") is not None)
+    estimate = cost_of(
+        model_name, sum(int(c.get("planned_prompt_tokens") or 0) for c in cut_off), 0
+    )
+    return {
+        "calls": len(calls),
+        "answered_calls": len(answered),
+        "error_calls": sum(1 for c in calls if c.get("status") == "error"),
+        "cut_off_calls": len(cut_off),
+        "unpriced_calls": unpriced,
+        "usd": None
+        if unpriced or (cut_off and not estimate.priced)
+        else round(known + estimate.usd, 6),
+        "answered_usd": round(known, 6),
+        "estimated_usd": round(estimate.usd, 6) if estimate.priced else None,
+    }
+
+
+def format_spend(spend: dict[str, Any]) -> str:
+    """The spend line: every call paid for, and what is estimated or unknown."""
+    usd = "unknown" if spend["usd"] is None else f"${spend['usd']:.4f}"
+    cut = spend["cut_off_calls"]
+    estimated = (
+        f"; {cut} cut off mid-call, input estimated at ${spend['estimated_usd']:.4f}"
+        if cut and spend["estimated_usd"] is not None
+        else (f"; {cut} cut off mid-call, unpriced" if cut else "")
+    )
+    return (
+        f"spend: {spend['calls']} model calls ({spend['answered_calls']} answered, "
+        f"{spend['error_calls']} errors){estimated}: {usd}"
+    )
 
 
 def format_cost(summary: dict[str, Any]) -> str:

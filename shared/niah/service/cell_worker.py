@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from niah.errors import (
     PermanentCellError,
     PermanentRunError,
     RetryableError,
+    StoreUnavailableError,
 )
 from niah.logs import log
 from niah.memo import ProcessCache
@@ -49,6 +51,8 @@ Outcome = Literal["answered", "failed", "duplicate", "orphan", "rejected"]
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
 MAX_STORED_ANSWER_BYTES = 100_000
 ProviderFactory = Callable[[ProviderName, str], Provider]
+# A model call's record: its ID (cell and claim) and what it cost.
+Call = tuple[str, dict[str, Any]]
 TokenizerFactory = Callable[[str], Tokenizer]
 
 
@@ -94,7 +98,7 @@ def _run_spec(store: ResultStore, run_id: str) -> RunRequest | None:
     """The run's validated spec, or None for a run that does not exist."""
 
     def load() -> RunRequest | None:
-        run = store.get_run(run_id)
+        run = store.get_run(run_id, counts=False)
         # Stored by the dispatcher after validation, so it validates again.
         return RunRequest.model_validate(run["spec"]) if run is not None else None
 
@@ -133,7 +137,14 @@ def process_cell(
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
         return "duplicate"
-    if not store.claim_cell(task.run_id, task.cell_id, get_settings().cell_lease_seconds):
+    claim = store.claim_cell(task.run_id, task.cell_id, get_settings().cell_lease_seconds)
+    if claim != 1:
+        # A claim before this one may have paid for an answer it could not store.
+        kept = _kept_answer(task, blobs)
+        if kept is not None:
+            log("kept answer stored", run_id=task.run_id, cell_id=task.cell_id)
+            return _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+    if claim == 0:
         # Another delivery is calling the model for this cell now: back off, and find
         # the cell stored on redelivery. Never a second paid call.
         log("cell in flight elsewhere", run_id=task.run_id, cell_id=task.cell_id)
@@ -144,14 +155,17 @@ def process_cell(
         sample = _sample(task, spec, cell, blobs)
     except HaystackError as error:  # a published file replaced or gone: nothing to ask
         failed = {"run_id": task.run_id, **_failure(error.kind, str(error))}
-        return _store_cell(task, failed, {}, store=store, publisher=publisher)
+        return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
     totals: dict[str, float] = {}
+    call: Call | None = None
     try:
-        fields, totals = _answer_cell(
+        fields, totals, call = _answer_cell(
             task,
             spec,
             cell,
             sample,
+            call_id=f"{task.cell_id}.C{claim:03d}",
+            store=store,
             blobs=blobs,
             provider_for=provider_for,
             tokenizer_for=tokenizer_for,
@@ -165,7 +179,7 @@ def process_cell(
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": harness_timestamp(),
     }
-    return _store_cell(task, doc, totals, store=store, publisher=publisher)
+    return _store_cell(task, doc, totals, call=call, store=store, blobs=blobs, publisher=publisher)
 
 
 def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
@@ -241,12 +255,29 @@ def _store_cell(
     doc: dict[str, Any],
     totals: dict[str, float],
     *,
+    call: Call | None = None,
     store: ResultStore,
+    blobs: BlobStore,
     publisher: Publisher,
 ) -> Outcome:
-    """Create the cell and count it on the run; ask for the report if it was the last."""
+    """Create the cell and count it on the run; ask for the report if it was the last.
+
+    An answer is paid for: if the store cannot take it, it is kept in the bucket where
+    the next delivery stores it, rather than asking the model again.
+    """
     failed = doc.get("status") == "failed"
-    stored = store.record_cell(task.run_id, task.cell_id, doc, failed=failed, totals=totals)
+    try:
+        stored = store.record_cell(
+            task.run_id, task.cell_id, doc, failed=failed, totals=totals, call=call
+        )
+    except StoreUnavailableError as error:
+        if failed:
+            raise
+        name = _keep_answer(task, doc, totals, call, blobs)
+        raise RetryableError(
+            f"the store did not take {task.cell_id} ({error}); its answer is kept at "
+            f"{gs_uri(blobs.bucket, name)} for the next delivery"
+        ) from error
     # Stored (now or by another delivery): the lease has done its job. Freed, so a reset
     # of a failed cell can publish and answer it again at once.
     store.release_cell(task.run_id, task.cell_id)
@@ -263,6 +294,39 @@ def _store_cell(
         )
     request_report_if_complete(task.run_id, store=store, publisher=publisher)
     return "failed" if failed else "answered"
+
+
+def _kept_answer_name(task: CellTask) -> str:
+    return f"{get_settings().kept_answers_prefix}{task.run_id}/{task.cell_id}.json"
+
+
+def _keep_answer(
+    task: CellTask,
+    doc: dict[str, Any],
+    totals: dict[str, float],
+    call: Call | None,
+    blobs: BlobStore,
+) -> str:
+    """Write a paid answer the store refused to the bucket; where it went."""
+    name = _kept_answer_name(task)
+    record = {"doc": doc, "totals": totals, "call": list(call) if call else None}
+    blobs.write(name, json.dumps(record).encode(), content_type="application/json")
+    log("answer kept for the next delivery", severity="WARNING", run_id=task.run_id, name=name)
+    return name
+
+
+def _kept_answer(task: CellTask, blobs: BlobStore) -> dict[str, Any] | None:
+    """A paid answer an earlier delivery could not store, as ``_store_cell``'s arguments."""
+    name = _kept_answer_name(task)
+    if not any(info.name == name for info in blobs.list(name)):
+        return None
+    record = json.loads(blobs.read(name))
+    call = record.get("call")
+    return {
+        "doc": record["doc"],
+        "totals": record["totals"],
+        "call": (str(call[0]), dict(call[1])) if call else None,
+    }
 
 
 def _failure(kind: str, message: str) -> dict[str, Any]:
@@ -282,11 +346,17 @@ def _answer_cell(
     cell: Cell,
     sample: Sample,
     *,
+    call_id: str,
+    store: ResultStore,
     blobs: BlobStore,
     provider_for: ProviderFactory,
     tokenizer_for: TokenizerFactory,
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """Build the prompt, ask the model, score: the cell's fields and the run's increments."""
+) -> tuple[dict[str, Any], dict[str, float], Call]:
+    """Build the prompt, ask the model, score.
+
+    Returns the cell's fields, the run's increments and the call's record (closed with
+    the cell, in one write).
+    """
     started = time.monotonic()
     provider = provider_for(spec.provider(), spec.model_name)
     built = (
@@ -303,14 +373,30 @@ def _answer_cell(
         fields["context_uri"] = _save_prompt(task, built.prompt, blobs)
     if spec.count_tokens_check:
         fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
-    answer = provider.generate(
-        built.prompt,
-        max_output_tokens=spec.max_output_tokens
-        or max(default_output_tokens(spec.provider(), spec.model_name), sample.answer_tokens),
-        thinking_budget=spec.thinking_budget,
-        thinking_level=spec.thinking_level,
-        turns=split_transcript(built.prompt) if sample.conversational else None,
+    # Noted before the call: a worker killed mid-call still leaves the call in the spend.
+    store.open_call(
+        task.run_id,
+        call_id,
+        {
+            "cell_id": task.cell_id,
+            "model": spec.model_name,
+            "status": "started",
+            "planned_prompt_tokens": built.planned_prompt_tokens,
+        },
     )
+    try:
+        answer = provider.generate(
+            built.prompt,
+            max_output_tokens=spec.max_output_tokens
+            or max(default_output_tokens(spec.provider(), spec.model_name), sample.answer_tokens),
+            thinking_budget=spec.thinking_budget,
+            thinking_level=spec.thinking_level,
+            turns=split_transcript(built.prompt) if sample.conversational else None,
+        )
+    except NiahError as error:
+        # An error reply has no usage metadata: nothing was generated to bill.
+        store.close_call(task.run_id, call_id, {"status": "error", "error": str(error)[:500]})
+        raise
     log(
         "model call",
         run_id=task.run_id,
@@ -323,11 +409,14 @@ def _answer_cell(
     fields |= score_fields
     cost = answer_cost(spec.model_name, answer)
     totals = _usage_totals("", answer)
+    call_fields: dict[str, Any] = {"status": "answered", "usage": answer.usage()}
     if judged is not None and spec.evaluator_model_name:
         fields["judge_usage"] = judged.usage()
+        call_fields["judge_usage"] = judged.usage()
         totals |= _usage_totals("judge_", judged)
         cost += answer_cost(spec.evaluator_model_name, judged)
-    return fields | _cost_fields(cost), totals | _cost_totals(cost)
+    call_fields |= _cost_fields(cost)
+    return fields | _cost_fields(cost), totals | _cost_totals(cost), (call_id, call_fields)
 
 
 def _keep_whole_answer(task: CellTask, text: str, blobs: BlobStore) -> dict[str, Any]:

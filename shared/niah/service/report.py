@@ -6,6 +6,7 @@ import datetime as dt
 import io
 import json
 import textwrap
+import uuid
 from typing import Any
 
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
@@ -111,26 +112,38 @@ def heatmap_subtitle(run_id: str, run: dict[str, Any]) -> str:
 def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
     """Render and store the run's report once every cell is in; rendered once.
 
-    Returns the report's location, or None if the run is unknown or not finished.
-    Raises ``ReportPendingError`` (retry) while another instance holds the report.
+    Claims first, then reads: a reset while rendering drops the claim, and the run is
+    marked complete only if the claim still stands and the counts match the cells read
+    (``finish_report``). Otherwise the report is stale: it is reopened and requested
+    again, so the cells as they are now are rendered.
+
+    Returns the report's location, or None if the run is unknown, not finished, or the
+    report went stale. Raises ``ReportPendingError`` (retry) while another instance
+    holds the report.
     """
     run = store.get_run(run_id)
     if run is None:
         log("report for an unknown run dropped", severity="WARNING", run_id=run_id)
         return None
-    cells = store.list_cells(run_id)
-    if len(cells) < int(run.get("total", 0)):
-        log("report requested before the last cell", run_id=run_id, stored=len(cells))
+    if int(run.get("done", 0)) + int(run.get("failed", 0)) < int(run.get("total", 0)):
+        log("report requested before the last cell", run_id=run_id, counted=run.get("done"))
         return None
-    claim = store.claim_report(run_id, REPORT_LEASE_SECONDS)
+    claim_id = uuid.uuid4().hex
+    claim = store.claim_report(run_id, REPORT_LEASE_SECONDS, claim_id)
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
-        return dict((store.get_run(run_id) or {}).get("report") or {})
+        return dict((store.get_run(run_id, counts=False) or {}).get("report") or {})
     if claim == "held":
         # Another renderer is at work; if it dies its lease expires and a redelivery of
         # this message renders the report.
         raise ReportPendingError(f"the report of {run_id} is being rendered elsewhere")
-    summary = summarize(run, cells)
+    run = store.get_run(run_id) or run
+    cells = store.list_cells(run_id)
+    if len(cells) < int(run.get("total", 0)):  # reset between the check and the claim
+        store.reopen_report(run_id)
+        log("report requested before the last cell", run_id=run_id, stored=len(cells))
+        return None
+    summary = summarize(run, cells, store.list_calls(run_id))
     fraction = summary["score_scale"] == "fraction"
     blobs_prefix = f"{get_settings().reports_prefix}{run_id}/"
     blobs.write(
@@ -152,18 +165,24 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         "heatmap_uri": gs_uri(blobs.bucket, blobs_prefix + "heatmap.png"),
         "summary_uri": gs_uri(blobs.bucket, blobs_prefix + "summary.json"),
     }
-    store.update_run(
-        run_id,
-        {
-            "status": "complete",
-            "report": location,
-            "mean_score": summary["mean_score"],
-            "measures": summary["measures"],
-            **({"mrcr": summary["mrcr"]} if "mrcr" in summary else {}),
-            "outcomes": summary["outcomes"],
-            "retrieved_share": summary["retrieved_share"],
-            "prompt_token_deviation": summary["prompt_token_deviation"],
-        },
-    )
+    fields = {
+        "report": location,
+        "mean_score": summary["mean_score"],
+        "measures": summary["measures"],
+        **({"mrcr": summary["mrcr"]} if "mrcr" in summary else {}),
+        "outcomes": summary["outcomes"],
+        "retrieved_share": summary["retrieved_share"],
+        "prompt_token_deviation": summary["prompt_token_deviation"],
+        "spend": summary["spend"],
+    }
+    if not store.finish_report(run_id, claim_id, len(cells), fields):
+        # A reset (or another renderer) came in while this one read and rendered: what
+        # it wrote may be stale, and may have overwritten a fresher report. Reopen, so
+        # the cells as they are now are rendered by the next request.
+        log("report went stale while rendering", severity="WARNING", run_id=run_id)
+        store.reopen_report(run_id)
+        if store.count_cells(run_id) >= int(run.get("total", 0)):
+            raise ReportPendingError(f"the report of {run_id} went stale; rendering again")
+        return None
     log("report written", run_id=run_id, **location)
     return location
