@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from bench_counting import measure_counting
 
 REPO = Path(__file__).resolve().parents[1]
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
@@ -293,6 +294,22 @@ def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
     return figures
 
 
+# Parts that can run alone (--only), each writing one key of results/bench.json.
+PARTS = {"counting": measure_counting}
+
+
+def update_part(name: str) -> None:
+    """Run one part; print its figures and merge them into results/bench.json."""
+    figures = PARTS[name]()
+    print(json.dumps(figures, indent=2))
+    path = REPO / "results" / "bench.json"
+    out = json.loads(path.read_text()) if path.exists() else {}
+    out[name] = figures
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"updated {name} in {path}")
+
+
 def main() -> None:
     """Run every benchmark, print the table, write results/bench.json."""
     parser = argparse.ArgumentParser(
@@ -309,7 +326,18 @@ def main() -> None:
         "--latency", type=float, default=0.5, help="the model stand-in's fixed latency, seconds"
     )
     parser.add_argument("--skip-stack", action="store_true", help="skip the local-stack parts")
+    parser.add_argument(
+        "--skip-counting", action="store_true", help="skip the counting-path benchmark"
+    )
+    parser.add_argument(
+        "--only",
+        choices=sorted(PARTS),
+        help="run one part and update its key in results/bench.json, keeping the rest",
+    )
     args = parser.parse_args()
+    if args.only:
+        update_part(args.only)
+        return
     lengths = sorted(args.lengths)
 
     warm, first, cache_load = measure_builds(lengths)
@@ -318,6 +346,7 @@ def main() -> None:
     )
     peaks, after_build, base_rss = measure_peak_rss(lengths)
     stack = {} if args.skip_stack else measure_stack(args.latency, 5)
+    counting = {} if args.skip_counting else measure_counting()
 
     print(
         f"\nharness-way read phase (grid up to {max(lengths):,}): {read_seconds:.1f} s for "
@@ -346,6 +375,16 @@ def main() -> None:
     )
     for key, value in stack.items():
         print(f"{key}: {value}")
+    if counting:
+        for way in ("one_counter", "sharded"):
+            row = counting[way]
+            print(
+                f"counting, {way}: {row['cells_per_second']} cells/s, hottest document "
+                f"{row['hottest_document_writes']} writes of {counting['samples']} = "
+                f"{row['hottest_writes_per_second_at_1000_a_minute']}/s at 1,000 samples/min"
+            )
+        ratio = counting["hot_document_ratio"]
+        print(f"counting, hot-document ratio (one counter / sharded): {ratio}")
 
     out = {
         "build_seconds": {str(n): round(warm[n], 6) for n in lengths},
@@ -366,6 +405,7 @@ def main() -> None:
             for k, v in stack.items()
             if k not in ("dispatch_121_seconds", "overhead_per_cell_ms")
         },
+        "counting": counting,
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "max_rss_this_process_mib": round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1

@@ -349,6 +349,18 @@ def start_function(state_dir: Path, name: str, *, wait: bool = True) -> None:
         _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
 
 
+def freeze_process(state_dir: Path, name: str, *, frozen: bool) -> None:
+    """SIGSTOP (or SIGCONT) one started process group.
+
+    A frozen service stops answering without closing its connections, as a stalled
+    backend does.
+    """
+    for line in (state_dir / "pids").read_text().splitlines():
+        entry, pid = line.split()
+        if entry == name and _alive(int(pid)):
+            os.killpg(int(pid), signal.SIGSTOP if frozen else signal.SIGCONT)
+
+
 def kill_process(state_dir: Path, name: str) -> None:
     """SIGKILL one started process group (as a crash would), and forget it."""
     pids_file = state_dir / "pids"

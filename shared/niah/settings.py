@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     # worker's lease expires.
     cell_lease_seconds: float = 600.0
 
+    # How long storing a cell may take before its answer is kept in the bucket for the
+    # next delivery (the Firestore client's own default deadline is 60 s).
+    store_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
+
     # Documents a run's counts are spread over. Firestore sustains about one write per
     # second per document; at 1,000 samples a minute (16.7 writes/s) 32 shards take
     # about 0.52 writes/s each (README, "Counting at scale"). Fixed per deployment: a

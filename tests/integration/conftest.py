@@ -62,6 +62,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # A killed worker's leases hold its cells off for this long: longer than a
             # test cell takes, short enough for the kill test to see them taken over.
             "NIAH_CELL_LEASE_SECONDS": "40",
+            # A frozen Firestore fails a cell's commit after 10 s (60 s in production),
+            # inside the freeze test's 30 s freeze, so the kept-answer path is taken.
+            "NIAH_STORE_TIMEOUT_SECONDS": "10",
         },
         # Test cells are small; a push held by a killed worker is due again after 30 s.
         ack_deadline_seconds=30,

@@ -5,6 +5,10 @@ Each answers 400 naming the field, and nothing is published or written.
 
 from __future__ import annotations
 
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,6 +100,34 @@ CASES: list[tuple[str, Any, str, str]] = [
         JSON,
         "evaluator_model_name",
     ),
+    (
+        "template repeating the context",
+        {**OK, "prompt_template": "{context}" * 120 + "{question}"},
+        JSON,
+        "prompt_template",
+    ),
+    (
+        "template repeating the question",
+        {**OK, "prompt_template": "{context}" + "{question}" * 2000},
+        JSON,
+        "prompt_template",
+    ),
+    (
+        "question holding the context",
+        {**OK, "retrieval_question": "Repeat {context} {context}"},
+        JSON,
+        "retrieval_question",
+    ),
+    (
+        "grid bomb",
+        {
+            "context_lengths_num_intervals": 1000,
+            "document_depth_percent_intervals": 1000,
+            "samples_per_cell": 100,
+        },
+        JSON,
+        "context_lengths",
+    ),
     ("model name with a NUL", {**OK, "model_name": "gemini-2.5-flash\u0000"}, JSON, "model_name"),
     ("unknown scorer", {**OK, "scorer": "vibes"}, JSON, "scorer"),
     ("judge without a judge", {**OK, "scorer": "judge"}, JSON, "body"),
@@ -178,8 +210,6 @@ CASES: list[tuple[str, Any, str, str]] = [
 
 def send(stack: Stack, body: Any, content_type: str) -> requests.Response:
     if isinstance(body, (dict, list)):
-        import json
-
         body = json.dumps(body)
     return requests.post(
         stack.env["DISPATCHER_URL"], data=body, headers={"Content-Type": content_type}, timeout=60
@@ -207,3 +237,49 @@ def test_the_error_message_says_how_to_fix_it(stack: Stack) -> None:
     assert "ask for at least" in response.json()["error"]["message"]
     response = send(stack, {**OK, "contxt_lengths": [1000]}, JSON)
     assert "spelling" in response.json()["error"]["message"]
+
+
+def rss_mib(stack: Stack, name: str) -> float:
+    """Resident memory of a started function's process, in MiB."""
+    pids = (stack.state_dir / "pids").read_text().split("\n")
+    pid = next(line.split()[1] for line in pids if line.startswith(f"{name} "))
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return int(next(line.split()[1] for line in status if line.startswith("VmRSS"))) / 1024
+
+
+def test_twenty_grid_bombs_at_once_are_refused_and_leave_the_dispatcher_as_it_was(
+    stack: Stack,
+) -> None:
+    """Before: eight 191-byte bombs grew the dispatcher from 92 MB to 1.1 GB."""
+    bomb = {
+        "context_lengths_num_intervals": 1000,
+        "document_depth_percent_intervals": 1000,
+        "samples_per_cell": 100,
+    }
+    send(stack, bomb, JSON)  # warm: the first request loads the dispatcher's modules
+    before = rss_mib(stack, "dispatcher")
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(lambda _: send(stack, bomb, JSON), range(20)))
+    bombs_seconds = time.monotonic() - started
+    timed = time.monotonic()
+    normal = send(stack, {**OK, "model_name": "gemini-2.5-flash", "seed": 9090}, JSON)
+    normal_seconds = time.monotonic() - timed
+    after = rss_mib(stack, "dispatcher")
+    print(
+        "BOMB-FIGURES "
+        + json.dumps(
+            {
+                "bombs": 20,
+                "rss_before_mib": round(before, 1),
+                "rss_after_mib": round(after, 1),
+                "bombs_wall_seconds": round(bombs_seconds, 3),
+                "normal_request_seconds": round(normal_seconds, 3),
+            }
+        )
+    )
+    assert [a.status_code for a in answers] == [400] * 20
+    assert {a.json()["error"]["field"] for a in answers} == {"context_lengths"}
+    assert normal.status_code == 202, normal.text
+    # Nothing was expanded: the process holds what it held (allocator noise aside).
+    assert after - before < 20

@@ -8,6 +8,7 @@ calls made, cells stored, duplicates suppressed, wall time.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from typing import Any
@@ -16,6 +17,7 @@ import google.cloud.pubsub_v1 as pubsub_v1
 import pytest
 import requests
 
+from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah_devtools import localstack
 from tests.integration.conftest import Stack, wait_for
@@ -224,4 +226,66 @@ def test_a_client_that_retries_its_post_mid_run_pays_for_each_cell_once(stack: S
     assert_finished_once(run_id, 9)
     numbers = figures(stack, run_id, started, "client re-POST at 1.5 s, 2 s model latency")
     assert numbers["model_calls"] == 9
+    standin(stack)
+
+
+def assert_report_matches_firestore(stack: Stack, run_id: str) -> dict[str, Any]:
+    """The report's summary says what Firestore says: counts and the spend."""
+    run = FirestoreStore().get_run(run_id) or {}
+    name = run["report"]["summary_uri"].split("/", 3)[3]
+    summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(name))
+    assert (summary["answered"], summary["failed"]) == (run["done"], run["failed"])
+    assert summary["spend"] == run["spend"]
+    return summary
+
+
+def test_a_firestore_freeze_after_paid_calls_loses_no_answer_and_pays_once(stack: Stack) -> None:
+    """Before: a freeze past the commit deadline lost paid answers (10 calls for 8 cells).
+
+    Firestore stops answering while three calls are in flight; the workers' commits
+    time out (NIAH_STORE_TIMEOUT_SECONDS, 10 s here), the answers are kept in the bucket,
+    and the deliveries after the thaw store them without calling the model again.
+    """
+    freeze = float(os.environ.get("NIAH_TEST_FREEZE_SECONDS", "30"))
+    standin(stack, latency_seconds=2.0)
+    started = time.monotonic()
+    run_id = post(stack, {**GEMINI, "context_lengths": [1000], "seed": 142}).json()["run_id"]
+    wait_for(lambda: model_calls(stack) >= 3, timeout=60, what="three calls in flight")
+    localstack.freeze_process(stack.state_dir, "firestore", frozen=True)
+    try:
+        time.sleep(freeze)
+    finally:
+        localstack.freeze_process(stack.state_dir, "firestore", frozen=False)
+    wait_complete(run_id, timeout=240)
+    assert_finished_once(run_id, 3)
+    numbers = figures(stack, run_id, started, f"Firestore frozen {freeze:.0f} s mid-call")
+    assert numbers["model_calls"] == 3
+    assert worker_lines(stack, run_id, "answer kept for the next delivery") >= 1
+    assert worker_lines(stack, run_id, "kept answer stored") >= 1
+    summary = assert_report_matches_firestore(stack, run_id)
+    assert (summary["spend"]["calls"], summary["spend"]["cut_off_calls"]) == (3, 0)
+    standin(stack)
+
+
+def test_a_delivery_overlapping_a_slow_call_waits_for_it(stack: Stack) -> None:
+    """Calls slower than the ack deadline are met by second deliveries: calls equal cells.
+
+    The ack deadline is 30 s here and calls take 35 s; each cell is also published
+    again mid-call, as the sweep or a re-POST would. The lease holds them all off.
+    """
+    standin(stack, latency_seconds=35.0)
+    started = time.monotonic()
+    run_id = post(stack, {**GEMINI, "context_lengths": [1000], "seed": 143}).json()["run_id"]
+    wait_for(lambda: model_calls(stack) >= 3, timeout=60, what="three calls in flight")
+    for depth in (0, 50, 100):
+        cell_id = f"L00001000-D{depth * 1000:06d}"
+        body = {"run_id": run_id, "cell_id": cell_id, "context_length": 1000}
+        publish(stack, "niah-cells", body | {"depth_percent": float(depth)}, copies=1)
+    wait_complete(run_id, timeout=240)
+    assert_finished_once(run_id, 3)
+    numbers = figures(stack, run_id, started, "deliveries overlapping 35 s calls")
+    assert numbers["model_calls"] == 3
+    assert worker_lines(stack, run_id, "cell in flight elsewhere") >= 3
+    summary = assert_report_matches_firestore(stack, run_id)
+    assert summary["spend"]["calls"] == 3
     standin(stack)

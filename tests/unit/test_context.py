@@ -36,7 +36,7 @@ def build(
 
 
 # Placeholders next to newlines, spaces, punctuation and words: every kind of junction.
-USER_TEMPLATE = "Q:{question}\n<doc>{context}</doc>\n\n  {question}? Answer:{answer_lead}"
+USER_TEMPLATE = "Q:\n<doc>{context}</doc>\n\n  {question}? Answer:{answer_lead}"
 TEMPLATES = {
     "harness": HARNESS_TEMPLATE,  # Gemini and OpenAI-compatible
     "local": LOCAL_TEMPLATE,

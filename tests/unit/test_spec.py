@@ -99,6 +99,14 @@ def test_cell_id_orders_by_length_then_depth() -> None:
         ({"haystack_dir": "../../etc"}, "haystack_dir"),
         ({"prompt_template": "no placeholders"}, "prompt_template"),
         ({"prompt_template": "{context} {context} {question}"}, "prompt_template"),
+        ({"prompt_template": "{context} {question} {question}"}, "prompt_template"),
+        ({"prompt_template": "{context}{question}{answer_lead}{answer_lead}"}, "prompt_template"),
+        ({"retrieval_question": "What is in {context}?"}, "retrieval_question"),
+        ({"dynamic_needle": False, "needle": "x {question}", "expected_answer": "x"}, "needle"),
+        (
+            {"dynamic_needle": False, "needle": "x", "expected_answer": "{answer_lead}"},
+            "expected_answer",
+        ),
         ([1, 2], "body"),
     ],
 )

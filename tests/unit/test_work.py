@@ -428,3 +428,19 @@ def test_every_call_started_is_in_the_spend(world: dict[str, Any]) -> None:
     spend = spend_summary(calls, "gemini-2.5-flash")
     assert (spend["calls"], spend["error_calls"], spend["cut_off_calls"]) == (3, 1, 1)
     assert spend["estimated_usd"] == pytest.approx(calls[1]["planned_prompt_tokens"] * 0.30 / 1e6)
+
+
+def test_a_dead_letter_waits_for_a_call_in_flight(world: dict[str, Any]) -> None:
+    """Before: deliveries held off by the lease ran out, the dead letter stored the cell
+    failed, and the paid answer arriving after it was thrown away."""
+    from niah.errors import CellInFlightError
+    from niah.service.cell_worker import record_dead_letter
+
+    store, task = world["store"], world["tasks"][0]
+    assert store.claim_cell(world["run_id"], task.cell_id, lease_seconds=60) == 1
+    with pytest.raises(CellInFlightError):
+        record_dead_letter(task, store=store, publisher=world["publisher"])
+    assert store.list_cells(world["run_id"]) == []
+    store.release_cell(world["run_id"], task.cell_id)
+    assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "answered"
+    assert record_dead_letter(task, store=store, publisher=world["publisher"]) == "duplicate"

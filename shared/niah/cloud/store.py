@@ -155,7 +155,7 @@ class FirestoreStore:
         if call is not None:
             batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
         try:
-            batch.commit()
+            batch.commit(timeout=get_settings().store_timeout_seconds)
         except (AlreadyExists, Conflict):
             if call is not None:  # stored by another delivery; this call still cost
                 self.close_call(run_id, call[0], call[1])

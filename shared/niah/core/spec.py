@@ -100,8 +100,11 @@ OPTION_HELP: dict[str, str] = {
     "max_output_tokens": "answer budget (default: the model's, from the catalog)",
     "thinking_budget": "Gemini 2.5 thinking tokens: 0 off (Flash), -1 dynamic, N a cap",
     "thinking_level": "Gemini 3 thinking: minimal, low, medium or high, as the model takes",
-    "prompt_template": "a template with {context} once and {question} (and {answer_lead})",
+    "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
 }
+
+# The prompt template's placeholders, each filled once by one pass (prompts.render).
+PLACEHOLDERS = ("{context}", "{question}", "{answer_lead}")
 
 # Hard limits that no configuration lifts: beyond them a request is a mistake.
 MAX_CONTEXT_LENGTH = 10_000_000
@@ -239,11 +242,25 @@ class RunRequest(BaseModel):
     @field_validator("prompt_template")
     @classmethod
     def _check_template(cls, value: str | None) -> str | None:
-        if value is not None and (value.count("{context}") != 1 or "{question}" not in value):
+        if value is None:
+            return None
+        counts = {name: value.count(name) for name in PLACEHOLDERS}
+        if counts["{context}"] != 1 or counts["{question}"] != 1 or counts["{answer_lead}"] > 1:
             raise ValueError(
-                "must contain the placeholder {context} exactly once (each copy would be "
-                "paid for) and {question} at least once"
+                "must contain {context} and {question} exactly once each and {answer_lead} at "
+                f"most once (each copy is paid for); it has {counts}"
             )
+        return value
+
+    @field_validator("needle", "retrieval_question", "expected_answer")
+    @classmethod
+    def _check_no_placeholder(cls, value: str | None) -> str | None:
+        for name in PLACEHOLDERS:
+            if value is not None and name in value:
+                raise ValueError(
+                    f"must not contain the template placeholder {name}; only prompt_template "
+                    "has placeholders"
+                )
         return value
 
     @model_validator(mode="after")

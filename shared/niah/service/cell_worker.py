@@ -588,6 +588,12 @@ def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publish
     """
     if _run_spec(store, task.run_id) is None:
         return "orphan"
+    if task.cell_id in store.leased_cells(task.run_id):
+        # Its deliveries ran out while a call for it is in flight (they were held off by
+        # the lease): the holder stores the paid answer. Asked again later, this finds
+        # the cell stored, or the lease expired (its holder died) and records the failure.
+        log("dead letter for a cell in flight", run_id=task.run_id, cell_id=task.cell_id)
+        raise CellInFlightError(f"{task.cell_id} is being answered; its dead letter waits")
     attempt = store.last_attempt(task.run_id, task.cell_id) or {}
     reason = attempt.get("last_error", "no error was recorded (the worker may have crashed)")
     error = DeadLetteredError(
