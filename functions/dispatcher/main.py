@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any
 
@@ -14,7 +13,7 @@ from niah.cloud.bus import PubSubPublisher
 from niah.cloud.store import FirestoreStore
 from niah.errors import RequestError
 from niah.logs import log
-from niah.service.dispatch import dispatch_run
+from niah.service.dispatch import decode_body, dispatch_run
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 
@@ -45,9 +44,9 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     if len(data) > MAX_BODY_BYTES:
         return _error(400, "body", f"the request body is above {MAX_BODY_BYTES} bytes")
     try:
-        payload = json.loads(data.decode("utf-8") or "null")
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-        return _error(400, "body", f"not valid JSON ({error}); send a JSON object of run options")
+        payload = decode_body(data)
+    except RequestError as error:
+        return _error(400, error.field, error.message)
     store, publisher, blobs = _clients()
     resume = request.args.get("resume", "").lower() in ("1", "true", "yes")
     try:

@@ -127,3 +127,21 @@ def test_text_put_into_a_template_is_never_read_as_a_placeholder() -> None:
         answer_lead=" {answer_lead}",
     )
     assert filled == "<a {question} in the haystack>\nWhere is {context}? {answer_lead}"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        (b'{"seed": 1, "seed": 2}', "seed", "given twice"),
+        (b'{"document_depth_percent_min": NaN}', "body", "NaN is not a JSON number"),
+        (b'{"context_lengths": [-Infinity]}', "body", "-Infinity is not a JSON number"),
+        (b"{", "body", "not valid JSON"),
+    ],
+)
+def test_the_body_is_read_strictly(body: bytes, field: str, words: str) -> None:
+    """Before: a repeated key was silently last-wins, and NaN reached the validators."""
+    from niah.service.dispatch import decode_body
+
+    with pytest.raises(RequestError) as caught:
+        decode_body(body)
+    assert caught.value.field == field and words in caught.value.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,36 @@ class _Progress:
     stored: set[str]
     retried: int
     already_complete: bool
+
+
+def decode_body(data: bytes) -> Any:
+    """The request body as JSON, strictly: no repeated keys, no NaN or Infinity.
+
+    Python's parser takes the last of two equal keys and reads NaN; either would run
+    something other than what the client's other tools (and the client) read.
+    """
+
+    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise RequestError(key, "is given twice in the JSON body; give it once")
+            seen[key] = value
+        return seen
+
+    def no_constants(name: str) -> Any:
+        raise RequestError("body", f"{name} is not a JSON number; send a finite number")
+
+    try:
+        return json.loads(
+            data.decode("utf-8") or "null",
+            object_pairs_hook=no_repeats,
+            parse_constant=no_constants,
+        )
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise RequestError(
+            "body", f"not valid JSON ({error}); send a JSON object of run options"
+        ) from error
 
 
 def parse_request(payload: Any) -> RunRequest:
