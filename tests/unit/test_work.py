@@ -431,8 +431,11 @@ def test_every_call_started_is_in_the_spend(world: dict[str, Any]) -> None:
 
 
 def test_a_dead_letter_waits_for_a_call_in_flight(world: dict[str, Any]) -> None:
-    """Before: deliveries held off by the lease ran out, the dead letter stored the cell
-    failed, and the paid answer arriving after it was thrown away."""
+    """Before: the dead letter stored a cell in flight as failed; its answer was lost.
+
+    Deliveries held off by the lease ran out, and the paid answer that arrived after
+    the dead letter was thrown away as a duplicate.
+    """
     from niah.errors import CellInFlightError
     from niah.service.cell_worker import record_dead_letter
 
