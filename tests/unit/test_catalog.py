@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from typing import Any
+
 import pytest
 
 from niah.core.pricing import call_cost, cost_of
@@ -161,10 +163,33 @@ def test_a_thinking_budget_the_model_takes_passes(model: str, budget: int) -> No
     check_budget(RunRequest(model_name=model, context_lengths=[1000], thinking_budget=budget))
 
 
-def test_a_retired_model_is_named_in_a_warning() -> None:
-    warnings = model_warnings(RunRequest(model_name="gemini-1.5-pro", context_lengths=[1000]))
-    assert len(warnings) == 1
-    assert "2025-09-24" in warnings[0] and "gemini-2.5-pro" in warnings[0]
+@pytest.mark.parametrize(
+    ("field", "options", "retired", "replacement"),
+    [
+        ("model_name", {"model_name": "gemini-1.5-pro"}, "2025-09-24", "gemini-2.5-pro"),
+        ("model_name", {"model_name": "gemini-2.0-flash-001"}, "2026-06-01", "gemini-2.5-flash"),
+        (
+            "evaluator_model_name",
+            {"scorer": "judge", "evaluator_model_name": "gemini-2.0-flash-lite"},
+            "2026-06-01",
+            "gemini-2.5-flash-lite",
+        ),
+    ],
+)
+def test_a_retired_model_is_refused_naming_its_replacement(
+    field: str, options: dict[str, Any], retired: str, replacement: str
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        check_budget(RunRequest(context_lengths=[1000], **options))
+    assert caught.value.field == field
+    assert retired in caught.value.message and f"replacement, {replacement}" in caught.value.message
+
+
+def test_a_model_past_its_date_without_a_named_replacement_is_warned() -> None:
+    spec = RunRequest(model_name="gemini-2.5-flash", context_lengths=[1000])
+    check_budget(spec)  # accepted
+    (warning,) = model_warnings(spec)
+    assert "2026-10-20" in warning
     assert model_warnings(RunRequest(context_lengths=[1000])) == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -132,3 +133,21 @@ def test_every_run_option_has_help_from_one_source() -> None:
     assert set(OPTION_HELP) == set(RunRequest.model_fields)
     result = niah("run", "--help")
     assert "multi_needle: needles (1-100, default 3)" in result.stdout
+
+
+def test_the_estimate_prices_every_current_gemini_model_and_refuses_a_retired_one() -> None:
+    from niah.models.catalog import CATALOG
+
+    current = [
+        info.name
+        for info in CATALOG.values()
+        if info.provider == "gemini" and not info.lifecycle.successor
+    ]
+    assert "gemini-3-pro-preview" in current and "gemini-2.5-pro" in current
+    for name in current:
+        result = niah("run", "--model_name", name, "--context_lengths", "1000", "--estimate")
+        assert result.returncode == 0, result.stderr
+        assert re.search(r"cost at most: \$\d+\.\d{4}", result.stdout), (name, result.stdout)
+    retired = niah("run", "--model_name", "gemini-1.5-flash", "--estimate")
+    assert retired.returncode != 0
+    assert "model_name" in retired.stderr and "replacement, gemini-2.5-flash" in retired.stderr

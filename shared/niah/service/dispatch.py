@@ -185,7 +185,29 @@ def check_model(spec: RunRequest) -> None:
             )
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
+    for field_name, name in (
+        ("model_name", spec.model_name),
+        ("evaluator_model_name", spec.evaluator_model_name),
+    ):
+        check_not_retired(field_name, name)
     check_thinking(spec)
+
+
+def check_not_retired(field_name: str, model_name: str | None) -> None:
+    """Refuse a model past its retirement date whose replacement the catalog names.
+
+    Vertex answers such a model with 404 on every cell. A model whose retirement date
+    has passed but whose replacement is not published only gets a warning
+    (``model_warnings``): some projects keep access for a while.
+    """
+    known = find_model(model_name) if model_name else None
+    if known is None or not known.lifecycle.retired() or not known.lifecycle.successor:
+        return
+    raise RequestError(
+        field_name,
+        f"{known.name} was retired on {known.lifecycle.retires} (Vertex AI answers it with "
+        f"404); use its replacement, {known.lifecycle.successor}",
+    )
 
 
 def check_thinking(spec: RunRequest) -> None:
