@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -99,6 +100,12 @@ class Settings(BaseSettings):
     # about 0.52 writes/s each (README, "Counting at scale"). Fixed per deployment: a
     # reset uncounts a cell on the shard its ID picks under this number.
     counter_shards: int = Field(default=32, ge=1, le=500)
+
+    # How a new run's cells are published. "cache_aware": first the one cell whose prompt
+    # shares the longest prefix with every other (the deepest needle at the longest
+    # length), the rest when it is answered, so their prefixes hit Vertex's implicit
+    # cache (README, "Cache-aware dispatch"); "naive": all at once.
+    dispatch_order: Literal["cache_aware", "naive"] = "cache_aware"
 
     # Seconds a dispatcher waits for all publishes to be acknowledged.
     publish_timeout_seconds: float = 60.0

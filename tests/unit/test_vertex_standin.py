@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -329,3 +330,25 @@ def test_a_call_the_sdk_refuses_fails_the_cell_without_a_request(
     with pytest.raises(PermanentCellError, match="the SDK refused the call: ValueError"):
         GeminiProvider("gemini-2.5-flash..").generate(PROMPT, max_output_tokens=50)
     assert len(state.requests) == 0
+
+
+def test_the_implicit_cache_model_bills_a_shared_prefix_above_the_minimum(
+    standin: tuple[str, StandinState],
+) -> None:
+    """Vertex: a prefix of at least 2,048 tokens seen recently is billed as cached."""
+    url, _ = standin
+    configure(url, implicit_cache=True, estimate_tokens=True)
+    shared = "Shared haystack text. " * 1000  # 22,000 characters: 5,500 estimated tokens
+    first = GeminiProvider("gemini-2.5-flash").generate(shared + "First.", max_output_tokens=50)
+    second = GeminiProvider("gemini-2.5-flash").generate(shared + "Second.", max_output_tokens=50)
+    assert first.cached_tokens in (None, 0)
+    assert second.cached_tokens == len(shared) // 4  # up to the first difference
+    short = GeminiProvider("gemini-2.5-flash").generate(
+        "Shared haystack. Third.", max_output_tokens=50
+    )
+    assert short.cached_tokens in (None, 0)  # 4 tokens shared: under the minimum
+    configure(url, implicit_cache=True, estimate_tokens=True, cache_window_seconds=0)
+    GeminiProvider("gemini-2.5-flash").generate(shared + "First.", max_output_tokens=50)
+    time.sleep(0.05)
+    again = GeminiProvider("gemini-2.5-flash").generate(shared + "Again.", max_output_tokens=50)
+    assert again.cached_tokens in (None, 0)  # answered outside the window

@@ -11,6 +11,7 @@ from niah.models.catalog import ProviderName
 from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_worker import CellTask, process_cell
 from niah.service.dispatch import dispatch_run
+from niah.settings import get_settings
 from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher, ScriptedProvider
 
 
@@ -447,3 +448,33 @@ def test_a_dead_letter_waits_for_a_call_in_flight(world: dict[str, Any]) -> None
     store.release_cell(world["run_id"], task.cell_id)
     assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "answered"
     assert record_dead_letter(task, store=store, publisher=world["publisher"]) == "duplicate"
+
+
+def test_cache_aware_dispatch_sends_the_deepest_longest_cell_first_then_the_rest(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The primer's prompt holds every other prompt up to its needle.
+
+    Sent first, it fills the implicit cache the others then hit.
+    """
+    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "cache_aware")
+    get_settings.cache_clear()
+    world = dispatch_task(
+        essay_blobs, context_lengths=[300, 600], document_depth_percents=[0, 50, 100]
+    )
+    (primer,) = world["tasks"]
+    assert (primer.context_length, primer.depth_percent, primer.primer) == (600, 100.0, True)
+    provider = ScriptedProvider(echo_needle_number)
+    assert run_cell(world, primer, provider) == "answered"
+    released = [CellTask.from_message(m) for m in world["publisher"].cells[1:]]
+    assert len(released) == 5 and primer.cell_id not in {t.cell_id for t in released}
+    assert not any(t.primer for t in released)
+    for task in released:
+        assert run_cell(world, task, provider) == "answered"
+    assert len(world["publisher"].cells) == 6  # the rest published once, not again
+    # Every other prompt up to its needle is a prefix of the primer's prompt.
+    first = provider.prompts[0]
+    for prompt in provider.prompts[1:]:
+        pairs = enumerate(zip(first, prompt, strict=False))
+        shared = next((i for i, (a, b) in pairs if a != b), min(len(first), len(prompt)))
+        assert shared >= prompt.index("The special magic") - 1  # up to the needle's space

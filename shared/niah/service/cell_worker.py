@@ -42,6 +42,7 @@ from niah.memo import ProcessCache
 from niah.models.catalog import ProviderName, default_output_tokens, provider_for_model
 from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
+from niah.service.dispatch import release_after_primer
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 from niah.tasks import Sample, get_task
@@ -69,6 +70,9 @@ class CellTask:
     # A published MRCR v2 sample: which file of the run's source, which row.
     source_file: str | None = None
     row: int | None = None
+    # Published alone ahead of its run's other cells (cache-aware dispatch): whoever
+    # answers it publishes the rest.
+    primer: bool = False
 
     @classmethod
     def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
@@ -82,6 +86,7 @@ class CellTask:
             sample=int(data.get("sample", 0)),
             source_file=str(data["source_file"]) if data.get("source_file") else None,
             row=int(data["row"]) if data.get("row") is not None else None,
+            primer=data.get("primer") is True,
         )
 
     @property
@@ -122,8 +127,43 @@ def process_cell(
     """Build, ask, score and store one cell; ask for the report after the last one.
 
     Raises ``RetryableError`` for transient failures (the message is redelivered);
-    permanent failures are stored on the cell as an error.
+    permanent failures are stored on the cell as an error. A primer, once stored or
+    failing, releases its run's other cells.
     """
+    try:
+        outcome = _process_cell(
+            task,
+            store=store,
+            blobs=blobs,
+            publisher=publisher,
+            provider_for=provider_for,
+            tokenizer_for=tokenizer_for,
+        )
+    except CellInFlightError:
+        raise  # the primer's other delivery releases the rest
+    except RetryableError:
+        _release_if_primer(task, store=store, publisher=publisher)
+        raise
+    if outcome in ("answered", "failed"):
+        _release_if_primer(task, store=store, publisher=publisher)
+    return outcome
+
+
+def _release_if_primer(task: CellTask, *, store: ResultStore, publisher: Publisher) -> None:
+    spec = _run_spec(store, task.run_id)
+    if task.primer and spec is not None:
+        release_after_primer(task.run_id, spec, store=store, publisher=publisher)
+
+
+def _process_cell(
+    task: CellTask,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    provider_for: ProviderFactory,
+    tokenizer_for: TokenizerFactory,
+) -> Outcome:
     spec = _run_spec(store, task.run_id)
     if spec is None:
         log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)

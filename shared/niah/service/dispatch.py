@@ -185,12 +185,12 @@ def check_model(spec: RunRequest) -> None:
             )
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
+    check_thinking(spec)
     for field_name, name in (
         ("model_name", spec.model_name),
         ("evaluator_model_name", spec.evaluator_model_name),
     ):
         check_not_retired(field_name, name)
-    check_thinking(spec)
 
 
 def check_not_retired(field_name: str, model_name: str | None) -> None:
@@ -412,8 +412,13 @@ def dispatch_run(
     if progress.already_complete:
         log("run already complete", run_id=run_id)
         return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
-    published = publish_missing(
-        run_id, spec, progress.stored, store=store, publisher=publisher, run=record
+    primer = primer_message(run_id, spec, record) if created else None
+    published = (
+        publisher.publish_cells([primer])
+        if primer is not None
+        else publish_missing(
+            run_id, spec, progress.stored, store=store, publisher=publisher, run=record
+        )
     )
     log(
         "run dispatched",
@@ -459,6 +464,45 @@ def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[di
         }
         for cell, extra in zip(cells, extras, strict=True)
     ]
+
+
+def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The message of a new run's primer cell, published alone; None to publish all.
+
+    Every prompt of a grid is the template's head and the haystack from its start up
+    to the first needle, so the cell with the deepest needle at the longest length has
+    the longest prefix, and every other cell's prefix is a prefix of its. Sent first,
+    it fills Vertex's implicit cache; the worker that stores it publishes the rest
+    (``release_after_primer``), whose prefixes then hit the cache. Runs of published
+    MRCR samples share no haystack, and one-cell runs have nothing to gain.
+    """
+    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows"):
+        return None
+    messages = cell_messages(run_id, spec, run)
+    if len(messages) < 2:
+        return None
+    deepest = max(
+        messages,
+        key=lambda m: (m["context_length"] * m["depth_percent"], m["context_length"], -m["sample"]),
+    )
+    return deepest | {"primer": True}
+
+
+def release_after_primer(
+    run_id: str, spec: RunRequest, *, store: ResultStore, publisher: Publisher
+) -> int:
+    """Publish a run's cells held back behind its primer (stored, failed or retrying).
+
+    Cells stored or in flight are left out, so a second release publishes nothing new.
+    """
+    run = store.get_run(run_id, counts=False)
+    if run is None:
+        return 0
+    stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
+    stored |= store.leased_cells(run_id)
+    published = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
+    log("cells released after the primer", run_id=run_id, published=published)
+    return published
 
 
 def publish_missing(

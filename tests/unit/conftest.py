@@ -1,0 +1,17 @@
+"""Unit tests dispatch every cell at once unless a test asks for cache-aware order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from niah.settings import get_settings
+
+
+@pytest.fixture(autouse=True)
+def naive_dispatch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "naive")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
