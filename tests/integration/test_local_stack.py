@@ -229,8 +229,10 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     assert follow.returncode == 130
     assert f"the run goes on. Follow it again with: niah wait {run_id}" in stderr
     assert "Traceback" not in stderr
+    # Cache-aware dispatch publishes the primer first and the other 3 once it is
+    # answered: by the end, each cell once.
     published = len(drain(stack.tap))
-    assert published == 4
+    assert published in (1, 4)
     again = subprocess.run(
         [*niah, "wait", run_id, "--timeout", "300"],
         env=env,
@@ -240,4 +242,4 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "heatmap: gs://" in again.stdout
-    assert drain(stack.tap) == []  # re-attaching published nothing
+    assert published + len(drain(stack.tap)) == 4  # re-attaching published nothing
