@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from niah.core.interfaces import BlobInfo, ModelAnswer, ReportClaim
+from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED, BlobInfo, ModelAnswer, ReportClaim
 
 
 class MemoryBlobs:
@@ -52,9 +52,11 @@ class MemoryStoreExtras:
     calls: dict[str, dict[str, dict[str, Any]]]
 
     def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
+        if cell_id in self.cells.get(run_id, {}):
+            return CLAIM_STORED
         now = time.monotonic()
         if self.leases.get((run_id, cell_id), 0) > now:
-            return 0
+            return CLAIM_HELD
         self.leases[(run_id, cell_id)] = now + lease_seconds
         claims = self.claims.get((run_id, cell_id), 0) + 1
         self.claims[(run_id, cell_id)] = claims

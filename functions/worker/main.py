@@ -58,6 +58,6 @@ def handle_dead_letter(event: CloudEvent) -> None:
     task = _task(event)
     if task is None:
         return
-    store, publisher, _ = _clients()
-    outcome = record_dead_letter(task, store=store, publisher=publisher)
+    store, publisher, blobs = _clients()
+    outcome = record_dead_letter(task, store=store, publisher=publisher, blobs=blobs)
     log("dead letter handled", run_id=task.run_id, cell_id=task.cell_id, outcome=outcome)

@@ -124,18 +124,23 @@ def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
     with pytest.raises(RetryableError):
         run_cell(world, first, ScriptedProvider(busy))
     dead = CellTask(first.run_id, first.cell_id, first.context_length, first.depth_percent, 5)
-    assert record_dead_letter(dead, store=world["store"], publisher=world["publisher"]) == "failed"
+    assert (
+        record_dead_letter(
+            dead, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+        )
+        == "failed"
+    )
     cell = world["store"].list_cells(world["run_id"])[0]
     assert cell["error"]["kind"] == "dead_letter"
     assert "503 UNAVAILABLE" in cell["error"]["message"]
     # A late success wins over a dead letter, and a dead letter never counts twice.
     assert run_cell(world, second, ScriptedProvider(echo_needle_number)) == "answered"
-    assert record_dead_letter(second, store=world["store"], publisher=world["publisher"]) == (
-        "duplicate"
-    )
-    assert record_dead_letter(dead, store=world["store"], publisher=world["publisher"]) == (
-        "duplicate"
-    )
+    assert record_dead_letter(
+        second, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+    ) == ("duplicate")
+    assert record_dead_letter(
+        dead, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+    ) == ("duplicate")
     run = world["store"].get_run(world["run_id"])
     assert (run["done"], run["failed"]) == (1, 1)
 
@@ -443,11 +448,14 @@ def test_a_dead_letter_waits_for_a_call_in_flight(world: dict[str, Any]) -> None
     store, task = world["store"], world["tasks"][0]
     assert store.claim_cell(world["run_id"], task.cell_id, lease_seconds=60) == 1
     with pytest.raises(CellInFlightError):
-        record_dead_letter(task, store=store, publisher=world["publisher"])
+        record_dead_letter(task, store=store, publisher=world["publisher"], blobs=world["blobs"])
     assert store.list_cells(world["run_id"]) == []
     store.release_cell(world["run_id"], task.cell_id)
     assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "answered"
-    assert record_dead_letter(task, store=store, publisher=world["publisher"]) == "duplicate"
+    assert (
+        record_dead_letter(task, store=store, publisher=world["publisher"], blobs=world["blobs"])
+        == "duplicate"
+    )
 
 
 def test_cache_aware_dispatch_sends_the_deepest_longest_cell_first_then_the_rest(
@@ -478,3 +486,95 @@ def test_cache_aware_dispatch_sends_the_deepest_longest_cell_first_then_the_rest
         pairs = enumerate(zip(first, prompt, strict=False))
         shared = next((i for i, (a, b) in pairs if a != b), min(len(first), len(prompt)))
         assert shared >= prompt.index("The special magic") - 1  # up to the needle's space
+
+
+def cache_aware_world(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], CellTask]:
+    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "cache_aware")
+    get_settings.cache_clear()
+    world = dispatch_task(essay_blobs, context_lengths=[300, 600], document_depth_percents=[0, 100])
+    (primer,) = world["tasks"]
+    return world, primer
+
+
+def test_a_primer_that_keeps_failing_releases_the_grid_once(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: each failed delivery of the primer published the whole grid again."""
+    world, primer = cache_aware_world(essay_blobs, monkeypatch)
+
+    def busy(prompt: str) -> str:
+        raise RetryableError("429 RESOURCE_EXHAUSTED")
+
+    for _ in range(3):
+        with pytest.raises(RetryableError):
+            run_cell(world, primer, ScriptedProvider(busy))
+    assert len(world["publisher"].cells) == 1 + 4  # the primer, then the grid once
+    assert run_cell(world, primer, ScriptedProvider(echo_needle_number)) == "answered"
+    assert len(world["publisher"].cells) == 5
+
+
+def test_a_dead_lettered_primer_still_releases_the_grid(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a primer that crashed every delivery left the other cells unpublished."""
+    from niah.service.cell_worker import record_dead_letter
+
+    world, primer = cache_aware_world(essay_blobs, monkeypatch)
+    outcome = record_dead_letter(
+        primer, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+    )
+    assert outcome == "failed"
+    released = {m["cell_id"] for m in world["publisher"].cells[1:]}
+    assert len(released) == 3 and primer.cell_id not in released
+
+
+def test_a_failure_before_the_sample_keeps_the_cells_place_on_the_grid(
+    world: dict[str, Any],
+) -> None:
+    """Before: such a cell had no length or depth, and the report raised KeyError."""
+    from niah.service.cell_worker import record_dead_letter
+    from niah.service.report import render_report
+
+    for task in world["tasks"]:
+        record_dead_letter(
+            task, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+        )
+    cells = world["store"].list_cells(world["run_id"])
+    assert {(c["context_length"], c["depth_percent"]) for c in cells} == {
+        (t.context_length, t.depth_percent) for t in world["tasks"]
+    }
+    assert render_report(world["run_id"], store=world["store"], blobs=world["blobs"])
+
+
+def test_a_dead_letter_stores_a_kept_answer_instead_of_a_failure(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niah.service.cell_worker import record_dead_letter
+
+    store, task = world["store"], world["tasks"][0]
+    real_record = store.record_cell
+
+    def frozen(*args: Any, **kwargs: Any) -> bool:
+        raise StoreUnavailableError("DeadlineExceeded")
+
+    monkeypatch.setattr(store, "record_cell", frozen)
+    with pytest.raises(RetryableError):
+        run_cell(world, task, ScriptedProvider(echo_needle_number))
+    monkeypatch.setattr(store, "record_cell", real_record)
+    store.leases.clear()  # every delivery ran out; the lease has expired
+    outcome = record_dead_letter(
+        task, store=store, publisher=world["publisher"], blobs=world["blobs"]
+    )
+    assert outcome == "answered"
+    (cell,) = store.list_cells(world["run_id"])
+    assert cell["status"] == "answered" and cell["score"] == 10
+
+
+def test_calls_cut_off_are_estimated_each_at_its_own_tier() -> None:
+    """Before: three 150K cut-off prompts were priced as one 450K prompt (long tier)."""
+    calls = [{"status": "started", "planned_prompt_tokens": 150_000} for _ in range(3)]
+    spend = spend_summary(calls, "gemini-2.5-pro")
+    assert spend["estimated_usd"] == pytest.approx(3 * 150_000 * 1.25 / 1e6)
+    assert spend["usd"] == spend["estimated_usd"] and spend["cut_off_calls"] == 3

@@ -21,7 +21,7 @@ import datetime as dt
 import hashlib
 from typing import Any
 
-from niah.core.interfaces import ReportClaim
+from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED, ReportClaim
 from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
 
@@ -141,17 +141,13 @@ class FirestoreStore:
         run = self._run(run_id)
         batch = self._db.batch()
         batch.create(run.collection(CELLS).document(cell_id), doc)
-        batch.set(
-            self._shard(run_id, cell_id),
-            {
-                "failed" if failed else "done": firestore.Increment(1),
-                "updated_at": firestore.SERVER_TIMESTAMP,
-                "totals": {
-                    key: firestore.Increment(value) for key, value in (totals or {}).items()
-                },
-            },
-            merge=True,
-        )
+        counts: dict[str, Any] = {
+            "failed" if failed else "done": firestore.Increment(1),
+            "updated_at": firestore.SERVER_TIMESTAMP,
+        }
+        if totals:  # an empty map under merge would replace the shard's totals with {}
+            counts["totals"] = {key: firestore.Increment(value) for key, value in totals.items()}
+        batch.set(self._shard(run_id, cell_id), counts, merge=True)
         if call is not None:
             batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
         try:
@@ -173,19 +169,23 @@ class FirestoreStore:
     def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
         """Take the cell's lease (or an expired one) in a transaction: its claim number.
 
-        0 while another holder's lease is live. One small document per cell: the
-        transaction never contends with the run's.
+        ``CLAIM_HELD`` while another holder's lease is live, ``CLAIM_STORED`` once the
+        cell is stored: the cell is read in the same transaction, so a delivery that
+        comes in as another stores the cell and frees its lease never calls again.
         """
         firestore = self._firestore
         reference = self._run(run_id).collection(LEASES).document(cell_id)
+        cell = self._run(run_id).collection(CELLS).document(cell_id)
 
         @firestore.transactional
         def claim(transaction: Any) -> int:
+            if cell.get(transaction=transaction).exists:
+                return CLAIM_STORED
             now = dt.datetime.now(dt.UTC)
             lease = reference.get(transaction=transaction).to_dict() or {}
             expires = lease.get("expires_at")
             if expires is not None and expires > now:
-                return 0
+                return CLAIM_HELD
             claims = int(lease.get("claims", 0)) + 1
             transaction.set(
                 reference,

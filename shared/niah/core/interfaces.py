@@ -57,6 +57,11 @@ def gs_uri(bucket: str, name: str) -> str:
     return f"gs://{bucket}/{name}"
 
 
+# What ``ResultStore.claim_cell`` answers besides a claim number (1, 2, ...).
+CLAIM_HELD = 0  # another delivery holds a live lease: it is calling the model now
+CLAIM_STORED = -1  # the cell is stored: nothing to call
+
+
 class ResultStore(Protocol):
     """Runs and their cells."""
 
@@ -107,8 +112,9 @@ class ResultStore(Protocol):
     def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
         """Take the cell's lease before its model call: the claim's number, from 1.
 
-        0 while another holder's lease is live; a lease older than ``lease_seconds`` is
-        taken over (its holder died).
+        ``CLAIM_HELD`` while another holder's lease is live (a lease older than
+        ``lease_seconds`` is taken over: its holder died); ``CLAIM_STORED`` if the cell
+        is stored, checked atomically with the lease.
         """
         ...
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import load_haystack
 from niah.core.interfaces import (
+    CLAIM_HELD,
+    CLAIM_STORED,
     BlobStore,
     ModelAnswer,
     Provider,
@@ -144,14 +146,17 @@ def process_cell(
     except RetryableError:
         _release_if_primer(task, store=store, publisher=publisher)
         raise
-    if outcome in ("answered", "failed"):
+    if outcome not in ("orphan", "rejected"):  # a duplicate too: a release may have failed
         _release_if_primer(task, store=store, publisher=publisher)
     return outcome
 
 
 def _release_if_primer(task: CellTask, *, store: ResultStore, publisher: Publisher) -> None:
+    """Publish the run's held cells once its primer is done with (released once)."""
+    if not task.primer:
+        return
     spec = _run_spec(store, task.run_id)
-    if task.primer and spec is not None:
+    if spec is not None:
         release_after_primer(task.run_id, spec, store=store, publisher=publisher)
 
 
@@ -173,18 +178,18 @@ def _process_cell(
         # Forged or corrupted: no model call, no count, acknowledged.
         log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)
         return "rejected"
-    if store.cell_exists(task.run_id, task.cell_id):
+    claim = store.claim_cell(task.run_id, task.cell_id, get_settings().cell_lease_seconds)
+    if claim == CLAIM_STORED:
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
         return "duplicate"
-    claim = store.claim_cell(task.run_id, task.cell_id, get_settings().cell_lease_seconds)
     if claim != 1:
         # A claim before this one may have paid for an answer it could not store.
         kept = _kept_answer(task, blobs)
         if kept is not None:
             log("kept answer stored", run_id=task.run_id, cell_id=task.cell_id)
             return _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
-    if claim == 0:
+    if claim == CLAIM_HELD:
         # Another delivery is calling the model for this cell now: back off, and find
         # the cell stored on redelivery. Never a second paid call.
         log("cell in flight elsewhere", run_id=task.run_id, cell_id=task.cell_id)
@@ -194,7 +199,7 @@ def _process_cell(
     try:
         sample = _sample(task, spec, cell, blobs)
     except HaystackError as error:  # a published file replaced or gone: nothing to ask
-        failed = {"run_id": task.run_id, **_failure(error.kind, str(error))}
+        failed = _failed_cell(task, spec, error)
         return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
     totals: dict[str, float] = {}
     call: Call | None = None
@@ -369,6 +374,22 @@ def _kept_answer(task: CellTask, blobs: BlobStore) -> dict[str, Any] | None:
     }
 
 
+def _failed_cell(task: CellTask, spec: RunRequest, error: NiahError) -> dict[str, Any]:
+    """A cell failed before it had a sample: its place on the grid and the error."""
+    return {
+        "run_id": task.run_id,
+        "model": spec.model_name,
+        "task": spec.task,
+        "context_length": task.context_length,
+        "depth_percent": task.depth_percent,
+        "sample": task.sample,
+        "version": spec.results_version,
+        "attempts": task.delivery_attempt,
+        "test_timestamp_utc": harness_timestamp(),
+        **_failure(error.kind, str(error)),
+    }
+
+
 def _failure(kind: str, message: str) -> dict[str, Any]:
     """A failed cell's fields (shown grey, never a score)."""
     return {
@@ -413,6 +434,7 @@ def _answer_cell(
         fields["context_uri"] = _save_prompt(task, built.prompt, blobs)
     if spec.count_tokens_check:
         fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
+    turns = split_transcript(built.prompt) if sample.conversational else None
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     store.open_call(
         task.run_id,
@@ -431,7 +453,7 @@ def _answer_cell(
             or max(default_output_tokens(spec.provider(), spec.model_name), sample.answer_tokens),
             thinking_budget=spec.thinking_budget,
             thinking_level=spec.thinking_level,
-            turns=split_transcript(built.prompt) if sample.conversational else None,
+            turns=turns,
         )
     except NiahError as error:
         # An error reply has no usage metadata: nothing was generated to bill.
@@ -621,12 +643,17 @@ def _judge(
     return fields, verdict.answer
 
 
-def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publisher) -> Outcome:
+def record_dead_letter(
+    task: CellTask, *, store: ResultStore, publisher: Publisher, blobs: BlobStore
+) -> Outcome:
     """Mark a cell whose message was dead-lettered as failed, so its run still finishes.
 
-    Does nothing if the cell was stored meanwhile (a late success wins).
+    Does nothing if the cell was stored meanwhile (a late success wins); stores an
+    answer a delivery paid for but could not store, rather than a failure. A primer's
+    dead letter releases its run's other cells.
     """
-    if _run_spec(store, task.run_id) is None:
+    spec = _run_spec(store, task.run_id)
+    if spec is None:
         return "orphan"
     if task.cell_id in store.leased_cells(task.run_id):
         # Its deliveries ran out while a call for it is in flight (they were held off by
@@ -634,20 +661,23 @@ def record_dead_letter(task: CellTask, *, store: ResultStore, publisher: Publish
         # the cell stored, or the lease expired (its holder died) and records the failure.
         log("dead letter for a cell in flight", run_id=task.run_id, cell_id=task.cell_id)
         raise CellInFlightError(f"{task.cell_id} is being answered; its dead letter waits")
+    kept = _kept_answer(task, blobs)
+    if kept is not None:
+        log("kept answer stored from a dead letter", run_id=task.run_id, cell_id=task.cell_id)
+        outcome = _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+        _release_if_primer(task, store=store, publisher=publisher)
+        return outcome
     attempt = store.last_attempt(task.run_id, task.cell_id) or {}
     reason = attempt.get("last_error", "no error was recorded (the worker may have crashed)")
     error = DeadLetteredError(
         f"gave up after {attempt.get('failures', task.delivery_attempt)} failed deliveries; "
         f"last error: {reason}"
     )
-    doc = {
-        "run_id": task.run_id,
-        "context_length": task.context_length,
-        "depth_percent": task.depth_percent,
-        "test_timestamp_utc": harness_timestamp(),
-        **_failure(error.kind, str(error)),
-    }
-    if not store.record_cell(task.run_id, task.cell_id, doc, failed=True):
+    stored = store.record_cell(
+        task.run_id, task.cell_id, _failed_cell(task, spec, error), failed=True
+    )
+    _release_if_primer(task, store=store, publisher=publisher)
+    if not stored:
         log("dead letter for a stored cell ignored", run_id=task.run_id, cell_id=task.cell_id)
         return "duplicate"
     log(

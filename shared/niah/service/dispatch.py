@@ -493,14 +493,18 @@ def release_after_primer(
 ) -> int:
     """Publish a run's cells held back behind its primer (stored, failed or retrying).
 
-    Cells stored or in flight are left out, so a second release publishes nothing new.
+    Once: the run is marked released after publishing, so a primer that fails five
+    times, or is delivered again, publishes the grid once. A release cut off before
+    the mark is done again by the primer's next delivery or dead letter (the cells
+    stored or in flight by then are left out).
     """
     run = store.get_run(run_id, counts=False)
-    if run is None:
+    if run is None or run.get("primer_released"):
         return 0
     stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
     stored |= store.leased_cells(run_id)
     published = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
+    store.update_run(run_id, {"primer_released": True})
     log("cells released after the primer", run_id=run_id, published=published)
     return published
 

@@ -1,0 +1,83 @@
+"""The Firestore store on the emulator: counts on shards, claims, the report's guard."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from niah.cloud.store import COUNTERS, FirestoreStore, shard_of
+from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED
+from niah.settings import get_settings
+from tests.integration.conftest import Stack
+
+pytestmark = pytest.mark.integration
+
+
+def fresh_run(store: FirestoreStore, total: int) -> str:
+    run_id = f"store-test-{uuid.uuid4().hex[:8]}"
+    assert store.create_run(run_id, {"total": total, "status": "running"})
+    return run_id
+
+
+def same_shard_cells(count: int) -> list[str]:
+    """Cell IDs whose counts all land on one shard."""
+    shards = get_settings().counter_shards
+    found: list[str] = []
+    index = 0
+    while len(found) < count:
+        cell_id = f"L{index:08d}-D000000"
+        if shard_of(cell_id, shards) == shard_of("L00000000-D000000", shards):
+            found.append(cell_id)
+        index += 1
+    return found
+
+
+def test_counts_live_on_shards_and_a_failed_cell_keeps_their_totals(stack: Stack) -> None:
+    """Before: a failed cell's empty totals map, merged, wiped its shard's totals."""
+    store = FirestoreStore()
+    run_id = fresh_run(store, 3)
+    answered, failed, other = same_shard_cells(3)
+    totals = {"cost_usd": 1.5, "prompt_tokens": 1000.0}
+    assert store.record_cell(run_id, answered, {"status": "answered"}, failed=False, totals=totals)
+    assert store.record_cell(run_id, failed, {"status": "failed"}, failed=True)
+    assert store.record_cell(run_id, other, {"status": "answered"}, failed=False, totals=totals)
+    assert not store.record_cell(run_id, other, {"status": "answered"}, failed=False, totals=totals)
+    run = store.get_run(run_id) or {}
+    assert (run["done"], run["failed"]) == (2, 1)
+    assert run["totals"] == {"cost_usd": 3.0, "prompt_tokens": 2000.0}
+    document = store.get_run(run_id, counts=False) or {}
+    assert "done" not in document and "totals" not in document  # the run document is spared
+    shards = list(store._run(run_id).collection(COUNTERS).stream())
+    assert len(shards) == 1
+    assert store.count_cells(run_id) == 3
+
+
+def test_a_claim_sees_the_stored_cell_and_a_live_lease(stack: Stack) -> None:
+    store = FirestoreStore()
+    run_id = fresh_run(store, 1)
+    assert store.claim_cell(run_id, "c", 60) == 1
+    assert store.claim_cell(run_id, "c", 60) == CLAIM_HELD
+    store.release_cell(run_id, "c")
+    assert store.claim_cell(run_id, "c", 60) == 2  # call IDs never repeat
+    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False)
+    store.release_cell(run_id, "c")
+    assert store.claim_cell(run_id, "c", 60) == CLAIM_STORED
+
+
+def test_a_report_claim_dropped_by_a_reset_cannot_mark_the_run_complete(stack: Stack) -> None:
+    store = FirestoreStore()
+    run_id = fresh_run(store, 1)
+    assert store.record_cell(run_id, "c", {"status": "failed"}, failed=True)
+    assert store.claim_report(run_id, 300, "first") == "claimed"
+    assert store.claim_report(run_id, 300, "second") == "held"
+    assert store.reset_failed_cells(run_id) == 1  # a resume while rendering
+    assert not store.finish_report(run_id, "first", 1, {"report": {"x": "stale"}})
+    assert (store.get_run(run_id) or {})["status"] == "running"
+    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False)
+    assert store.claim_report(run_id, 300, "third") == "claimed"
+    assert not store.finish_report(run_id, "third", 0, {"report": {"x": "short"}})
+    assert store.finish_report(run_id, "third", 1, {"report": {"x": "fresh"}})
+    run = store.get_run(run_id) or {}
+    assert run["status"] == "complete" and run["report"] == {"x": "fresh"}
+    assert (run["done"], run["failed"]) == (1, 0)
