@@ -240,10 +240,17 @@ def test_a_file_without_the_columns_is_refused_by_name() -> None:
         index_rows(blobs, ["bad.csv"])
 
 
-def test_a_run_over_published_files_has_one_cell_per_row(essay_blobs: MemoryBlobs) -> None:
+def test_a_run_over_published_files_has_one_cell_per_row(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from niah.service.cell_worker import CellTask, process_cell
     from niah.service.dispatch import dispatch_run
+    from niah.settings import get_settings
     from tests.fakes import MemoryStore, RecordingPublisher, ScriptedProvider
+
+    # Cache-aware dispatch holds nothing back: published samples share no haystack.
+    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "cache_aware")
+    get_settings.cache_clear()
 
     essay_blobs.objects["mrcr_v2/a.csv"] = published_csv(
         [
@@ -257,6 +264,7 @@ def test_a_run_over_published_files_has_one_cell_per_row(essay_blobs: MemoryBlob
     result = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
     assert result.cells == 2  # the 4-needle row is left out
     assert [(m["context_length"], m["row"]) for m in publisher.cells] == [(5000, 0), (9000, 1)]
+    assert not any(m.get("primer") for m in publisher.cells)
     prompts: list[str] = []
 
     def copy_the_reply(prompt: str) -> str:

@@ -57,6 +57,19 @@ def test_multi_value_and_multi_query_score_the_share_returned() -> None:
     assert verdict.score == pytest.approx(0.25)
 
 
+@pytest.mark.parametrize("kind", ["numbers", "words", "uuids"])
+def test_absent_does_not_count_the_asked_key_echoed_back_as_a_value(kind: str) -> None:
+    """Before: with keys and values of one kind, the key echoed back was a hallucination."""
+    sample = sample_of("absent", needle_key_type=kind, needle_value_type=kind)
+    asked = sample.details["asked_key"]
+    verdict = get_task("absent").score(sample, f"There is no value for {asked}. UNANSWERABLE")
+    assert verdict.outcome == "correct" and not verdict.details["hallucinated"]
+    invented = get_task("absent").score(
+        sample, f"For {asked} it is {sample.details['present_value']}."
+    )
+    assert invented.details["hallucinated"] and invented.outcome == "wrong"
+
+
 def test_absent_counts_an_invented_number_as_a_hallucination() -> None:
     sample = sample_of("absent")
     invented = get_task("absent").score(sample, "The special magic number is 4815162.")
@@ -187,7 +200,9 @@ def content_words(text: str) -> set[str]:
 
 
 def test_nonliteral_needles_share_no_content_word_with_their_question() -> None:
-    assert len(TEMPLATES) >= 30
+    from niah.tasks.vocabulary import CHARACTER_NAMES
+
+    assert len(TEMPLATES) == 36 and len(set(CHARACTER_NAMES)) == 60  # as the README says
     for needle, question in TEMPLATES:
         shared = content_words(needle.format(name="")) & content_words(question)
         assert shared == set(), (needle, question, shared)

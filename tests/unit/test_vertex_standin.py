@@ -347,8 +347,40 @@ def test_the_implicit_cache_model_bills_a_shared_prefix_above_the_minimum(
         "Shared haystack. Third.", max_output_tokens=50
     )
     assert short.cached_tokens in (None, 0)  # 4 tokens shared: under the minimum
+    at_minimum = "m" * (2048 * 4)  # exactly 2,048 estimated tokens
+    for tail in ("1", "2"):
+        last = GeminiProvider("gemini-2.5-flash").generate(at_minimum + tail, max_output_tokens=9)
+    assert last.cached_tokens == 2048
+    below = "b" * (2047 * 4)
+    for tail in ("1", "2"):
+        last = GeminiProvider("gemini-2.5-flash").generate(below + tail, max_output_tokens=9)
+    assert last.cached_tokens in (None, 0)
     configure(url, implicit_cache=True, estimate_tokens=True, cache_window_seconds=0)
     GeminiProvider("gemini-2.5-flash").generate(shared + "First.", max_output_tokens=50)
     time.sleep(0.05)
     again = GeminiProvider("gemini-2.5-flash").generate(shared + "Again.", max_output_tokens=50)
     assert again.cached_tokens in (None, 0)  # answered outside the window
+
+
+@pytest.mark.parametrize(
+    ("judge", "max_output", "thinking"),
+    [
+        ("gemini-2.5-flash", 256, 0),  # thinking off
+        ("gemini-2.5-pro", 256 + 128, 128),  # cannot turn it off: its minimum, plus room
+        ("gemini-3-flash-preview", 8192, "MINIMAL"),
+    ],
+)
+def test_the_judge_thinks_least_and_keeps_room_to_answer(
+    standin: tuple[str, StandinState], judge: str, max_output: int, thinking: object
+) -> None:
+    """Before: 256 output tokens and default thinking; a thinking judge ran out of room."""
+    from niah.core.scoring import judge_answer
+
+    _, state = standin
+    verdict = judge_answer(
+        GeminiProvider(judge), question="Which number?", reference="7304912", answer="7304912"
+    )
+    assert verdict.score == 10
+    config = state.requests[-1]["body"]["generationConfig"]
+    assert config["maxOutputTokens"] == max_output
+    assert list(config["thinkingConfig"].values()) == [thinking]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from niah.core.interfaces import ModelAnswer, Provider
 from niah.core.prompts import JUDGE_MAX_OUTPUT_TOKENS, judge_prompt
+from niah.models.catalog import least_thinking_budget
 
 RETRIEVED = 10
 MISSED = 1
@@ -89,9 +90,15 @@ class JudgeVerdict:
 def judge_answer(
     evaluator: Provider, *, question: str, reference: str, answer: str
 ) -> JudgeVerdict:
-    """Ask the evaluator model to grade ``answer`` against ``reference``."""
+    """Ask the evaluator model to grade ``answer`` against ``reference``.
+
+    With the least thinking the model allows, and the reply's room on top of it.
+    """
+    budget = least_thinking_budget(evaluator.model_name, JUDGE_MAX_OUTPUT_TOKENS)
     reply = evaluator.generate(
         judge_prompt(question=question, reference=reference, answer=answer),
-        max_output_tokens=JUDGE_MAX_OUTPUT_TOKENS,
+        max_output_tokens=budget.max_output_tokens,
+        thinking_budget=budget.thinking_budget,
+        thinking_level=budget.thinking_level,
     )
     return JudgeVerdict(parse_judge_score(reply.text), reply.text.strip(), reply)

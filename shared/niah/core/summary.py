@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.pricing import cost_of
+from niah.core.pricing import Cost, cost_of
 
 # RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
 # 2026-11-26). NoLiMa's: 85 % of the model's own base score at short lengths (<= 1K
@@ -296,8 +296,10 @@ def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any
     cut_off = [c for c in calls if c.get("status") == "started"]
     unpriced = sum(1 for c in answered if c.get("cost_usd") is None)
     known = sum(float(c["cost_usd"]) for c in answered if c.get("cost_usd") is not None)
-    estimate = cost_of(
-        model_name, sum(int(c.get("planned_prompt_tokens") or 0) for c in cut_off), 0
+    # Priced call by call: the long-context tier is set by each prompt's own size.
+    estimate = sum(
+        (cost_of(model_name, int(c.get("planned_prompt_tokens") or 0), 0) for c in cut_off),
+        Cost(0.0, priced=True),
     )
     return {
         "calls": len(calls),

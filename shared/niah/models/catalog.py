@@ -325,6 +325,36 @@ def default_output_tokens(provider: ProviderName, model_name: str) -> int:
     return known.output_budget if known else PROVIDER_OUTPUT_TOKENS[provider]
 
 
+@dataclass(frozen=True)
+class CallBudget:
+    """What a call may spend: its output cap and the thinking setting it is sent with."""
+
+    max_output_tokens: int
+    thinking_budget: int | None = None
+    thinking_level: str | None = None
+
+
+def least_thinking_budget(model_name: str, answer_tokens: int) -> CallBudget:
+    """The least thinking ``model_name`` allows, and ``answer_tokens`` on top of it.
+
+    For a short reply (the judge's score) from a model that thinks by default: thinking
+    counts against the output cap, and a cap sized for the reply alone ends MAX_TOKENS
+    with no text. Off where it can be (2.5 Flash), the minimum budget where it cannot
+    (2.5 Pro), the lowest level for Gemini 3, with that model's roomy default cap.
+    """
+    known = find_model(model_name)
+    if known is None:
+        return CallBudget(answer_tokens)
+    thinking = known.thinking
+    if thinking.control == "budget":
+        budget = 0 if thinking.can_disable else thinking.budget_min
+        return CallBudget(answer_tokens + budget, thinking_budget=budget)
+    if thinking.control == "level":
+        lowest = thinking.levels[0]  # listed from the least thinking up
+        return CallBudget(max(answer_tokens, known.output_budget), thinking_level=lowest)
+    return CallBudget(answer_tokens)
+
+
 def prices_for(model_name: str) -> Prices | None:
     """The model's prices, with ``NIAH_PRICE_TABLE`` applied; None where unknown."""
     known = find_model(model_name)

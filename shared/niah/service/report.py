@@ -21,8 +21,10 @@ from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.settings import get_settings
 
-# Longer than rendering takes (seconds), shorter than Pub/Sub keeps redelivering.
-REPORT_LEASE_SECONDS = 300.0
+# Longer than the report function may run (300 s, infra/ and scripts/deploy.sh), so only
+# a dead renderer's claim is taken over, and a live one's guarded finish cannot fail
+# on a takeover; shorter than Pub/Sub keeps redelivering.
+REPORT_LEASE_SECONDS = 360.0
 
 # The harness's red-yellow-green scale.
 HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
@@ -121,12 +123,12 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     report went stale. Raises ``ReportPendingError`` (retry) while another instance
     holds the report.
     """
-    run = store.get_run(run_id)
+    run = store.get_run(run_id, counts=False)
     if run is None:
         log("report for an unknown run dropped", severity="WARNING", run_id=run_id)
         return None
-    if int(run.get("done", 0)) + int(run.get("failed", 0)) < int(run.get("total", 0)):
-        log("report requested before the last cell", run_id=run_id, counted=run.get("done"))
+    if store.count_cells(run_id) < int(run.get("total", 0)):
+        log("report requested before the last cell", run_id=run_id)
         return None
     claim_id = uuid.uuid4().hex
     claim = store.claim_report(run_id, REPORT_LEASE_SECONDS, claim_id)
@@ -137,7 +139,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         # Another renderer is at work; if it dies its lease expires and a redelivery of
         # this message renders the report.
         raise ReportPendingError(f"the report of {run_id} is being rendered elsewhere")
-    run = store.get_run(run_id) or run
+    run = store.get_run(run_id) or run  # with its counts and totals, read after the claim
     cells = store.list_cells(run_id)
     if len(cells) < int(run.get("total", 0)):  # reset between the check and the claim
         store.reopen_report(run_id)

@@ -65,7 +65,12 @@ class Absent:
     def score(self, sample: Sample, answer: str) -> Verdict:
         """Correct: declines and invents nothing. Any value of the kind: hallucinated."""
         kind: NeedleType = sample.details["value_kind"]
-        hallucinated = value_pattern(kind).search(answer) is not None
+        # The keys are the question's words: echoed back ("no number for 4412..."), they
+        # are not values, even when keys and values are of one kind.
+        unkeyed = answer
+        for key in (sample.details["asked_key"], sample.details["present_key"]):
+            unkeyed = re.sub(re.escape(key), " ", unkeyed, flags=re.IGNORECASE)
+        hallucinated = value_pattern(kind).search(unkeyed) is not None
         declined = DECLINES.search(answer) is not None
         correct = declined and not hallucinated
         return Verdict(

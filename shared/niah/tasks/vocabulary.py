@@ -6,6 +6,8 @@ word keys: about 10,000 pairs, so distractors never run out.
 
 from __future__ import annotations
 
+from niah.core.needles import CITIES as NEEDLE_CITIES
+
 ADJECTIVES = (
     "amber", "ancient", "arctic", "bitter", "bold", "brave", "brisk", "calm", "clever", "cobalt",
     "coral", "crimson", "curious", "daring", "dusty", "eager", "early", "electric", "elegant",
@@ -35,17 +37,12 @@ NOUNS = (
     "tulip", "valley", "violin", "wagon", "walrus", "whistle", "willow", "window", "wolf", "zebra",
 )  # fmt: skip
 
-# Places for the multi-needle task's "special magic {city} number" needles: enough that
-# the Gemini report's 100-needle test never repeats a key.
+# Places for the multi-needle task's "special magic {city} number" needles: the single
+# needle's 64 first (so a run's first needle reads as the harness's), then enough more
+# that the Gemini report's 100-needle test never repeats a key.
 CITIES = (
-    "Chicago", "Yangon", "Antananarivo", "Colombo", "Almaty", "Sydney", "Mexico City", "Seattle",
-    "Lagos", "Amsterdam", "Belgrade", "Cairo", "Baghdad", "Damascus", "Kigali", "Dakar", "Sofia",
-    "Victoria", "Tashkent", "Mumbai", "Barcelona", "Kabul", "Tehran", "Lima", "Bangkok", "Hanoi",
-    "Nairobi", "Bogota", "Havana", "Kingston", "Oslo", "Lisbon", "Vienna", "Prague", "Warsaw",
-    "Helsinki", "Dublin", "Reykjavik", "Montreal", "Denver", "Santiago", "Quito", "Caracas",
-    "Accra", "Addis Ababa", "Khartoum", "Tunis", "Rabat", "Riyadh", "Doha", "Muscat", "Karachi",
-    "Dhaka", "Kathmandu", "Ulaanbaatar", "Seoul", "Osaka", "Manila", "Jakarta", "Perth",
-    "Auckland", "Suva", "Honolulu", "Anchorage", "Boston", "Toronto", "Vancouver", "Cartagena",
+    *NEEDLE_CITIES,
+    "Boston", "Toronto", "Vancouver", "Cartagena",
     "Montevideo", "Asuncion", "La Paz", "Brasilia", "Recife", "Porto", "Bamako", "Niamey",
     "Lusaka", "Harare", "Maputo", "Windhoek", "Gaborone", "Luanda", "Kinshasa", "Douala",
     "Abuja", "Freetown", "Monrovia", "Tbilisi", "Yerevan", "Baku", "Bishkek", "Dushanbe",
