@@ -7,6 +7,9 @@ cached: see ``niah_devtools.standin._cached_prefix_tokens`` for the sources and 
 is assumed). "naive" publishes every cell at once, as a deployment with enough worker
 instances answers them, all in flight together; "cache_aware" publishes the primer
 (the deepest needle at the longest length) first and the rest when it is answered.
+The stand-in answers each call after LATENCY seconds, longer than the stack takes to
+deliver the grid: every naive cell is in flight before any is answered, as on a
+deployment that fans out in seconds calls that take longer.
 The input cost of each is computed from the usage the stand-in reported, at the
 catalog's gemini-2.5-pro prices (long-context tier above 200K tokens included).
 """
@@ -30,7 +33,17 @@ GRID = {
     "document_depth_percent_intervals": 11,
     "max_output_tokens": 20,
 }
-LATENCY = 2.0
+# Longer than the local stack takes to deliver the whole grid (about 1 cell a second
+# on 2 cores, building megabyte prompts), so that, as on a deployment whose workers take
+# the grid at once and whose 1M-token calls take longer than the fan-out, every naive
+# cell arrives before any has been answered and filled a cache.
+LATENCY = 240.0
+STACK_ENV = {
+    "THREADS": "128",  # the whole grid in flight
+    "NIAH_GEMINI_TIMEOUT_SECONDS": "400",  # above the stand-in's latency
+    "NIAH_GEMINI_RETRY_ATTEMPTS": "1",  # one attempt stays inside the function timeout
+    "NIAH_SWEEP_STALLED_AFTER_SECONDS": "3600",  # no sweep while the primer runs
+}
 
 
 def _restart_dispatcher(state: Path, order: str) -> None:
@@ -58,7 +71,7 @@ def _run_grid(url: str, standin: str, order: str, seed: int) -> dict[str, Any]:
     assert response.status_code == 202, response.text
     run_id = response.json()["run_id"]
     store = FirestoreStore()
-    deadline = time.monotonic() + 1800
+    deadline = time.monotonic() + 2400
     while time.monotonic() < deadline:
         if (store.get_run(run_id) or {}).get("status") == "complete":
             break
@@ -83,10 +96,18 @@ def _run_grid(url: str, standin: str, order: str, seed: int) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "cached_tokens": cached,
         "cached_share": round(cached / prompt, 4),
+        "first_answer_after_last_arrival": _all_arrived_first(standin),
         "cells_with_cache_hits": sum(1 for c in cells if c["usage"]["cached_content_token_count"]),
         "input_usd": round(usd, 4),
         "input_usd_without_cache": round(usd_uncached, 4),
     }
+
+
+def _all_arrived_first(standin: str) -> bool:
+    """Whether every call of the run arrived before the first was answered."""
+    calls = requests.get(f"{standin}/_standin/requests", timeout=30).json()["requests"]
+    arrivals = sorted(c["time"] for c in calls if c["kind"] == "generate")
+    return bool(arrivals) and arrivals[-1] - arrivals[0] < LATENCY
 
 
 def measure_grid_cost() -> dict[str, Any]:
@@ -94,9 +115,7 @@ def measure_grid_cost() -> dict[str, Any]:
     from niah_devtools import localstack
 
     state = Path(tempfile.mkdtemp(prefix="niah-bench-cache-"))
-    # Enough worker threads that a naive grid is all in flight at once, as a
-    # deployment with enough instances runs it.
-    env = localstack.up(state, base_port=8770, worker_env={"THREADS": "128"})
+    env = localstack.up(state, base_port=8770, worker_env=STACK_ENV)
     url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
     figures: dict[str, Any] = {"model": MODEL, "grid": "11 x 11, 1,000 to 1,000,000 tokens"}
     try:

@@ -361,6 +361,36 @@ def freeze_process(state_dir: Path, name: str, *, frozen: bool) -> None:
             os.killpg(int(pid), signal.SIGSTOP if frozen else signal.SIGCONT)
 
 
+def pid_of(state_dir: Path, name: str) -> int:
+    """The pid (and process group) a started process was recorded under."""
+    for line in (state_dir / "pids").read_text().splitlines():
+        entry, pid = line.split()
+        if entry == name:
+            return int(pid)
+    raise KeyError(f"no process {name!r} was started")
+
+
+def group_rss_mib(state_dir: Path, name: str) -> float:
+    """Resident memory of a started process's whole group, in MiB.
+
+    A function serves requests in a forked gunicorn child: the recorded pid alone is
+    the master, whose memory a request never touches.
+    """
+    group = pid_of(state_dir, name)
+    total_kib = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command may hold spaces: the fields after ")" are fixed.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != group:  # pgrp
+                continue
+            status = (stat.parent / "status").read_text().splitlines()
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+        total_kib += next((int(line.split()[1]) for line in status if line.startswith("VmRSS")), 0)
+    return total_kib / 1024
+
+
 def kill_process(state_dir: Path, name: str) -> None:
     """SIGKILL one started process group (as a crash would), and forget it."""
     pids_file = state_dir / "pids"

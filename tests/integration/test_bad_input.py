@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
 from niah.cloud.store import FirestoreStore
+from niah_devtools import localstack
 from tests.integration.conftest import Stack, drain
 from tests.integration.test_local_stack import wait_complete
 
@@ -248,14 +248,6 @@ def test_the_error_message_says_how_to_fix_it(stack: Stack) -> None:
     assert "spelling" in response.json()["error"]["message"]
 
 
-def rss_mib(stack: Stack, name: str) -> float:
-    """Resident memory of a started function's process, in MiB."""
-    pids = (stack.state_dir / "pids").read_text().split("\n")
-    pid = next(line.split()[1] for line in pids if line.startswith(f"{name} "))
-    status = Path(f"/proc/{pid}/status").read_text().splitlines()
-    return int(next(line.split()[1] for line in status if line.startswith("VmRSS"))) / 1024
-
-
 def test_twenty_grid_bombs_at_once_are_refused_and_leave_the_dispatcher_as_it_was(
     stack: Stack,
 ) -> None:
@@ -266,7 +258,7 @@ def test_twenty_grid_bombs_at_once_are_refused_and_leave_the_dispatcher_as_it_wa
         "samples_per_cell": 100,
     }
     send(stack, bomb, JSON)  # warm: the first request loads the dispatcher's modules
-    before = rss_mib(stack, "dispatcher")
+    before = localstack.group_rss_mib(stack.state_dir, "dispatcher")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=20) as pool:
         answers = list(pool.map(lambda _: send(stack, bomb, JSON), range(20)))
@@ -274,7 +266,7 @@ def test_twenty_grid_bombs_at_once_are_refused_and_leave_the_dispatcher_as_it_wa
     timed = time.monotonic()
     normal = send(stack, {**OK, "model_name": "gemini-2.5-flash", "seed": 9090}, JSON)
     normal_seconds = time.monotonic() - timed
-    after = rss_mib(stack, "dispatcher")
+    after = localstack.group_rss_mib(stack.state_dir, "dispatcher")
     print(
         "BOMB-FIGURES "
         + json.dumps(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -20,7 +22,7 @@ import requests
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah_devtools import localstack
-from tests.integration.conftest import Stack, wait_for
+from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_local_stack import post, wait_complete
 
 pytestmark = pytest.mark.integration
@@ -66,6 +68,16 @@ def figures(stack: Stack, run_id: str, started: float, fault: str) -> dict[str, 
     }
     print("FAULT-FIGURES " + json.dumps(result))
     return result
+
+
+def niah_status(stack: Stack, run_id: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "niah.cli", "status", run_id],
+        env={**os.environ, **stack.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def assert_finished_once(run_id: str, total: int, *, failed: int = 0) -> dict[str, Any]:
@@ -145,6 +157,11 @@ def test_a_worker_killed_mid_run_leaves_no_half_cells_and_the_run_finishes(
     assert killed_with < 6
     assert numbers["cells_answered"] == 6
     assert numbers["model_calls"] >= 6  # calls cut off by the kill are made again
+    # Every call made is in the spend: the ones the kill cut off as well.
+    spend = assert_report_matches_firestore(stack, run_id)["spend"]
+    assert spend["answered_calls"] == 6 and spend["error_calls"] == 0
+    # A call is noted before it is sent, so the kill may cut one off before it left.
+    assert spend["cut_off_calls"] == spend["calls"] - 6 >= numbers["model_calls"] - 6
 
 
 def test_a_rate_limit_storm_slows_the_run_but_it_completes(stack: Stack) -> None:
@@ -172,6 +189,7 @@ def test_a_poison_run_gives_up_and_still_finishes_saying_why(stack: Stack) -> No
         assert cell["error"]["kind"] == "retries_exhausted"
         assert re.search(r"gave up after [34] failed attempts", cell["error"]["message"])
         assert "503" in cell["error"]["message"]
+    assert niah_status(stack, run_id).returncode == 3  # cells failed
     numbers = figures(stack, run_id, started, "every model call fails (poison)")
     assert numbers["model_calls"] >= 2 * 3 * 3  # 3 deliveries x 3 SDK attempts per cell
     # The model recovers; resuming retries the failed cells with fresh failure counts.
@@ -288,4 +306,37 @@ def test_a_delivery_overlapping_a_slow_call_waits_for_it(stack: Stack) -> None:
     assert worker_lines(stack, run_id, "cell in flight elsewhere") >= 3
     summary = assert_report_matches_firestore(stack, run_id)
     assert summary["spend"]["calls"] == 3
+    standin(stack)
+
+
+def test_a_new_run_sends_its_primer_alone_and_the_rest_once_it_is_answered(
+    stack: Stack,
+) -> None:
+    """Cache-aware dispatch on the stack: the deepest, longest cell goes first."""
+    standin(stack, latency_seconds=3.0)
+    drain(stack.tap, settle_seconds=0.5)
+    body = {**GEMINI, "context_lengths": [1000, 2000], "seed": 144}
+    response = post(stack, body)
+    assert response.json()["published"] == 1
+    first = drain(stack.tap, settle_seconds=1.0)  # the primer is still being answered
+    assert [(m["cell_id"], m.get("primer")) for m in first] == [("L00002000-D100000", True)]
+    wait_complete(response.json()["run_id"], timeout=120)
+    rest = drain(stack.tap)
+    assert len(rest) == 5 and not any(m.get("primer") for m in rest)
+    assert {m["cell_id"] for m in rest} | {first[0]["cell_id"]} == {
+        f"L0000{n}000-D{d:06d}" for n in (1, 2) for d in (0, 50_000, 100_000)
+    }
+    assert model_calls(stack) == 6
+    standin(stack)
+
+
+def test_answers_cut_off_by_thinking_are_unscored_and_status_says_so(stack: Stack) -> None:
+    """A thinking model that spends the budget on thinking: no text, MAX_TOKENS."""
+    standin(stack, thoughts_tokens=300, thinking_only=True)
+    run_id = post(stack, {**GEMINI, "document_depth_percents": [50], "seed": 145}).json()["run_id"]
+    wait_complete(run_id, timeout=120)
+    (cell,) = FirestoreStore().list_cells(run_id)
+    assert (cell["status"], cell["outcome"], cell["score"]) == ("answered", "unscored", None)
+    status = niah_status(stack, run_id)
+    assert status.returncode == 4, status.stdout + status.stderr
     standin(stack)

@@ -85,14 +85,10 @@ def test_the_default_grid_fits_the_cap() -> None:
 
 
 def test_a_stopped_dispatcher_is_one_line_not_a_traceback() -> None:
-    import time
-
-    started = time.monotonic()
     result = niah("run", "--context_lengths", "1000", "--url", "http://127.0.0.1:9/")
     assert result.returncode == 1
     assert result.stderr.startswith("niah: cannot reach the dispatcher at http://127.0.0.1:9/")
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    assert time.monotonic() - started < 30
 
 
 def test_a_stopped_firestore_emulator_is_one_line_not_a_hang(

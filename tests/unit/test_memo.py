@@ -38,13 +38,18 @@ def test_a_slow_key_does_not_hold_up_another() -> None:
 
     def slow() -> str:
         started.set()
-        release.wait(5)
+        release.wait(30)
         return "slow"
 
     thread = threading.Thread(target=lambda: cache.get_or_make("slow", slow))
     thread.start()
-    started.wait(5)
-    assert cache.get_or_make("fast", lambda: "fast") == "fast"  # while "slow" is making
+    assert started.wait(5)
+    fast: list[str] = []
+    other = threading.Thread(target=lambda: fast.append(cache.get_or_make("fast", lambda: "f")))
+    other.start()
+    other.join(timeout=5)
+    # Made while "slow" is still making (a lock held around make() would block it).
+    assert fast == ["f"] and thread.is_alive()
     release.set()
     thread.join()
 
