@@ -1,29 +1,40 @@
 """Benchmark: a grid's input cost with naive and with cache-aware dispatch.
 
-An 11 x 11 grid from 1,000 to 1,000,000 tokens on gemini-2.5-pro runs twice on the
-local stack against the Vertex stand-in with its implicit-cache model on (a prefix
-of at least 2,048 tokens shared with a prompt answered in the last 300 s is billed as
-cached: see ``niah_devtools.standin._cached_prefix_tokens`` for the sources and what
-is assumed). "naive" publishes every cell at once, as a deployment with enough worker
-instances answers them, all in flight together; "cache_aware" publishes the primer
-(the deepest needle at the longest length) first and the rest when it is answered.
-The stand-in answers each call after LATENCY seconds, longer than the stack takes to
-deliver the grid: every naive cell is in flight before any is answered, as on a
-deployment that fans out in seconds calls that take longer.
-The input cost of each is computed from the usage the stand-in reported, at the
-catalog's gemini-2.5-pro prices (long-context tier above 200K tokens included).
+An 11 x 11 grid from 1,000 to 1,000,000 tokens on gemini-2.5-pro: every cell's prompt
+is built as the worker builds it (the single-needle task's sample, the harness
+template, the default haystack, token-exact) and sent through the real google-genai
+SDK to the Vertex stand-in with its implicit-cache model on (a prefix of at least
+2,048 tokens shared with a prompt answered in the last 300 s is billed as cached:
+``niah_devtools.standin._cached_prefix_tokens`` has the sources and the assumptions).
+
+- "naive": every cell at once, as Pub/Sub fans a grid out to enough worker instances
+  in seconds, while a 1M-token call takes longer: no call finds another's prefix
+  cached. The stand-in answers after ``LATENCY`` seconds, longer than sending the
+  grid takes here, and the figures say whether every call arrived before the first
+  answer.
+- "cache_aware": the primer the dispatcher picks (``dispatch.primer_message``) alone,
+  then, once it is answered, the rest at once.
+
+The calls go straight to the stand-in, not through the local stack: the Pub/Sub
+emulator keeps about 5 pushes in flight per subscription, so on the stack a "naive"
+grid trickles through a few cells at a time and its later cells hit the caches of
+earlier ones (measured 2026-11-26: 47 % of prompt tokens cached either way). The input
+cost is priced from the usage the stand-in reported, at the catalog's gemini-2.5-pro
+prices (long-context tier above 200K tokens included).
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
+import os
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import requests
-
+REPO = Path(__file__).resolve().parents[1]
+ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
 MODEL = "gemini-2.5-pro"
 GRID = {
     "model_name": MODEL,
@@ -33,100 +44,122 @@ GRID = {
     "document_depth_percent_intervals": 11,
     "max_output_tokens": 20,
 }
-# Longer than the local stack takes to deliver the whole grid (about 1 cell a second
-# on 2 cores, building megabyte prompts), so that, as on a deployment whose workers take
-# the grid at once and whose 1M-token calls take longer than the fan-out, every naive
-# cell arrives before any has been answered and filled a cache.
-LATENCY = 240.0
-STACK_ENV = {
-    "THREADS": "128",  # the whole grid in flight
-    "NIAH_GEMINI_TIMEOUT_SECONDS": "400",  # above the stand-in's latency
-    "NIAH_GEMINI_RETRY_ATTEMPTS": "1",  # one attempt stays inside the function timeout
-    "NIAH_SWEEP_STALLED_AFTER_SECONDS": "3600",  # no sweep while the primer runs
-}
+LATENCY = 30.0
 
 
-def _restart_dispatcher(state: Path, order: str) -> None:
-    """The dispatcher again, with NIAH_DISPATCH_ORDER set to ``order``."""
-    from niah_devtools import localstack
+def _prompts() -> tuple[list[tuple[str, str]], str]:
+    """Every cell's (ID, prompt) as the worker builds it, and the primer's ID."""
+    sys.path.insert(0, str(REPO))
+    from niah.core.haystack_tokens import load_haystack
+    from niah.core.prompt_builder import build_prompt
+    from niah.core.prompts import HARNESS_TEMPLATE
+    from niah.core.spec import RunRequest
+    from niah.models.tokenizer import get_tokenizer
+    from niah.service.dispatch import primer_message
+    from niah.tasks import get_task
+    from tests.fakes import MemoryBlobs
 
-    specs = json.loads((state / "functions.json").read_text())
-    specs["dispatcher"]["env"]["NIAH_DISPATCH_ORDER"] = order
-    (state / "functions.json").write_text(json.dumps(specs, indent=1))
-    localstack.kill_process(state, "dispatcher")
-    localstack.start_function(state, "dispatcher")
-
-
-def _run_grid(url: str, standin: str, order: str, seed: int) -> dict[str, Any]:
-    from niah.cloud.store import FirestoreStore
-    from niah.core.pricing import cost_of
-
-    requests.post(
-        f"{standin}/_standin/config",
-        json={"latency_seconds": LATENCY, "estimate_tokens": True, "implicit_cache": True},
-        timeout=5,
-    ).raise_for_status()
-    started = time.perf_counter()
-    response = requests.post(url, json=GRID | {"seed": seed}, timeout=300)
-    assert response.status_code == 202, response.text
-    run_id = response.json()["run_id"]
-    store = FirestoreStore()
-    deadline = time.monotonic() + 2400
-    while time.monotonic() < deadline:
-        if (store.get_run(run_id) or {}).get("status") == "complete":
-            break
-        time.sleep(2)
-    wall = time.perf_counter() - started
-    cells = store.list_cells(run_id)
-    assert len(cells) == 121 and all(c.get("status") == "answered" for c in cells), order
-    prompt = cached = 0
-    usd = usd_uncached = 0.0
-    for cell in cells:
-        usage = cell["usage"]
-        tokens, hit = (
-            int(usage["prompt_token_count"]),
-            int(usage["cached_content_token_count"] or 0),
+    blobs = MemoryBlobs()
+    prefix = "haystacks/paul_graham_essays/"
+    for path in sorted(ESSAYS.glob("*.txt")):
+        blobs.objects[prefix + path.name] = path.read_bytes()
+    tokenizer = get_tokenizer()
+    haystack = load_haystack(blobs, prefix, tokenizer)
+    spec = RunRequest.model_validate(GRID)
+    task = get_task(spec.task)
+    prompts = []
+    for cell in spec.cells():
+        sample = task.sample(spec, cell)
+        built = build_prompt(
+            haystack,
+            tokenizer,
+            template=HARNESS_TEMPLATE,
+            insertions=sample.insertions,
+            question=sample.question,
+            answer_lead=sample.answer_lead,
+            context_length=cell.context_length,
         )
-        prompt, cached = prompt + tokens, cached + hit
-        usd += cost_of(MODEL, tokens, 0, cached_tokens=hit).usd
-        usd_uncached += cost_of(MODEL, tokens, 0).usd
-    return {
-        "run_id": run_id,
-        "wall_seconds": round(wall, 1),
-        "prompt_tokens": prompt,
-        "cached_tokens": cached,
-        "cached_share": round(cached / prompt, 4),
-        "first_answer_after_last_arrival": _all_arrived_first(standin),
-        "cells_with_cache_hits": sum(1 for c in cells if c["usage"]["cached_content_token_count"]),
-        "input_usd": round(usd, 4),
-        "input_usd_without_cache": round(usd_uncached, 4),
-    }
+        prompts.append((cell.cell_id, built.prompt))
+    primer = primer_message("bench", spec, {})
+    assert primer is not None
+    return prompts, str(primer["cell_id"])
 
 
-def _all_arrived_first(standin: str) -> bool:
-    """Whether every call of the run arrived before the first was answered."""
-    calls = requests.get(f"{standin}/_standin/requests", timeout=30).json()["requests"]
-    arrivals = sorted(c["time"] for c in calls if c["kind"] == "generate")
-    return bool(arrivals) and arrivals[-1] - arrivals[0] < LATENCY
+def _send(prompts: list[str]) -> list[Any]:
+    """Every prompt at once, through the SDK; the answers in order."""
+    from niah.models.providers.gemini import GeminiProvider
+
+    # A client each, as separate worker instances have: one client's connection pool
+    # (100 connections in httpx) would hold the last calls back until the first return.
+    with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+        return list(
+            pool.map(lambda p: GeminiProvider(MODEL).generate(p, max_output_tokens=20), prompts)
+        )
 
 
 def measure_grid_cost() -> dict[str, Any]:
-    """Both orders on one stack; the costs and the saving."""
-    from niah_devtools import localstack
+    """Both orders against a fresh stand-in each; the input costs and the saving."""
+    from niah.core.pricing import cost_of
+    from niah.settings import get_settings
+    from niah_devtools.standin import serve
 
-    state = Path(tempfile.mkdtemp(prefix="niah-bench-cache-"))
-    env = localstack.up(state, base_port=8770, worker_env=STACK_ENV)
-    url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
-    figures: dict[str, Any] = {"model": MODEL, "grid": "11 x 11, 1,000 to 1,000,000 tokens"}
-    try:
-        for seed, order in enumerate(("naive", "cache_aware"), start=7100):
-            _restart_dispatcher(state, order)
-            figures[order] = _run_grid(url, standin, order, seed)
-    finally:
-        localstack.down(state)
-    naive, aware = figures["naive"]["input_usd"], figures["cache_aware"]["input_usd"]
-    figures["grid_cost_usd"] = {"naive": naive, "cache_aware": aware}
-    figures["cache_aware_saving"] = round(1 - aware / naive, 4)
+    started = time.perf_counter()
+    prompts, primer_id = _prompts()
+    build_seconds = time.perf_counter() - started
+    figures: dict[str, Any] = {
+        "model": MODEL,
+        "grid": "11 x 11, 1,000 to 1,000,000 tokens",
+        "stand_in_latency_seconds": LATENCY,
+        "build_seconds": round(build_seconds, 1),
+    }
+    for order in ("naive", "cache_aware"):
+        server, state = serve(0)
+        os.environ |= {
+            "NIAH_PROJECT": "niah-bench",
+            "NIAH_VERTEX_BASE_URL": f"http://127.0.0.1:{server.server_port}",
+            "NIAH_VERTEX_ACCESS_TOKEN": "bench",
+            "NIAH_GEMINI_TIMEOUT_SECONDS": str(LATENCY + 120),
+            "NIAH_GEMINI_RETRY_ATTEMPTS": "1",
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+        get_settings.cache_clear()
+        state.reset(latency_seconds=LATENCY, estimate_tokens=True, implicit_cache=True)
+        try:
+            began = time.perf_counter()
+            if order == "naive":
+                answers = _send([p for _, p in prompts])
+            else:
+                primer = [p for cell_id, p in prompts if cell_id == primer_id]
+                rest = [p for cell_id, p in prompts if cell_id != primer_id]
+                answers = _send(primer) + _send(rest)
+            wall = time.perf_counter() - began
+            arrivals = sorted(r["time"] for r in state.requests if r["kind"] == "generate")
+            state.requests.clear()  # the bodies: a quarter of a gigabyte
+        finally:
+            server.shutdown()
+        prompt = sum(a.prompt_tokens or 0 for a in answers)
+        cached = sum(a.cached_tokens or 0 for a in answers)
+        usd = sum(
+            cost_of(MODEL, a.prompt_tokens or 0, 0, cached_tokens=a.cached_tokens or 0).usd
+            for a in answers
+        )
+        uncached = sum(cost_of(MODEL, a.prompt_tokens or 0, 0).usd for a in answers)
+        figures[order] = {
+            "calls": len(answers),
+            "wall_seconds": round(wall, 1),
+            "send_spread_seconds": round(arrivals[-1] - arrivals[0], 1),
+            "prompt_tokens": prompt,
+            "cached_tokens": cached,
+            "cached_share": round(cached / prompt, 4),
+            "calls_with_cache_hits": sum(1 for a in answers if a.cached_tokens),
+            "input_usd": round(usd, 4),
+            "input_usd_without_cache": round(uncached, 4),
+        }
+    naive, aware = figures["naive"], figures["cache_aware"]
+    # Naive is naive only if every call arrived before the first answer.
+    figures["naive_all_in_flight_together"] = naive["send_spread_seconds"] < LATENCY
+    figures["grid_cost_usd"] = {"naive": naive["input_usd"], "cache_aware": aware["input_usd"]}
+    figures["cache_aware_saving"] = round(1 - aware["input_usd"] / naive["input_usd"], 4)
     return figures
 
 

@@ -327,12 +327,18 @@ def _as_openai(status: int, reply: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # Vertex takes a whole grid's calls at once; the standard backlog of 5 would reset
+    # the connections of a burst (a naive 121-cell grid, many workers).
+    request_queue_size = 256
+    daemon_threads = True
+
+
 def serve(port: int = 0, host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, StandinState]:
     """Start the stand-in on a thread; port 0 picks a free one (``server.server_port``)."""
     state = StandinState()
     handler = type("Handler", (_Handler,), {"state": state})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    server = _Server((host, port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, state
 
