@@ -24,6 +24,7 @@ from typing import Any
 import requests
 from bench_cache import measure_grid_cost
 from bench_counting import measure_counting
+from bench_local import measure_local_reuse
 
 REPO = Path(__file__).resolve().parents[1]
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
@@ -296,7 +297,11 @@ def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
 
 
 # Parts that can run alone (--only), each writing one key of results/bench.json.
-PARTS = {"counting": measure_counting, "grid_cost": measure_grid_cost}
+PARTS = {
+    "counting": measure_counting,
+    "grid_cost": measure_grid_cost,
+    "local_reuse": measure_local_reuse,
+}
 
 
 def update_part(name: str) -> None:
