@@ -182,6 +182,8 @@ def test_a_retired_model_is_refused_naming_its_replacement(
         check_budget(RunRequest(context_lengths=[1000], **options))
     assert caught.value.field == field
     assert retired in caught.value.message and f"replacement, {replacement}" in caught.value.message
+    # Each replacement here is itself past its date: the message names what is current.
+    assert "current Gemini models: gemini-3-pro-preview" in caught.value.message
 
 
 def test_a_model_past_its_date_without_a_named_replacement_is_warned() -> None:

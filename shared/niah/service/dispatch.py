@@ -15,6 +15,7 @@ from niah.core.spec import Cell, RunRequest
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.models.catalog import (
+    CATALOG,
     LOCAL_MODEL,
     find_model,
     input_limit,
@@ -203,10 +204,22 @@ def check_not_retired(field_name: str, model_name: str | None) -> None:
     known = find_model(model_name) if model_name else None
     if known is None or not known.lifecycle.retired() or not known.lifecycle.successor:
         return
+    successor = find_model(known.lifecycle.successor)
+    also = ""
+    if successor is not None and successor.lifecycle.retired():
+        current = [
+            info.name
+            for info in CATALOG.values()
+            if info.provider == "gemini" and not info.lifecycle.retires
+        ]
+        also = (
+            f", itself past its date ({successor.lifecycle.retires}); the catalog's "
+            f"current Gemini models: {', '.join(current)}"
+        )
     raise RequestError(
         field_name,
         f"{known.name} was retired on {known.lifecycle.retires} (Vertex AI answers it with "
-        f"404); use its replacement, {known.lifecycle.successor}",
+        f"404); use its replacement, {known.lifecycle.successor}{also}",
     )
 
 
