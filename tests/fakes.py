@@ -40,6 +40,9 @@ class MemoryBlobs:
             self.writes.append(name)
             return True
 
+    def browser_url(self, name: str) -> str:
+        return f"memory://{self.bucket}/{name}"
+
 
 class MemoryStoreExtras:
     """The attempt, report-claim and reset parts of ``ResultStore``, in memory."""
@@ -120,6 +123,10 @@ class MemoryStoreExtras:
             for rid, run in self.runs.items()
             if run.get("status") == "running"
         ]
+
+    def recent_runs(self, limit: int) -> list[dict[str, Any]]:
+        newest = sorted(self.runs.items(), key=lambda item: item[1].get("created_at", 0))
+        return [run | {"run_id": rid} for rid, run in reversed(newest)][:limit]
 
     def reset_failed_cells(self, run_id: str) -> int:
         failed = [cid for cid, doc in self.cells[run_id].items() if doc.get("status") == "failed"]

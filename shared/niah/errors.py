@@ -98,6 +98,12 @@ class ReportPendingError(RetryableError):
     """Another instance holds the report's lease; try again when it may have expired."""
 
 
+class ComparisonError(NiahError):
+    """Runs that cannot be compared: no stored cells, or no shared grid point."""
+
+    kind = "comparison"
+
+
 def classify_http_error(code: int, status: str, message: str) -> NiahError:
     """Map a model API's HTTP error to what it does to the cell and the run.
 

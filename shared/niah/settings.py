@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("FIRESTORE_EMULATOR_HOST")
     )
 
+    # The Cloud Storage emulator, if any (the client library reads the same variable):
+    # report links point at it instead of storage.cloud.google.com.
+    storage_emulator_host: str | None = Field(
+        default=None, validation_alias=AliasChoices("STORAGE_EMULATOR_HOST")
+    )
+
     # Where clients send run requests (the CLI's default).
     dispatcher_url: str | None = Field(
         default=None, validation_alias=AliasChoices("NIAH_DISPATCHER_URL", "DISPATCHER_URL")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, BinaryIO, cast
+from urllib.parse import quote
 
 from niah.core.interfaces import BlobInfo
 from niah.settings import get_settings
@@ -61,3 +62,18 @@ class GcsBlobStore:
         except PreconditionFailed:
             return False
         return True
+
+    def browser_url(self, name: str) -> str:
+        """A link a signed-in reader with access opens; on the emulator, its download link.
+
+        Cloud Storage's authenticated browser download
+        (cloud.google.com/storage/docs/access-control/cookie-based-authentication, read
+        2026-11-26).
+        """
+        emulator = get_settings().storage_emulator_host
+        if emulator:
+            return (
+                f"{emulator.rstrip('/')}/download/storage/v1/b/{self.bucket}/o/"
+                f"{quote(name, safe='')}?alt=media"
+            )
+        return f"https://storage.cloud.google.com/{self.bucket}/{quote(name, safe='/')}"

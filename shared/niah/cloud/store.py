@@ -360,3 +360,13 @@ class FirestoreStore:
             {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
             for doc in query.stream()
         ]
+
+    def recent_runs(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` most recently created runs, newest first, with their counts."""
+        query = self._db.collection(RUNS).order_by(
+            "created_at", direction=self._firestore.Query.DESCENDING
+        )
+        return [
+            {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
+            for doc in query.limit(limit).stream()
+        ]

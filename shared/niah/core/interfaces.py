@@ -51,6 +51,10 @@ class BlobStore(Protocol):
         """
         ...
 
+    def browser_url(self, name: str) -> str:
+        """A link that opens the object in a browser for a reader with access."""
+        ...
+
 
 def gs_uri(bucket: str, name: str) -> str:
     """``gs://bucket/name``."""
@@ -166,6 +170,10 @@ class ResultStore(Protocol):
 
     def running_runs(self) -> list[dict[str, Any]]:
         """Every run whose status is still "running"."""
+        ...
+
+    def recent_runs(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` most recently created runs, newest first, with their counts."""
         ...
 
 

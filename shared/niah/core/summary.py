@@ -340,6 +340,21 @@ def format_cost(summary: dict[str, Any]) -> str:
     return f"cost unknown ({unpriced} cell{'s' * (unpriced != 1)} without a price{priced_part})"
 
 
+def failure_reasons(cells: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Failed and unscored samples grouped by reason, the commonest first: their cell IDs."""
+    reasons: dict[str, list[str]] = {}
+    for cell in cells:
+        error = cell.get("error") or {}
+        if error:
+            reason = f"failed ({error.get('kind')}): {str(error.get('message'))[:160]}"
+        elif cell.get("outcome") == "unscored":
+            reason = f"unscored: {str(cell.get('unscored_reason'))[:160]}"
+        else:
+            continue
+        reasons.setdefault(reason, []).append(str(cell.get("cell_id")))
+    return dict(sorted(reasons.items(), key=lambda item: -len(item[1])))
+
+
 def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
     """Rates a task's scorer notes: hallucinations (absent), distractor hits (multi_key)."""
     scored = [c for c in cells if c.get("task_score") is not None]

@@ -1,4 +1,4 @@
-"""The report: a heatmap PNG and a JSON summary of a finished run, in Cloud Storage."""
+"""The report of a finished run, in Cloud Storage: heatmap PNG, HTML page, JSON summary."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ import textwrap
 import uuid
 from typing import Any
 
+from niah.core.comparison import Comparison
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
+from niah.core.report_page import (
+    DIFFERENCE_SCALE,
+    ERROR_COLOUR,
+    HARNESS_SCALE,
+    PERCENT_SCALE,
+    Scale,
+    percent_table,
+    render_run_page,
+)
 from niah.core.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -26,10 +36,6 @@ from niah.settings import get_settings
 # on a takeover; shorter than Pub/Sub keeps redelivering.
 REPORT_LEASE_SECONDS = 360.0
 
-# The harness's red-yellow-green scale.
-HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
-ERROR_COLOUR = "#BDBDBD"
-
 
 def render_heatmap(
     table: ScoreTable, *, title: str, fraction: bool = False, subtitle: str = ""
@@ -43,6 +49,41 @@ def render_heatmap(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    shown = percent_table(table) if fraction else table
+    scale = PERCENT_SCALE if fraction else HARNESS_SCALE
+    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
+    # Wrapped to the figure's width: a narrow grid must not cut the title off.
+    width_chars = int(figure.get_figwidth() * 8.5)
+    lines = textwrap.wrap(title, width_chars) + textwrap.wrap(subtitle, width_chars + 10)
+    _draw_heatmap(figure, axes, shown, scale, "\n".join(lines))
+    return _png(figure)
+
+
+def render_comparison_png(comparison: Comparison) -> bytes:
+    """The compared runs' heatmaps side by side on one percent scale, then the difference."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = len(comparison.runs) + 1
+    columns = len(comparison.difference.lengths)
+    figure, axes = plt.subplots(
+        1, panels, figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0), squeeze=False
+    )
+    for axis, run in zip(axes[0], comparison.runs, strict=False):
+        model = run.run.get("model")
+        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.run_id}\n{model}")
+    first, second = comparison.runs[0].run_id, comparison.runs[1].run_id
+    _draw_heatmap(
+        figure, axes[0][-1], comparison.difference, DIFFERENCE_SCALE, f"{second}\nminus {first}"
+    )
+    return _png(figure)
+
+
+def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title: str) -> None:
+    """One heatmap on ``axes``: the scale's colours, grey where nothing was scored."""
     import numpy as np
     from matplotlib.colors import LinearSegmentedColormap
     from matplotlib.patches import Patch
@@ -50,22 +91,17 @@ def render_heatmap(
     data = np.array(
         [[np.nan if v is None else v for v in row] for row in table.scores], dtype=float
     )
-    low, high, label = (0.0, 100.0, "Score (%)") if fraction else (1.0, 10.0, "Score")
-    if fraction:
-        data = data * 100
-    cmap = LinearSegmentedColormap.from_list("niah", list(HARNESS_COLOURS)).with_extremes(
+    cmap = LinearSegmentedColormap.from_list("niah", list(scale.colours)).with_extremes(
         bad=ERROR_COLOUR
     )
-    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
-    image = axes.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=low, vmax=high, aspect="auto")
+    image = axes.imshow(
+        np.ma.masked_invalid(data), cmap=cmap, vmin=scale.low, vmax=scale.high, aspect="auto"
+    )
     axes.set_xticks(range(len(table.lengths)), [f"{n:,}" for n in table.lengths], rotation=45)
     axes.set_yticks(range(len(table.depths)), [f"{d:g}" for d in table.depths])
     axes.set_xlabel("Context length (tokens)")
     axes.set_ylabel("Depth percent")
-    # Wrapped to the figure's width: a narrow grid must not cut the title off.
-    width_chars = int(figure.get_figwidth() * 8.5)
-    lines = textwrap.wrap(title, width_chars) + textwrap.wrap(subtitle, width_chars + 10)
-    axes.set_title("\n".join(lines), fontsize=9)
+    axes.set_title(title, fontsize=9)
     # White borders between cells, as the harness's seaborn heatmap draws them.
     axes.set_xticks([i - 0.5 for i in range(1, len(table.lengths))], minor=True)
     axes.set_yticks([i - 0.5 for i in range(1, len(table.depths))], minor=True)
@@ -75,7 +111,7 @@ def render_heatmap(
         for (row, col), value in np.ndenumerate(data):
             if not np.isnan(value):
                 axes.text(col, row, f"{value:.3g}", ha="center", va="center", fontsize=8)
-    figure.colorbar(image, ax=axes, label=label)
+    figure.colorbar(image, ax=axes, label=scale.label)
     if np.isnan(data).any():
         axes.legend(
             handles=[Patch(color=ERROR_COLOUR, label="failed or unscored")],
@@ -83,6 +119,11 @@ def render_heatmap(
             bbox_to_anchor=(1.25, 1.0),
             frameon=False,
         )
+
+
+def _png(figure: Any) -> bytes:
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
@@ -109,6 +150,45 @@ def heatmap_subtitle(run_id: str, run: dict[str, Any]) -> str:
     created = run.get("created_at")
     day = f"{created:%Y-%m-%d}" if isinstance(created, dt.datetime) else "date unknown"
     return f"{run_id} · haystack {run.get('haystack_uri')} · {day}"
+
+
+def write_report_files(
+    run_id: str,
+    run: dict[str, Any],
+    cells: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    summary: dict[str, Any],
+    blobs: BlobStore,
+) -> dict[str, str]:
+    """Write the heatmap, the HTML report and the summary; where each is (gs:// and https)."""
+    prefix = f"{get_settings().reports_prefix}{run_id}/"
+    fraction = summary["score_scale"] == "fraction"
+    heatmap = render_heatmap(
+        score_table(cells),
+        title=heatmap_title(summary),
+        fraction=fraction,
+        subtitle=heatmap_subtitle(run_id, run),
+    )
+    files = {
+        "heatmap": ("heatmap.png", heatmap, "image/png"),
+        "html": (
+            "report.html",
+            # Drawn once every cell is in: complete, as the run is marked when it is stored.
+            render_run_page(run | {"status": "complete"}, cells, calls).encode(),
+            "text/html; charset=utf-8",
+        ),
+        "summary": (
+            "summary.json",
+            json.dumps(summary, indent=2, default=str).encode(),
+            "application/json",
+        ),
+    }
+    location = {}
+    for key, (name, data, content_type) in files.items():
+        blobs.write(prefix + name, data, content_type=content_type)
+        location[f"{key}_uri"] = gs_uri(blobs.bucket, prefix + name)
+        location[f"{key}_url"] = blobs.browser_url(prefix + name)
+    return location
 
 
 def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
@@ -145,28 +225,9 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         store.reopen_report(run_id)
         log("report requested before the last cell", run_id=run_id, stored=len(cells))
         return None
-    summary = summarize(run, cells, store.list_calls(run_id))
-    fraction = summary["score_scale"] == "fraction"
-    blobs_prefix = f"{get_settings().reports_prefix}{run_id}/"
-    blobs.write(
-        blobs_prefix + "heatmap.png",
-        render_heatmap(
-            score_table(cells),
-            title=heatmap_title(summary),
-            fraction=fraction,
-            subtitle=heatmap_subtitle(run_id, run),
-        ),
-        content_type="image/png",
-    )
-    blobs.write(
-        blobs_prefix + "summary.json",
-        json.dumps(summary, indent=2).encode(),
-        content_type="application/json",
-    )
-    location = {
-        "heatmap_uri": gs_uri(blobs.bucket, blobs_prefix + "heatmap.png"),
-        "summary_uri": gs_uri(blobs.bucket, blobs_prefix + "summary.json"),
-    }
+    calls = store.list_calls(run_id)
+    summary = summarize(run, cells, calls)
+    location = write_report_files(run_id, run, cells, calls, summary, blobs)
     fields = {
         "report": location,
         "mean_score": summary["mean_score"],
@@ -176,6 +237,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],
         "spend": summary["spend"],
+        "completed_at": dt.datetime.now(dt.UTC),
     }
     if not store.finish_report(run_id, claim_id, len(cells), fields):
         # A reset (or another renderer) came in while this one read and rendered: what

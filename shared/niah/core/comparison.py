@@ -1,0 +1,211 @@
+"""Runs side by side: their scores on the grid points they share, and where they differ.
+
+Every run is read on one scale, the task's score in percent (``task_score`` x 100), so a
+``single`` run (1-10 on its own heatmap) sits beside a multi-needle run. Only the
+(length, depth) points every run has are compared; runs that share none are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.report_page import (
+    DIFFERENCE_SCALE,
+    PERCENT_SCALE,
+    heatmap_svg,
+    page,
+    percent_table,
+    runs_table,
+)
+from niah.core.summary import ScoreTable, format_cost, measures, score_table, summarize
+from niah.errors import ComparisonError
+
+Point = tuple[int, float]
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """One run, cut to the shared grid: its cells there and their percent table."""
+
+    run_id: str
+    run: dict[str, Any]
+    cells: list[dict[str, Any]]
+    table: ScoreTable
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The runs on their shared grid, the second minus the first, and where they disagree."""
+
+    runs: list[ComparedRun]
+    difference: ScoreTable
+    disagreements: list[dict[str, Any]]
+    dropped_points: dict[str, int]
+
+
+def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Comparison:
+    """Compare two or more (run, cells) pairs on the grid points they all have.
+
+    Raises ``ComparisonError`` naming each run's grid when they share no point.
+    """
+    if len(runs) < 2:
+        raise ComparisonError("compare needs two runs or more")
+    grids = {str(run["run_id"]): {_point(c) for c in cells} for run, cells in runs}
+    for run_id, points in grids.items():
+        if not points:
+            raise ComparisonError(f"run {run_id} has no stored cells to compare")
+    shared = set.intersection(*grids.values())
+    if not shared:
+        described = "; ".join(f"{run_id}: {_describe(points)}" for run_id, points in grids.items())
+        raise ComparisonError(
+            "these runs share no (context length, depth) grid point, so nothing can be "
+            f"compared: {described}. Compare runs over the same lengths and depths."
+        )
+    compared = [
+        ComparedRun(
+            str(run["run_id"]),
+            run,
+            kept := [c for c in cells if _point(c) in shared],
+            percent_table(score_table(kept, field="task_score")),
+        )
+        for run, cells in runs
+    ]
+    first, second = compared[0], compared[1]
+    return Comparison(
+        runs=compared,
+        difference=_difference(first.table, second.table),
+        disagreements=_disagreements(first, second),
+        dropped_points={
+            run_id: len(points - shared) for run_id, points in grids.items() if points - shared
+        },
+    )
+
+
+def _point(cell: dict[str, Any]) -> Point:
+    return int(cell["context_length"]), float(cell["depth_percent"])
+
+
+def _describe(points: set[Point]) -> str:
+    lengths = sorted({length for length, _ in points})
+    depths = sorted({depth for _, depth in points})
+    shown_lengths = ", ".join(f"{n:,}" for n in lengths)
+    return f"lengths {shown_lengths}; depths {', '.join(f'{d:g}' for d in depths)}"
+
+
+def _difference(first: ScoreTable, second: ScoreTable) -> ScoreTable:
+    """The second table minus the first, point by point; None where either has no score."""
+    scores = [
+        [None if a is None or b is None else b - a for a, b in zip(row_a, row_b, strict=True)]
+        for row_a, row_b in zip(first.scores, second.scores, strict=True)
+    ]
+    counts = [
+        [min(a, b) for a, b in zip(row_a, row_b, strict=True)]
+        for row_a, row_b in zip(first.counts, second.counts, strict=True)
+    ]
+    empty: list[list[float | None]] = [[None] * len(first.lengths) for _ in first.depths]
+    return ScoreTable(first.lengths, first.depths, scores, empty, counts)
+
+
+def _disagreements(first: ComparedRun, second: ComparedRun) -> list[dict[str, Any]]:
+    """Samples (same cell ID) whose outcome or score differs between the two runs."""
+    theirs = {str(c["cell_id"]): c for c in second.cells}
+    found = []
+    for cell in sorted(first.cells, key=lambda c: str(c["cell_id"])):
+        other = theirs.get(str(cell["cell_id"]))
+        if other is None:
+            continue
+        if (cell.get("outcome"), cell.get("task_score")) != (
+            other.get("outcome"),
+            other.get("task_score"),
+        ):
+            found.append(
+                {
+                    "cell_id": cell["cell_id"],
+                    "context_length": cell["context_length"],
+                    "depth_percent": cell["depth_percent"],
+                    "a": _side(cell),
+                    "b": _side(other),
+                }
+            )
+    return found
+
+
+def _side(cell: dict[str, Any]) -> dict[str, Any]:
+    error = cell.get("error") or {}
+    return {
+        "outcome": cell.get("outcome") or "unscored",
+        "task_score": cell.get("task_score"),
+        "answer": cell.get("model_response") or error.get("message"),
+    }
+
+
+def render_comparison_page(comparison: Comparison) -> str:
+    """The comparison as one HTML page: heatmaps on one scale, the difference, the table."""
+    first, second = comparison.runs[0], comparison.runs[1]
+    summaries = {
+        c.run_id: summarize(c.run | {"run_id": c.run_id}, c.cells) for c in comparison.runs
+    }
+    overview = runs_table(
+        comparison.runs,
+        [
+            ("run", lambda c: c.run_id),
+            ("model", lambda c: c.run.get("model")),
+            ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
+            ("scorer", lambda c: c.run.get("scorer", "exact")),
+            ("samples compared", lambda c: len(c.cells)),
+            ("mean on the shared grid (%)", lambda c: measures(c.cells)["mean"]),
+            ("effective length", lambda c: measures(c.cells)["effective_length"]["length"]),
+            ("cost of the run", lambda c: format_cost(summaries[c.run_id]).removeprefix("cost ")),
+        ],
+    )
+    dropped = (
+        "<p class=note>Points outside the shared grid were left out: "
+        + ", ".join(f"{run_id} {n}" for run_id, n in comparison.dropped_points.items())
+        + ".</p>"
+        if comparison.dropped_points
+        else ""
+    )
+    heatmaps = "".join(
+        f"<figure><figcaption>{c.run_id} · {c.run.get('model')}</figcaption>"
+        f"{heatmap_svg(c.table, PERCENT_SCALE, label=f'heatmap of {c.run_id}')}</figure>"
+        for c in comparison.runs
+    )
+    difference = heatmap_svg(
+        comparison.difference,
+        DIFFERENCE_SCALE,
+        label=f"difference {second.run_id} minus {first.run_id}",
+    )
+    body = (
+        f"<header><h1>Comparison of {len(comparison.runs)} runs</h1>"
+        f"<p class=sub>every run on one scale: the task's score in percent</p></header>"
+        f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
+        f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
+        "</div></section>"
+        f'<section id="section-difference"><h2>Difference: {second.run_id} minus '
+        f"{first.run_id}</h2>{difference}<p class=note>Green: the second run scores higher; "
+        "red: lower; grey: either has nothing scored.</p></section>"
+        f'<section id="section-disagreements"><h2>Where they disagree '
+        f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
+    )
+    return page(f"Comparison: {', '.join(c.run_id for c in comparison.runs)}", body)
+
+
+def _disagreement_table(comparison: Comparison) -> str:
+    if not comparison.disagreements:
+        return "<p>None: every shared sample has the same outcome and score.</p>"
+    first, second = comparison.runs[0].run_id, comparison.runs[1].run_id
+    return runs_table(
+        comparison.disagreements,
+        [
+            ("cell", lambda d: d["cell_id"]),
+            ("length", lambda d: f"{d['context_length']:,}"),
+            ("depth %", lambda d: f"{d['depth_percent']:g}"),
+            (f"{first} outcome", lambda d: d["a"]["outcome"]),
+            (f"{first} score", lambda d: d["a"]["task_score"]),
+            (f"{first} answer", lambda d: str(d["a"]["answer"] or "")[:300]),
+            (f"{second} outcome", lambda d: d["b"]["outcome"]),
+            (f"{second} score", lambda d: d["b"]["task_score"]),
+            (f"{second} answer", lambda d: str(d["b"]["answer"] or "")[:300]),
+        ],
+    )

@@ -1,0 +1,543 @@
+"""Self-contained HTML pages: a run's report, and a comparison of runs.
+
+One file each, with inline CSS, inline SVG and a little inline script; a Content
+Security Policy forbids every request, so a page opened from a bucket, a mail or a chat
+loads nothing from anywhere and shows the same thing offline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.sample_rows import COLUMN_NAMES, NUMERIC_COLUMNS, SAMPLE_COLUMNS, sample_row
+from niah.core.summary import (
+    GENERATED_MRCR_NOTE,
+    ScoreTable,
+    failure_reasons,
+    format_cost,
+    format_spend,
+    score_table,
+    summarize,
+)
+
+# The harness's red-yellow-green scale; grey for a point with nothing scored.
+HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
+ERROR_COLOUR = "#BDBDBD"
+# A difference: red where the second run scores lower, white where equal, green higher.
+DIFFERENCE_COLOURS = ("#F0496E", "#FFFFFF", "#0CD79F")
+# Longer texts are cut in the table (the export holds them whole): a page stays light.
+TEXT_LIMIT = 600
+# No request of any kind: a self-contained page needs none, and a shared one must not
+# call out. Inline styles and script only; images only as data: URIs.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A colour scale: values from ``low`` to ``high``, drawn through three colours."""
+
+    low: float
+    high: float
+    label: str
+    colours: tuple[str, str, str] = HARNESS_COLOURS
+
+    def colour(self, value: float) -> str:
+        """The colour of ``value``, clipped to the scale, interpolated as matplotlib does."""
+        share = min(1.0, max(0.0, (value - self.low) / (self.high - self.low)))
+        start, end, part = (
+            (self.colours[0], self.colours[1], share * 2)
+            if share <= 0.5
+            else (self.colours[1], self.colours[2], share * 2 - 1)
+        )
+        mixed = [
+            round(int(start[i : i + 2], 16) * (1 - part) + int(end[i : i + 2], 16) * part)
+            for i in (1, 3, 5)
+        ]
+        return "#" + "".join(f"{channel:02X}" for channel in mixed)
+
+
+HARNESS_SCALE = Scale(1.0, 10.0, "score (1-10)")
+PERCENT_SCALE = Scale(0.0, 100.0, "score (%)")
+DIFFERENCE_SCALE = Scale(-100.0, 100.0, "difference (points)", DIFFERENCE_COLOURS)
+
+
+def percent_table(table: ScoreTable) -> ScoreTable:
+    """A table of fractions in [0, 1] as percents."""
+
+    def scaled(rows: list[list[float | None]]) -> list[list[float | None]]:
+        return [[None if v is None else 100 * v for v in row] for row in rows]
+
+    return ScoreTable(
+        table.lengths, table.depths, scaled(table.scores), scaled(table.stds), table.counts
+    )
+
+
+def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
+    """The grid as an SVG heatmap: lengths across, depths down, with margin means.
+
+    The right column holds each depth's mean over lengths, the bottom row each length's
+    mean over depths, the corner their overall mean (of grid points, not samples). Each
+    square's tooltip gives the mean, the standard deviation and the number of samples.
+    """
+    cell_w, cell_h, left, top, gap = 64, 26, 70, 28, 10
+    columns, rows = len(table.lengths), len(table.depths)
+    width = left + (columns + 1) * cell_w + gap + 150
+    height = top + (rows + 1) * cell_h + gap + 46
+    parts = [
+        f'<svg class="heatmap" role="img" aria-label="{_e(label)}" '
+        f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">'
+    ]
+    for col, length in enumerate(table.lengths):
+        x = left + col * cell_w + cell_w / 2
+        parts.append(f'<text x="{x}" y="{top - 8}" text-anchor="middle">{length:,}</text>')
+    mean_x = left + columns * cell_w + gap
+    parts.append(
+        f'<text x="{mean_x + cell_w / 2}" y="{top - 8}" text-anchor="middle" '
+        'font-weight="bold">mean</text>'
+    )
+    for row, depth in enumerate(table.depths):
+        y = top + row * cell_h + cell_h / 2 + 4
+        parts.append(f'<text x="{left - 8}" y="{y}" text-anchor="end">{depth:g} %</text>')
+        for col, length in enumerate(table.lengths):
+            parts.append(
+                _square(
+                    left + col * cell_w,
+                    top + row * cell_h,
+                    (cell_w, cell_h),
+                    table.scores[row][col],
+                    scale,
+                    f"{length:,} tokens, depth {depth:g} %: "
+                    + _point_text(
+                        table.scores[row][col], table.stds[row][col], table.counts[row][col]
+                    ),
+                    kind="point",
+                )
+            )
+        depth_mean = _mean_of(table.scores[row])
+        parts.append(
+            _square(
+                mean_x,
+                top + row * cell_h,
+                (cell_w, cell_h),
+                depth_mean,
+                scale,
+                f"depth {depth:g} %, mean over lengths: {_number(depth_mean)}",
+                kind="margin",
+            )
+        )
+    mean_y = top + rows * cell_h + gap
+    parts.append(
+        f'<text x="{left - 8}" y="{mean_y + cell_h / 2 + 4}" text-anchor="end" '
+        'font-weight="bold">mean</text>'
+    )
+    for col, length in enumerate(table.lengths):
+        length_mean = _mean_of([table.scores[row][col] for row in range(rows)])
+        parts.append(
+            _square(
+                left + col * cell_w,
+                mean_y,
+                (cell_w, cell_h),
+                length_mean,
+                scale,
+                f"{length:,} tokens, mean over depths: {_number(length_mean)}",
+                kind="margin",
+            )
+        )
+    overall = table.mean()
+    parts.append(
+        _square(
+            mean_x,
+            mean_y,
+            (cell_w, cell_h),
+            overall,
+            scale,
+            f"mean of every grid point: {_number(overall)}",
+            kind="margin",
+        )
+    )
+    parts.append(_legend(scale, mean_x + cell_w + 20, top, rows * cell_h))
+    axis_y = mean_y + cell_h + 30
+    parts.append(
+        f'<text x="4" y="{axis_y}">'
+        "context length (tokens) across · depth (percent of the context) down</text>"
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _square(
+    x: float,
+    y: float,
+    size: tuple[int, int],
+    value: float | None,
+    scale: Scale,
+    tooltip: str,
+    *,
+    kind: str,
+) -> str:
+    fill = ERROR_COLOUR if value is None else scale.colour(value)
+    text = "–" if value is None else _number(value)
+    return (
+        f'<g class="{kind}"><title>{_e(tooltip)}</title>'
+        f'<rect x="{x}" y="{y}" width="{size[0] - 2}" height="{size[1] - 2}" '
+        f'fill="{fill}" data-value="{"" if value is None else f"{value:.6g}"}"/>'
+        f'<text x="{x + size[0] / 2 - 1}" y="{y + size[1] / 2 + 3}" '
+        f'text-anchor="middle">{text}</text></g>'
+    )
+
+
+def _legend(scale: Scale, x: float, y: float, height: float) -> str:
+    # Top to bottom: the high end's colour first (offsets must rise).
+    stops = "".join(
+        f'<stop offset="{offset}" stop-color="{colour}"/>'
+        for offset, colour in zip((0, 0.5, 1), reversed(scale.colours), strict=True)
+    )
+    middle = (scale.low + scale.high) / 2
+    # One ID per scale: a page with two scales (a comparison) keeps both gradients.
+    gradient = "scale-" + "".join(colour.lstrip("#") for colour in scale.colours)
+    return (
+        f'<defs><linearGradient id="{gradient}" x1="0" y1="0" x2="0" y2="1">'
+        f"{stops}</linearGradient></defs>"
+        f'<rect x="{x}" y="{y}" width="14" height="{max(height, 60)}" '
+        f'fill="url(#{gradient})"/>'
+        f'<text x="{x + 18}" y="{y + 9}">{scale.high:g}</text>'
+        f'<text x="{x + 18}" y="{y + max(height, 60) / 2 + 4}">{middle:g}</text>'
+        f'<text x="{x + 18}" y="{y + max(height, 60)}">{scale.low:g}</text>'
+        f'<rect x="{x}" y="{y + max(height, 60) + 8}" width="14" height="10" '
+        f'fill="{ERROR_COLOUR}"/><text x="{x + 18}" y="{y + max(height, 60) + 17}">'
+        "nothing scored</text>"
+        f'<text x="{x}" y="{y - 8}">{_e(scale.label)}</text>'
+    )
+
+
+def _point_text(mean: float | None, std: float | None, count: int) -> str:
+    if mean is None:
+        return "failed or unscored"
+    spread = f" ± {std:.3g}" if count > 1 and std is not None else ""
+    return f"mean {mean:.3g}{spread} over {count} sample{'s' * (count != 1)}"
+
+
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _when(value: Any) -> str:
+    """A Firestore timestamp as ISO 8601 in UTC, or "unknown"."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "unknown" if value is None else str(value)
+
+
+def run_scale(summary: dict[str, Any]) -> Scale:
+    """The harness's 1-10 for ``single``; percent for every other task."""
+    return HARNESS_SCALE if summary["score_scale"] == "1-10" else PERCENT_SCALE
+
+
+def render_run_page(
+    run: dict[str, Any], cells: list[dict[str, Any]], calls: list[dict[str, Any]]
+) -> str:
+    """A run's whole report as one HTML page."""
+    summary = summarize(run, cells, calls)
+    table = score_table(cells)
+    scale = run_scale(summary)
+    shown = table if scale is HARNESS_SCALE else percent_table(table)
+    task = summary["task"]
+    title = f"{summary['model']} · {task} · {summary['run_id']}"
+    body = [
+        f"<header><h1>{_e(summary['model'])} <small>· task {_e(task)}</small></h1>"
+        f"<p class=sub>{_e(summary['run_id'])} · {_e(summary['scorer'])} score · "
+        f"{_e(run.get('status'))}</p></header>",
+        _section("Run", _definitions(_run_facts(run, summary))),
+        _section(
+            "Heatmap",
+            heatmap_svg(shown, scale, label=f"heatmap of {summary['run_id']}")
+            + f"<p class=note>{_e(_scale_note(summary, table))}</p>",
+        ),
+        _section("Measures", _definitions(_measure_facts(summary)) + _mrcr_table(summary)),
+        _section("Tokens and cost", _definitions(_cost_facts(summary))),
+        _section("Failures", _failures(cells)),
+        _section(f"Samples ({len(cells)})", _samples_table(cells)),
+    ]
+    return page(title, "".join(body))
+
+
+def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
+    spec = run.get("spec") or {}
+    settings = run.get("call_settings") or {}
+    thinking = settings.get("thinking_level") or settings.get("thinking_budget")
+    facts = [
+        ("run ID", summary["run_id"]),
+        ("model", summary["model"]),
+        ("task", summary["task"]),
+        ("scorer", summary["scorer"]),
+        ("status", run.get("status")),
+        ("haystack", summary["haystack_uri"]),
+        ("created", _when(run.get("created_at"))),
+        ("last update", _when(run.get("updated_at"))),
+        ("temperature", settings.get("temperature")),
+        ("thinking", "the model's default" if thinking is None else thinking),
+        ("output budget (tokens)", spec.get("max_output_tokens") or "the model's default"),
+        ("samples per grid point", spec.get("samples_per_cell", 1)),
+        ("seed", spec.get("seed")),
+        ("results version", summary["version"]),
+        ("samples", f"{summary['samples']} ({summary['answered']} answered)"),
+    ]
+    if summary.get("mrcr"):
+        facts.append(("MRCR samples", summary["mrcr"].get("samples")))
+    return [(name, "" if value is None else str(value)) for name, value in facts]
+
+
+def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    measures = summary["measures"]
+    effective = measures["effective_length"]
+    outcomes = summary["outcomes"]
+    facts = [
+        ("mean score (heatmap scale)", _number(summary["mean_score"])),
+        ("mean (%)", _number(measures["mean"])),
+        (
+            "effective length (tokens)",
+            f"{effective['length']:,}" if effective["length"] is not None else "none",
+        ),
+        ("effective length rule", f"{effective['rule']} (threshold {effective['threshold']})"),
+        ("area under the curve (%)", _number(measures["area_under_curve"])),
+        (
+            "outcomes",
+            f"{outcomes['correct']} correct, {outcomes['wrong']} wrong, "
+            f"{outcomes['unscored']} unscored",
+        ),
+        ("retrieved (exact)", _share(summary["retrieved_share"])),
+    ]
+    for rate in ("hallucination_rate", "distractor_hit_rate"):
+        if rate in summary:
+            facts.append((rate.replace("_", " "), _share(summary[rate])))
+    return facts
+
+
+def _mrcr_table(summary: dict[str, Any]) -> str:
+    mrcr = summary.get("mrcr")
+    if not mrcr:
+        return ""
+    warning = (
+        f"<p class=warn>{_e(GENERATED_MRCR_NOTE)}</p>"
+        if mrcr.get("samples") == GENERATED_MRCR_NOTE
+        else ""
+    )
+    rows = "".join(
+        f"<tr><td>{_e(name)}</td><td class=num>{_number(value)}</td>"
+        f"<td class=num>{mrcr['samples_per_bin'].get(name, 0)}</td></tr>"
+        for name, value in mrcr["bins"].items()
+    )
+    return (
+        f"<h3>MRCR v2 bins</h3>{warning}<table class=small><thead><tr><th>tokens</th>"
+        f"<th>mean (%)</th><th>samples</th></tr></thead><tbody>{rows}</tbody></table>"
+        + _definitions(
+            [
+                ("cumulative to 128K (%)", _number(mrcr["cumulative_128k"])),
+                ("at 1M (%)", _number(mrcr["at_1m"])),
+            ]
+        )
+    )
+
+
+def _cost_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    totals = summary["totals"] or {}
+    deviation = summary["prompt_token_deviation"]
+    cached = summary["cached_share"]
+    return [
+        ("prompt tokens", f"{int(totals.get('prompt_tokens', 0)):,}"),
+        ("cached share", "unknown" if cached is None else _share(cached)),
+        ("output tokens", f"{int(totals.get('output_tokens', 0)):,}"),
+        ("thinking tokens", f"{int(totals.get('thinking_tokens', 0)):,}"),
+        ("cost of stored results", format_cost(summary).removeprefix("cost ")),
+        ("cost without the cache (USD)", f"{summary['cost_without_cache_usd']:.4f}"),
+        ("spend", format_spend(summary["spend"]).removeprefix("spend: ")),
+        ("mean model latency (s)", _number(summary["mean_model_seconds"])),
+        (
+            "prompt tokens minus requested length",
+            f"mean {_number(deviation['mean'])}, max |deviation| {_number(deviation['max_abs'])}",
+        ),
+    ]
+
+
+def _share(value: float | None) -> str:
+    return "unknown" if value is None else f"{100 * value:.1f} %"
+
+
+def _scale_note(summary: dict[str, Any], table: ScoreTable) -> str:
+    repeats = max((n for row in table.counts for n in row), default=0)
+    scale = (
+        "the harness's 1-10 score"
+        if summary["score_scale"] == "1-10"
+        else "the task's score, in percent"
+    )
+    spread = (
+        f"; up to {repeats} samples per point: squares show their mean, the tooltip their "
+        "standard deviation"
+        if repeats > 1
+        else ""
+    )
+    return f"Colours: {scale}; grey, nothing scored (failed or unscored){spread}."
+
+
+def _failures(cells: list[dict[str, Any]]) -> str:
+    reasons = failure_reasons(cells)
+    if not reasons:
+        return "<p>None: every sample was answered and scored.</p>"
+    items = "".join(
+        f"<li><b>{len(ids)} ×</b> {_e(reason)}<br><span class=ids>{_e(', '.join(ids[:20]))}"
+        f"{' …' if len(ids) > 20 else ''}</span></li>"
+        for reason, ids in reasons.items()
+    )
+    return f'<ul class="failures">{items}</ul>'
+
+
+def _samples_table(cells: list[dict[str, Any]]) -> str:
+    descriptions = dict(SAMPLE_COLUMNS)
+    header = "".join(
+        f'<th title="{_e(descriptions[name])}" data-column="{name}"'
+        f"{' data-numeric' if name in NUMERIC_COLUMNS else ''}>"
+        f"{_e(name.replace('_', ' '))}</th>"
+        for name in COLUMN_NAMES
+    )
+    rows = []
+    for cell in sorted(cells, key=lambda c: str(c.get("cell_id"))):
+        row = sample_row(cell)
+        rows.append(
+            f'<tr data-outcome="{_e(row["outcome"])}"'
+            f"{' data-failed' if row['error_kind'] else ''}>"
+            + "".join(_table_cell(name, row[name]) for name in COLUMN_NAMES)
+            + "</tr>"
+        )
+    controls = (
+        '<div class="controls"><label>filter <input type=search id=filter '
+        'placeholder="any text: a needle, an answer, an error"></label> '
+        "<label>outcome <select id=outcome><option value=''>all</option>"
+        "<option>correct</option><option>wrong</option><option>unscored</option>"
+        "</select></label> <span id=shown></span></div>"
+    )
+    return (
+        f'{controls}<div class="scroll"><table id="samples"><thead><tr>{header}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _table_cell(name: str, value: Any) -> str:
+    if value is None:
+        return "<td class=none>–</td>"
+    if name in NUMERIC_COLUMNS:
+        shown = f"{value:.6g}" if isinstance(value, float) else f"{value}"
+        return f'<td class=num data-sort="{_e(value)}">{_e(shown)}</td>'
+    if name == "cell_id":
+        return f"<td class=id>{_e(value)}</td>"
+    text = str(value)
+    if len(text) > TEXT_LIMIT:
+        more = len(text) - TEXT_LIMIT
+        text = f"{text[:TEXT_LIMIT]} … (+{more:,} characters; whole in the export)"
+    return f"<td class=text>{_e(text)}</td>"
+
+
+def _definitions(facts: list[tuple[str, str]]) -> str:
+    items = "".join(f"<dt>{_e(name)}</dt><dd>{_e(value)}</dd>" for name, value in facts)
+    return f"<dl>{items}</dl>"
+
+
+def _section(title: str, content: str) -> str:
+    anchor = "section-" + title.split(" (")[0].lower().replace(" ", "-")
+    return f'<section id="{anchor}"><h2>{_e(title)}</h2>{content}</section>'
+
+
+def page(title: str, body: str) -> str:
+    """A whole page: the policy that forbids requests, the styles, the table script."""
+    return (
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>"
+        f"<body>{body}<footer>needle-service · generated "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC}</footer>"
+        f"<script>{_SCRIPT}</script></body></html>"
+    )
+
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1280px;padding:0 16px;
+color:#222}
+h1{font-size:22px;margin:0}h1 small{font-weight:normal;color:#555}h2{font-size:17px;
+border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}h3{font-size:15px}
+.sub{color:#555;margin:4px 0 0}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:8px 0}
+dt{color:#555}dd{margin:0;word-break:break-word}
+.heatmap{max-width:100%;height:auto}.heatmap .margin rect{stroke:#555;stroke-width:.5}
+.note{color:#555;font-size:13px}.warn{color:#a00;font-weight:bold}
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:12px}
+th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
+th{background:#f4f4f4;cursor:pointer;position:sticky;top:0;white-space:nowrap}
+th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}
+td{max-width:360px;min-width:60px;word-break:break-word}
+td.num,td.id{text-align:right;white-space:nowrap}td.text{min-width:160px}
+td.none{color:#aaa}tr[data-outcome=wrong] td{background:#fff4f4}
+tr[data-failed] td{background:#f2f2f2}table.small{font-size:13px}
+.controls{margin:8px 0}.controls input{width:280px}#shown{color:#555}
+.failures .ids{color:#777;font-size:12px}
+.runs td,.runs th{font-size:13px}.runs td{max-width:300px}
+.runs td:first-child{white-space:nowrap}
+.side{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0}figcaption{font-weight:bold}
+footer{color:#888;font-size:12px;margin-top:32px}
+@media print{body{max-width:none;margin:0}.controls{display:none}th{position:static}
+section{break-inside:avoid-page}#section-samples{break-before:page}}
+"""
+
+# Sorting by a column (numbers as numbers), and filtering by text and outcome.
+_SCRIPT = """
+(function(){
+const table=document.getElementById('samples');if(!table)return;
+const body=table.tBodies[0],rows=Array.from(body.rows),heads=table.tHead.rows[0].cells;
+const filter=document.getElementById('filter'),outcome=document.getElementById('outcome');
+const shown=document.getElementById('shown');
+function apply(){const text=filter.value.toLowerCase(),want=outcome.value;let n=0;
+for(const row of rows){const ok=(!want||row.dataset.outcome===want)&&
+(!text||row.textContent.toLowerCase().includes(text));row.hidden=!ok;if(ok)n++;}
+shown.textContent=n+' of '+rows.length+' samples';}
+filter.addEventListener('input',apply);outcome.addEventListener('change',apply);apply();
+Array.from(heads).forEach(function(head,index){head.addEventListener('click',function(){
+const numeric=head.hasAttribute('data-numeric'),up=!head.classList.contains('asc');
+for(const other of heads)other.classList.remove('asc','desc');
+head.classList.add(up?'asc':'desc');
+function key(row){const cell=row.cells[index];
+if(numeric){const v=parseFloat(cell.dataset.sort);return isNaN(v)?-Infinity:v;}
+return cell.textContent;}
+rows.sort(function(a,b){const x=key(a),y=key(b);
+const c=numeric?x-y:String(x).localeCompare(String(y));return up?c:-c;});
+for(const row of rows)body.appendChild(row);});});
+})();
+"""
+
+
+def runs_table(
+    runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], Any]]]
+) -> str:
+    """A small table of runs, one row each, the columns given as (header, value of a run)."""
+    header = "".join(f"<th>{_e(name)}</th>" for name, _ in columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_e(value(run))}</td>" for _, value in columns) + "</tr>"
+        for run in runs
+    )
+    return f'<table class="runs"><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>'

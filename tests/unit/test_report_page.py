@@ -1,0 +1,225 @@
+"""The HTML report, the comparison and the flat sample rows (CSV, JSONL), on fakes."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+
+from niah.core.comparison import compare_runs, render_comparison_page
+from niah.core.report_page import (
+    CONTENT_SECURITY_POLICY,
+    DIFFERENCE_SCALE,
+    ERROR_COLOUR,
+    HARNESS_COLOURS,
+    HARNESS_SCALE,
+    PERCENT_SCALE,
+    TEXT_LIMIT,
+    render_run_page,
+)
+from niah.core.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
+from niah.errors import ComparisonError
+from niah.service.report import render_report
+from tests.fakes import MemoryBlobs, MemoryStore
+
+
+def cell(length: int, depth: float, ok: bool | None, sample: int = 0, **extra: Any) -> dict:
+    """A stored sample: ``ok`` True correct, False wrong, None failed."""
+    point = f"L{length:08d}-D{round(depth * 1000):06d}"
+    base: dict[str, Any] = {
+        "cell_id": f"{point}-S{sample:03d}" if sample else point,
+        "context_length": length,
+        "depth_percent": depth,
+        "sample": sample,
+        "needle": "The special magic Oslo number is: 1234567.",
+        "question": "What is the special magic Oslo number?",
+        "expected_answer": "1234567",
+    }
+    if ok is None:
+        return (
+            base
+            | {
+                "status": "failed",
+                "outcome": "unscored",
+                "score": None,
+                "task_score": None,
+                "error": {"kind": "cell", "message": "400 INVALID_ARGUMENT: too long"},
+            }
+            | extra
+        )
+    return (
+        base
+        | {
+            "status": "answered",
+            "model_response": "1234567." if ok else "I do not know",
+            "outcome": "correct" if ok else "wrong",
+            "score": 10 if ok else 1,
+            "exact_score": 10 if ok else 1,
+            "task_score": 1.0 if ok else 0.0,
+            "finish_reason": "stop",
+            "usage": {"prompt_token_count": length, "candidates_token_count": 4},
+            "cost_usd": 0.001,
+            "model_seconds": 0.5,
+        }
+        | extra
+    )
+
+
+def run_doc(run_id: str, model: str = "gemini-2.5-flash", task: str = "single") -> dict:
+    return {
+        "run_id": run_id,
+        "model": model,
+        "status": "complete",
+        "scorer": "exact",
+        "haystack_uri": "gs://b/haystacks/pg/",
+        "spec": {"task": task, "seed": 7, "samples_per_cell": 2},
+        "call_settings": {"temperature": 0.0, "thinking_budget": 0},
+        "created_at": dt.datetime(2026, 11, 26, 9, 30, tzinfo=dt.UTC),
+        "totals": {"prompt_tokens": 4000, "output_tokens": 16, "cost_usd": 0.004},
+    }
+
+
+CELLS = [
+    cell(1000, 0.0, True),
+    cell(1000, 0.0, False, sample=1),
+    cell(1000, 50.0, None),
+    cell(2000, 0.0, True),
+    cell(2000, 50.0, True, model_response="<script>alert(1)</script>" + "x" * 2000),
+]
+
+
+def rows_of(page: str) -> list[str]:
+    body = page.split('<table id="samples">', 1)[1].split("<tbody>", 1)[1].split("</tbody>")[0]
+    return re.findall(r"<tr[ >].*?</tr>", body)
+
+
+def test_the_report_is_one_page_that_may_request_nothing() -> None:
+    page = render_run_page(run_doc("run-a"), CELLS, [])
+    assert f'content="{CONTENT_SECURITY_POLICY}"' in page
+    assert CONTENT_SECURITY_POLICY.startswith("default-src 'none'")
+    # Nothing to fetch: no src= or href= at all, no link or stylesheet element.
+    assert re.search(r"\s(src|href)=", page) is None
+    assert "<link" not in page and "@import" not in page
+
+
+def test_one_table_row_per_sample_and_text_escaped_and_cut() -> None:
+    page = render_run_page(run_doc("run-a"), CELLS, [])
+    rows = rows_of(page)
+    assert len(rows) == len(CELLS)
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert f"(+{2025 - TEXT_LIMIT:,} characters; whole in the export)" in page
+    assert sum('data-outcome="wrong"' in row for row in rows) == 1
+    assert sum("data-failed" in row for row in rows) == 1
+
+
+def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -> None:
+    page = render_run_page(run_doc("run-a"), CELLS, [])
+    points = re.findall(r'<g class="point"><title>(.*?)</title><rect [^>]*fill="(#\w+)"', page)
+    assert len(points) == 4  # 2 lengths x 2 depths
+    titles = dict(points)
+    # (1000, 0 %): one correct, one wrong sample: mean 5.5 on the harness's scale.
+    assert "1,000 tokens, depth 0 %: mean 5.5 ± 4.5 over 2 samples" in titles
+    grey = [t for t, fill in points if fill == ERROR_COLOUR]
+    assert grey == ["1,000 tokens, depth 50 %: failed or unscored"]
+    margins = re.findall(r'<g class="margin"><title>(.*?)</title>', page)
+    assert len(margins) == 2 + 2 + 1  # per depth, per length, overall
+    assert "2,000 tokens, mean over depths: 10" in margins
+    assert "depth 0 %, mean over lengths: 7.75" in margins
+
+
+def test_the_run_header_measures_and_failures_are_on_the_page() -> None:
+    page = render_run_page(run_doc("run-a"), CELLS, [])
+    for text in (
+        "gemini-2.5-flash",
+        "2026-11-26 09:30:00 UTC",
+        "<dt>thinking</dt><dd>0</dd>",
+        "<dt>seed</dt><dd>7</dd>",
+        "effective length (tokens)",
+        "area under the curve (%)",
+        "<b>1 ×</b> failed (cell): 400 INVALID_ARGUMENT: too long",
+        "L00001000-D050000",
+        "$0.0040",
+    ):
+        assert text in page, text
+
+
+def test_an_unknown_price_reads_unknown_not_zero() -> None:
+    run = run_doc("run-a") | {"totals": {"unpriced_cells": 4}}
+    page = render_run_page(run, CELLS, [])
+    assert "<dd>unknown (4 cells without a price)</dd>" in page
+    assert "<dt>cached share</dt><dd>unknown</dd>" in page
+
+
+def test_scales_end_in_the_harness_colours() -> None:
+    assert HARNESS_SCALE.colour(1) == HARNESS_COLOURS[0]
+    assert HARNESS_SCALE.colour(5.5) == HARNESS_COLOURS[1]
+    assert HARNESS_SCALE.colour(10) == HARNESS_COLOURS[2]
+    assert PERCENT_SCALE.colour(150) == HARNESS_COLOURS[2]  # clipped
+    assert DIFFERENCE_SCALE.colour(0) == "#FFFFFF"
+
+
+def test_the_csv_has_one_row_per_sample_and_no_formula_from_an_answer() -> None:
+    hostile = cell(4000, 0.0, False, model_response='=HYPERLINK("http://x")')
+    text = rows_csv([*CELLS, hostile])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert tuple(rows[0]) == COLUMN_NAMES
+    assert len(rows) == len(CELLS) + 1
+    by_id = {row["cell_id"]: row for row in rows}
+    assert by_id["L00004000-D000000"]["model_response"] == '\'=HYPERLINK("http://x")'
+    assert by_id["L00001000-D050000"]["error"] == "400 INVALID_ARGUMENT: too long"
+    assert by_id["L00001000-D050000"]["score"] == ""  # unknown, not 0
+    assert by_id["L00002000-D000000"]["prompt_tokens"] == "2000"
+
+
+def test_jsonl_keeps_every_field_one_sample_per_line() -> None:
+    lines = cells_jsonl(CELLS).splitlines()
+    assert [json.loads(line) for line in lines] == sorted(CELLS, key=lambda c: c["cell_id"])
+
+
+def test_comparing_two_runs_gives_the_exact_difference_and_the_disagreements() -> None:
+    a = [cell(1000, 0.0, True), cell(1000, 50.0, True), cell(2000, 0.0, False)]
+    b = [cell(1000, 0.0, False), cell(1000, 50.0, True), cell(2000, 0.0, True)]
+    b.append(cell(8000, 0.0, True))  # outside the shared grid
+    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b", "gemini-2.5-pro"), b)])
+    assert comparison.difference.lengths == [1000, 2000]
+    assert comparison.difference.scores == [[-100.0, 100.0], [0.0, None]]
+    assert [d["cell_id"] for d in comparison.disagreements] == [
+        "L00001000-D000000",
+        "L00002000-D000000",
+    ]
+    assert comparison.dropped_points == {"run-b": 1}
+    page = render_comparison_page(comparison)
+    assert page.count('class="heatmap"') == 3  # two runs and their difference
+    assert "Where they disagree (2)" in page and "gemini-2.5-pro" in page
+
+
+def test_runs_on_grids_that_share_no_point_are_refused_naming_both_grids() -> None:
+    a = [cell(1000, 0.0, True)]
+    b = [cell(2000, 50.0, True)]
+    with pytest.raises(ComparisonError) as refused:
+        compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
+    message = str(refused.value)
+    assert "share no (context length, depth) grid point" in message
+    assert "run-a: lengths 1,000; depths 0" in message
+    assert "run-b: lengths 2,000; depths 50" in message
+
+
+def test_the_report_function_writes_the_html_beside_the_heatmap_with_links() -> None:
+    store, blobs = MemoryStore(), MemoryBlobs()
+    store.create_run("run-a", run_doc("run-a") | {"total": len(CELLS), "status": "running"})
+    for stored in CELLS:
+        store.record_cell("run-a", stored["cell_id"], stored, failed="error" in stored)
+    location = render_report("run-a", store=store, blobs=blobs)
+    assert location is not None
+    assert location["html_uri"] == "gs://test-bucket/reports/run-a/report.html"
+    assert location["html_url"] == "memory://test-bucket/reports/run-a/report.html"
+    page = blobs.objects["reports/run-a/report.html"].decode()
+    assert len(rows_of(page)) == len(CELLS)
+    run = store.runs["run-a"]
+    assert run["report"] == location and isinstance(run["completed_at"], dt.datetime)
+    assert "<dt>status</dt><dd>complete</dd>" in page  # drawn once every cell is in
