@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job, locally: a real run of Gemma 3 270M over 4 lengths x 5 depths up to
-# 4,000 tokens, through the emulated cloud path, ending in a heatmap PNG.
+# 4,000 tokens, through the emulated cloud path, ending in a heatmap PNG and the HTML report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -22,4 +22,4 @@ run_id=$(awk '/^run run-/{print $2; exit}' "$out" | tr -d ':')
 rm -f "$out"
 .venv/bin/niah export "$run_id" --out "results/$run_id/cells" >/dev/null
 echo "demo finished in $(( $(date +%s) - started )) s"
-.venv/bin/niah report "$run_id" --out "results/$run_id/heatmap.png"
+.venv/bin/niah report "$run_id" --out "results/$run_id/heatmap.png" --html "results/$run_id/report.html"

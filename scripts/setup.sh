@@ -26,6 +26,20 @@ command -v java >/dev/null || {
   exit 1
 }
 
+# A real browser for the report's test: Debian's chromium (Playwright drives it; its own
+# browser download is never used).
+if ! command -v chromium >/dev/null; then
+  install=(apt-get install -y -qq chromium)
+  if [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${install[@]}"; } >/dev/null
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    { sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive "${install[@]}"; } >/dev/null
+  else
+    echo "setup: the report's browser test needs Debian's chromium: sudo apt-get install chromium" >&2
+    exit 1
+  fi
+fi
+
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 stamp=$VENV/.requirements.sha
 want=$(cat requirements.txt requirements-dev.txt pyproject.toml devtools/pyproject.toml | sha256sum | cut -d' ' -f1)

@@ -8,6 +8,7 @@ follows the run in Firestore until its report is written.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 import time
@@ -19,6 +20,7 @@ from typing import Any
 from niah.core.spec import OPTION_HELP, RunRequest
 from niah.core.summary import (
     cost_summary,
+    failure_reasons,
     format_cost,
     format_spend,
     format_table,
@@ -300,18 +302,14 @@ def _print_results(run_id: str, run: dict[str, Any]) -> int:
 
 def _report_failures(cells: list[dict[str, Any]]) -> int:
     """Failed and unscored cells, grouped by reason with counts; the exit code."""
-    reasons: dict[str, int] = {}
-    for cell in cells:
-        error = cell.get("error") or {}
-        if error:
-            reason = f"failed ({error.get('kind')}): {str(error.get('message'))[:160]}"
-        elif cell.get("outcome") == "unscored":
-            reason = f"unscored: {str(cell.get('unscored_reason'))[:160]}"
-        else:
-            continue
-        reasons[reason] = reasons.get(reason, 0) + 1
-    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-        print(f"{count} x {reason}", file=sys.stderr)
+    reasons = failure_reasons(cells)
+    for reason, cell_ids in reasons.items():
+        print(f"{len(cell_ids)} x {reason}", file=sys.stderr)
+    return _exit_code(cells, reasons)
+
+
+def _exit_code(cells: list[dict[str, Any]], reasons: dict[str, list[str]]) -> int:
+    """Failed cells 3, unscored ones 4, else 0."""
     if any(cell.get("error") for cell in cells):
         return EXIT_CELLS_FAILED
     return EXIT_CELLS_UNSCORED if reasons else EXIT_ALL_SCORED
@@ -372,6 +370,11 @@ def cmd_run(args: argparse.Namespace) -> None:
     run_id = body["run_id"]
     for warning in body.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        if args.wait:
+            _follow(run_id, args.timeout, as_json=True)
+        print(_to_json(body))
+        return
     print(
         f"run {run_id}: {body['cells']} cells"
         + (" (already complete)" if body.get("already_complete") else "")
@@ -383,7 +386,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         _follow(run_id, args.timeout)
 
 
-def _follow(run_id: str, timeout: float) -> None:
+def _follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
     """Follow a run to its report; Ctrl-C stops following, not the run."""
     try:
         run = _wait(run_id, timeout)
@@ -394,7 +397,7 @@ def _follow(run_id: str, timeout: float) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
-    sys.exit(_print_results(run_id, run))
+    sys.exit(_print_status_json(run_id, run) if as_json else _print_results(run_id, run))
 
 
 def cmd_wait(args: argparse.Namespace) -> None:
@@ -447,6 +450,8 @@ def cmd_status(args: argparse.Namespace) -> None:
     run = _store().get_run(args.run_id)
     if run is None:
         sys.exit(f"niah: no run {args.run_id}")
+    if args.json:
+        sys.exit(_print_status_json(args.run_id, run))
     print(
         f"run {args.run_id}: {run.get('status')}, {run.get('done', 0)} answered + "
         f"{run.get('failed', 0)} failed of {run.get('total')} cells"
@@ -454,27 +459,185 @@ def cmd_status(args: argparse.Namespace) -> None:
     sys.exit(_print_results(args.run_id, run))
 
 
+def _print_status_json(run_id: str, run: dict[str, Any]) -> int:
+    """The run's state and figures as one JSON document; the same exit code as the text."""
+    store = _store()
+    cells = store.list_cells(run_id)
+    reasons = failure_reasons(cells)
+    document = _run_line(run | {"run_id": run_id}) | {
+        "scorer": run.get("scorer", "exact"),
+        "mean_score": run.get("mean_score"),
+        "retrieved_share": run.get("retrieved_share"),
+        "outcomes": run.get("outcomes"),
+        "measures": run.get("measures"),
+        **({"mrcr": run["mrcr"]} if run.get("mrcr") else {}),
+        **(cost_summary(run["totals"]) if run.get("totals") else {}),
+        "totals": run.get("totals") or {},
+        "spend": spend_summary(store.list_calls(run_id), str(run.get("model") or "")),
+        "report": run.get("report"),
+        "updated_at": run.get("updated_at"),
+        "completed_at": run.get("completed_at"),
+        "failures": {reason: len(ids) for reason, ids in reasons.items()},
+        "exit_code": (code := _exit_code(cells, reasons)),
+    }
+    print(_to_json(document))
+    return code
+
+
 def cmd_report(args: argparse.Namespace) -> None:
-    """Download the run's heatmap PNG."""
-    run = _store().get_run(args.run_id)
-    if not run or not run.get("report"):
-        sys.exit(f"niah: run {args.run_id} has no report yet; see `niah status {args.run_id}`")
-    name = run["report"]["heatmap_uri"].split("/", 3)[3]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(_blobs().read(name))
-    print(args.out)
+    """Download the run's heatmap PNG (``--out``), or render its HTML report (``--html``)."""
+    if not args.out and not args.html:
+        sys.exit("niah: report: give --out FILE.png (the heatmap) or --html FILE.html or both")
+    store = _store()
+    run = store.get_run(args.run_id)
+    if run is None:
+        sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
+    if args.html:
+        from niah.core.report_page import render_run_page
+
+        cells = store.list_cells(args.run_id)
+        if not cells:
+            sys.exit(f"niah: run {args.run_id} has no stored cells yet")
+        page = render_run_page(run | {"run_id": args.run_id}, cells, store.list_calls(args.run_id))
+        _write(args.html, page.encode())
+    if args.out:
+        if not run.get("report"):
+            sys.exit(
+                f"niah: run {args.run_id} has no heatmap yet (it is drawn when the last cell "
+                f"is in); see `niah status {args.run_id}`, or render --html now"
+            )
+        name = run["report"]["heatmap_uri"].split("/", 3)[3]
+        _write(args.out, _blobs().read(name))
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    print(path)
+
+
+EXPORT_FORMATS = ("json", "csv", "jsonl")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    """Write one JSON file per cell, in the harness's result format."""
-    cells = _store().list_cells(args.run_id)
-    if not cells:
-        sys.exit(f"niah: run {args.run_id} has no stored cells")
-    args.out.mkdir(parents=True, exist_ok=True)
-    for cell in cells:
-        name = f"{cell['cell_id']}_results.json"
-        (args.out / name).write_text(json.dumps(cell, indent=2, default=str))
-    print(f"{len(cells)} cells written to {args.out}")
+    """Write the run's samples and its summary.
+
+    ``json`` (the default): a folder of one JSON file per cell, in the harness's result
+    format, with ``summary.json`` beside them. ``csv`` and ``jsonl``: one file, one row
+    (or line) per sample, and ``<name>.summary.json`` beside it.
+    """
+    from niah.core.sample_rows import cells_jsonl, rows_csv
+    from niah.core.summary import summarize
+
+    store = _store()
+    run = store.get_run(args.run_id)
+    cells = store.list_cells(args.run_id)
+    if run is None or not cells:
+        sys.exit(f"niah: run {args.run_id} has no stored cells; `niah list` shows recent runs")
+    summary = summarize(run | {"run_id": args.run_id}, cells, store.list_calls(args.run_id))
+    out: Path = args.out
+    if args.format == "json":
+        if out.exists() and not out.is_dir():
+            sys.exit(f"niah: export --format json writes a folder; {out} is a file")
+        out.mkdir(parents=True, exist_ok=True)
+        for cell in cells:
+            name = f"{cell['cell_id']}_results.json"
+            (out / name).write_text(json.dumps(cell, indent=2, default=str))
+        summary_path = out / "summary.json"
+    else:
+        if out.is_dir():
+            sys.exit(f"niah: export --format {args.format} writes one file; {out} is a folder")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = rows_csv(cells) if args.format == "csv" else cells_jsonl(cells)
+        # UTF-8 with a byte-order mark for CSV, so a spreadsheet reads accents right.
+        out.write_text(text, encoding="utf-8-sig" if args.format == "csv" else "utf-8")
+        summary_path = out.with_name(out.stem + ".summary.json")
+    summary_path.write_text(_to_json(summary))
+    print(f"{len(cells)} samples written to {out}; summary in {summary_path}")
+
+
+def cmd_compare(args: argparse.Namespace) -> None:
+    """Compare runs on their shared grid: an HTML page, and a PNG beside it."""
+    from niah.core.comparison import compare_runs, render_comparison_page
+    from niah.errors import ComparisonError
+    from niah.service.report import render_comparison_png
+
+    if len(set(args.run_ids)) != len(args.run_ids):
+        sys.exit("niah: compare: a run is named twice; name each run once")
+    store = _store()
+    pairs = []
+    for run_id in args.run_ids:
+        run = store.get_run(run_id)
+        if run is None:
+            sys.exit(f"niah: no run {run_id}; `niah list` shows recent runs")
+        pairs.append((run | {"run_id": run_id}, store.list_cells(run_id)))
+    try:
+        comparison = compare_runs(pairs)
+    except ComparisonError as error:
+        sys.exit(f"niah: compare: {error}")
+    out: Path = args.out
+    _write(out, render_comparison_page(comparison).encode())
+    _write(out.with_suffix(".png"), render_comparison_png(comparison))
+    print(
+        f"{len(comparison.disagreements)} samples disagree between {args.run_ids[0]} and "
+        f"{args.run_ids[1]}"
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    """Recent runs, newest first: ID, model, task, status, progress, mean, cost, created."""
+    runs = [_run_line(run) for run in _store().recent_runs(args.limit)]
+    if args.json:
+        print(_to_json(runs))
+        return
+    if not runs:
+        print("no runs yet; start one with `niah run`")
+        return
+    header = ("run", "model", "task", "status", "progress", "mean %", "cost", "created (UTC)")
+    rows = [
+        (
+            r["run_id"],
+            r["model"],
+            r["task"],
+            r["status"],
+            f"{r['finished']}/{r['total']}",
+            "-" if r["mean_percent"] is None else f"{r['mean_percent']:g}",
+            "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
+            (r["created_at"] or "")[:19].replace("T", " "),
+        )
+        for r in runs
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(value).ljust(width) for value, width in zip(row, widths, strict=True)))
+
+
+def _run_line(run: dict[str, Any]) -> dict[str, Any]:
+    """What ``niah list`` and ``niah status --json`` say of a run."""
+    totals = run.get("totals") or {}
+    created = run.get("created_at")
+    return {
+        "run_id": run.get("run_id"),
+        "model": run.get("model"),
+        "task": (run.get("spec") or {}).get("task", "single"),
+        "status": run.get("status"),
+        "total": int(run.get("total", 0)),
+        "done": int(run.get("done", 0)),
+        "failed": int(run.get("failed", 0)),
+        "finished": int(run.get("done", 0)) + int(run.get("failed", 0)),
+        "mean_percent": (run.get("measures") or {}).get("mean"),
+        "cost_usd": cost_summary(totals)["cost_usd"] if totals else None,
+        "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
+    }
+
+
+def _to_json(value: Any) -> str:
+    """JSON for scripts: timestamps as ISO 8601, anything else unknown as its text."""
+
+    def default(item: Any) -> Any:
+        return item.isoformat() if hasattr(item, "isoformat") else str(item)
+
+    return json.dumps(value, indent=2, default=default)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -496,6 +659,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--estimate", action="store_true", help="print the grid's tokens and cost; call nothing"
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON for scripts: the submission, or with --wait the final status",
+    )
     run.set_defaults(handler=cmd_run)
     wait = commands.add_parser("wait", help="follow a submitted run to its report")
     wait.add_argument("run_id")
@@ -503,15 +671,33 @@ def build_parser() -> argparse.ArgumentParser:
     wait.set_defaults(handler=cmd_wait)
     status = commands.add_parser("status", help="a run's progress and scores")
     status.add_argument("run_id")
+    status.add_argument("--json", action="store_true", help="print JSON for scripts")
     status.set_defaults(handler=cmd_status)
-    report = commands.add_parser("report", help="download a run's heatmap")
+    report = commands.add_parser("report", help="a run's heatmap PNG or HTML report")
     report.add_argument("run_id")
-    report.add_argument("--out", type=Path, required=True)
+    report.add_argument("--out", type=Path, help="download the heatmap PNG here")
+    report.add_argument("--html", type=Path, help="render the HTML report here, from the store")
     report.set_defaults(handler=cmd_report)
-    export = commands.add_parser("export", help="one harness-style JSON file per cell")
+    export = commands.add_parser("export", help="a run's samples as JSON, CSV or JSONL")
     export.add_argument("run_id")
+    export.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="json",
+        help="json: a folder of harness-style files (default); csv, jsonl: one file",
+    )
     export.add_argument("--out", type=Path, required=True)
     export.set_defaults(handler=cmd_export)
+    compare = commands.add_parser("compare", help="runs side by side on their shared grid")
+    compare.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    compare.add_argument(
+        "--out", type=Path, required=True, help="the HTML page (a PNG is written beside it)"
+    )
+    compare.set_defaults(handler=cmd_compare)
+    listing = commands.add_parser("list", help="recent runs, newest first")
+    listing.add_argument("--limit", type=int, default=20, help="runs shown (default 20)")
+    listing.add_argument("--json", action="store_true", help="print JSON for scripts")
+    listing.set_defaults(handler=cmd_list)
     return parser
 
 

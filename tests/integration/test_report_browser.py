@@ -1,0 +1,250 @@
+"""Reports as people open them: finished runs on the local stack, pages in headless Chromium.
+
+Three runs on one grid (the local Gemma on the single needle, Gemini through the Vertex
+stand-in on the single needle, the local Gemma on three needles with two samples per
+point) and one run on another grid. The report function's HTML is opened from the
+bucket's own link, the comparison from the CLI's file; each is screenshot (under
+results/browser/) and checked from its DOM, with every request the page makes recorded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.store import FirestoreStore
+from tests.integration.conftest import Stack
+from tests.integration.test_local_stack import wait_complete
+from tests.integration.test_tasks_run import submit
+
+pytestmark = pytest.mark.integration
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "results" / "browser"
+GRID = {"context_lengths": [500, 1000], "document_depth_percents": [0, 50, 100], "seed": 5}
+# As the machine's own check starts it: no background requests to Google's hosts.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def runs(stack: Stack) -> Iterator[dict[str, str]]:
+    # Gemini, as the stand-in plays it here, answers wrong at 500 tokens and has a
+    # 900-token input limit: wrong where the local model is right, failed (grey) at 1,000.
+    configure = f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config"
+    wrong = {"answer": "The special magic number is: 0.", "input_limit": 900}
+    requests.post(configure, json=wrong, timeout=5).raise_for_status()
+    submitted = {
+        "gemma": submit(stack, GRID),
+        "gemini": submit(stack, GRID | {"model_name": "gemini-2.5-flash"}),
+        "multi": submit(stack, GRID | {"task": "multi_needle", "samples_per_cell": 2}),
+        "elsewhere": submit(
+            stack,
+            {
+                "model_name": "gemini-2.5-flash",
+                "context_lengths": [700],
+                "document_depth_percents": [25],
+            },
+        ),
+    }
+    try:
+        for run_id in submitted.values():
+            wait_complete(run_id, timeout=400)
+        yield submitted
+    finally:
+        requests.post(configure, json={}, timeout=5).raise_for_status()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is missing: scripts/setup.sh installs it"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def open_page(browser: Any, url: str, screenshot: str) -> tuple[Any, list[str]]:
+    """The page at ``url``, loaded; a full-page screenshot; every URL it requested."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(url, wait_until="load")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / screenshot), full_page=True)
+    return page, requested
+
+
+def niah(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "niah.cli", *args],
+        env={**os.environ, **stack.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_report_opens_from_the_bucket_and_shows_every_sample(
+    stack: Stack, runs: dict[str, str], browser: Any
+) -> None:
+    run_id = runs["multi"]
+    store = FirestoreStore()
+    run = store.get_run(run_id)
+    cells = store.list_cells(run_id)
+    assert len(cells) == 12  # 2 lengths x 3 depths x 2 samples
+    url = run["report"]["html_url"]
+    assert url.startswith(stack.env["STORAGE_EMULATOR_HOST"])
+    page, requested = open_page(browser, url, "report-multi-needle.png")
+    # No request left the page: the document itself, nothing else.
+    assert requested == [url]
+    assert page.locator("svg.heatmap").count() == 1
+    assert page.locator("svg.heatmap g.point").count() == 6
+    assert page.locator("#samples tbody tr").count() == len(cells)
+    assert page.text_content("#shown") == f"{len(cells)} of {len(cells)} samples"
+    assert "multi_needle" in page.text_content("h1")
+    with_spread = page.locator("svg.heatmap g.point title").all_text_contents()
+    assert all("over 2 samples" in title or "failed" in title for title in with_spread)
+    # The outcome filter leaves exactly the samples of that outcome.
+    wrong = sum(1 for c in cells if c.get("outcome") == "wrong")
+    page.select_option("#outcome", "wrong")
+    assert page.locator("#samples tbody tr:visible").count() == wrong
+    page.select_option("#outcome", "")
+    # Sorting by length, descending: the longest first.
+    header = page.locator("th[data-column=context_length]")
+    header.click()
+    header.click()
+    first = page.locator("#samples tbody tr").first.locator("td").nth(1).text_content()
+    assert first == "1000"
+    page.close()
+
+
+def test_the_comparison_of_two_models_shows_their_difference(
+    stack: Stack, runs: dict[str, str], browser: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "compare.html"
+    result = niah(stack, "compare", runs["gemma"], runs["gemini"], runs["multi"], "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+    store = FirestoreStore()
+    gemma = {c["cell_id"]: c for c in store.list_cells(runs["gemma"])}
+    gemini = {c["cell_id"]: c for c in store.list_cells(runs["gemini"])}
+    differ = [
+        cell_id
+        for cell_id in gemma
+        if (gemma[cell_id].get("outcome"), gemma[cell_id].get("task_score"))
+        != (gemini[cell_id].get("outcome"), gemini[cell_id].get("task_score"))
+    ]
+    page, requested = open_page(browser, out.as_uri(), "compare.png")
+    assert requested == [out.as_uri()]
+    assert page.locator("svg.heatmap").count() == 3 + 1  # three runs and one difference
+    rows = page.locator("#section-disagreements tbody tr")
+    assert rows.count() == len(differ)
+    assert sorted(rows.locator("td:first-child").all_text_contents()) == sorted(differ)
+    # The difference's squares hold gemini minus gemma, point by point; grey (no value)
+    # where either has nothing scored.
+    difference = page.locator("#section-difference g.point rect")
+    shown = difference.evaluate_all("squares => squares.map(s => s.dataset.value)")
+    values = [float(v) if v else None for v in shown]
+    expected: list[float | None] = []
+    for depth in (0, 50, 100):
+        for length in (500, 1000):
+            cell_id = f"L{length:08d}-D{depth * 1000:06d}"
+            a, b = gemma[cell_id]["task_score"], gemini[cell_id]["task_score"]
+            expected.append(None if a is None or b is None else 100 * (b - a))
+    assert values == expected
+    # The stand-in's Gemini was wrong at 500 tokens and over its limit at 1,000.
+    assert [v for v in values if v is not None] == [-100.0] * 3
+    assert values.count(None) == 3
+    page.close()
+
+
+def test_runs_on_grids_that_share_nothing_are_refused(stack: Stack, runs: dict[str, str]) -> None:
+    result = niah(stack, "compare", runs["gemma"], runs["elsewhere"], "--out", "/tmp/never.html")
+    assert result.returncode == 1
+    assert "share no (context length, depth) grid point" in result.stderr
+    assert "lengths 700; depths 25" in result.stderr
+    assert not Path("/tmp/never.html").exists()
+
+
+def test_the_csv_export_has_one_row_per_sample(
+    stack: Stack, runs: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "samples.csv"
+    result = niah(stack, "export", runs["multi"], "--format", "csv", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
+    cells = FirestoreStore().list_cells(runs["multi"])
+    assert [row["cell_id"] for row in rows] == [c["cell_id"] for c in cells]
+    assert {row["outcome"] for row in rows} <= {"correct", "wrong", "unscored"}
+    summary = json.loads((tmp_path / "samples.summary.json").read_text())
+    assert summary["samples"] == len(cells) and summary["run_id"] == runs["multi"]
+    lines = tmp_path / "samples.jsonl"
+    exported = niah(stack, "export", runs["multi"], "--format", "jsonl", "--out", str(lines))
+    assert exported.returncode == 0, exported.stderr
+    assert len(lines.read_text().splitlines()) == len(cells)
+
+
+def test_list_and_status_print_json_for_scripts(stack: Stack, runs: dict[str, str]) -> None:
+    listed = niah(stack, "list", "--json", "--limit", "100")
+    assert listed.returncode == 0, listed.stderr
+    by_id = {run["run_id"]: run for run in json.loads(listed.stdout)}
+    assert set(runs.values()) <= set(by_id)
+    multi = by_id[runs["multi"]]
+    assert (multi["task"], multi["total"], multi["finished"]) == ("multi_needle", 12, 12)
+    assert multi["created_at"].startswith("20")  # ISO 8601
+    status = niah(stack, "status", runs["gemini"], "--json")
+    document = json.loads(status.stdout)
+    assert status.returncode == document["exit_code"]
+    assert document["run_id"] == runs["gemini"] and document["status"] == "complete"
+    assert document["report"]["html_uri"].endswith(f"/reports/{runs['gemini']}/report.html")
+    assert document["cost_usd"] > 0
+    # The same request again names the same run: JSON says so, and nothing is called.
+    again = niah(
+        stack, "run", "--json", "--context_lengths", "500", "1000",
+        "--document_depth_percents", "0", "50", "100", "--seed", "5",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    body = json.loads(again.stdout)
+    assert body["run_id"] == runs["gemma"] and body["already_complete"] is True
+    text = niah(stack, "list")
+    assert runs["multi"] in text.stdout and "progress" in text.stdout.splitlines()[0]
+
+
+def test_niah_report_renders_the_html_locally(
+    stack: Stack, runs: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "local.html"
+    png = tmp_path / "h.png"
+    result = niah(stack, "report", runs["gemini"], "--html", str(out), "--out", str(png))
+    assert result.returncode == 0, result.stderr
+    stored = GcsBlobStore(stack.env["NIAH_BUCKET"]).read(f"reports/{runs['gemini']}/report.html")
+    # The same heatmap and samples as the report function's page (the run's status and
+    # times have moved on since it was drawn).
+    for section in ("section-heatmap", "section-samples", "section-failures"):
+        assert _section(out.read_text(), section) == _section(stored.decode(), section)
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def _section(page: str, anchor: str) -> str:
+    return page.split(f'<section id="{anchor}">', 1)[1].split("</section>", 1)[0]
