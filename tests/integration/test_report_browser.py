@@ -136,6 +136,11 @@ def test_the_report_opens_from_the_bucket_and_shows_every_sample(
     header.click()
     first = page.locator("#samples tbody tr").first.locator("td").nth(1).text_content()
     assert first == "1000"
+    # Printed, the controls go and every sample stays.
+    page.emulate_media(media="print")
+    assert not page.locator(".controls").is_visible()
+    assert page.locator("#samples tbody tr:visible").count() == len(cells)
+    assert page.pdf(format="A4").startswith(b"%PDF")
     page.close()
 
 
