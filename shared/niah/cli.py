@@ -297,6 +297,8 @@ def _print_results(run_id: str, run: dict[str, Any]) -> int:
     print(format_table(score_table(cells)))
     if run.get("report"):
         print(f"heatmap: {run['report']['heatmap_uri']}")
+        if run["report"].get("html_url"):
+            print(f"report: {run['report']['html_url']}")
     return _report_failures(cells)
 
 
