@@ -125,8 +125,10 @@ class MemoryStoreExtras:
         ]
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:
-        newest = sorted(self.runs.items(), key=lambda item: item[1].get("created_at", 0))
-        return [run | {"run_id": rid} for rid, run in reversed(newest)][:limit]
+        # As Firestore's order_by: a run without the field is not listed.
+        dated = [(rid, run) for rid, run in self.runs.items() if "created_at" in run]
+        newest = sorted(dated, key=lambda item: item[1]["created_at"], reverse=True)
+        return [run | {"run_id": rid} for rid, run in newest][:limit]
 
     def reset_failed_cells(self, run_id: str) -> int:
         failed = [cid for cid, doc in self.cells[run_id].items() if doc.get("status") == "failed"]

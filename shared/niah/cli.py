@@ -490,6 +490,9 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Download the run's heatmap PNG (``--out``), or render its HTML report (``--html``)."""
     if not args.out and not args.html:
         sys.exit("niah: report: give --out FILE.png (the heatmap) or --html FILE.html or both")
+    for path, option in ((args.out, "--out"), (args.html, "--html")):
+        if path:
+            _writable_file(path, option)
     store = _store()
     run = store.get_run(args.run_id)
     if run is None:
@@ -512,6 +515,12 @@ def cmd_report(args: argparse.Namespace) -> None:
         _write(args.out, _blobs().read(name))
 
 
+def _writable_file(path: Path, option: str) -> None:
+    """Exit naming the option when ``path`` is a folder: these options take a file."""
+    if path.is_dir():
+        sys.exit(f"niah: {option} takes a file name; {path} is a folder")
+
+
 def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
@@ -531,29 +540,33 @@ def cmd_export(args: argparse.Namespace) -> None:
     from niah.core.sample_rows import cells_jsonl, rows_csv
     from niah.core.summary import summarize
 
+    out: Path = args.out
+    if args.format == "json" and out.exists() and not out.is_dir():
+        sys.exit(f"niah: export --format json writes a folder; {out} is a file")
+    if args.format != "json":
+        _writable_file(out, f"export --format {args.format} --out")
     store = _store()
     run = store.get_run(args.run_id)
+    if run is None:
+        sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
     cells = store.list_cells(args.run_id)
-    if run is None or not cells:
-        sys.exit(f"niah: run {args.run_id} has no stored cells; `niah list` shows recent runs")
+    if not cells:
+        sys.exit(f"niah: run {args.run_id} has no stored cells yet")
     summary = summarize(run | {"run_id": args.run_id}, cells, store.list_calls(args.run_id))
-    out: Path = args.out
     if args.format == "json":
-        if out.exists() and not out.is_dir():
-            sys.exit(f"niah: export --format json writes a folder; {out} is a file")
         out.mkdir(parents=True, exist_ok=True)
         for cell in cells:
             name = f"{cell['cell_id']}_results.json"
             (out / name).write_text(json.dumps(cell, indent=2, default=str))
-        summary_path = out / "summary.json"
     else:
-        if out.is_dir():
-            sys.exit(f"niah: export --format {args.format} writes one file; {out} is a folder")
         out.parent.mkdir(parents=True, exist_ok=True)
         text = rows_csv(cells) if args.format == "csv" else cells_jsonl(cells)
-        # UTF-8 with a byte-order mark for CSV, so a spreadsheet reads accents right.
-        out.write_text(text, encoding="utf-8-sig" if args.format == "csv" else "utf-8")
-        summary_path = out.with_name(out.stem + ".summary.json")
+        # UTF-8 with a byte-order mark for CSV, so a spreadsheet reads accents right;
+        # bytes, so the CSV's own CRLF line ends are kept as they are on every system.
+        out.write_bytes(text.encode("utf-8-sig" if args.format == "csv" else "utf-8"))
+    # Beside the folder or file, not in it: tools that read every *.json of a results
+    # folder as a cell (the harness's notebooks) never meet it.
+    summary_path = out.with_name(out.name.removesuffix(out.suffix) + ".summary.json")
     summary_path.write_text(_to_json(summary))
     print(f"{len(cells)} samples written to {out}; summary in {summary_path}")
 
@@ -566,6 +579,11 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
     if len(set(args.run_ids)) != len(args.run_ids):
         sys.exit("niah: compare: a run is named twice; name each run once")
+    if len(args.run_ids) < 2:
+        sys.exit("niah: compare: name two runs or more")
+    if args.out.suffix.lower() == ".png":
+        sys.exit("niah: compare --out names the HTML page (the PNG goes beside it): use .html")
+    _writable_file(args.out, "compare --out")
     store = _store()
     pairs = []
     for run_id in args.run_ids:
@@ -642,6 +660,16 @@ def _to_json(value: Any) -> str:
     return json.dumps(value, indent=2, default=default)
 
 
+def _at_least_one(word: str) -> int:
+    try:
+        value = int(word)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{word!r}: give a whole number of runs, 1 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``niah`` command line."""
     parser = _Parser(
@@ -697,7 +725,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.set_defaults(handler=cmd_compare)
     listing = commands.add_parser("list", help="recent runs, newest first")
-    listing.add_argument("--limit", type=int, default=20, help="runs shown (default 20)")
+    listing.add_argument("--limit", type=_at_least_one, default=20, help="runs shown (default 20)")
     listing.add_argument("--json", action="store_true", help="print JSON for scripts")
     listing.set_defaults(handler=cmd_list)
     return parser

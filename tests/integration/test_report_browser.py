@@ -136,10 +136,13 @@ def test_the_report_opens_from_the_bucket_and_shows_every_sample(
     header.click()
     first = page.locator("#samples tbody tr").first.locator("td").nth(1).text_content()
     assert first == "1000"
-    # Printed, the controls go and every sample stays.
+    # Printed, the controls go and every sample and column stays on the paper's width.
+    page.set_viewport_size({"width": 1060, "height": 750})  # A4 landscape at 96 dpi
     page.emulate_media(media="print")
     assert not page.locator(".controls").is_visible()
     assert page.locator("#samples tbody tr:visible").count() == len(cells)
+    last_column = page.locator("#samples thead th").last.bounding_box()
+    assert last_column is not None and last_column["x"] + last_column["width"] <= 1060
     assert page.pdf(format="A4").startswith(b"%PDF")
     page.close()
 
@@ -198,7 +201,9 @@ def test_the_csv_export_has_one_row_per_sample(
     out = tmp_path / "samples.csv"
     result = niah(stack, "export", runs["multi"], "--format", "csv", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
+    raw = out.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # the byte-order mark a spreadsheet looks for
+    rows = list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
     cells = FirestoreStore().list_cells(runs["multi"])
     assert [row["cell_id"] for row in rows] == [c["cell_id"] for c in cells]
     assert {row["outcome"] for row in rows} <= {"correct", "wrong", "unscored"}

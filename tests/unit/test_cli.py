@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +148,20 @@ def test_the_estimate_prices_every_current_gemini_model_and_refuses_a_retired_on
     retired = niah("run", "--model_name", "gemini-1.5-flash", "--estimate")
     assert retired.returncode != 0
     assert "model_name" in retired.stderr and "replacement, gemini-2.5-flash" in retired.stderr
+
+
+def test_report_compare_and_list_refuse_bad_paths_and_limits_before_reading(
+    tmp_path: Path,
+) -> None:
+    one = niah("compare", "run-a", "--out", str(tmp_path / "c.html"))
+    assert (one.returncode, one.stderr.strip()) == (1, "niah: compare: name two runs or more")
+    png = niah("compare", "run-a", "run-b", "--out", str(tmp_path / "c.png"))
+    assert png.returncode == 1 and "use .html" in png.stderr
+    folder = niah("report", "run-a", "--html", str(tmp_path))
+    assert (
+        folder.returncode == 1
+        and f"--html takes a file name; {tmp_path} is a folder" in folder.stderr
+    )
+    limit = niah("list", "--limit", "0")
+    assert limit.returncode == 2 and "give a whole number of runs, 1 or more" in limit.stderr
+    assert not list(tmp_path.iterdir())  # nothing written

@@ -223,3 +223,56 @@ def test_the_report_function_writes_the_html_beside_the_heatmap_with_links() -> 
     run = store.runs["run-a"]
     assert run["report"] == location and isinstance(run["completed_at"], dt.datetime)
     assert "<dt>status</dt><dd>complete</dd>" in page  # drawn once every cell is in
+
+
+def test_hostile_names_and_answers_are_text_on_both_pages() -> None:
+    hostile = '<img src=x onerror="alert(1)">'
+    run = run_doc(f"run-{hostile}", model=hostile)
+    cells = [cell(1000, 0.0, True, model_response=hostile, needle=hostile)]
+    pages = [
+        render_run_page(run, cells, []),
+        render_comparison_page(compare_runs([(run, cells), (run_doc("run-b"), cells)])),
+    ]
+    for page in pages:
+        assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+
+
+def test_only_the_pages_own_script_may_run() -> None:
+    import base64
+    import hashlib
+
+    page = render_run_page(run_doc("run-a"), CELLS, [])
+    [script] = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in CONTENT_SECURITY_POLICY
+    assert "unsafe-inline'; img-src" not in CONTENT_SECURITY_POLICY
+    assert "script-src 'unsafe-inline'" not in CONTENT_SECURITY_POLICY
+
+
+def test_mrcr_samples_are_binned_on_the_heatmap_and_other_tasks_show_percent() -> None:
+    lengths = [3000, 5000, 6000, 7000, 12000]
+    cells = [cell(n, 0.0, True, score=1.0) for n in lengths]  # a task's score is a fraction
+    page = render_run_page(run_doc("run-m", task="mrcr"), cells, [])
+    points = re.findall(r'<g class="point"><title>(.*?)</title>', page)
+    assert points == [
+        "4,096 tokens, depth 0 %: mean 100 over 1 sample",
+        "8,192 tokens, depth 0 %: mean 100 ± 0 over 3 samples",
+        "16,384 tokens, depth 0 %: mean 100 over 1 sample",
+    ]
+    assert "retrieved (exact)" not in page and "mean score (1-10)" not in page
+    assert "mean score (1-10)" in render_run_page(run_doc("run-s"), CELLS, [])
+
+
+def test_unpaired_samples_are_counted_and_said() -> None:
+    a = [cell(1000, 0.0, True), cell(1000, 0.0, True, sample=1)]
+    b = [cell(1000, 0.0, False)]
+    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
+    assert comparison.unpaired_samples == 1
+    assert "1 samples of run-a and run-b have no partner" in render_comparison_page(comparison)
+
+
+def test_comparison_gradients_have_ids_of_their_own() -> None:
+    a = [cell(1000, 0.0, True)]
+    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), a)])
+    ids = re.findall(r'id="([^"]+)"', render_comparison_page(comparison))
+    assert len(ids) == len(set(ids))

@@ -13,6 +13,7 @@ from typing import Any
 from niah.core.report_page import (
     DIFFERENCE_SCALE,
     PERCENT_SCALE,
+    escape,
     heatmap_svg,
     page,
     percent_table,
@@ -42,6 +43,9 @@ class Comparison:
     difference: ScoreTable
     disagreements: list[dict[str, Any]]
     dropped_points: dict[str, int]
+    # Samples of the first two runs at a shared point that the other run lacks (a
+    # point sampled 2 times in one and once in the other): means, not pairs, there.
+    unpaired_samples: int
 
 
 def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Comparison:
@@ -79,6 +83,9 @@ def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Com
         dropped_points={
             run_id: len(points - shared) for run_id, points in grids.items() if points - shared
         },
+        unpaired_samples=len(
+            {str(c["cell_id"]) for c in first.cells} ^ {str(c["cell_id"]) for c in second.cells}
+        ),
     )
 
 
@@ -155,19 +162,29 @@ def render_comparison_page(comparison: Comparison) -> str:
             ("scorer", lambda c: c.run.get("scorer", "exact")),
             ("samples compared", lambda c: len(c.cells)),
             ("mean on the shared grid (%)", lambda c: measures(c.cells)["mean"]),
-            ("effective length", lambda c: measures(c.cells)["effective_length"]["length"]),
+            (
+                "effective length",
+                lambda c: measures(c.cells)["effective_length"]["length"] or "none",
+            ),
             ("cost of the run", lambda c: format_cost(summaries[c.run_id]).removeprefix("cost ")),
         ],
     )
     dropped = (
         "<p class=note>Points outside the shared grid were left out: "
-        + ", ".join(f"{run_id} {n}" for run_id, n in comparison.dropped_points.items())
+        + escape(", ".join(f"{run_id} {n}" for run_id, n in comparison.dropped_points.items()))
         + ".</p>"
         if comparison.dropped_points
         else ""
+    ) + (
+        f"<p class=note>{comparison.unpaired_samples} samples of {escape(first.run_id)} and "
+        f"{escape(second.run_id)} have no partner in the other run (different samples per "
+        "point): their points are compared by mean, and they are not in the table of "
+        "disagreements.</p>"
+        if comparison.unpaired_samples
+        else ""
     )
     heatmaps = "".join(
-        f"<figure><figcaption>{c.run_id} · {c.run.get('model')}</figcaption>"
+        f"<figure><figcaption>{escape(c.run_id)} · {escape(c.run.get('model'))}</figcaption>"
         f"{heatmap_svg(c.table, PERCENT_SCALE, label=f'heatmap of {c.run_id}')}</figure>"
         for c in comparison.runs
     )
@@ -182,9 +199,9 @@ def render_comparison_page(comparison: Comparison) -> str:
         f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
         f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
         "</div></section>"
-        f'<section id="section-difference"><h2>Difference: {second.run_id} minus '
-        f"{first.run_id}</h2>{difference}<p class=note>Green: the second run scores higher; "
-        "red: lower; grey: either has nothing scored.</p></section>"
+        f'<section id="section-difference"><h2>Difference: {escape(second.run_id)} minus '
+        f"{escape(first.run_id)}</h2>{difference}<p class=note>Green: the second run scores "
+        "higher; red: lower; grey: either has nothing scored.</p></section>"
         f'<section id="section-disagreements"><h2>Where they disagree '
         f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
     )

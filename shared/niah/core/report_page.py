@@ -7,7 +7,9 @@ loads nothing from anywhere and shows the same thing offline.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import html
 import statistics
 from collections.abc import Callable, Sequence
@@ -21,6 +23,7 @@ from niah.core.summary import (
     failure_reasons,
     format_cost,
     format_spend,
+    mrcr_bin_upper,
     score_table,
     summarize,
 )
@@ -32,12 +35,6 @@ ERROR_COLOUR = "#BDBDBD"
 DIFFERENCE_COLOURS = ("#F0496E", "#FFFFFF", "#0CD79F")
 # Longer texts are cut in the table (the export holds them whole): a page stays light.
 TEXT_LIMIT = 600
-# No request of any kind: a self-contained page needs none, and a shared one must not
-# call out. Inline styles and script only; images only as data: URIs.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-    "img-src data:; base-uri 'none'; form-action 'none'"
-)
 
 
 @dataclass(frozen=True)
@@ -164,7 +161,7 @@ def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
             kind="margin",
         )
     )
-    parts.append(_legend(scale, mean_x + cell_w + 20, top, rows * cell_h))
+    parts.append(_legend(scale, mean_x + cell_w + 20, top, rows * cell_h, key=label))
     axis_y = mean_y + cell_h + 30
     parts.append(
         f'<text x="4" y="{axis_y}">'
@@ -195,15 +192,15 @@ def _square(
     )
 
 
-def _legend(scale: Scale, x: float, y: float, height: float) -> str:
+def _legend(scale: Scale, x: float, y: float, height: float, *, key: str) -> str:
     # Top to bottom: the high end's colour first (offsets must rise).
     stops = "".join(
         f'<stop offset="{offset}" stop-color="{colour}"/>'
         for offset, colour in zip((0, 0.5, 1), reversed(scale.colours), strict=True)
     )
     middle = (scale.low + scale.high) / 2
-    # One ID per scale: a page with two scales (a comparison) keeps both gradients.
-    gradient = "scale-" + "".join(colour.lstrip("#") for colour in scale.colours)
+    # One ID per heatmap: a page of several (a comparison) keeps every ID unique.
+    gradient = "scale-" + hashlib.sha256(key.encode()).hexdigest()[:12]
     return (
         f'<defs><linearGradient id="{gradient}" x1="0" y1="0" x2="0" y2="1">'
         f"{stops}</linearGradient></defs>"
@@ -232,11 +229,18 @@ def _mean_of(values: Sequence[float | None]) -> float | None:
 
 
 def _number(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
+    """Three significant digits; thousands written out, never as 1.2e+03."""
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-def _e(value: Any) -> str:
+def escape(value: Any) -> str:
+    """Text (or None, as nothing) made safe for HTML text and attribute values."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+_e = escape
 
 
 def _when(value: Any) -> str:
@@ -256,7 +260,7 @@ def render_run_page(
 ) -> str:
     """A run's whole report as one HTML page."""
     summary = summarize(run, cells, calls)
-    table = score_table(cells)
+    table = score_table(heatmap_cells(cells, summary["task"]))
     scale = run_scale(summary)
     shown = table if scale is HARNESS_SCALE else percent_table(table)
     task = summary["task"]
@@ -279,6 +283,18 @@ def render_run_page(
     return page(title, "".join(body))
 
 
+def heatmap_cells(cells: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
+    """The cells as the heatmap groups them: MRCR samples by their MRCR v2 length bin.
+
+    Every MRCR sample has its own transcript length, so a column per length would be a
+    column per sample; the model cards report by bin, and so does this heatmap (each
+    column is named by its bin's upper end).
+    """
+    if task != "mrcr":
+        return cells
+    return [c | {"context_length": mrcr_bin_upper(int(c["context_length"]))} for c in cells]
+
+
 def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
     spec = run.get("spec") or {}
     settings = run.get("call_settings") or {}
@@ -292,7 +308,13 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
         ("haystack", summary["haystack_uri"]),
         ("created", _when(run.get("created_at"))),
         ("last update", _when(run.get("updated_at"))),
-        ("temperature", settings.get("temperature")),
+        ("completed", _when(run.get("completed_at"))),
+        (
+            "temperature",
+            "the model's default"
+            if settings.get("temperature") is None
+            else settings["temperature"],
+        ),
         ("thinking", "the model's default" if thinking is None else thinking),
         ("output budget (tokens)", spec.get("max_output_tokens") or "the model's default"),
         ("samples per grid point", spec.get("samples_per_cell", 1)),
@@ -309,8 +331,9 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     measures = summary["measures"]
     effective = measures["effective_length"]
     outcomes = summary["outcomes"]
+    single = summary["task"] == "single"
     facts = [
-        ("mean score (heatmap scale)", _number(summary["mean_score"])),
+        *([("mean score (1-10)", _number(summary["mean_score"]))] if single else []),
         ("mean (%)", _number(measures["mean"])),
         (
             "effective length (tokens)",
@@ -323,7 +346,8 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
             f"{outcomes['correct']} correct, {outcomes['wrong']} wrong, "
             f"{outcomes['unscored']} unscored",
         ),
-        ("retrieved (exact)", _share(summary["retrieved_share"])),
+        # Exact retrieval is the single needle's own check; other tasks score themselves.
+        *([("retrieved (exact)", _share(summary["retrieved_share"]))] if single else []),
     ]
     for rate in ("hallucination_rate", "distractor_hit_rate"):
         if rate in summary:
@@ -394,7 +418,12 @@ def _scale_note(summary: dict[str, Any], table: ScoreTable) -> str:
         if repeats > 1
         else ""
     )
-    return f"Colours: {scale}; grey, nothing scored (failed or unscored){spread}."
+    binned = (
+        "; columns are MRCR v2's length bins, named by their upper end"
+        if summary["task"] == "mrcr"
+        else ""
+    )
+    return f"Colours: {scale}; grey, nothing scored (failed or unscored){spread}{binned}."
 
 
 def _failures(cells: list[dict[str, Any]]) -> str:
@@ -501,8 +530,11 @@ tr[data-failed] td{background:#f2f2f2}table.small{font-size:13px}
 .runs td:first-child{white-space:nowrap}
 .side{display:flex;flex-wrap:wrap;gap:16px}figure{margin:0}figcaption{font-weight:bold}
 footer{color:#888;font-size:12px;margin-top:32px}
-@media print{body{max-width:none;margin:0}.controls{display:none}th{position:static}
-section{break-inside:avoid-page}#section-samples{break-before:page}}
+@page{size:A4 landscape;margin:10mm}
+@media print{body{max-width:none;margin:0;font-size:11px}.controls{display:none}
+th{position:static}.scroll{overflow:visible}table{font-size:8px}
+td,td.text{max-width:none;min-width:0}section{break-inside:avoid-page}
+#section-samples{break-before:page;break-inside:auto}}
 """
 
 # Sorting by a column (numbers as numbers), and filtering by text and outcome.
@@ -531,6 +563,16 @@ for(const row of rows)body.appendChild(row);});});
 """
 
 
+# No request of any kind: a self-contained page needs none, and a shared one must not
+# call out. Inline styles; only this page's own script (by its hash, so no injected
+# script could run even if some text escaped its escaping); images only as data: URIs.
+SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
+CONTENT_SECURITY_POLICY = (
+    f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{SCRIPT_HASH}'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
 def runs_table(
     runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], Any]]]
 ) -> str:
@@ -540,4 +582,7 @@ def runs_table(
         "<tr>" + "".join(f"<td>{_e(value(run))}</td>" for _, value in columns) + "</tr>"
         for run in runs
     )
-    return f'<table class="runs"><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>'
+    return (
+        f'<div class="scroll"><table class="runs"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )

@@ -145,13 +145,17 @@ def _mrcr_provenance(run: dict[str, Any]) -> dict[str, str]:
     return {"samples": GENERATED_MRCR_NOTE}
 
 
-def _mrcr_bin(tokens: int) -> str:
-    if tokens <= 4096:
-        return "<=4K"
-    upper = 8192
+def mrcr_bin_upper(tokens: int) -> int:
+    """The upper end of the MRCR v2 bin a transcript of ``tokens`` falls in (4K, 8K...)."""
+    upper = 4096
     while tokens > upper:
         upper *= 2
-    return f"{_k(upper // 2)}-{_k(upper)}"
+    return upper
+
+
+def _mrcr_bin(tokens: int) -> str:
+    upper = mrcr_bin_upper(tokens)
+    return "<=4K" if upper == 4096 else f"{_k(upper // 2)}-{_k(upper)}"
 
 
 def _k(tokens: int) -> str:

@@ -17,6 +17,7 @@ from niah.core.report_page import (
     HARNESS_SCALE,
     PERCENT_SCALE,
     Scale,
+    heatmap_cells,
     percent_table,
     render_run_page,
 )
@@ -164,7 +165,7 @@ def write_report_files(
     prefix = f"{get_settings().reports_prefix}{run_id}/"
     fraction = summary["score_scale"] == "fraction"
     heatmap = render_heatmap(
-        score_table(cells),
+        score_table(heatmap_cells(cells, summary["task"])),
         title=heatmap_title(summary),
         fraction=fraction,
         subtitle=heatmap_subtitle(run_id, run),
