@@ -532,8 +532,9 @@ tr[data-failed] td{background:#f2f2f2}table.small{font-size:13px}
 footer{color:#888;font-size:12px;margin-top:32px}
 @page{size:A4 landscape;margin:10mm}
 @media print{body{max-width:none;margin:0;font-size:11px}.controls{display:none}
-th{position:static}.scroll{overflow:visible}table{font-size:8px}
-td,td.text{max-width:none;min-width:0}section{break-inside:avoid-page}
+th{position:static;white-space:normal}.scroll{overflow:visible}
+#samples{width:100%;font-size:7px}th,td,td.text,td.num,td.id{max-width:none;min-width:0;
+white-space:normal;overflow-wrap:anywhere;padding:2px}section{break-inside:avoid-page}
 #section-samples{break-before:page;break-inside:auto}}
 """
 
