@@ -35,6 +35,15 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# checkov, for the offline scan of infra/, in a virtualenv of its own (its pins conflict
+# with the project's).
+CHECKOV_VENV=$ROOT/.venv-checkov
+[ -x "$CHECKOV_VENV/bin/python" ] || "$PY" -m venv "$CHECKOV_VENV"
+if [ "$(cat "$CHECKOV_VENV/.requirements.sha" 2>/dev/null)" != "$(sha256sum <requirements-checkov.txt)" ]; then
+  "$CHECKOV_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-checkov.txt
+  sha256sum <requirements-checkov.txt >"$CHECKOV_VENV/.requirements.sha"
+fi
+
 haystack=$ROOT/.local/haystacks/paul_graham_essays
 if [ ! -f "$haystack/.complete" ]; then
   tmp=$(mktemp -d)
