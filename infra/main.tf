@@ -92,6 +92,16 @@ resource "google_storage_bucket_object" "tokenizer" {
   content_type = "application/octet-stream"
 }
 
+# The default haystack (the NIAH harness's Paul Graham essays, fetched by deploy.sh), so
+# a first run that names no haystack finds one. More: scripts/upload_haystack.sh.
+resource "google_storage_bucket_object" "haystack" {
+  for_each     = fileset(var.haystacks_dir, "*/*.txt")
+  name         = "haystacks/${each.value}"
+  bucket       = google_storage_bucket.data.name
+  source       = "${var.haystacks_dir}/${each.value}"
+  content_type = "text/plain"
+}
+
 # ---------- Firestore (server-side access only: no client-SDK rules opened) ----------
 resource "google_firestore_database" "default" {
   name        = "(default)"

@@ -61,3 +61,9 @@ variable "tokenizer_model" {
   type        = string
   default     = "../build/tokenizers/gemma3.model"
 }
+
+variable "haystacks_dir" {
+  description = "Folder of haystack folders uploaded under haystacks/ (deploy.sh puts the default, paul_graham_essays, there)."
+  type        = string
+  default     = "../build/haystacks"
+}

