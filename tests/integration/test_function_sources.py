@@ -1,8 +1,9 @@
 """Each function's deployable source starts with only its own requirements, and answers.
 
 As Cloud Functions builds it: the folder scripts/package_functions.sh makes, installed
-into a fresh virtualenv from that function's requirements.txt alone (from the package
-registry; pip's download cache makes a rerun quicker), then served by functions-framework.
+into a virtualenv from that function's requirements.txt alone (from the package
+registry; made fresh whenever the file changes, else reused from .local/function-venvs),
+then served by functions-framework.
 The dispatcher answers 400 to a bad request, the worker acknowledges a malformed
 message, the report ignores a run that does not exist (against a real Firestore
 emulator). No function may carry llama.cpp, the GGUF or the developer tooling.
@@ -11,8 +12,10 @@ emulator). No function may carry llama.cpp, the GGUF or the developer tooling.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,9 +41,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def install(source: Path, venv: Path) -> float:
-    """A fresh virtualenv with the function's requirements only; seconds it took."""
+# Virtualenvs are kept per requirements file content: a changed file gets a fresh one,
+# an unchanged one is reused (each holds only what its file pins, either way).
+VENVS = REPO / ".local" / "function-venvs"
+
+
+def install(source: Path) -> tuple[Path, float]:
+    """A virtualenv with the function's requirements only; seconds spent making it (0: reused)."""
+    requirements = source / "requirements.txt"
+    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
+    venv = VENVS / f"{source.name}-{digest}"
+    if (venv / ".complete").exists():
+        return venv, 0.0
     started = time.monotonic()
+    shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     result = subprocess.run(
         [
@@ -49,14 +63,15 @@ def install(source: Path, venv: Path) -> float:
             "--quiet",
             "--disable-pip-version-check",
             "-r",
-            str(source / "requirements.txt"),
+            str(requirements),
         ],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return time.monotonic() - started
+    (venv / ".complete").touch()
+    return venv, time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
@@ -69,20 +84,20 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, P
         capture_output=True,
         timeout=120,
     )
-    built = {name: (root / "build" / name, root / f"venv-{name}") for name in FUNCTIONS}
     with ThreadPoolExecutor(len(FUNCTIONS)) as pool:
-        seconds = dict(
-            zip(built, pool.map(lambda pair: install(*pair), built.values()), strict=True)
+        made = dict(
+            zip(FUNCTIONS, pool.map(install, [root / "build" / f for f in FUNCTIONS]), strict=True)
         )
-    for name, (_, venv) in built.items():
+    for name, (venv, seconds) in made.items():
         size = subprocess.run(
             ["du", "-sm", str(next(venv.glob("lib/python*/site-packages")))],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.split()[0]
-        print(f"{name}: installed in {seconds[name]:.0f} s, site-packages {size} MB")
-    return built
+        how = f"installed in {seconds:.0f} s" if seconds else "reused"
+        print(f"{name}: {how}, site-packages {size} MB")
+    return {name: (root / "build" / name, venv) for name, (venv, _) in made.items()}
 
 
 @pytest.fixture(scope="module")
