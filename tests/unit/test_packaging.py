@@ -79,6 +79,10 @@ def test_each_function_pins_what_the_root_pins_and_nothing_heavy_it_does_not_use
     assert not {"numpy", "sentencepiece", "matplotlib", "google-genai"} & set(dispatcher)
     local = pins((REPO / "functions" / "worker" / "requirements-local-model.txt").read_text())
     assert {name: root.get(name) for name in local} == local
+    # What deploy.sh installs on a machine without the developer set-up: the same pins.
+    developer = root | pins((REPO / "requirements-dev.txt").read_text())
+    deploy = pins((REPO / "requirements-deploy.txt").read_text())
+    assert {n: developer.get(n, v) for n, v in deploy.items()} == deploy
 
 
 def test_only_a_deployment_that_asks_for_the_local_model_gets_llama_cpp(tmp_path: Path) -> None:
