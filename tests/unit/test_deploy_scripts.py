@@ -6,6 +6,7 @@ sees what the script would have asked of Google, without calling Google.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from niah.models.catalog import GEMMA3_TOKENIZER_SHA256
 from tests import REPO
 
 FUNCTIONS = ("niah-dispatcher", "niah-worker", "niah-dead-letter", "niah-report", "niah-sweep")
@@ -106,6 +108,38 @@ def test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_
     )
     assert any(line.startswith("scheduler niah-sweep") and "target=sweep" in line for line in lines)
     assert lines[-1] == "public members: none"
+
+
+def test_deploy_builds_every_input_then_runs_terraform_in_order(tmp_path: Path) -> None:
+    """The real path, with gcloud and terraform as fakes that succeed."""
+    env = fake_tools(tmp_path, gcloud_says="ok") | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    terraform = tmp_path / "bin" / "terraform"
+    terraform.write_text(
+        f'#!/bin/sh\necho "terraform $*" >> "{tmp_path}/calls.log"\n'
+        'case "$*" in *output*) echo https://niah-dispatcher.example.run.app ;; esac\n'
+    )
+    result = run("deploy.sh", env=env)
+    assert result.returncode == 0, result.stderr
+    tfvars = REPO / "build" / "deploy.tfvars.json"
+    assert [line.split(" -")[0] for line in calls(tmp_path)] == [
+        "gcloud services enable serviceusage.googleapis.com cloudresourcemanager.googleapis.com",
+        "terraform",
+        "terraform",
+        "terraform",
+    ]
+    assert calls(tmp_path)[1:] == [
+        "terraform -chdir=infra init -input=false",
+        f"terraform -chdir=infra apply -input=false -var-file={tfvars}",
+        "terraform -chdir=infra output -raw dispatcher_url",
+    ]
+    inputs = json.loads(tfvars.read_text())
+    for name in ("dispatcher", "worker", "report"):
+        assert (Path(inputs["sources_dir"]) / f"{name}.zip").stat().st_size > 10_000
+    model = Path(inputs["tokenizer_model"]).read_bytes()
+    assert hashlib.sha256(model).hexdigest() == GEMMA3_TOKENIZER_SHA256
+    essays = list((Path(inputs["haystacks_dir"]) / "paul_graham_essays").glob("*.txt"))
+    assert len(essays) == 49
+    assert "DISPATCHER_URL=https://niah-dispatcher.example.run.app" in result.stdout
 
 
 def test_deploy_refuses_inputs_that_would_fail_halfway(tmp_path: Path) -> None:
