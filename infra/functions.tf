@@ -1,8 +1,9 @@
 # ---------- functions (Cloud Run functions, 2nd gen) ----------
 # Three sources (scripts/package_functions.sh): the dispatcher's serves the dispatcher
 # and the sweep, the worker's the worker and the dead-letter handler. Each of the five
-# functions runs as its own service account; only the dispatcher accepts traffic from outside
-# Google's network, and only from callers with the invoker role.
+# functions runs as its own service account; only the dispatcher accepts traffic from
+# outside Google's network, and only from callers with the invoker role. Every entry of
+# internal_functions has the same attributes of the same types, so for_each takes it.
 
 resource "google_cloudfunctions2_function" "dispatcher" {
   #checkov:skip=CKV_GCP_124:Users start runs from their own machines or Cloud Shell over HTTPS (scripts/start_run.sh, niah run --url), which ingress "internal" would refuse; the function takes no unauthenticated call (only run_invokers hold roles/run.invoker).
@@ -51,7 +52,6 @@ locals {
       timeout       = 540
       max_instances = var.worker_max_instances
       concurrency   = var.worker_concurrency
-      env           = {}
     }
     # Records the cells whose messages were dead-lettered as failed, so runs finish.
     dead_letter = {
@@ -63,7 +63,6 @@ locals {
       timeout       = 60
       max_instances = 2
       concurrency   = 1
-      env           = {}
     }
     # Renders a finished run's heatmap and summary.
     report = {
@@ -75,10 +74,10 @@ locals {
       timeout       = 300
       max_instances = 2
       concurrency   = 1
-      env           = {}
     }
     # Republishes the missing cells of stalled runs (a crashed worker's message that
-    # Pub/Sub stopped redelivering); Cloud Scheduler calls it every 10 minutes.
+    # Pub/Sub stopped redelivering); Cloud Scheduler calls it every 10 minutes. A run is
+    # stalled after NIAH_SWEEP_STALLED_AFTER_SECONDS, 2 hours by default.
     sweep = {
       name          = "niah-sweep"
       entry_point   = "sweep"
@@ -88,7 +87,6 @@ locals {
       timeout       = 300
       max_instances = 1
       concurrency   = 1
-      env           = { NIAH_SWEEP_STALLED_AFTER_SECONDS = "7200" }
     }
   }
 }
@@ -118,7 +116,7 @@ resource "google_cloudfunctions2_function" "internal" {
     max_instance_request_concurrency = each.value.concurrency
     service_account_email            = google_service_account.runs[each.key].email
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables            = merge(local.common_env, each.value.env)
+    environment_variables            = local.common_env
   }
 
   depends_on = [google_project_iam_member.build]
