@@ -157,3 +157,38 @@ def test_every_function_zip_terraform_uploads_is_one_the_packager_builds() -> No
     assert uploaded == {
         path.name for path in (REPO / "functions").iterdir() if (path / "main.py").exists()
     }
+
+
+def test_every_local_map_a_for_each_walks_has_entries_of_one_shape() -> None:
+    """for_each takes a map; an object whose entries differ in shape may not convert to one."""
+    import hcl2
+
+    local_values: dict[str, object] = {}
+    for path in INFRA.glob("*.tf"):
+        with path.open() as handle:
+            for block in hcl2.load(handle).get("locals", []):
+                local_values.update(block)
+    walked = set(
+        re.findall(
+            r"for_each\s*=\s*local\.(\w+)", " ".join(p.read_text() for p in INFRA.glob("*.tf"))
+        )
+    )
+    assert walked
+    for name in walked:
+        entries = local_values[name]
+        assert isinstance(entries, dict), name
+        keys = {tuple(sorted(e)) if isinstance(e, dict) else () for e in entries.values()}
+        assert len(keys) == 1, (name, keys)
+        for attribute in next(iter(keys)):
+            values = [e[attribute] for e in entries.values() if isinstance(e, dict)]
+            # null fits any type; a reference (a "${...}" string here) may stand for a number.
+            kinds = {
+                "reference"
+                if isinstance(v, str) and v.startswith("${")
+                else f"object{sorted(v)}"
+                if isinstance(v, dict)
+                else type(v).__name__
+                for v in values
+                if v is not None
+            }
+            assert len(kinds - {"reference"}) <= 1, (name, attribute, kinds)
