@@ -1,13 +1,24 @@
 output "dispatcher_url" {
-  description = "POST run requests here with an identity token (niah run --url ...)."
+  description = "POST run requests here with an identity token (scripts/start_run.sh, niah run --url)."
   value       = google_cloudfunctions2_function.dispatcher.service_config[0].uri
 }
 
 output "bucket" {
-  value = google_storage_bucket.data.name
+  description = "The service's bucket: haystacks under haystacks/NAME/, reports under reports/RUN_ID/."
+  value       = google_storage_bucket.data.name
+}
+
+output "report_prefix" {
+  description = "Each run's heatmap.png and summary.json are under this prefix, in a folder named by the run ID."
+  value       = "gs://${google_storage_bucket.data.name}/reports/"
 }
 
 output "cells_subscription" {
   description = "The worker's push subscription, with its dead-letter policy."
   value       = google_pubsub_subscription.cells_push.name
+}
+
+output "tokenizer_object" {
+  description = "The tokenizer model the worker reads (content-addressed)."
+  value       = "gs://${google_storage_bucket.data.name}/${google_storage_bucket_object.tokenizer.name}"
 }

@@ -4,9 +4,14 @@ variable "project" {
 }
 
 variable "region" {
-  description = "Region of the functions, bucket and topics."
+  description = "Region of the functions, bucket, Firestore database and scheduler job."
   type        = string
   default     = "us-central1"
+}
+
+variable "bucket" {
+  description = "Bucket for haystacks, token caches, the tokenizer model, function sources and reports (created here; globally unique)."
+  type        = string
 }
 
 variable "vertex_location" {
@@ -15,19 +20,20 @@ variable "vertex_location" {
   default     = "global"
 }
 
-variable "bucket" {
-  description = "Bucket for haystacks, token caches, contexts and reports (created here)."
+variable "default_model" {
+  description = "The model a run request that names none is run on."
   type        = string
+  default     = "gemini-2.5-flash"
 }
 
-variable "source_archive" {
-  description = "Path of the zip built by scripts/package_functions.sh (the functions plus shared/niah)."
-  type        = string
-  default     = "../build/functions.zip"
+variable "local_model" {
+  description = "Whether the worker carries Gemma 3 270M and llama.cpp (build the sources with scripts/package_functions.sh --local-model, as deploy.sh LOCAL_MODEL=1 does)."
+  type        = bool
+  default     = false
 }
 
 variable "worker_max_instances" {
-  description = "Worker instances at most: with worker_concurrency, the one knob for parallel model calls."
+  description = "Worker instances at most: with worker_concurrency, the one knob for parallel model calls (keep it within your Vertex AI quota)."
   type        = number
   default     = 10
 }
@@ -42,4 +48,22 @@ variable "run_invokers" {
   description = "Members allowed to start runs and read results, e.g. [\"user:you@example.com\"]."
   type        = list(string)
   default     = []
+}
+
+variable "sources_dir" {
+  description = "Folder of the per-function zips built by scripts/package_functions.sh (dispatcher.zip, worker.zip, report.zip)."
+  type        = string
+  default     = "../build/functions"
+}
+
+variable "tokenizer_model" {
+  description = "The Gemma 3 SentencePiece model file deploy.sh builds (build/tokenizers/gemma3.model); uploaded under its checksum."
+  type        = string
+  default     = "../build/tokenizers/gemma3.model"
+}
+
+variable "haystacks_dir" {
+  description = "Folder of haystack folders uploaded under haystacks/ (deploy.sh puts the default, paul_graham_essays, there)."
+  type        = string
+  default     = "../build/haystacks"
 }

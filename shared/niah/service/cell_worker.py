@@ -8,6 +8,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from niah.core.haystack_files import haystack_prefix
@@ -124,14 +125,17 @@ def process_cell(
     blobs: BlobStore,
     publisher: Publisher,
     provider_for: ProviderFactory = get_provider,
-    tokenizer_for: TokenizerFactory = get_tokenizer,
+    tokenizer_for: TokenizerFactory | None = None,
 ) -> Outcome:
     """Build, ask, score and store one cell; ask for the report after the last one.
 
     Raises ``RetryableError`` for transient failures (the message is redelivered);
     permanent failures are stored on the cell as an error. A primer, once stored or
-    failing, releases its run's other cells.
+    failing, releases its run's other cells. The tokenizer's model comes from the
+    bucket unless ``tokenizer_for`` says otherwise.
     """
+    if tokenizer_for is None:
+        tokenizer_for = partial(get_tokenizer, blobs=blobs)
     try:
         outcome = _process_cell(
             task,

@@ -86,6 +86,8 @@ def parse_request(payload: Any) -> RunRequest:
     """Validate a JSON payload; the first problem becomes a ``RequestError``."""
     if not isinstance(payload, dict):
         raise RequestError("body", "must be a JSON object of run options")
+    # A deployment picks the model a request that names none gets (Gemini, deployed).
+    payload = {"model_name": get_settings().default_model_name, **payload}
     try:
         return RunRequest.model_validate(payload)
     except ValidationError as error:
@@ -160,6 +162,12 @@ def check_model(spec: RunRequest) -> None:
     provider = spec.provider()
     if provider == "local" and spec.model_name != LOCAL_MODEL:
         raise RequestError("model_name", f"the local provider serves only {LOCAL_MODEL}")
+    if provider == "local" and not get_settings().local_model_available:
+        raise RequestError(
+            "model_name",
+            f"this deployment has no local model (deploy with LOCAL_MODEL=1 for {LOCAL_MODEL}); "
+            "use a gemini-* model",
+        )
     if provider == "gemini" and not is_gemini_name(spec.model_name):
         raise RequestError(
             "model_name",

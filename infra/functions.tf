@@ -1,0 +1,139 @@
+# ---------- functions (Cloud Run functions, 2nd gen) ----------
+# Three sources (scripts/package_functions.sh): the dispatcher's serves the dispatcher
+# and the sweep, the worker's the worker and the dead-letter handler. Each of the five
+# functions runs as its own service account; only the dispatcher accepts traffic from
+# outside Google's network, and only from callers with the invoker role. Every entry of
+# internal_functions has the same attributes of the same types, so for_each takes it.
+
+resource "google_cloudfunctions2_function" "dispatcher" {
+  #checkov:skip=CKV_GCP_124:Users start runs from their own machines or Cloud Shell over HTTPS (scripts/start_run.sh, niah run --url), which ingress "internal" would refuse; the function takes no unauthenticated call (only run_invokers hold roles/run.invoker).
+  name     = "niah-dispatcher"
+  location = var.region
+
+  build_config {
+    runtime         = "python311"
+    entry_point     = "dispatch"
+    service_account = google_service_account.build.id
+    source {
+      storage_source {
+        bucket = google_storage_bucket.data.name
+        object = google_storage_bucket_object.source["dispatcher"].name
+      }
+    }
+  }
+
+  service_config {
+    available_memory      = "512M"
+    timeout_seconds       = 60
+    max_instance_count    = 5
+    service_account_email = google_service_account.runs["dispatcher"].email
+    ingress_settings      = "ALLOW_ALL"
+    environment_variables = local.common_env
+  }
+
+  depends_on = [google_project_iam_member.build]
+}
+
+# The functions Pub/Sub push and Cloud Scheduler call. Those callers in the same
+# project count as internal traffic for Cloud Run ingress
+# (cloud.google.com/run/docs/securing/ingress, read 2026-11-26), so these take no
+# traffic from outside Google's network at all.
+locals {
+  internal_functions = {
+    # One cell per request: builds the prompt, calls the model, stores the result. A
+    # 2M-token cell needs well under 512 MiB; 2 GiB leaves room for concurrent cells
+    # (and for Gemma 3 270M where the deployment carries it).
+    worker = {
+      name          = "niah-worker"
+      entry_point   = "handle_cell"
+      source        = "worker"
+      memory        = "2Gi"
+      cpu           = "1"
+      timeout       = 540
+      max_instances = var.worker_max_instances
+      concurrency   = var.worker_concurrency
+    }
+    # Records the cells whose messages were dead-lettered as failed, so runs finish.
+    dead_letter = {
+      name          = "niah-dead-letter"
+      entry_point   = "handle_dead_letter"
+      source        = "worker"
+      memory        = "512M"
+      cpu           = null
+      timeout       = 60
+      max_instances = 2
+      concurrency   = 1
+    }
+    # Renders a finished run's heatmap and summary.
+    report = {
+      name          = "niah-report"
+      entry_point   = "handle_report"
+      source        = "report"
+      memory        = "1Gi"
+      cpu           = null
+      timeout       = 300
+      max_instances = 2
+      concurrency   = 1
+    }
+    # Republishes the missing cells of stalled runs (a crashed worker's message that
+    # Pub/Sub stopped redelivering); Cloud Scheduler calls it every 10 minutes. A run is
+    # stalled after NIAH_SWEEP_STALLED_AFTER_SECONDS, 2 hours by default.
+    sweep = {
+      name          = "niah-sweep"
+      entry_point   = "sweep"
+      source        = "dispatcher"
+      memory        = "512M"
+      cpu           = null
+      timeout       = 300
+      max_instances = 1
+      concurrency   = 1
+    }
+  }
+}
+
+resource "google_cloudfunctions2_function" "internal" {
+  for_each = local.internal_functions
+  name     = each.value.name
+  location = var.region
+
+  build_config {
+    runtime         = "python311"
+    entry_point     = each.value.entry_point
+    service_account = google_service_account.build.id
+    source {
+      storage_source {
+        bucket = google_storage_bucket.data.name
+        object = google_storage_bucket_object.source[each.value.source].name
+      }
+    }
+  }
+
+  service_config {
+    available_memory                 = each.value.memory
+    available_cpu                    = each.value.cpu
+    timeout_seconds                  = each.value.timeout
+    max_instance_count               = each.value.max_instances
+    max_instance_request_concurrency = each.value.concurrency
+    service_account_email            = google_service_account.runs[each.key].email
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    environment_variables            = local.common_env
+  }
+
+  depends_on = [google_project_iam_member.build]
+}
+
+resource "google_cloud_scheduler_job" "sweep" {
+  name     = "niah-sweep"
+  region   = var.region
+  schedule = "*/10 * * * *"
+
+  http_target {
+    http_method = "POST"
+    uri         = google_cloudfunctions2_function.internal["sweep"].service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}

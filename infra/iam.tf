@@ -1,0 +1,129 @@
+# ---------- service accounts: one per function, and the least roles each needs ----------
+resource "google_service_account" "runs" {
+  for_each = {
+    dispatcher  = "needle-service dispatcher"
+    worker      = "needle-service worker"
+    dead_letter = "needle-service dead-letter handler"
+    report      = "needle-service report"
+    sweep       = "needle-service sweep"
+  }
+  account_id   = "niah-${replace(each.key, "_", "-")}"
+  display_name = each.value
+  depends_on   = [google_project_service.apis]
+}
+
+# The identity Pub/Sub push and Cloud Scheduler call the functions with.
+resource "google_service_account" "pusher" {
+  account_id   = "niah-pusher"
+  display_name = "needle-service push and scheduler identity"
+  depends_on   = [google_project_service.apis]
+}
+
+# Cloud Build builds the functions as this account, so the build does not depend on
+# the project's default accounts (new projects' defaults may lack the roles:
+# cloud.google.com/functions/docs/securing/build-custom-sa, read 2026-11-26). Roles from
+# cloud.google.com/run/docs/configuring/services/build-service-account (read 2026-11-26).
+resource "google_service_account" "build" {
+  account_id   = "niah-build"
+  display_name = "needle-service function builds"
+  depends_on   = [google_project_service.apis]
+}
+
+resource "google_project_iam_member" "build" {
+  for_each = toset(["roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectAdmin"])
+  project  = var.project
+  role     = each.key
+  member   = google_service_account.build.member
+}
+
+# What each function's account may do, and why:
+# - dispatcher: writes runs, publishes cells, lists haystacks;
+# - worker: reads haystacks and the tokenizer, writes token caches, contexts and kept
+#   answers, calls Vertex AI, writes cells, publishes the rest of a run's cells after
+#   its primer (cache-aware dispatch) and the report request;
+# - dead_letter: records the cell failed (or stores an answer kept in the bucket),
+#   releases a primer's run, asks for the report; no Vertex AI;
+# - sweep: reads stalled runs and republishes their missing cells;
+# - report: reads cells, writes the run's report fields and the report objects.
+locals {
+  project_roles = {
+    dispatcher_firestore  = { account = "dispatcher", role = "roles/datastore.user" }
+    worker_firestore      = { account = "worker", role = "roles/datastore.user" }
+    worker_vertex         = { account = "worker", role = "roles/aiplatform.user" }
+    dead_letter_firestore = { account = "dead_letter", role = "roles/datastore.user" }
+    sweep_firestore       = { account = "sweep", role = "roles/datastore.user" }
+    report_firestore      = { account = "report", role = "roles/datastore.user" }
+  }
+  publishers = {
+    dispatcher_publishes_cells    = { account = "dispatcher", topic = "cells" }
+    worker_publishes_cells        = { account = "worker", topic = "cells" }
+    worker_publishes_reports      = { account = "worker", topic = "reports" }
+    dead_letter_publishes_cells   = { account = "dead_letter", topic = "cells" }
+    dead_letter_publishes_reports = { account = "dead_letter", topic = "reports" }
+    sweep_publishes_cells         = { account = "sweep", topic = "cells" }
+  }
+  bucket_roles = {
+    dispatcher_reads_bucket = { account = "dispatcher", role = "roles/storage.objectViewer" }
+    worker_objects          = { account = "worker", role = "roles/storage.objectUser" }
+    dead_letter_objects     = { account = "dead_letter", role = "roles/storage.objectUser" }
+    report_objects          = { account = "report", role = "roles/storage.objectUser" }
+  }
+  topics = {
+    cells   = google_pubsub_topic.cells.name
+    reports = google_pubsub_topic.reports.name
+  }
+}
+
+resource "google_project_iam_member" "runs" {
+  for_each = local.project_roles
+  project  = var.project
+  role     = each.value.role
+  member   = google_service_account.runs[each.value.account].member
+}
+
+resource "google_pubsub_topic_iam_member" "runs" {
+  for_each = local.publishers
+  topic    = local.topics[each.value.topic]
+  role     = "roles/pubsub.publisher"
+  member   = google_service_account.runs[each.value.account].member
+}
+
+resource "google_storage_bucket_iam_member" "runs" {
+  for_each = local.bucket_roles
+  bucket   = google_storage_bucket.data.name
+  role     = each.value.role
+  member   = google_service_account.runs[each.value.account].member
+}
+
+# The users who start runs and read results; nothing is granted to the public.
+resource "google_storage_bucket_iam_member" "invokers_read_bucket" {
+  for_each = toset(var.run_invokers)
+  bucket   = google_storage_bucket.data.name
+  role     = "roles/storage.objectViewer"
+  member   = each.value
+}
+
+resource "google_project_iam_member" "invokers_read_firestore" {
+  for_each = toset(var.run_invokers)
+  project  = var.project
+  role     = "roles/datastore.viewer"
+  member   = each.value
+}
+
+# Who may invoke which function: the push identity the event-driven ones and the sweep,
+# the listed users the dispatcher.
+resource "google_cloud_run_service_iam_member" "pusher_invokes" {
+  for_each = google_cloudfunctions2_function.internal
+  location = var.region
+  service  = each.value.name
+  role     = "roles/run.invoker"
+  member   = google_service_account.pusher.member
+}
+
+resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {
+  for_each = toset(var.run_invokers)
+  location = var.region
+  service  = google_cloudfunctions2_function.dispatcher.name
+  role     = "roles/run.invoker"
+  member   = each.value
+}

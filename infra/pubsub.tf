@@ -1,0 +1,121 @@
+# ---------- Pub/Sub ----------
+# Every function is invoked by a push subscription of our own (Google's recommended
+# "direct Pub/Sub trigger", cloud.google.com/run/docs/triggering/pubsub-triggers, read
+# 2026-11-26) rather than an Eventarc trigger: the subscription carries the retry
+# backoff and the dead-letter policy, and no Eventarc agent needs roles.
+resource "google_pubsub_topic" "cells" {
+  #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring, billed per key version, for cell coordinates that are not secret.
+  name       = "niah-cells"
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_pubsub_topic" "reports" {
+  #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring for run IDs that are not secret.
+  name       = "niah-reports"
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_pubsub_topic" "dead_letter" {
+  #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring for cell coordinates that are not secret.
+  name       = "niah-dead-letter"
+  depends_on = [google_project_service.apis]
+}
+
+# Dead letters are also kept for a week, to look at by hand.
+resource "google_pubsub_subscription" "dead_letter_hold" {
+  name                       = "niah-dead-letter-hold"
+  topic                      = google_pubsub_topic.dead_letter.id
+  message_retention_duration = "604800s"
+
+  # A subscription idle for 31 days is deleted unless told otherwise: never.
+  expiration_policy {
+    ttl = ""
+  }
+}
+
+# Cells: bounded backoff, then the dead-letter topic after 5 deliveries.
+resource "google_pubsub_subscription" "cells_push" {
+  name                 = "niah-cells-push"
+  topic                = google_pubsub_topic.cells.id
+  ack_deadline_seconds = 600
+
+  push_config {
+    push_endpoint = google_cloudfunctions2_function.internal["worker"].service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    max_delivery_attempts = 5
+  }
+
+  # A subscription idle for 31 days is deleted unless told otherwise: never.
+  expiration_policy {
+    ttl = ""
+  }
+}
+
+# The dead-letter handler's and the report's subscriptions: retried with backoff (a
+# report held by another renderer answers 500 and comes back), never dead-lettered.
+locals {
+  pushes = {
+    dead_letter = { name = "niah-dead-letter-push", topic = "dead_letter", ack_deadline = 60 }
+    report      = { name = "niah-reports-push", topic = "reports", ack_deadline = 300 }
+  }
+  topic_ids = {
+    dead_letter = google_pubsub_topic.dead_letter.id
+    reports     = google_pubsub_topic.reports.id
+  }
+}
+
+resource "google_pubsub_subscription" "push" {
+  for_each             = local.pushes
+  name                 = each.value.name
+  topic                = local.topic_ids[each.value.topic]
+  ack_deadline_seconds = each.value.ack_deadline
+
+  push_config {
+    push_endpoint = google_cloudfunctions2_function.internal[each.key].service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+
+  # A subscription idle for 31 days is deleted unless told otherwise: never.
+  expiration_policy {
+    ttl = ""
+  }
+}
+
+# Pub/Sub's own agent forwards dead letters and acknowledges the originals.
+resource "google_pubsub_topic_iam_member" "agent_publishes_dead_letters" {
+  topic  = google_pubsub_topic.dead_letter.name
+  role   = "roles/pubsub.publisher"
+  member = local.pubsub_agent
+}
+
+resource "google_pubsub_subscription_iam_member" "agent_acks_dead_letters" {
+  subscription = google_pubsub_subscription.cells_push.name
+  role         = "roles/pubsub.subscriber"
+  member       = local.pubsub_agent
+}
+
+# The agent mints the push identity's OIDC tokens (needed in projects made before
+# 8 April 2021; harmless after).
+resource "google_service_account_iam_member" "agent_mints_push_tokens" {
+  service_account_id = google_service_account.pusher.name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = local.pubsub_agent
+}

@@ -1,0 +1,23 @@
+# Terraform and provider versions this configuration is written for.
+# Sources (read 2026-11-26): releases.hashicorp.com/terraform-provider-google and the
+# conda-forge terraform-provider-google file list show 7.x releases up to 7.46.0 and a
+# new major version, 8.0.0, whose breaking changes this configuration was not checked
+# against; so the provider is held to 7.x.
+terraform {
+  required_version = ">= 1.5.0, < 2.0.0"
+
+  required_providers {
+    google = {
+      source  = "hashicorp/google"
+      version = "~> 7.0"
+    }
+  }
+
+  # State is local by default (terraform.tfstate beside this file): keep it, it is the
+  # only record of what was created. To share it, create a bucket for state (not the
+  # service's bucket) and uncomment this block, then run `terraform init -migrate-state`.
+  # backend "gcs" {
+  #   bucket = "MY_PROJECT-tfstate"
+  #   prefix = "needle-service"
+  # }
+}

@@ -1,0 +1,261 @@
+"""The deploy and gcloud-only scripts, run for real with fakes of gcloud and terraform on PATH.
+
+A fake is a small executable: it records its arguments (or prints a token) so a test
+sees what the script would have asked of Google, without calling Google.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from niah.models.catalog import GEMMA3_TOKENIZER_SHA256
+from tests import REPO
+
+FUNCTIONS = ("niah-dispatcher", "niah-worker", "niah-dead-letter", "niah-report", "niah-sweep")
+
+
+def fake_tools(tmp_path: Path, gcloud_says: str = "") -> dict[str, str]:
+    """An environment whose gcloud and terraform are fakes that log their calls."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("gcloud", "terraform"):
+        script = bin_dir / tool
+        script.write_text(
+            f'#!/bin/sh\necho "{tool} $*" >> "{tmp_path}/calls.log"\n'
+            + (f"echo {gcloud_says}\n" if tool == "gcloud" and gcloud_says else "exit 99\n")
+        )
+        script.chmod(0o755)
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "CLOUDSDK_CONFIG": str(tmp_path / "no-gcloud-config"),
+        "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "no-credentials.json"),
+    }
+
+
+def calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def run(script: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(REPO / "scripts" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=REPO,
+    )
+
+
+def test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_the_plan(
+    tmp_path: Path,
+) -> None:
+    env = fake_tools(tmp_path) | {
+        "PROJECT": "my-proj",
+        "BUCKET": "my-proj-niah",
+        "INVOKER": "user:me@example.com,group:team@example.com",
+        "WORKER_MAX_INSTANCES": "7",
+    }
+    result = run("deploy.sh", "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert calls(tmp_path) == []  # neither gcloud nor terraform was run
+    out = result.stdout
+    inputs = json.loads(out[out.index("{") : out.index("}\n") + 1])
+    assert inputs["project"] == "my-proj" and inputs["bucket"] == "my-proj-niah"
+    assert inputs["run_invokers"] == ["user:me@example.com", "group:team@example.com"]
+    assert inputs["worker_max_instances"] == 7 and inputs["local_model"] is False
+    commands = out[out.index("# Commands:") : out.index("# What the Terraform")].splitlines()
+    assert any(c.startswith("scripts/package_functions.sh ") for c in commands)
+    assert "terraform -chdir=infra init -input=false" in commands
+    assert any(
+        c.startswith("terraform -chdir=infra apply -input=false -var-file=") for c in commands
+    )
+    # The flags that matter, as the Terraform renders them.
+    lines = out[out.index("# What the Terraform") :].splitlines()[1:]
+    functions = {line.split()[1]: line for line in lines if line.startswith("function ")}
+    assert sorted(functions) == sorted(FUNCTIONS)
+    accounts = {re.search(r"service_account=(\w+)", f) for f in functions.values()}
+    assert len({a.group(1) for a in accounts if a}) == len(FUNCTIONS)  # one each
+    for name, line in functions.items():
+        assert " gen2 " in line and "build_account=build" in line, line
+        assert "max_instances=unset" not in line, line
+        public = name == "niah-dispatcher"  # users call it from outside Google's network
+        assert f"ingress={'ALLOW_ALL' if public else 'ALLOW_INTERNAL_ONLY'} " in line, line
+        assert f"invokers={'var.run_invokers' if public else 'pusher'} " in line, line
+    subscriptions = [line for line in lines if line.startswith("subscription ")]
+    assert {re.search(r"push=(\w+)", s).group(1) for s in subscriptions if "push=" in s} == {  # type: ignore[union-attr]
+        "worker",
+        "dead_letter",
+        "report",
+    }
+    for line in subscriptions:  # every event trigger retries with backoff, authenticated
+        assert "retry=10s..600s" in line and "oidc=pusher" in line and "expiration=never" in line
+    assert "dead_letter=dead_letter max_delivery_attempts=5" in next(
+        s for s in subscriptions if "push=worker" in s
+    )
+    assert any(line.startswith("scheduler niah-sweep") and "target=sweep" in line for line in lines)
+    assert lines[-1] == "public members: none"
+
+
+def test_deploy_builds_every_input_then_runs_terraform_in_order(tmp_path: Path) -> None:
+    """The real path, with gcloud and terraform as fakes that succeed."""
+    env = fake_tools(tmp_path, gcloud_says="ok") | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    terraform = tmp_path / "bin" / "terraform"
+    terraform.write_text(
+        f'#!/bin/sh\necho "terraform $*" >> "{tmp_path}/calls.log"\n'
+        'case "$*" in *output*) echo https://niah-dispatcher.example.run.app ;; esac\n'
+    )
+    result = run("deploy.sh", env=env)
+    assert result.returncode == 0, result.stderr
+    tfvars = REPO / "build" / "deploy.tfvars.json"
+    assert [line.split(" -")[0] for line in calls(tmp_path)] == [
+        "gcloud services enable serviceusage.googleapis.com cloudresourcemanager.googleapis.com",
+        "terraform",
+        "terraform",
+        "terraform",
+    ]
+    assert calls(tmp_path)[1:] == [
+        "terraform -chdir=infra init -input=false",
+        f"terraform -chdir=infra apply -input=false -var-file={tfvars}",
+        "terraform -chdir=infra output -raw dispatcher_url",
+    ]
+    inputs = json.loads(tfvars.read_text())
+    for name in ("dispatcher", "worker", "report"):
+        assert (Path(inputs["sources_dir"]) / f"{name}.zip").stat().st_size > 10_000
+    model = Path(inputs["tokenizer_model"]).read_bytes()
+    assert hashlib.sha256(model).hexdigest() == GEMMA3_TOKENIZER_SHA256
+    essays = list((Path(inputs["haystacks_dir"]) / "paul_graham_essays").glob("*.txt"))
+    assert len(essays) == 49
+    assert "DISPATCHER_URL=https://niah-dispatcher.example.run.app" in result.stdout
+
+
+def test_deploy_refuses_inputs_that_would_fail_halfway(tmp_path: Path) -> None:
+    env = fake_tools(tmp_path) | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    bad_member = run("deploy.sh", "--dry-run", env=env | {"INVOKER": "me@example.com"})
+    assert bad_member.returncode == 2 and "user:you@example.com" in bad_member.stderr
+    bad_project = run("deploy.sh", "--dry-run", env=env | {"PROJECT": "My Project"})
+    assert bad_project.returncode == 2 and "project ID" in bad_project.stderr
+    assert calls(tmp_path) == []
+
+
+def test_start_run_turns_harness_options_into_the_request(tmp_path: Path) -> None:
+    env = fake_tools(tmp_path) | {"DISPATCHER_URL": "https://niah-dispatcher.example.run.app"}
+    result = run(
+        "start_run.sh",
+        *("--context_lengths", "4000", "8000", "--document-depth-percents", "[0, 50, 100]"),
+        *("--model_name", "gemini-2.5-flash", "--dynamic_needle", "false", "--seed", "7"),
+        *("--needle", "It's 42.", "--dry-run"),
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout.splitlines()[0])
+    assert body == {
+        "context_lengths": [4000, 8000],
+        "document_depth_percents": [0, 50, 100],
+        "model_name": "gemini-2.5-flash",
+        "dynamic_needle": False,
+        "seed": 7,
+        "needle": "It's 42.",
+    }
+    assert "gcloud auth print-identity-token" in result.stdout.splitlines()[1]
+    assert calls(tmp_path) == []
+
+
+class Dispatcher(BaseHTTPRequestHandler):
+    """A stand-in dispatcher: records each request, answers as the real one does."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Dispatcher.seen.append({"auth": self.headers["Authorization"], "body": body})
+        answer: dict[str, Any]
+        if "context_lengths" not in body:
+            status, answer = 400, {"error": {"field": "context_lengths", "message": "needed here"}}
+        else:
+            status, answer = (
+                202,
+                {
+                    "run_id": "r-0123abcd",
+                    "cells": 6,
+                    "published": 1,
+                    "report_prefix": "gs://my-proj-niah/reports/r-0123abcd/",
+                },
+            )
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def dispatcher_url() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), Dispatcher)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Dispatcher.seen.clear()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+def test_start_run_posts_with_the_gcloud_identity_token_and_says_where_to_look(
+    tmp_path: Path, dispatcher_url: str
+) -> None:
+    env = fake_tools(tmp_path, gcloud_says="token-from-gcloud") | {"PROJECT": "my-proj"}
+    result = run("start_run.sh", "--url", dispatcher_url, "--context_lengths", "4000", env=env)
+    assert result.returncode == 0, result.stderr
+    assert Dispatcher.seen == [
+        {"auth": "Bearer token-from-gcloud", "body": {"context_lengths": [4000]}}
+    ]
+    assert "gcloud auth print-identity-token" in calls(tmp_path)
+    assert "run ID:    r-0123abcd" in result.stdout
+    assert (
+        "https://console.cloud.google.com/firestore/databases/-default-/data/panel/runs/"
+        "r-0123abcd?project=my-proj"
+    ) in result.stdout
+    assert "gs://my-proj-niah/reports/r-0123abcd/" in result.stdout
+    refused = run("start_run.sh", "--url", dispatcher_url, "--seed", "1", env=env)
+    assert refused.returncode != 0 and "400: context_lengths: needed here" in refused.stderr
+
+
+def test_upload_haystack_copies_the_txt_files_and_refuses_a_folder_without_any(
+    tmp_path: Path,
+) -> None:
+    env = fake_tools(tmp_path) | {"BUCKET": "my-proj-niah"}
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "b.txt").write_text("Second.")
+    (texts / "a.txt").write_text("First.")
+    (texts / "notes.md").write_text("not a haystack file")
+    planned = run("upload_haystack.sh", str(texts), "mine", "--dry-run", env=env)
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.split() == [
+        *("gcloud", "storage", "cp", str(texts / "a.txt"), str(texts / "b.txt")),
+        "gs://my-proj-niah/haystacks/mine/",
+    ]
+    uploaded = run(
+        "upload_haystack.sh", str(texts), "mine", env=fake_tools(tmp_path, "ok") | {"BUCKET": "b"}
+    )
+    assert uploaded.returncode == 0 and "--haystack_dir mine" in uploaded.stdout
+    assert calls(tmp_path)[-1].startswith("gcloud storage cp ")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = run("upload_haystack.sh", str(empty), "mine", "--dry-run", env=env)
+    assert refused.returncode == 2 and "no .txt files" in refused.stderr
