@@ -223,6 +223,7 @@ def test_the_report_function_writes_the_html_beside_the_heatmap_with_links() -> 
     run = store.runs["run-a"]
     assert run["report"] == location and isinstance(run["completed_at"], dt.datetime)
     assert "<dt>status</dt><dd>complete</dd>" in page  # drawn once every cell is in
+    assert f"<dt>completed</dt><dd>{run['completed_at']:%Y-%m-%d %H:%M:%S} UTC</dd>" in page
 
 
 def test_hostile_names_and_answers_are_text_on_both_pages() -> None:

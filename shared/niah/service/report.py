@@ -228,6 +228,8 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         return None
     calls = store.list_calls(run_id)
     summary = summarize(run, cells, calls)
+    completed_at = dt.datetime.now(dt.UTC)  # on the page and the run document alike
+    run = run | {"completed_at": completed_at}
     location = write_report_files(run_id, run, cells, calls, summary, blobs)
     fields = {
         "report": location,
@@ -238,7 +240,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],
         "spend": summary["spend"],
-        "completed_at": dt.datetime.now(dt.UTC),
+        "completed_at": completed_at,
     }
     if not store.finish_report(run_id, claim_id, len(cells), fields):
         # A reset (or another renderer) came in while this one read and rendered: what
