@@ -192,3 +192,12 @@ def test_every_local_map_a_for_each_walks_has_entries_of_one_shape() -> None:
                 if v is not None
             }
             assert len(kinds - {"reference"}) <= 1, (name, attribute, kinds)
+
+
+def test_a_live_report_renderer_never_loses_its_lease() -> None:
+    from niah.service.report import REPORT_LEASE_SECONDS
+
+    report = resources()[("google_cloudfunctions2_function", "report")]
+    timeout = int(text(first(report["service_config"])["timeout_seconds"]))
+    # Longer than the report function may run, so only a dead renderer's claim expires.
+    assert timeout == 300 and timeout < REPORT_LEASE_SECONDS

@@ -32,7 +32,7 @@ from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.settings import get_settings
 
-# Longer than the report function may run (300 s, infra/ and scripts/deploy.sh), so only
+# Longer than the report function may run (300 s, infra/functions.tf), so only
 # a dead renderer's claim is taken over, and a live one's guarded finish cannot fail
 # on a takeover; shorter than Pub/Sub keeps redelivering.
 REPORT_LEASE_SECONDS = 360.0
