@@ -23,8 +23,10 @@ resource "google_cloudfunctions2_function" "dispatcher" {
   }
 
   service_config {
-    available_memory      = "512M"
-    timeout_seconds       = 60
+    available_memory = "512M"
+    # Past the publish timeout (NIAH_PUBLISH_TIMEOUT_SECONDS, 60 s), so a slow publish
+    # ends in the dispatcher's own 503 naming it, not in the platform's cut-off.
+    timeout_seconds       = 120
     max_instance_count    = 5
     service_account_email = google_service_account.runs["dispatcher"].email
     ingress_settings      = "ALLOW_ALL"
@@ -126,6 +128,8 @@ resource "google_cloud_scheduler_job" "sweep" {
   name     = "niah-sweep"
   region   = var.region
   schedule = "*/10 * * * *"
+  # The sweep may run 300 s; Scheduler's default deadline for HTTP targets is 180 s.
+  attempt_deadline = "320s"
 
   http_target {
     http_method = "POST"

@@ -40,13 +40,22 @@ TEXT = {
     "document_depth_percent_interval_type",
 }
 
+def no_constant(word):
+    raise ValueError(f"{word} is not a number JSON can carry")
+
+def parsed(name, word):
+    try:
+        return json.loads(word, parse_constant=no_constant)
+    except ValueError as error:
+        sys.exit(f"start_run: --{name} {word!r}: {error}")
+
 def value(name, word):
     if name in TEXT:
         return word
     if word.lower() in ("true", "false"):
         return word.lower() == "true"
     try:
-        return json.loads(word)
+        return json.loads(word, parse_constant=no_constant)
     except ValueError:
         return word
 
@@ -57,7 +66,7 @@ def close():
     if not words:
         sys.exit(f"start_run: --{name} needs a value")
     if name in LISTS:
-        items = json.loads(words[0]) if len(words) == 1 and words[0].startswith("[") else [value(name, w) for w in words]
+        items = parsed(name, words[0]) if len(words) == 1 and words[0].startswith("[") else [value(name, w) for w in words]
         body[name] = items
     elif len(words) > 1:
         sys.exit(f"start_run: --{name} takes one value, got {len(words)}: {words}")
@@ -67,14 +76,16 @@ def close():
 for arg in sys.argv[1:]:
     if arg.startswith("--"):
         close()
-        name, _, inline = arg[2:].replace("-", "_").partition("=")
+        # Dashes become underscores in the option's name only, never in its value.
+        flag, _, inline = arg[2:].partition("=")
+        name = flag.replace("-", "_")
         words = [inline] if inline else []
     elif name is None:
         sys.exit(f"start_run: {arg!r} is not after an --option")
     else:
         words.append(arg)
 close()
-print(json.dumps(body))
+print(json.dumps(body, allow_nan=False))
 PYEOF
 )
 

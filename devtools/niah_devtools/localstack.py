@@ -245,8 +245,8 @@ def _start_functions(
     """
     functions = {
         "dispatcher": ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
-        "worker": ("worker", "handle_cell", "cloudevent", ports.worker, {"THREADS": "4"}),
-        "dead-letter": ("worker", "handle_dead_letter", "cloudevent", ports.dead_letter, {}),
+        "worker": ("worker", "handle_cell", "http", ports.worker, {"THREADS": "4"}),
+        "dead-letter": ("worker", "handle_dead_letter", "http", ports.dead_letter, {}),
         "report": ("report", "handle_report", "cloudevent", ports.report, {"THREADS": "2"}),
         "sweep": (
             "dispatcher",

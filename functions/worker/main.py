@@ -1,14 +1,18 @@
-"""Worker (Pub/Sub push, CloudEvent): one cell per message; and the dead-letter handler.
+"""Worker (Pub/Sub push, HTTP): one cell per message; and the dead-letter handler.
 
-Raise to retry (Pub/Sub redelivers with backoff), return to acknowledge.
+Raise to retry (Pub/Sub redelivers with backoff), return to acknowledge. HTTP, not
+CloudEvent: Pub/Sub puts ``deliveryAttempt`` at the top of a push body, and
+functions-framework's CloudEvent conversion of a push rebuilds the event from the
+message alone (3.10.2, ``event_conversion``), so a CloudEvent function never sees it.
 """
 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
+import flask
 import functions_framework
-from cloudevents.http import CloudEvent
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher, decode_event
@@ -25,9 +29,12 @@ def _clients() -> tuple[FirestoreStore, PubSubPublisher, GcsBlobStore]:
     return FirestoreStore(), PubSubPublisher(), GcsBlobStore(get_settings().bucket)
 
 
-def _task(event: CloudEvent) -> CellTask | None:
+def _task(push: Any) -> CellTask | None:
+    """The cell a push body carries, with its delivery attempt; None if it never will."""
     try:
-        body, attempt = decode_event(event.data)
+        if not isinstance(push, dict):
+            raise MalformedMessageError("the push body is not a JSON object")
+        body, attempt = decode_event(push)
         return CellTask.from_message(body, delivery_attempt=attempt)
     except (MalformedMessageError, KeyError, TypeError, ValueError) as error:
         # A malformed message will never parse: acknowledge it rather than loop.
@@ -35,12 +42,15 @@ def _task(event: CloudEvent) -> CellTask | None:
         return None
 
 
-@functions_framework.cloud_event
-def handle_cell(event: CloudEvent) -> None:
-    """Process the cell a ``messagePublished`` event carries."""
-    task = _task(event)
+ACKNOWLEDGED = ("", 204)
+
+
+@functions_framework.http
+def handle_cell(request: flask.Request) -> tuple[str, int]:
+    """Process the cell a Pub/Sub push carries."""
+    task = _task(request.get_json(silent=True))
     if task is None:
-        return
+        return ACKNOWLEDGED
     store, publisher, blobs = _clients()
     outcome = process_cell(task, store=store, blobs=blobs, publisher=publisher)
     log(
@@ -50,14 +60,16 @@ def handle_cell(event: CloudEvent) -> None:
         outcome=outcome,
         attempt=task.delivery_attempt,
     )
+    return ACKNOWLEDGED
 
 
-@functions_framework.cloud_event
-def handle_dead_letter(event: CloudEvent) -> None:
+@functions_framework.http
+def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
     """Record a cell whose message was dead-lettered as failed, so its run finishes."""
-    task = _task(event)
+    task = _task(request.get_json(silent=True))
     if task is None:
-        return
+        return ACKNOWLEDGED
     store, publisher, blobs = _clients()
     outcome = record_dead_letter(task, store=store, publisher=publisher, blobs=blobs)
     log("dead letter handled", run_id=task.run_id, cell_id=task.cell_id, outcome=outcome)
+    return ACKNOWLEDGED

@@ -144,7 +144,7 @@ def post(url: str, body: bytes, content_type: str = "application/json") -> tuple
 
 
 def push_body(data: bytes) -> bytes:
-    """What a Pub/Sub push subscription POSTs (functions-framework makes it a CloudEvent)."""
+    """What a Pub/Sub push subscription POSTs."""
     message = {
         "data": base64.b64encode(data).decode(),
         "messageId": "1",
@@ -228,7 +228,7 @@ def test_the_dispatcher_answers_a_bad_request_with_400(serve, sources) -> None:
 
 
 def test_the_worker_acknowledges_a_malformed_message(serve, sources) -> None:
-    url = serve("worker", "handle_cell", "cloudevent", {})
+    url = serve("worker", "handle_cell", "http", {})
     status, body = post(url, push_body(b"not json"))
     assert 200 <= status < 300, body
     # The paths a cell takes load here too: the tokenizer's runtime and Gemini's SDK,

@@ -174,6 +174,32 @@ def test_start_run_turns_harness_options_into_the_request(tmp_path: Path) -> Non
     assert calls(tmp_path) == []
 
 
+def test_start_run_keeps_dashes_in_values_and_refuses_what_json_cannot_carry(
+    tmp_path: Path,
+) -> None:
+    env = fake_tools(tmp_path) | {"DISPATCHER_URL": "https://niah-dispatcher.example.run.app"}
+    inline = run(
+        "start_run.sh",
+        *("--model-name=gemini-2.5-flash", "--retrieval-question=What is well-known?"),
+        *("--context_lengths=4000", "--dry-run"),
+        env=env,
+    )
+    assert inline.returncode == 0, inline.stderr
+    assert json.loads(inline.stdout.splitlines()[0]) == {
+        "model_name": "gemini-2.5-flash",
+        "retrieval_question": "What is well-known?",
+        "context_lengths": [4000],
+    }
+    # NaN is no JSON number: it goes as text, and the dispatcher names the field.
+    nan = run("start_run.sh", "--context_lengths", "NaN", "--dry-run", env=env)
+    assert json.loads(nan.stdout.splitlines()[0]) == {"context_lengths": ["NaN"]}
+    for bad in ("[1000,", "[NaN]"):
+        refused = run("start_run.sh", "--context_lengths", bad, "--dry-run", env=env)
+        assert refused.returncode == 1, bad
+        assert refused.stderr.startswith("start_run: --context_lengths"), refused.stderr
+        assert "Traceback" not in refused.stderr
+
+
 class Dispatcher(BaseHTTPRequestHandler):
     """A stand-in dispatcher: records each request, answers as the real one does."""
 
