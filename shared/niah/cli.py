@@ -403,7 +403,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         if getattr(args, name) is not None
     }
     if args.estimate:
-        print(estimate(payload))
+        print(_to_json(estimate_figures(payload)) if args.json else estimate(payload))
         return
     if args.resume:
         # The same spec names the same run: answered cells are kept, failed and
@@ -456,6 +456,26 @@ def cmd_wait(args: argparse.Namespace) -> None:
 
 def estimate(payload: dict[str, Any]) -> str:
     """Tokens and cost of a grid, from the price table, without calling any model."""
+    figures = estimate_figures(payload)
+    samples = figures["samples_per_cell"]
+    lines = [
+        f"{figures['model_name']}, task {figures['task']}: {figures['cells']} cells "
+        f"({figures['lengths']} lengths x {figures['depths']} depths"
+        + (f" x {samples} samples)" if samples > 1 else ")"),
+        f"prompt tokens: {figures['prompt_tokens']:,}; output tokens at most: "
+        f"{figures['output_tokens_at_most']:,}",
+    ]
+    if figures["cost_usd_at_most"] is not None:
+        lines.append(f"cost at most: ${figures['cost_usd_at_most']:.4f} (model calls only)")
+    else:
+        lines.append(f"cost: unknown, no price for {figures['model_name']} (set NIAH_PRICE_TABLE)")
+    if figures["judge_model_name"]:
+        lines.append(f"plus one judge call per cell to {figures['judge_model_name']}")
+    return "\n".join(lines)
+
+
+def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
+    """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
     from niah.core.pricing import cost_of
     from niah.errors import RequestError
     from niah.models.catalog import default_output_tokens
@@ -474,22 +494,24 @@ def estimate(payload: dict[str, Any]) -> str:
     except RequestError as error:
         sys.exit(f"niah: {error.field}: {error.message}")
     max_output = spec.max_output_tokens or default_output_tokens(spec.provider(), spec.model_name)
-    prompt_tokens = sum(cell.context_length for cell in cells)
-    output_tokens = len(cells) * max_output
     costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]
-    samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
-    lines = [
-        f"{spec.model_name}, task {spec.task}: {len(cells)} cells ({len(spec.lengths())} "
-        f"lengths x {len(spec.depths())} depths{samples})",
-        f"prompt tokens: {prompt_tokens:,}; output tokens at most: {output_tokens:,}",
-    ]
-    if all(cost.priced for cost in costs):
-        lines.append(f"cost at most: ${sum(cost.usd for cost in costs):.4f} (model calls only)")
-    else:
-        lines.append(f"cost: unknown, no price for {spec.model_name} (set NIAH_PRICE_TABLE)")
-    if spec.scorer_name() in ("judge", "both"):
-        lines.append(f"plus one judge call per cell to {spec.evaluator_model_name}")
-    return "\n".join(lines)
+    return {
+        "model_name": spec.model_name,
+        "task": spec.task,
+        "cells": len(cells),
+        "lengths": len(spec.lengths()),
+        "depths": len(spec.depths()),
+        "samples_per_cell": spec.samples_per_cell,
+        "prompt_tokens": sum(cell.context_length for cell in cells),
+        "output_tokens_at_most": len(cells) * max_output,
+        # None when any cell has no price: unknown, never $0.
+        "cost_usd_at_most": round(sum(c.usd for c in costs), 6)
+        if all(c.priced for c in costs)
+        else None,
+        "judge_model_name": spec.evaluator_model_name
+        if spec.scorer_name() in ("judge", "both")
+        else None,
+    }
 
 
 def cmd_status(args: argparse.Namespace) -> None:

@@ -165,3 +165,16 @@ def test_report_compare_and_list_refuse_bad_paths_and_limits_before_reading(
     limit = niah("list", "--limit", "0")
     assert limit.returncode == 2 and "give a whole number of runs, 1 or more" in limit.stderr
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_the_estimate_in_json_has_the_figures_the_text_shows() -> None:
+    import json
+
+    args = ("run", "--model_name", "gemini-2.5-flash", "--context_lengths", "1000", "2000",
+            "--document_depth_percents", "0", "50", "--estimate")  # fmt: skip
+    text, data = niah(*args), niah(*args, "--json")
+    assert text.returncode == data.returncode == 0, data.stderr
+    figures = json.loads(data.stdout)
+    assert (figures["cells"], figures["prompt_tokens"]) == (4, 6000)
+    assert f"cost at most: ${figures['cost_usd_at_most']:.4f}" in text.stdout
+    assert f"output tokens at most: {figures['output_tokens_at_most']:,}" in text.stdout

@@ -78,7 +78,7 @@ def run_doc(run_id: str, model: str = "gemini-2.5-flash", task: str = "single") 
         "scorer": "exact",
         "haystack_uri": "gs://b/haystacks/pg/",
         "spec": {"task": task, "seed": 7, "samples_per_cell": 2},
-        "call_settings": {"temperature": 0.0, "thinking_budget": 0},
+        "call_settings": {"temperature": 0.0, "thinking_budget": 0, "max_output_tokens": 256},
         "created_at": dt.datetime(2026, 11, 26, 9, 30, tzinfo=dt.UTC),
         "totals": {"prompt_tokens": 4000, "output_tokens": 16, "cost_usd": 0.004},
     }
@@ -139,6 +139,7 @@ def test_the_run_header_measures_and_failures_are_on_the_page() -> None:
         "2026-11-26 09:30:00 UTC",
         "<dt>thinking</dt><dd>0</dd>",
         "<dt>seed</dt><dd>7</dd>",
+        "<dt>output budget (tokens)</dt><dd>256</dd>",
         "effective length (tokens)",
         "area under the curve (%)",
         "<b>1 ×</b> failed (cell): 400 INVALID_ARGUMENT: too long",

@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
+from niah.models.catalog import default_output_tokens
 from niah.models.providers.gemini import HARM_CATEGORIES, GeminiProvider, retry_budget_seconds
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
 from niah.models.tokenizer import get_tokenizer
@@ -300,6 +301,7 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
         "temperature": 0.0,
         "thinking_budget": None,
         "thinking_level": None,
+        "max_output_tokens": default_output_tokens("gemini", "gemini-2.5-flash"),
         "tools": False,
     }
 

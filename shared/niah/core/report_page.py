@@ -316,7 +316,12 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
             else settings["temperature"],
         ),
         ("thinking", "the model's default" if thinking is None else thinking),
-        ("output budget (tokens)", spec.get("max_output_tokens") or "the model's default"),
+        (
+            "output budget (tokens)",
+            spec.get("max_output_tokens")
+            or settings.get("max_output_tokens")
+            or "the model's default",
+        ),
         ("samples per grid point", spec.get("samples_per_cell", 1)),
         ("seed", spec.get("seed")),
         ("results version", summary["version"]),

@@ -17,6 +17,7 @@ from niah.logs import log
 from niah.models.catalog import (
     CATALOG,
     LOCAL_MODEL,
+    default_output_tokens,
     find_model,
     input_limit,
     is_gemini_name,
@@ -379,6 +380,10 @@ def run_record(
             "temperature": temperature_for(spec.model_name),
             "thinking_budget": spec.thinking_budget,  # None: the model's default
             "thinking_level": spec.thinking_level,
+            # The answer budget each call gets (a sample whose answer is longer, an
+            # MRCR reply, gets room for it).
+            "max_output_tokens": spec.max_output_tokens
+            or default_output_tokens(spec.provider(), spec.model_name),
             "tools": False,
         },
         "total": len(cells),
