@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
+from bench_grid import grid_prompts
+
 MODEL = "gemini-2.5-pro"
 GRID = {
     "model_name": MODEL,
@@ -45,44 +43,6 @@ GRID = {
     "max_output_tokens": 20,
 }
 LATENCY = 30.0
-
-
-def _prompts() -> tuple[list[tuple[str, str]], str]:
-    """Every cell's (ID, prompt) as the worker builds it, and the primer's ID."""
-    sys.path.insert(0, str(REPO))
-    from niah.core.haystack_tokens import load_haystack
-    from niah.core.prompt_builder import build_prompt
-    from niah.core.prompts import HARNESS_TEMPLATE
-    from niah.core.spec import RunRequest
-    from niah.models.tokenizer import get_tokenizer
-    from niah.service.dispatch import primer_message
-    from niah.tasks import get_task
-    from tests.fakes import MemoryBlobs
-
-    blobs = MemoryBlobs()
-    prefix = "haystacks/paul_graham_essays/"
-    for path in sorted(ESSAYS.glob("*.txt")):
-        blobs.objects[prefix + path.name] = path.read_bytes()
-    tokenizer = get_tokenizer()
-    haystack = load_haystack(blobs, prefix, tokenizer)
-    spec = RunRequest.model_validate(GRID)
-    task = get_task(spec.task)
-    prompts = []
-    for cell in spec.cells():
-        sample = task.sample(spec, cell)
-        built = build_prompt(
-            haystack,
-            tokenizer,
-            template=HARNESS_TEMPLATE,
-            insertions=sample.insertions,
-            question=sample.question,
-            answer_lead=sample.answer_lead,
-            context_length=cell.context_length,
-        )
-        prompts.append((cell.cell_id, built.prompt))
-    primer = primer_message("bench", spec, {})
-    assert primer is not None
-    return prompts, str(primer["cell_id"])
 
 
 def _send(prompts: list[str]) -> list[Any]:
@@ -104,7 +64,9 @@ def measure_grid_cost() -> dict[str, Any]:
     from niah_devtools.standin import serve
 
     started = time.perf_counter()
-    prompts, primer_id = _prompts()
+    from niah.core.prompts import HARNESS_TEMPLATE
+
+    prompts = grid_prompts(GRID, HARNESS_TEMPLATE)  # the primer first
     build_seconds = time.perf_counter() - started
     figures: dict[str, Any] = {
         "model": MODEL,
@@ -129,9 +91,7 @@ def measure_grid_cost() -> dict[str, Any]:
             if order == "naive":
                 answers = _send([p for _, p in prompts])
             else:
-                primer = [p for cell_id, p in prompts if cell_id == primer_id]
-                rest = [p for cell_id, p in prompts if cell_id != primer_id]
-                answers = _send(primer) + _send(rest)
+                answers = _send([prompts[0][1]]) + _send([p for _, p in prompts[1:]])
             wall = time.perf_counter() - began
             arrivals = sorted(r["time"] for r in state.requests if r["kind"] == "generate")
             state.requests.clear()  # the bodies: a quarter of a gigabyte

@@ -11,13 +11,11 @@ a prefix with the previous one evaluates only the rest. The same calls are made 
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
+from bench_grid import grid_prompts
+
 DEMO = {
     "context_lengths_min": 1000,
     "context_lengths_max": 4000,
@@ -26,51 +24,13 @@ DEMO = {
 }
 
 
-def _demo_prompts() -> list[str]:
-    """The demo's prompts, the primer first, as the local worker receives them."""
-    sys.path.insert(0, str(REPO))
-    from niah.core.haystack_tokens import load_haystack
-    from niah.core.prompt_builder import build_prompt
-    from niah.core.prompts import LOCAL_TEMPLATE
-    from niah.core.spec import RunRequest
-    from niah.models.tokenizer import get_tokenizer
-    from niah.service.dispatch import primer_message
-    from niah.tasks import get_task
-    from tests.fakes import MemoryBlobs
-
-    blobs = MemoryBlobs()
-    prefix = "haystacks/paul_graham_essays/"
-    for path in sorted(ESSAYS.glob("*.txt")):
-        blobs.objects[prefix + path.name] = path.read_bytes()
-    tokenizer = get_tokenizer()
-    haystack = load_haystack(blobs, prefix, tokenizer)
-    spec = RunRequest.model_validate(DEMO)
-    primer = primer_message("bench", spec, {})
-    assert primer is not None
-    cells = sorted(spec.cells(), key=lambda cell: cell.cell_id != primer["cell_id"])
-    task = get_task(spec.task)
-    prompts = []
-    for cell in cells:
-        sample = task.sample(spec, cell)
-        prompts.append(
-            build_prompt(
-                haystack,
-                tokenizer,
-                template=LOCAL_TEMPLATE,
-                insertions=sample.insertions,
-                question=sample.question,
-                answer_lead=sample.answer_lead,
-                context_length=cell.context_length,
-            ).prompt
-        )
-    return prompts
-
-
 def measure_local_reuse() -> dict[str, Any]:
     """Model seconds and prompt tokens evaluated, with and without prompt reuse."""
+    from niah.core.prompts import LOCAL_TEMPLATE
     from niah.models.providers.local_gemma import LocalGemmaProvider
 
-    prompts = _demo_prompts()
+    # The primer first, then the grid's order, as the one local worker answers them.
+    prompts = [prompt for _, prompt in grid_prompts(DEMO, LOCAL_TEMPLATE)]
     provider = LocalGemmaProvider("gemma-3-270m-local")
     figures: dict[str, Any] = {"cells": len(prompts)}
     for label, reuse in (("without_reuse", False), ("with_reuse", True)):

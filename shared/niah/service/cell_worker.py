@@ -427,7 +427,14 @@ def _answer_cell(
     built = (
         BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
         if sample.prompt is not None
-        else _build_cell_prompt(spec, cell, sample, provider, blobs, tokenizer_for)
+        else build_cell_prompt(
+            spec,
+            cell,
+            sample,
+            default_template=provider.default_template,
+            tokenizer=tokenizer_for(provider.tokenizer_name),
+            blobs=blobs,
+        )
     )
     fields: dict[str, Any] = {
         "planned_prompt_tokens": built.planned_prompt_tokens,
@@ -529,21 +536,21 @@ def _cost_totals(cost: Cost) -> dict[str, float]:
     return {"cost_usd": cost.usd, "cost_without_cache_usd": cost.usd_without_cache}
 
 
-def _build_cell_prompt(
+def build_cell_prompt(
     spec: RunRequest,
     cell: Cell,
     sample: Sample,
-    provider: Provider,
+    *,
+    default_template: str,
+    tokenizer: Tokenizer,
     blobs: BlobStore,
-    tokenizer_for: TokenizerFactory,
 ) -> BuiltPrompt:
-    """The cell's prompt, token-exact in the provider's tokenizer."""
-    tokenizer = tokenizer_for(provider.tokenizer_name)
+    """The cell's prompt, token-exact in ``tokenizer`` (the worker's, and the benchmarks')."""
     haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
     return build_prompt(
         haystack,
         tokenizer,
-        template=sample.template or spec.prompt_template or provider.default_template,
+        template=sample.template or spec.prompt_template or default_template,
         insertions=sample.insertions,
         question=sample.question,
         answer_lead=sample.answer_lead,

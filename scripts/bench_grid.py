@@ -1,0 +1,49 @@
+"""A run's prompts as the worker builds them, primer first: what the cache benchmarks send.
+
+The default haystack (the essays ``scripts/setup.sh`` unpacks) stands in the bucket; each
+prompt comes from the worker's own ``build_cell_prompt``, so a benchmark measures the
+prompts a run really sends.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
+
+
+def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str, str]]:
+    """Every cell's (ID, prompt) for run request ``grid``; the dispatcher's primer first."""
+    sys.path.insert(0, str(REPO))
+    from niah.core.spec import RunRequest
+    from niah.models.tokenizer import get_tokenizer
+    from niah.service.cell_worker import build_cell_prompt
+    from niah.service.dispatch import primer_message
+    from niah.tasks import get_task
+    from tests.fakes import MemoryBlobs
+
+    blobs = MemoryBlobs()
+    for path in sorted(ESSAYS.glob("*.txt")):
+        blobs.objects[f"haystacks/paul_graham_essays/{path.name}"] = path.read_bytes()
+    spec = RunRequest.model_validate(grid)
+    primer = primer_message("bench", spec, {})
+    assert primer is not None, "cache-aware dispatch picks a primer for every grid here"
+    cells = sorted(spec.cells(), key=lambda cell: cell.cell_id != primer["cell_id"])
+    task, tokenizer = get_task(spec.task), get_tokenizer()
+    return [
+        (
+            cell.cell_id,
+            build_cell_prompt(
+                spec,
+                cell,
+                task.sample(spec, cell),
+                default_template=default_template,
+                tokenizer=tokenizer,
+                blobs=blobs,
+            ).prompt,
+        )
+        for cell in cells
+    ]
