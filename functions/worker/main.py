@@ -32,8 +32,6 @@ def _clients() -> tuple[FirestoreStore, PubSubPublisher, GcsBlobStore]:
 def _task(push: Any) -> CellTask | None:
     """The cell a push body carries, with its delivery attempt; None if it never will."""
     try:
-        if not isinstance(push, dict):
-            raise MalformedMessageError("the push body is not a JSON object")
         body, attempt = decode_event(push)
         return CellTask.from_message(body, delivery_attempt=attempt)
     except (MalformedMessageError, KeyError, TypeError, ValueError) as error:

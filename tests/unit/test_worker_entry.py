@@ -34,6 +34,14 @@ def test_the_delivery_attempt_at_the_top_of_a_push_reaches_the_cell() -> None:
 def test_malformed_pushes_are_acknowledged_not_retried() -> None:
     for target in ("handle_cell", "handle_dead_letter"):
         client = functions_framework.create_app(target=target, source=SOURCE).test_client()
-        for body in (b"not json", json.dumps(push("a string")).encode(), b"[]"):
+        hostile = [
+            b"not json",
+            b"[]",
+            json.dumps(push("a string")).encode(),
+            json.dumps({"message": "x"}).encode(),
+            json.dumps({"message": {"data": 3}}).encode(),
+            json.dumps(push({"run_id": "r"}, deliveryAttempt="many")).encode(),
+        ]
+        for body in hostile:
             response = client.post("/", data=body, content_type="application/json")
             assert response.status_code == 204, (target, body)

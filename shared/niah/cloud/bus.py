@@ -47,19 +47,20 @@ class PubSubPublisher:
         self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
 
 
-def decode_event(event_data: dict[str, Any]) -> tuple[dict[str, Any], int]:
+def decode_event(event_data: Any) -> tuple[dict[str, Any], int]:
     """The JSON body of a Pub/Sub ``messagePublished`` event, and its delivery attempt.
 
     The attempt counter is present when the subscription has a dead-letter policy.
     """
     import base64
-    import binascii
 
-    message = event_data.get("message") or {}
-    attempt = int(event_data.get("deliveryAttempt") or message.get("deliveryAttempt") or 1)
+    message = event_data.get("message") if isinstance(event_data, dict) else None
+    if not isinstance(message, dict):
+        raise MalformedMessageError("the push carries no message object")
     try:
+        attempt = int(event_data.get("deliveryAttempt") or message.get("deliveryAttempt") or 1)
         body = json.loads(base64.b64decode(message.get("data", "")))
-    except (binascii.Error, json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (ValueError, TypeError) as error:  # bad base64, JSON, UTF-8 or attempt count
         raise MalformedMessageError(str(error)) from error
     if not isinstance(body, dict):
         raise MalformedMessageError("the message body is not a JSON object")
