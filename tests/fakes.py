@@ -166,9 +166,6 @@ class MemoryStore(MemoryStoreExtras):
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         self.runs[run_id].update(fields)
 
-    def cell_exists(self, run_id: str, cell_id: str) -> bool:
-        return cell_id in self.cells.get(run_id, {})
-
     def record_cell(
         self,
         run_id: str,

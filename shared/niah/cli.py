@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import sys
 import time
@@ -26,6 +27,7 @@ from niah.core.summary import (
     format_table,
     score_table,
     spend_summary,
+    summarize,
 )
 from niah.settings import get_settings
 
@@ -253,6 +255,7 @@ def _gcloud_identity_token() -> tuple[str | None, str]:
     return token, ""
 
 
+@functools.cache  # one client and one emulator check per command
 def _store() -> Any:
     """The result store, once it is known to answer (the emulator hangs a client)."""
     import socket
@@ -272,6 +275,7 @@ def _store() -> Any:
     return FirestoreStore()
 
 
+@functools.cache
 def _blobs() -> Any:
     from niah.cloud.blobs import GcsBlobStore
 
@@ -570,7 +574,9 @@ def cmd_report(args: argparse.Namespace) -> None:
         cells = store.list_cells(args.run_id)
         if not cells:
             sys.exit(f"niah: run {args.run_id} has no stored cells yet")
-        page = render_run_page(run | {"run_id": args.run_id}, cells, store.list_calls(args.run_id))
+        run = run | {"run_id": args.run_id}
+        summary = summarize(run, cells, store.list_calls(args.run_id))
+        page = render_run_page(run, cells, summary)
         _write(args.html, page.encode())
     if args.out:
         if not run.get("report"):
@@ -601,11 +607,10 @@ def cmd_export(args: argparse.Namespace) -> None:
     """Write the run's samples and its summary.
 
     ``json`` (the default): a folder of one JSON file per cell, in the harness's result
-    format, with ``summary.json`` beside them. ``csv`` and ``jsonl``: one file, one row
-    (or line) per sample, and ``<name>.summary.json`` beside it.
+    format. ``csv`` and ``jsonl``: one file, one row (or line) per sample. The run's
+    summary goes beside the folder or file, as ``<name>.summary.json``.
     """
     from niah.core.sample_rows import cells_jsonl, rows_csv
-    from niah.core.summary import summarize
 
     out: Path = args.out
     if args.format == "json" and out.exists() and not out.is_dir():

@@ -23,6 +23,7 @@ from niah.core.report_page import (
     render_run_page,
 )
 from niah.core.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
+from niah.core.summary import summarize
 from niah.errors import ComparisonError
 from niah.service.report import render_report
 from tests.fakes import MemoryBlobs, MemoryStore
@@ -93,13 +94,17 @@ CELLS = [
 ]
 
 
+def page_of(run: dict[str, Any], cells: list[dict[str, Any]], calls: list[Any]) -> str:
+    return render_run_page(run, cells, summarize(run, cells, calls))
+
+
 def rows_of(page: str) -> list[str]:
     body = page.split('<table id="samples">', 1)[1].split("<tbody>", 1)[1].split("</tbody>")[0]
     return re.findall(r"<tr[ >].*?</tr>", body)
 
 
 def test_the_report_is_one_page_that_may_request_nothing() -> None:
-    page = render_run_page(run_doc("run-a"), CELLS, [])
+    page = page_of(run_doc("run-a"), CELLS, [])
     assert f'content="{CONTENT_SECURITY_POLICY}"' in page
     assert CONTENT_SECURITY_POLICY.startswith("default-src 'none'")
     # Nothing to fetch: no src= or href= at all, no link or stylesheet element.
@@ -108,7 +113,7 @@ def test_the_report_is_one_page_that_may_request_nothing() -> None:
 
 
 def test_one_table_row_per_sample_and_text_escaped_and_cut() -> None:
-    page = render_run_page(run_doc("run-a"), CELLS, [])
+    page = page_of(run_doc("run-a"), CELLS, [])
     rows = rows_of(page)
     assert len(rows) == len(CELLS)
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -118,7 +123,7 @@ def test_one_table_row_per_sample_and_text_escaped_and_cut() -> None:
 
 
 def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -> None:
-    page = render_run_page(run_doc("run-a"), CELLS, [])
+    page = page_of(run_doc("run-a"), CELLS, [])
     points = re.findall(r'<g class="point"><title>(.*?)</title><rect [^>]*fill="(#\w+)"', page)
     assert len(points) == 4  # 2 lengths x 2 depths
     titles = dict(points)
@@ -133,7 +138,7 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
 
 
 def test_the_run_header_measures_and_failures_are_on_the_page() -> None:
-    page = render_run_page(run_doc("run-a"), CELLS, [])
+    page = page_of(run_doc("run-a"), CELLS, [])
     for text in (
         "gemini-2.5-flash",
         "2026-11-26 09:30:00 UTC",
@@ -151,7 +156,7 @@ def test_the_run_header_measures_and_failures_are_on_the_page() -> None:
 
 def test_an_unknown_price_reads_unknown_not_zero() -> None:
     run = run_doc("run-a") | {"totals": {"unpriced_cells": 4}}
-    page = render_run_page(run, CELLS, [])
+    page = page_of(run, CELLS, [])
     assert "<dd>unknown (4 cells without a price)</dd>" in page
     assert "<dt>cached share</dt><dd>unknown</dd>" in page
 
@@ -232,7 +237,7 @@ def test_hostile_names_and_answers_are_text_on_both_pages() -> None:
     run = run_doc(f"run-{hostile}", model=hostile)
     cells = [cell(1000, 0.0, True, model_response=hostile, needle=hostile)]
     pages = [
-        render_run_page(run, cells, []),
+        page_of(run, cells, []),
         render_comparison_page(compare_runs([(run, cells), (run_doc("run-b"), cells)])),
     ]
     for page in pages:
@@ -243,7 +248,7 @@ def test_only_the_pages_own_script_may_run() -> None:
     import base64
     import hashlib
 
-    page = render_run_page(run_doc("run-a"), CELLS, [])
+    page = page_of(run_doc("run-a"), CELLS, [])
     [script] = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in CONTENT_SECURITY_POLICY
@@ -254,7 +259,7 @@ def test_only_the_pages_own_script_may_run() -> None:
 def test_mrcr_samples_are_binned_on_the_heatmap_and_other_tasks_show_percent() -> None:
     lengths = [3000, 5000, 6000, 7000, 12000]
     cells = [cell(n, 0.0, True, score=1.0) for n in lengths]  # a task's score is a fraction
-    page = render_run_page(run_doc("run-m", task="mrcr"), cells, [])
+    page = page_of(run_doc("run-m", task="mrcr"), cells, [])
     points = re.findall(r'<g class="point"><title>(.*?)</title>', page)
     assert points == [
         "4,096 tokens, depth 0 %: mean 100 over 1 sample",
@@ -262,7 +267,7 @@ def test_mrcr_samples_are_binned_on_the_heatmap_and_other_tasks_show_percent() -
         "16,384 tokens, depth 0 %: mean 100 over 1 sample",
     ]
     assert "retrieved (exact)" not in page and "mean score (1-10)" not in page
-    assert "mean score (1-10)" in render_run_page(run_doc("run-s"), CELLS, [])
+    assert "mean score (1-10)" in page_of(run_doc("run-s"), CELLS, [])
 
 
 def test_unpaired_samples_are_counted_and_said() -> None:

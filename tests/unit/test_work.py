@@ -91,7 +91,7 @@ def test_permanent_errors_are_stored_and_retryable_ones_raise(world: dict[str, A
     assert stored["score"] is None
     with pytest.raises(RetryableError):
         run_cell(world, second, ScriptedProvider(busy))
-    assert not world["store"].cell_exists(world["run_id"], second.cell_id)
+    assert second.cell_id not in world["store"].cells[world["run_id"]]
     run = world["store"].get_run(world["run_id"])
     assert (run["done"], run["failed"]) == (0, 1)
 

@@ -115,10 +115,6 @@ class FirestoreStore:
             {**fields, "updated_at": self._firestore.SERVER_TIMESTAMP}, merge=True
         )
 
-    def cell_exists(self, run_id: str, cell_id: str) -> bool:
-        """Whether the cell has a stored result."""
-        return bool(self._run(run_id).collection(CELLS).document(cell_id).get().exists)
-
     def record_cell(
         self,
         run_id: str,

@@ -19,7 +19,7 @@ from niah.core.report_page import (
     percent_table,
     runs_table,
 )
-from niah.core.summary import ScoreTable, format_cost, measures, score_table, summarize
+from niah.core.summary import ScoreTable, cost_summary, format_cost, measures, score_table
 from niah.errors import ComparisonError
 
 Point = tuple[int, float]
@@ -150,9 +150,7 @@ def _side(cell: dict[str, Any]) -> dict[str, Any]:
 def render_comparison_page(comparison: Comparison) -> str:
     """The comparison as one HTML page: heatmaps on one scale, the difference, the table."""
     first, second = comparison.runs[0], comparison.runs[1]
-    summaries = {
-        c.run_id: summarize(c.run | {"run_id": c.run_id}, c.cells) for c in comparison.runs
-    }
+    measured = {c.run_id: measures(c.cells) for c in comparison.runs}
     overview = runs_table(
         comparison.runs,
         [
@@ -161,12 +159,17 @@ def render_comparison_page(comparison: Comparison) -> str:
             ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
             ("scorer", lambda c: c.run.get("scorer", "exact")),
             ("samples compared", lambda c: len(c.cells)),
-            ("mean on the shared grid (%)", lambda c: measures(c.cells)["mean"]),
+            ("mean on the shared grid (%)", lambda c: measured[c.run_id]["mean"]),
             (
                 "effective length",
-                lambda c: measures(c.cells)["effective_length"]["length"] or "none",
+                lambda c: measured[c.run_id]["effective_length"]["length"] or "none",
             ),
-            ("cost of the run", lambda c: format_cost(summaries[c.run_id]).removeprefix("cost ")),
+            (
+                "cost of the run",
+                lambda c: format_cost(cost_summary(c.run.get("totals") or {})).removeprefix(
+                    "cost "
+                ),
+            ),
         ],
     )
     dropped = (

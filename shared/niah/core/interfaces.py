@@ -84,10 +84,6 @@ class ResultStore(Protocol):
         """Merge ``fields`` into the run document."""
         ...
 
-    def cell_exists(self, run_id: str, cell_id: str) -> bool:
-        """Whether the cell has a stored result (answered or failed)."""
-        ...
-
     def record_cell(
         self,
         run_id: str,

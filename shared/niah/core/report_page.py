@@ -25,7 +25,6 @@ from niah.core.summary import (
     format_spend,
     mrcr_bin_upper,
     score_table,
-    summarize,
 )
 
 # The harness's red-yellow-green scale; grey for a point with nothing scored.
@@ -256,10 +255,9 @@ def run_scale(summary: dict[str, Any]) -> Scale:
 
 
 def render_run_page(
-    run: dict[str, Any], cells: list[dict[str, Any]], calls: list[dict[str, Any]]
+    run: dict[str, Any], cells: list[dict[str, Any]], summary: dict[str, Any]
 ) -> str:
-    """A run's whole report as one HTML page."""
-    summary = summarize(run, cells, calls)
+    """A run's whole report as one HTML page; ``summary`` is ``summarize``'s of the run."""
     table = score_table(heatmap_cells(cells, summary["task"]))
     scale = run_scale(summary)
     shown = table if scale is HARNESS_SCALE else percent_table(table)

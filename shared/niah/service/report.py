@@ -175,7 +175,7 @@ def write_report_files(
         "html": (
             "report.html",
             # Drawn once every cell is in: complete, as the run is marked when it is stored.
-            render_run_page(run | {"status": "complete"}, cells, calls).encode(),
+            render_run_page(run | {"status": "complete"}, cells, summary).encode(),
             "text/html; charset=utf-8",
         ),
         "summary": (
