@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 import requests
 
+from niah.cli import EXIT_CELLS_FAILED
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from tests.integration.conftest import Stack
@@ -123,19 +125,17 @@ def test_the_report_opens_from_the_bucket_and_shows_every_sample(
     assert page.locator("#samples tbody tr").count() == len(cells)
     assert page.text_content("#shown") == f"{len(cells)} of {len(cells)} samples"
     assert "multi_needle" in page.text_content("h1")
-    with_spread = page.locator("svg.heatmap g.point title").all_text_contents()
-    assert all("over 2 samples" in title or "failed" in title for title in with_spread)
-    # The outcome filter leaves exactly the samples of that outcome.
-    wrong = sum(1 for c in cells if c.get("outcome") == "wrong")
-    page.select_option("#outcome", "wrong")
-    assert page.locator("#samples tbody tr:visible").count() == wrong
-    page.select_option("#outcome", "")
-    # Sorting by length, descending: the longest first.
-    header = page.locator("th[data-column=context_length]")
-    header.click()
-    header.click()
-    first = page.locator("#samples tbody tr").first.locator("td").nth(1).text_content()
-    assert first == "1000"
+    # Each square's tooltip: its point, and how many samples its mean is over.
+    scored: dict[str, int] = {}
+    for cell in cells:
+        point = f"{cell['context_length']:,} tokens, depth {cell['depth_percent']:g} %: "
+        scored[point] = scored.get(point, 0) + (cell.get("task_score") is not None)
+    titles = page.locator("svg.heatmap g.point title").all_text_contents()
+    assert len(titles) == len(scored) == 6
+    for title in titles:
+        point = title.split(": ")[0] + ": "
+        n = scored[point]
+        assert title.endswith(f"over {n} samples" if n else "failed or unscored"), title
     # Printed, the controls go and every sample and column stays on the paper's width.
     page.set_viewport_size({"width": 1060, "height": 750})  # A4 landscape at 96 dpi
     page.emulate_media(media="print")
@@ -143,7 +143,41 @@ def test_the_report_opens_from_the_bucket_and_shows_every_sample(
     assert page.locator("#samples tbody tr:visible").count() == len(cells)
     last_column = page.locator("#samples thead th").last.bounding_box()
     assert last_column is not None and last_column["x"] + last_column["width"] <= 1060
-    assert page.pdf(format="A4").startswith(b"%PDF")
+    # The page's own @page size: A4 landscape, every page wider than it is tall.
+    pdf = page.pdf(prefer_css_page_size=True)
+    boxes = [box.split() for box in re.findall(rb"/MediaBox\s*\[([^\]]*)\]", pdf)]
+    assert boxes and all(float(b[2]) > float(b[3]) for b in boxes)
+    assert [round(float(v)) for v in boxes[0][2:]] == [842, 595]
+    page.close()
+
+
+def test_the_table_filters_each_outcome_exactly_and_sorts_a_whole_column(
+    runs: dict[str, str], browser: Any
+) -> None:
+    # Gemini's run as the stand-in played it: wrong at 500 tokens, failed at 1,000.
+    run_id = runs["gemini"]
+    store = FirestoreStore()
+    cells = store.list_cells(run_id)
+    by_outcome = {
+        outcome: sorted(c["cell_id"] for c in cells if c.get("outcome") == outcome)
+        for outcome in ("wrong", "unscored")
+    }
+    assert len(by_outcome["wrong"]) == len(by_outcome["unscored"]) == 3
+    url = store.get_run(run_id)["report"]["html_url"]
+    page, _ = open_page(browser, url, "report-gemini.png")
+    for outcome, cell_ids in by_outcome.items():
+        page.select_option("#outcome", outcome)
+        shown = page.locator("#samples tbody tr:visible td:first-child").all_text_contents()
+        assert sorted(shown) == cell_ids, outcome
+    page.select_option("#outcome", "")
+    header = page.locator("th[data-column=context_length]")
+    header.click()
+    header.click()  # descending
+    lengths = [
+        int(text) for text in page.locator("#samples tbody tr td:nth-child(2)").all_text_contents()
+    ]
+    assert len(lengths) == len(cells) and lengths == sorted(lengths, reverse=True)
+    assert lengths[0] > lengths[-1]
     page.close()
 
 
@@ -225,7 +259,9 @@ def test_list_and_status_print_json_for_scripts(stack: Stack, runs: dict[str, st
     assert multi["created_at"].startswith("20")  # ISO 8601
     status = niah(stack, "status", runs["gemini"], "--json")
     document = json.loads(status.stdout)
-    assert status.returncode == document["exit_code"]
+    assert status.returncode == document["exit_code"] == EXIT_CELLS_FAILED
+    # The same exit code as the text mode's.
+    assert niah(stack, "status", runs["gemini"]).returncode == status.returncode
     assert document["run_id"] == runs["gemini"] and document["status"] == "complete"
     assert document["report"]["html_uri"].endswith(f"/reports/{runs['gemini']}/report.html")
     assert document["cost_usd"] > 0

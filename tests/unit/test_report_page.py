@@ -283,3 +283,21 @@ def test_comparison_gradients_have_ids_of_their_own() -> None:
     comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), a)])
     ids = re.findall(r'id="([^"]+)"', render_comparison_page(comparison))
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+@pytest.mark.parametrize("column", ["needle", "question", "expected_answer", "model_response"])
+def test_no_text_column_can_start_a_formula_and_numbers_stay_numbers(
+    start: str, column: str
+) -> None:
+    extra: dict[str, Any] = {column: f"{start}1+1", "cost_usd": -0.5}
+    hostile = cell(4000, 0.0, False, **extra)
+    [row] = list(csv.DictReader(io.StringIO(rows_csv([hostile]), newline="")))
+    assert row[column] == f"'{start}1+1"
+    assert (row["context_length"], row["cost_usd"]) == ("4000", "-0.5")  # never prefixed
+
+
+def test_an_error_message_cannot_start_a_formula_either() -> None:
+    failed = cell(4000, 0.0, None, error={"kind": "cell", "message": "@SUM(A1)"})
+    [row] = list(csv.DictReader(io.StringIO(rows_csv([failed]), newline="")))
+    assert row["error"] == "'@SUM(A1)"
