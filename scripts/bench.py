@@ -308,14 +308,22 @@ def update_part(name: str) -> None:
     """Run one part; print its figures and merge them into results/bench.json."""
     figures = PARTS[name]()
     print(json.dumps(figures, indent=2))
-    path = REPO / "results" / "bench.json"
-    out = json.loads(path.read_text()) if path.exists() else {}
-    out[name] = figures
-    if "grid_cost_usd" in figures:  # the issue's key, at the top as asked
-        out["grid_cost_usd"] = figures["grid_cost_usd"]
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"updated {name} in {path}")
+    top = {"grid_cost_usd": figures["grid_cost_usd"]} if "grid_cost_usd" in figures else {}
+    merge_results({name: figures, **top})  # the issue's key at the top, as asked
+    print(f"updated {name} in {RESULTS}")
+
+
+RESULTS = REPO / "results" / "bench.json"
+
+
+def merge_results(figures: dict[str, Any]) -> None:
+    """Write ``figures`` into results/bench.json over what is there.
+
+    A full run keeps the parts run alone (``--only``); a part keeps the full run's.
+    """
+    out = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(out | figures, indent=2) + "\n")
 
 
 def main() -> None:
@@ -419,9 +427,8 @@ def main() -> None:
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
         ),
     }
-    (REPO / "results").mkdir(exist_ok=True)
-    (REPO / "results" / "bench.json").write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {REPO / 'results' / 'bench.json'}")
+    merge_results(out)
+    print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":

@@ -108,9 +108,15 @@ command -v "$TERRAFORM" >/dev/null || {
   echo "deploy: terraform is not on PATH (Cloud Shell has it; elsewhere see developer.hashicorp.com/terraform/install)" >&2
   exit 1
 }
-if [ ! -x "$PY" ]; then
-  python3 -m venv "$ROOT/.venv-deploy"
-  "$ROOT/.venv-deploy/bin/pip" install --quiet --disable-pip-version-check -r requirements-deploy.txt
+if [[ "$PY" == "$ROOT/.venv-deploy/"* ]]; then
+  # Installed again when requirements-deploy.txt changes (its hash is kept beside it),
+  # and after an install that failed halfway (the hash is written only on success).
+  want=$(sha256sum <requirements-deploy.txt)
+  if [ ! -x "$PY" ] || [ "$(cat "$ROOT/.venv-deploy/.requirements.sha" 2>/dev/null)" != "$want" ]; then
+    python3 -m venv "$ROOT/.venv-deploy"
+    "$ROOT/.venv-deploy/bin/pip" install --quiet --disable-pip-version-check -r requirements-deploy.txt
+    echo "$want" >"$ROOT/.venv-deploy/.requirements.sha"
+  fi
 fi
 mkdir -p "$BUILD"
 echo "$tfvars" >"$TFVARS"
