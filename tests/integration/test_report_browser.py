@@ -294,3 +294,57 @@ def test_niah_report_renders_the_html_locally(
 
 def _section(page: str, anchor: str) -> str:
     return page.split(f'<section id="{anchor}">', 1)[1].split("</section>", 1)[0]
+
+
+def test_markup_that_slipped_past_escaping_could_load_and_run_nothing(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A simulated escaping slip: the page's policy blocks every load it would make."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from niah.core.report_page import render_run_page
+    from niah.core.summary import summarize
+
+    hits: list[str] = []
+
+    class Counting(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    run = {"run_id": "run-x", "model": "m", "spec": {"task": "single"}, "totals": {}}
+    cells = [{"cell_id": "L00001000-D000000", "context_length": 1000, "depth_percent": 0.0}]
+    page_text = render_run_page(run, cells, summarize(run, cells))
+    slipped = (
+        f'<img src="{base}/img"><link rel=stylesheet href="{base}/css">'
+        f'<script src="{base}/js"></script><script>fetch("{base}/fetch");'
+        "document.title='ran'</script>"
+        f'<iframe src="{base}/frame"></iframe><style>@import url("{base}/import");</style>'
+    )
+    path = tmp_path / "slipped.html"
+    path.write_text(page_text.replace("<body>", "<body>" + slipped, 1))
+    page = browser.new_page()
+    page.add_init_script(
+        "window.blocked = [];"
+        "document.addEventListener('securitypolicyviolation',"
+        " e => window.blocked.push(e.blockedURI));"
+    )
+    page.goto(path.as_uri(), wait_until="domcontentloaded")
+    page.wait_for_timeout(1000)
+    blocked = page.evaluate("window.blocked")
+    title = page.title()
+    page.close()
+    server.shutdown()
+    assert hits == []  # nothing reached the server
+    assert title != "ran"  # the slipped inline script never ran
+    assert page_text.count("<script>") == 1  # the page's own, allowed by its hash
+    assert len(blocked) >= 6, blocked  # image, style sheet, scripts, fetch, frame, import
