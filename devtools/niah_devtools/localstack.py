@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from niah.models.catalog import GEMMA3_TOKENIZER, tokenizer_object
+from niah.catalog.models import GEMMA3_TOKENIZER, tokenizer_object
 from niah.models.tokenizer import tokenizer_model_bytes
 from niah.settings import get_settings
 

@@ -304,11 +304,11 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
 
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
-EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED = 0, 3, 4
+EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
 
 
 def _print_results(run_id: str, run: dict[str, Any]) -> int:
-    """Print the run's results; the exit code: failed cells 3, unscored ones 4, else 0."""
+    """Print the run's results; the exit code (``_exit_code``)."""
     cells = _store().list_cells(run_id)
     print(
         f"\nrun {run_id}: {run.get('model')}, {run.get('done', 0)} answered, "
@@ -360,9 +360,11 @@ def _report_failures(cells: list[dict[str, Any]]) -> int:
 
 
 def _exit_code(cells: list[dict[str, Any]], reasons: dict[str, list[str]]) -> int:
-    """Failed cells 3, unscored ones 4, else 0."""
+    """Failed cells 3, else truncated answers 5, else other unscored ones 4, else 0."""
     if any(cell.get("error") for cell in cells):
         return EXIT_CELLS_FAILED
+    if any(cell.get("outcome") == "truncated" for cell in cells):
+        return EXIT_CELLS_TRUNCATED
     return EXIT_CELLS_UNSCORED if reasons else EXIT_ALL_SCORED
 
 
@@ -382,7 +384,8 @@ def _measures_line(run: dict[str, Any]) -> str:
     )
     return (
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
-        f"{outcomes.get('unscored', 0)} unscored; mean {measures.get('mean')} %; effective "
+        f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated; "
+        f"mean {measures.get('mean')} %; effective "
         f"length {effective.get('length')} (threshold {effective.get('threshold')}, "
         f"{effective.get('rule')}); area under curve {measures.get('area_under_curve')}" + mrcr_line
     )
@@ -480,9 +483,9 @@ def estimate(payload: dict[str, Any]) -> str:
 
 def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
+    from niah.core.answer_budget import call_budget
     from niah.core.pricing import cost_of
     from niah.errors import RequestError
-    from niah.models.catalog import default_output_tokens
     from niah.service.dispatch import (
         check_budget,
         parse_request,
@@ -497,7 +500,7 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         check_budget(spec, cells)
     except RequestError as error:
         sys.exit(f"niah: {error.field}: {error.message}")
-    max_output = spec.max_output_tokens or default_output_tokens(spec.provider(), spec.model_name)
+    max_output = call_budget(spec).max_output_tokens
     costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]
     return {
         "model_name": spec.model_name,

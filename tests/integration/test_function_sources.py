@@ -247,7 +247,7 @@ def test_the_worker_tokenizes_with_the_stored_model_and_never_rebuilds_it(
     sources, tmp_path: Path
 ) -> None:
     """The model as the worker keeps it once read from the bucket; no GGUF to fall back on."""
-    from niah.models.catalog import GEMMA3_TOKENIZER, tokenizer_object
+    from niah.catalog.models import GEMMA3_TOKENIZER, tokenizer_object
     from niah.models.tokenizer import tokenizer_model_bytes
 
     kept = tmp_path / "cache" / tokenizer_object(GEMMA3_TOKENIZER)

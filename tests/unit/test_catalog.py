@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from niah.core.pricing import call_cost, cost_of
-from niah.core.spec import RunRequest
-from niah.errors import ConfigurationError, RequestError
-from niah.models.catalog import (
+from niah.catalog.models import (
     CATALOG,
     LOCAL_MODEL,
-    Prices,
-    default_output_tokens,
     find_model,
     input_limit,
     is_gemini_name,
-    prices_for,
+    not_a_text_model,
+    output_limit,
     provider_for_model,
 )
+from niah.catalog.prices import library_prices, prices_for
+from niah.core.pricing import call_cost, cost_of
+from niah.core.spec import RunRequest
+from niah.errors import ConfigurationError, RequestError
 from niah.service.dispatch import check_budget, model_warnings
 from niah.settings import get_settings
 
@@ -34,6 +36,8 @@ from niah.settings import get_settings
         ("gemini-2.5-flash-lite-preview-06-17", "gemini-2.5-flash-lite"),
         ("publishers/google/models/gemini-2.5-pro", "gemini-2.5-pro"),
         ("gemini-3-pro-preview", "gemini-3-pro-preview"),
+        ("gemini-3.5-flash", "gemini-3.5-flash"),
+        ("gemini-3.1-flash-lite-preview", "gemini-3.1-flash-lite"),
         (LOCAL_MODEL, LOCAL_MODEL),
     ],
 )
@@ -42,7 +46,7 @@ def test_a_model_name_finds_its_entry(name: str, entry: str) -> None:
     assert found is not None and found.name == entry
 
 
-@pytest.mark.parametrize("name", ["gemini-2.5-flashy", "gemini-9-ultra", "llama-3", "gemini"])
+@pytest.mark.parametrize("name", ["gemini-2.5-flashy", "gemini-2.9-ultra", "llama-3", "gemini"])
 def test_an_unknown_model_has_no_entry(name: str) -> None:
     assert find_model(name) is None
 
@@ -83,22 +87,131 @@ def test_a_gemini_name_is_checked_whole(name: str) -> None:
     assert not is_gemini_name(name)
 
 
-def test_limits_and_output_budgets() -> None:
+def test_limits() -> None:
     assert input_limit("gemini", "gemini-2.5-pro") == 1_048_576
     assert input_limit("gemini", "gemini-9-ultra") is None  # unknown: the API will say
     window = get_settings().local_model_max_context
     assert input_limit("local", LOCAL_MODEL) == window - 1 - 24
-    assert default_output_tokens("gemini", "gemini-2.5-flash") == 300  # the harness's
-    assert default_output_tokens("local", LOCAL_MODEL) == 24
+    assert output_limit("gemini-4-argon") == 32_768  # non-streaming, as the service calls
+    assert output_limit("gemini-3.5-flash") == 65_536
 
 
-def test_every_gemini_entry_has_limits_and_every_current_one_a_price() -> None:
+def test_every_gemini_entry_has_limits_thinking_and_a_source() -> None:
     for info in CATALOG.values():
         if info.provider != "gemini":
             continue
         assert info.input_tokens and info.output_tokens, info.name
-        if not info.lifecycle.retired():
-            assert info.prices is not None, info.name
+        assert "read 2026-11-26" in info.source, info.name
+        if info.thinking.control == "level":
+            assert info.thinking.default_level in info.thinking.levels, info.name
+            assert info.temperature == 1.0, info.name
+
+
+@pytest.mark.parametrize(
+    ("name", "levels", "default", "stage"),
+    [
+        # Google's "Developer's guide to Gemini 3.5 Flash" table (read 2026-11-26).
+        ("gemini-3.5-flash", ("minimal", "low", "medium", "high"), "medium", "GA"),
+        ("gemini-3.1-pro-preview", ("low", "medium", "high"), "high", "Preview"),
+        ("gemini-3.1-flash-lite", ("minimal", "low", "medium", "high"), "minimal", "GA"),
+        ("gemini-3.6-flash", ("minimal", "low", "medium", "high"), "medium", "GA"),
+    ],
+)
+def test_current_gemini_models_are_known_with_their_thinking(
+    name: str, levels: tuple[str, ...], default: str, stage: str
+) -> None:
+    info = find_model(name)
+    assert info is not None and not info.assumed
+    assert (info.input_tokens, info.output_tokens) == (1_048_576, 65_536)
+    assert info.thinking.levels == levels and info.thinking.default_level == default
+    assert info.lifecycle.stage == stage and info.temperature == 1.0
+
+
+def test_an_unlisted_gemini_3_or_later_gets_the_gemini_3_handling_with_a_warning() -> None:
+    info = find_model("gemini-3.9-flash")
+    assert info is not None and info.assumed
+    assert info.thinking.control == "level" and info.temperature == 1.0
+    assert info.input_tokens is None and prices_for("gemini-3.9-flash") is None
+    spec = RunRequest(model_name="gemini-3.9-flash", context_lengths=[1000])
+    check_budget(spec)
+    assert model_warnings(spec) == [
+        "gemini-3.9-flash is not in the model catalog: called as a Gemini 3 model "
+        "(thinking by level, temperature 1.0), with its limits and price unknown"
+    ]
+    assert find_model("gemini-2.7-flash") is None  # before Gemini 3: nothing assumed
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gemini-2.5-flash-image",
+        "gemini-3-pro-image-preview",
+        "gemini-3.1-flash-lite-image",
+        "gemini-2.5-flash-preview-tts",
+        "gemini-3.8-flash-tts",
+        "gemini-2.5-flash-native-audio-preview-09-2025",
+        "gemini-live-2.5-flash",
+        "gemini-3.8-live",
+        "gemini-embedding-001",
+        "gemini-2.5-computer-use-preview-10-2025",
+    ],
+)
+def test_a_non_text_variant_is_refused_never_priced_as_text(name: str) -> None:
+    assert not_a_text_model(name)
+    assert find_model(name) is None
+    assert prices_for(name) is None  # never its text family's price
+    with pytest.raises(RequestError, match="not a text model") as caught:
+        check_budget(RunRequest(model_name=name, context_lengths=[1000]))
+    assert caught.value.field == "model_name"
+
+
+USAGES = [  # (prompt, cached, output, thinking)
+    (1_000, 0, 50, 0),
+    (150_000, 60_000, 300, 1_200),
+    (200_000, 0, 10, 0),
+    (200_001, 100_000, 10, 500),
+    (1_000_000, 900_000, 2_000, 8_000),
+]
+
+
+def _library_usd(model_id: str, prompt: int, cached: int, output: int, thinking: int) -> float:
+    """What genai-prices itself charges for the call (thinking is billed as output)."""
+    import genai_prices
+
+    usage = genai_prices.Usage(
+        input_tokens=prompt, cache_read_tokens=cached, output_tokens=output + thinking
+    )
+    return float(genai_prices.calc_price(usage, model_id, provider_id="google").total_price)
+
+
+def test_every_catalogued_price_is_genai_prices_own() -> None:
+    priced = [
+        info.name
+        for info in CATALOG.values()
+        if info.provider == "gemini" and library_prices(info.name, dt.date.today())
+    ]
+    assert "gemini-3.5-flash" in priced and "gemini-2.5-pro" in priced
+    for name in priced:
+        for prompt, cached, output, thinking in USAGES:
+            ours = cost_of(name, prompt, output, cached_tokens=cached, thinking_tokens=thinking).usd
+            assert round(ours, 12) == round(
+                _library_usd(name, prompt, cached, output, thinking), 12
+            ), (name, prompt)
+    # A pinned version is priced as its family.
+    assert (
+        cost_of("gemini-2.5-flash-001", 1_000, 50).usd == cost_of("gemini-2.5-flash", 1_000, 50).usd
+    )
+
+
+def test_the_current_models_genai_prices_lacks_are_exactly_these() -> None:
+    unpriced = {
+        info.name
+        for info in CATALOG.values()
+        if info.provider == "gemini"
+        and not info.lifecycle.retired()
+        and prices_for(info.name) is None
+    }
+    assert unpriced == {"gemini-4-carbon", "gemini-4-hydrogen", "gemini-4-neon"}
 
 
 def test_the_long_context_tier_prices_the_whole_request() -> None:
@@ -117,23 +230,45 @@ def test_an_unpriced_model_costs_unknown_not_zero() -> None:
     assert not cost.priced
 
 
-def test_the_price_table_setting_overrides_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(
-        "NIAH_PRICE_TABLE",
-        json.dumps(
-            {
-                "gemini-2.5-flash": {"input": 1.0, "output": 2.0},
-                "my-model": {"input": 3, "output": 4},
-            }
-        ),
-    )
-    get_settings.cache_clear()
-    try:
-        assert prices_for("gemini-2.5-flash-001") == Prices(1.0, 2.0, checked="NIAH_PRICE_TABLE")
-        assert cost_of("my-model", 1_000_000, 0).usd == 3.0
-    finally:
-        monkeypatch.delenv("NIAH_PRICE_TABLE")
+@pytest.fixture
+def price_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[dict], None]]:
+    def set_table(table: dict) -> None:
+        monkeypatch.setenv("NIAH_PRICE_TABLE", json.dumps(table))
         get_settings.cache_clear()
+
+    yield set_table
+    monkeypatch.delenv("NIAH_PRICE_TABLE", raising=False)
+    get_settings.cache_clear()
+
+
+def test_an_override_of_one_field_keeps_the_others(price_table: Callable[[dict], None]) -> None:
+    library = prices_for("gemini-2.5-pro")
+    assert library is not None and library.long_context_threshold == 200_000
+    price_table({"gemini-2.5-pro": {"input": 1.0, "output": 8.0}})
+    merged = prices_for("gemini-2.5-pro")
+    assert merged is not None
+    assert (merged.input, merged.output) == (1.0, 8.0)
+    assert (merged.cached_input, merged.long_context_threshold) == (0.125, 200_000)
+    assert (merged.long_input, merged.long_output, merged.long_cached_input) == (2.5, 15.0, 0.25)
+    # 300k tokens: the long tier still applies, and a cached call stays priced.
+    cost = cost_of("gemini-2.5-pro", 300_000, 0, cached_tokens=100_000)
+    assert cost.priced and cost.usd == pytest.approx((200_000 * 2.5 + 100_000 * 0.25) / 1e6)
+
+
+def test_overrides_apply_to_pinned_ids(price_table: Callable[[dict], None]) -> None:
+    price_table(
+        {
+            "gemini-2.5-flash": {"output": 3.0},
+            "gemini-2.5-flash-001": {"input": 0.5},
+            "my-model": {"input": 3, "output": 4},
+        }
+    )
+    pinned = prices_for("gemini-2.5-flash-001")
+    family = prices_for("gemini-2.5-flash")
+    assert pinned is not None and family is not None
+    assert (pinned.input, pinned.output, pinned.cached_input) == (0.5, 3.0, 0.03)
+    assert (family.input, family.output) == (0.3, 3.0)
+    assert cost_of("my-model", 1_000_000, 0).usd == 3.0
 
 
 @pytest.mark.parametrize(
@@ -156,7 +291,7 @@ def test_a_thinking_budget_the_model_cannot_take_is_refused(
 
 @pytest.mark.parametrize(
     ("model", "budget"),
-    [("gemini-2.5-pro", -1), ("gemini-2.5-pro", 128), ("gemini-2.5-flash", 0), ("gemini-9", 5)],
+    [("gemini-2.5-pro", -1), ("gemini-2.5-pro", 128), ("gemini-2.5-flash", 0), ("gemini-9", -1)],
 )
 def test_a_thinking_budget_the_model_takes_passes(model: str, budget: int) -> None:
     check_budget(RunRequest(model_name=model, context_lengths=[1000], thinking_budget=budget))
@@ -183,7 +318,7 @@ def test_a_retired_model_is_refused_naming_its_replacement(
     assert caught.value.field == field
     assert retired in caught.value.message and f"replacement, {replacement}" in caught.value.message
     # Each replacement here is itself past its date: the message names what is current.
-    assert "current Gemini models: gemini-3-pro-preview" in caught.value.message
+    assert "current Gemini models: gemini-4-argon" in caught.value.message
 
 
 def test_a_model_past_its_date_without_a_named_replacement_is_warned() -> None:
@@ -195,24 +330,34 @@ def test_a_model_past_its_date_without_a_named_replacement_is_warned() -> None:
 
 
 @pytest.mark.parametrize(
-    "table", ["{not json", '{"m": {"input": 1}}', '{"m": {"inputs": 1}}', "[1]"]
+    ("table", "message"),
+    [
+        ("{not json", "is not JSON"),
+        ('{"m": {"input": 1}}', "m has no known price, so its entry needs output"),
+        ('{"m": {"inputs": 1, "output": 2}}', "unknown field"),
+        ('{"m": {"input": -1, "output": 2}}', "m.input must be a number of 0 or more"),
+        ('{"m": 1}', "entry must be an object of prices"),
+        ("[1]", "must be a JSON object"),
+    ],
 )
-def test_a_bad_price_table_names_the_setting(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
+def test_a_bad_price_table_names_the_setting(
+    price_table: Callable[[dict], None], monkeypatch: pytest.MonkeyPatch, table: str, message: str
+) -> None:
     monkeypatch.setenv("NIAH_PRICE_TABLE", table)
     get_settings.cache_clear()
-    try:
-        with pytest.raises(ConfigurationError, match="NIAH_PRICE_TABLE must be a JSON object"):
-            prices_for("m")
-    finally:
-        monkeypatch.delenv("NIAH_PRICE_TABLE")
-        get_settings.cache_clear()
+    with pytest.raises(ConfigurationError, match=message):
+        prices_for("m")
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"model_name": "gemini-3-pro-preview", "thinking_budget": 1024}, "by thinking_level"),
-        ({"model_name": "gemini-3-pro-preview", "thinking_level": "medium"}, "low, high"),
+        ({"model_name": "gemini-3.5-flash", "thinking_budget": 1024}, "by thinking_level"),
+        (
+            {"model_name": "gemini-3.1-pro-preview", "thinking_level": "minimal"},
+            "low, medium, high",
+        ),
+        ({"model_name": "gemini-9-ultra", "thinking_budget": 1024}, "by thinking_level"),
         ({"model_name": "gemini-2.5-flash", "thinking_level": "low"}, "takes thinking_budget"),
         (
             {"model_name": "gemini-3-flash-preview", "thinking_level": "low", "thinking_budget": 0},

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from niah.models.catalog import GEMMA3_TOKENIZER_SHA256
+from niah.catalog.models import GEMMA3_TOKENIZER_SHA256
 from tests import REPO
 
 FUNCTIONS = ("niah-dispatcher", "niah-worker", "niah-dead-letter", "niah-report", "niah-sweep")

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from niah.models.catalog import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, tokenizer_object
+from niah.catalog.models import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, tokenizer_object
 from niah.settings import Settings
 from niah_devtools.deploy_plan import INFRA, first, resources, skips, text
 from tests import REPO

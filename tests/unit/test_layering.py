@@ -29,7 +29,7 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
         ("core/needles.py", "from niah.cloud.store import FirestoreStore", "niah.core may import"),
         ("core/scoring.py", "from niah.models.providers import get_provider", "niah.core may"),
         # The catalog stays a leaf that anything may ask.
-        ("models/catalog.py", "from niah.core.spec import RunRequest", "niah.models.catalog may"),
+        ("catalog/models.py", "from niah.core.spec import RunRequest", "niah.catalog may"),
         # Cloud adapters know no model; google.genai only in the Gemini provider.
         ("cloud/store.py", "from niah.models.tokenizer import get_tokenizer", "niah.cloud may"),
         ("service/report.py", "from google import genai", "google.genai is for"),

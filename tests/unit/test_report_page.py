@@ -130,7 +130,7 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
     # (1000, 0 %): one correct, one wrong sample: mean 5.5 on the harness's scale.
     assert "1,000 tokens, depth 0 %: mean 5.5 ± 4.5 over 2 samples" in titles
     grey = [t for t, fill in points if fill == ERROR_COLOUR]
-    assert grey == ["1,000 tokens, depth 50 %: failed or unscored"]
+    assert grey == ["1,000 tokens, depth 50 %: failed, unscored or truncated"]
     margins = re.findall(r'<g class="margin"><title>(.*?)</title>', page)
     assert len(margins) == 2 + 2 + 1  # per depth, per length, overall
     assert "2,000 tokens, mean over depths: 10" in margins

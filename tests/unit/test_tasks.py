@@ -7,10 +7,12 @@ from collections import Counter
 
 import pytest
 
+from niah.core.answer_budget import CallBudget
 from niah.core.haystack_tokens import HaystackTokens
+from niah.core.interfaces import ModelAnswer
 from niah.core.prompt_builder import build_prompt
 from niah.core.prompts import HARNESS_TEMPLATE
-from niah.core.scoring import unscored_reason
+from niah.core.scoring import truncated_reason, unscored_reason
 from niah.core.spec import Cell, RunRequest
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
@@ -90,12 +92,17 @@ def test_nonliteral_scores_an_answer_naming_the_character() -> None:
     assert get_task("nonliteral").score(sample, "Nobody did.").score == 0.0
 
 
-def test_an_empty_answer_cut_off_by_the_budget_is_unscored_not_wrong() -> None:
-    assert unscored_reason("", "MAX_TOKENS") is not None
+def test_a_blocked_answer_is_unscored_and_one_cut_off_by_the_budget_is_truncated() -> None:
     assert unscored_reason("", "SAFETY") is not None
     assert unscored_reason("", "PROMPT_BLOCKED:PROHIBITED_CONTENT") is not None
-    assert unscored_reason("7", "MAX_TOKENS") is None  # an answer that began is scored
     assert unscored_reason("", "STOP") is None  # the model chose to say nothing
+    budget = CallBudget(300, answer_tokens=120, thinking_tokens=180)
+    for text, finish in (("", "MAX_TOKENS"), ("1448800, 8231026, 82310", "length")):
+        answer = ModelAnswer(text, finish, 900, 40, 0.1, thinking_tokens=260)
+        reason = truncated_reason(answer, budget)
+        assert reason is not None and "output budget of 300 tokens" in reason
+    stopped = ModelAnswer("1448800", "STOP", 900, 3, 0.1)
+    assert truncated_reason(stopped, budget) is None
 
 
 # --- samples ----------------------------------------------------------------------------
@@ -200,7 +207,7 @@ def content_words(text: str) -> set[str]:
 
 
 def test_nonliteral_needles_share_no_content_word_with_their_question() -> None:
-    from niah.tasks.vocabulary import CHARACTER_NAMES
+    from niah.core.vocabulary import CHARACTER_NAMES
 
     assert len(TEMPLATES) == 36 and len(set(CHARACTER_NAMES)) == 60  # as the README says
     for needle, question in TEMPLATES:

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from niah.catalog.models import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, tokenizer_object
 from niah.errors import ConfigurationError
-from niah.models.catalog import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, tokenizer_object
 from niah.models.tokenizer import SentencePieceTokenizer, tokenizer_model_bytes
 from niah.settings import get_settings
 from tests.fakes import MemoryBlobs

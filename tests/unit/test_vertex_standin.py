@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import requests
 
+from niah.core.answer_budget import answer_room, call_budget
+from niah.core.spec import RunRequest
 from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
-from niah.models.catalog import default_output_tokens
 from niah.models.providers.gemini import HARM_CATEGORIES, GeminiProvider, retry_budget_seconds
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
 from niah.models.tokenizer import get_tokenizer
@@ -238,7 +239,7 @@ def test_thinking_tokens_are_billed_as_output_and_cached_input_at_its_rate(
     assert totals["cost_usd"] == pytest.approx(expected, rel=1e-9)
 
 
-def test_a_thinking_only_reply_is_unscored_and_its_thinking_is_paid_for(
+def test_a_thinking_only_reply_is_truncated_and_its_thinking_is_paid_for(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
     url, _ = standin
@@ -246,7 +247,9 @@ def test_a_thinking_only_reply_is_unscored_and_its_thinking_is_paid_for(
     store, run_id, outcome = run_one_gemini_cell(essay_blobs)
     [cell] = store.list_cells(run_id)
     assert outcome == "answered" and cell["finish_reason"] == "MAX_TOKENS"
-    assert (cell["outcome"], cell["score"], cell["model_response"]) == ("unscored", None, "")
+    assert (cell["outcome"], cell["score"], cell["model_response"]) == ("truncated", None, "")
+    assert "after 300 thinking tokens" in cell["unscored_reason"]
+    assert "lower thinking_budget" in cell["unscored_reason"]
     assert cell["cost_usd"] == pytest.approx((2000 * 0.30 + 300 * 2.50) / 1e6, rel=1e-9)
 
 
@@ -297,11 +300,16 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
     # The API's own count of the turns is stored beside it.
     assert cell["usage"]["prompt_token_count"] > 0
     run = store.get_run(run_id)
+    budget = call_budget(RunRequest.model_validate(run["spec"]))
+    # The task's answer room plus 2.5 Flash's dynamic thinking room (24,576).
+    assert budget.thinking_tokens == 24_576
     assert run["call_settings"] == {
         "temperature": 0.0,
         "thinking_budget": None,
         "thinking_level": None,
-        "max_output_tokens": default_output_tokens("gemini", "gemini-2.5-flash"),
+        "max_output_tokens": budget.max_output_tokens,
+        "answer_tokens": budget.answer_tokens,
+        "thinking_tokens": budget.thinking_tokens,
         "tools": False,
     }
 
@@ -311,14 +319,16 @@ def test_gemini_3_gets_its_thinking_level_and_googles_temperature(
 ) -> None:
     _, state = standin
     store, run_id, _ = run_one_gemini_cell(
-        essay_blobs, model_name="gemini-3-pro-preview", thinking_level="low"
+        essay_blobs, model_name="gemini-3.1-pro-preview", thinking_level="low"
     )
     [request] = [r for r in state.requests if r["kind"] == "generate"]
     config = request["body"]["generationConfig"]
     # The SDK writes the field as thinking_level; Vertex's JSON accepts either spelling.
     assert config["thinkingConfig"] in ({"thinkingLevel": "LOW"}, {"thinking_level": "LOW"})
     assert config["temperature"] == 1.0  # Google's advice for Gemini 3
-    assert config["maxOutputTokens"] == 8192  # room to think and still answer
+    # Room to think at the level asked (8,192 for low) and still answer in full.
+    spec = RunRequest(model_name="gemini-3.1-pro-preview", context_lengths=[2000])
+    assert config["maxOutputTokens"] == answer_room(spec) + 8192
     run = store.get_run(run_id)
     assert run["call_settings"]["temperature"] == 1.0
     assert run["call_settings"]["thinking_level"] == "low"
@@ -369,7 +379,8 @@ def test_the_implicit_cache_model_bills_a_shared_prefix_above_the_minimum(
     [
         ("gemini-2.5-flash", 256, 0),  # thinking off
         ("gemini-2.5-pro", 256 + 128, 128),  # cannot turn it off: its minimum, plus room
-        ("gemini-3-flash-preview", 8192, "MINIMAL"),
+        # Gemini 3 cannot stop thinking: its least level, with that level's room (2,048).
+        ("gemini-3-flash-preview", 256 + 2048, "MINIMAL"),
     ],
 )
 def test_the_judge_thinks_least_and_keeps_room_to_answer(

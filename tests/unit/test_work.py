@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
+from niah.catalog.models import ProviderName
 from niah.core.interfaces import Provider
 from niah.core.summary import spend_summary
 from niah.errors import PermanentCellError, RetryableError, StoreUnavailableError
-from niah.models.catalog import ProviderName
 from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_worker import CellTask, process_cell
 from niah.service.dispatch import dispatch_run
@@ -227,7 +227,7 @@ def test_a_task_cell_stores_the_tasks_outcome_score_and_details(essay_blobs: Mem
 
 
 class OutOfBudget(ScriptedProvider):
-    """A thinking model that spent its whole answer budget thinking: no text."""
+    """A model that ran out of its output budget: what it wrote so far, cut off."""
 
     def generate(
         self,
@@ -241,20 +241,21 @@ class OutOfBudget(ScriptedProvider):
         from niah.core.interfaces import ModelAnswer
 
         self.prompts.append(prompt)
-        return ModelAnswer("", "MAX_TOKENS", 600, 0, 0.0)
+        return ModelAnswer(self._answer(prompt), "MAX_TOKENS", 600, 7, 0.0)
 
 
-def test_an_empty_answer_out_of_budget_is_stored_unscored_not_wrong(
-    essay_blobs: MemoryBlobs,
+@pytest.mark.parametrize("text", ["", "The special magic numbers are 1448800, 8231026, 82310"])
+def test_an_answer_cut_off_by_its_budget_is_stored_truncated_never_wrong(
+    essay_blobs: MemoryBlobs, text: str
 ) -> None:
     for options in ({}, {"task": "multi_needle"}):
         world = dispatch_task(essay_blobs, **options)
         [task] = world["tasks"]
-        assert run_cell(world, task, OutOfBudget(lambda p: "")) == "answered"
+        assert run_cell(world, task, OutOfBudget(lambda p, text=text: text)) == "answered"
         [cell] = world["store"].list_cells(world["run_id"])
-        assert cell["outcome"] == "unscored" and cell["score"] is None
-        assert "output budget" in cell["unscored_reason"]
-        assert "exact_score" not in cell
+        assert cell["outcome"] == "truncated" and cell["score"] is None
+        assert "cut off at the output budget" in cell["unscored_reason"]
+        assert "exact_score" not in cell and "task_score" not in cell
 
 
 def test_a_second_delivery_while_the_first_is_calling_makes_no_call(

@@ -30,12 +30,13 @@ FIELD_LIMIT = 2**31 - 1
 
 @dataclass(frozen=True)
 class RowRef:
-    """Where one sample is: its file, its row, its size and needle count."""
+    """Where one sample is: its file, its row, its size, needle count and reply's size."""
 
     file: str
     row: int
     context_len: int
     needles: int | None
+    answer_bytes: int = 0
 
 
 def csv_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
@@ -75,6 +76,7 @@ def index_rows(blobs: BlobStore, files: list[str]) -> list[RowRef]:
                         number,
                         int(float(row["context_len"])),
                         int(float(needles)) if needles else None,
+                        len(row["answer"].strip().encode()),
                     )
                 )
     return refs

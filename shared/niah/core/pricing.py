@@ -1,4 +1,4 @@
-"""What a call costs: arithmetic on the catalog's prices (``niah.models.catalog``).
+"""What a call costs: arithmetic on the catalog's prices (``niah.catalog.prices``).
 
 Prices are USD per million tokens. Models with a long-context tier charge the higher
 rate for the whole request when the prompt is above ``long_context_threshold`` tokens.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from niah.catalog.prices import Prices, prices_for
 from niah.core.interfaces import ModelAnswer
-from niah.models.catalog import Prices, prices_for
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,9 @@ def call_cost(
 ) -> Cost:
     """The cost of one call at ``prices``, as Google bills it.
 
-    Uncached input at the input rate, cached input at the cached rate, answer and
-    thinking tokens at the output rate; the long-context tier (by the whole prompt's
-    size) for every part. Unpriced when the price, or the cached rate for cached tokens,
-    is unknown.
+    Uncached input at the input rate, cached input at the cached rate (the input rate
+    where none is listed), answer and thinking tokens at the output rate; the long-context
+    tier (by the whole prompt's size) for every part. Unpriced when the price is unknown.
     """
     if prices is None:
         return UNPRICED
@@ -59,11 +58,11 @@ def call_cost(
         prices.long_cached_input if long and prices.long_cached_input is not None
         else prices.cached_input
     )  # fmt: skip
-    if cached_tokens and cached_rate is None:
-        return UNPRICED
+    if cached_rate is None:  # no cache discount listed: billed as input, as genai-prices does
+        cached_rate = input_rate
     billed_output = (output_tokens + thinking_tokens) * output_rate
     uncached = prompt_tokens - cached_tokens
-    usd = uncached * input_rate + cached_tokens * (cached_rate or 0.0) + billed_output
+    usd = uncached * input_rate + cached_tokens * cached_rate + billed_output
     return Cost(usd / 1e6, True, (prompt_tokens * input_rate + billed_output) / 1e6)
 
 

@@ -217,7 +217,7 @@ def _legend(scale: Scale, x: float, y: float, height: float, *, key: str) -> str
 
 def _point_text(mean: float | None, std: float | None, count: int) -> str:
     if mean is None:
-        return "failed or unscored"
+        return "failed, unscored or truncated"
     spread = f" ± {std:.3g}" if count > 1 and std is not None else ""
     return f"mean {mean:.3g}{spread} over {count} sample{'s' * (count != 1)}"
 
@@ -347,7 +347,8 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "outcomes",
             f"{outcomes['correct']} correct, {outcomes['wrong']} wrong, "
-            f"{outcomes['unscored']} unscored",
+            f"{outcomes['unscored']} unscored, {outcomes.get('truncated', 0)} truncated "
+            "(cut off at the output budget)",
         ),
         # Exact retrieval is the single needle's own check; other tasks score themselves.
         *([("retrieved (exact)", _share(summary["retrieved_share"]))] if single else []),
@@ -426,7 +427,9 @@ def _scale_note(summary: dict[str, Any], table: ScoreTable) -> str:
         if summary["task"] == "mrcr"
         else ""
     )
-    return f"Colours: {scale}; grey, nothing scored (failed or unscored){spread}{binned}."
+    return (
+        f"Colours: {scale}; grey, nothing scored (failed, unscored or truncated){spread}{binned}."
+    )
 
 
 def _failures(cells: list[dict[str, Any]]) -> str:
@@ -463,6 +466,7 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         'placeholder="any text: a needle, an answer, an error"></label> '
         "<label>outcome <select id=outcome><option value=''>all</option>"
         "<option>correct</option><option>wrong</option><option>unscored</option>"
+        "<option>truncated</option>"
         "</select></label> <span id=shown></span></div>"
     )
     return (
@@ -526,6 +530,7 @@ th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}
 td{max-width:360px;min-width:60px;word-break:break-word}
 td.num,td.id{text-align:right;white-space:nowrap}td.text{min-width:160px}
 td.none{color:#aaa}tr[data-outcome=wrong] td{background:#fff4f4}
+tr[data-outcome=truncated] td{background:#fff8e6}
 tr[data-failed] td{background:#f2f2f2}table.small{font-size:13px}
 .controls{margin:8px 0}.controls input{width:280px}#shown{color:#555}
 .failures .ids{color:#777;font-size:12px}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from niah.core.answer_budget import CallBudget, least_thinking_budget
 from niah.core.interfaces import ModelAnswer, Provider
 from niah.core.prompts import JUDGE_MAX_OUTPUT_TOKENS, judge_prompt
-from niah.models.catalog import least_thinking_budget
 
 RETRIEVED = 10
 MISSED = 1
@@ -42,17 +42,39 @@ OUT_OF_BUDGET_FINISH = ("MAX_TOKENS", "LENGTH")
 
 
 def unscored_reason(text: str, finish_reason: str | None) -> str | None:
-    """Why an answer cannot be scored, or None if it can.
+    """Why an answer cannot be scored, or None if it can: a blocked answer.
 
-    A blocked answer, or an empty one cut off by the answer budget, is neither right
-    nor wrong: it never counts as a miss.
+    It is neither right nor wrong: it never counts as a miss.
     """
     finish = (finish_reason or "").upper()
     if finish.startswith("PROMPT_BLOCKED") or finish in BLOCKED_FINISH:
         return f"blocked ({finish_reason})"
-    if not text.strip() and finish in OUT_OF_BUDGET_FINISH:
-        return f"no answer within the output budget ({finish_reason})"
     return None
+
+
+def truncated_reason(answer: ModelAnswer, budget: CallBudget) -> str | None:
+    """Why an answer was cut off by its output budget, with the fix; None if it was not.
+
+    A reply that ends MAX_TOKENS (Vertex) or ``length`` (llama.cpp, OpenAI-style) may have
+    lost any part of its answer, a value cut in half among them: it is ``truncated``,
+    counted apart and never scored, so no cut answer reads as a wrong one.
+    """
+    if (answer.finish_reason or "").upper() not in OUT_OF_BUDGET_FINISH:
+        return None
+    thought = answer.thinking_tokens or 0
+    spent = f"{answer.output_tokens or 0} answer tokens" + (
+        f" after {thought} thinking tokens" if thought else ""
+    )
+    fix = (
+        "leave max_output_tokens out or raise it"
+        if thought == 0
+        else "raise max_output_tokens, or lower thinking_budget / thinking_level"
+    )
+    return (
+        f"cut off at the output budget of {budget.max_output_tokens} tokens "
+        f"({answer.finish_reason}: {spent}; the answer needs up to {budget.answer_tokens}); "
+        f"{fix}"
+    )
 
 
 _WORDS = {"one": 1, "three": 3, "five": 5, "seven": 7, "ten": 10}

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from niah.models.catalog import LOCAL_MODEL, ProviderName, provider_for_model
+from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
 
 HARNESS_DEFAULT_NEEDLE = (
     "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park "

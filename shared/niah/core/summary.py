@@ -22,6 +22,10 @@ RULER_THRESHOLD = 85.6
 NOLIMA_SHARE = 0.85
 NOLIMA_BASE_MAX_LENGTH = 1_000
 
+# A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
+# or truncated (the reply hit its output budget: never scored, never wrong).
+OUTCOMES = ("correct", "wrong", "unscored", "truncated")
+
 
 @dataclass(frozen=True)
 class ScoreTable:
@@ -221,7 +225,7 @@ def summarize(
         if c.get("prompt_token_deviation") is not None
     ]
     judged = [c["judge_score"] for c in answered if c.get("judge_score") is not None]
-    outcomes = {name: 0 for name in ("correct", "wrong", "unscored")}
+    outcomes = {name: 0 for name in OUTCOMES}
     for cell in cells:
         outcomes[str(cell.get("outcome") or "unscored")] += 1
     return {
@@ -345,14 +349,14 @@ def format_cost(summary: dict[str, Any]) -> str:
 
 
 def failure_reasons(cells: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Failed and unscored samples grouped by reason, the commonest first: their cell IDs."""
+    """Failed, unscored and truncated samples grouped by reason, the commonest first."""
     reasons: dict[str, list[str]] = {}
     for cell in cells:
         error = cell.get("error") or {}
         if error:
             reason = f"failed ({error.get('kind')}): {str(error.get('message'))[:160]}"
-        elif cell.get("outcome") == "unscored":
-            reason = f"unscored: {str(cell.get('unscored_reason'))[:160]}"
+        elif cell.get("outcome") in ("unscored", "truncated"):
+            reason = f"{cell['outcome']}: {str(cell.get('unscored_reason'))[:200]}"
         else:
             continue
         reasons.setdefault(reason, []).append(str(cell.get("cell_id")))

@@ -19,10 +19,10 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from niah.catalog.models import GEMMA3_TOKENIZER, TOKENIZER_SHA256, tokenizer_object
 from niah.core.interfaces import BlobStore, gs_uri
 from niah.errors import ConfigurationError
 from niah.memo import ProcessCache
-from niah.models.catalog import GEMMA3_TOKENIZER, TOKENIZER_SHA256, tokenizer_object
 from niah.settings import get_settings
 
 
@@ -105,7 +105,7 @@ def tokenizer_model_bytes(name: str, *, blobs: BlobStore | None = None) -> bytes
     if not _checksum_matches(name, data):
         raise ConfigurationError(
             f"the tokenizer model from {where} does not have the pinned SHA-256 "
-            f"{TOKENIZER_SHA256[name]} (niah.models.catalog)"
+            f"{TOKENIZER_SHA256[name]} (niah.catalog.models)"
         )
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".tmp{threading.get_ident()}")

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
+from niah.catalog.models import ProviderName, provider_for_model
+from niah.core.answer_budget import CallBudget, call_budget
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import load_haystack
 from niah.core.interfaces import (
@@ -28,7 +30,13 @@ from niah.core.mrcr_files import read_row
 from niah.core.pricing import Cost, answer_cost
 from niah.core.prompt_builder import BuiltPrompt, build_prompt
 from niah.core.prompts import split_transcript
-from niah.core.scoring import MISSED, RETRIEVED, judge_answer, unscored_reason
+from niah.core.scoring import (
+    MISSED,
+    RETRIEVED,
+    judge_answer,
+    truncated_reason,
+    unscored_reason,
+)
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
     CellInFlightError,
@@ -42,7 +50,6 @@ from niah.errors import (
 )
 from niah.logs import log
 from niah.memo import ProcessCache
-from niah.models.catalog import ProviderName, default_output_tokens, provider_for_model
 from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
 from niah.service.dispatch import release_after_primer
@@ -457,13 +464,14 @@ def _answer_cell(
             "planned_prompt_tokens": built.planned_prompt_tokens,
         },
     )
+    budget = call_budget(spec, sample.answer_tokens)
+    fields["max_output_tokens"] = budget.max_output_tokens
     try:
         answer = provider.generate(
             built.prompt,
-            max_output_tokens=spec.max_output_tokens
-            or max(default_output_tokens(spec.provider(), spec.model_name), sample.answer_tokens),
-            thinking_budget=spec.thinking_budget,
-            thinking_level=spec.thinking_level,
+            max_output_tokens=budget.max_output_tokens,
+            thinking_budget=budget.thinking_budget,
+            thinking_level=budget.thinking_level,
             turns=turns,
         )
     except NiahError as error:
@@ -478,7 +486,7 @@ def _answer_cell(
         prompt_tokens=answer.prompt_tokens,
     )
     fields |= _answer_fields(answer, cell) | _keep_whole_answer(task, answer.text, blobs)
-    score_fields, judged = _score(spec, sample, answer, provider_for)
+    score_fields, judged = _score(spec, sample, answer, provider_for, budget)
     fields |= score_fields
     cost = answer_cost(spec.model_name, answer)
     totals = _usage_totals("", answer)
@@ -581,14 +589,21 @@ def _answer_fields(answer: ModelAnswer, cell: Cell) -> dict[str, Any]:
 
 
 def _score(
-    spec: RunRequest, sample: Sample, answer: ModelAnswer, provider_for: ProviderFactory
+    spec: RunRequest,
+    sample: Sample,
+    answer: ModelAnswer,
+    provider_for: ProviderFactory,
+    budget: CallBudget,
 ) -> tuple[dict[str, Any], ModelAnswer | None]:
     """The sample's outcome and scores, and the judge's call where there was one.
 
     ``task_score`` is in [0, 1] for every task; ``score`` is what the heatmap shows: the
     harness's 1-10 scale for ``single``, the task's fraction for the others. A blocked
-    answer, or an empty one cut off by the budget, is unscored, never a miss.
+    answer is unscored; one cut off by the budget is truncated: never a miss.
     """
+    reason = truncated_reason(answer, budget)
+    if reason is not None:
+        return {"outcome": "truncated", "unscored_reason": reason, "score": None}, None
     reason = unscored_reason(answer.text, answer.finish_reason)
     if reason is not None:
         return {"outcome": "unscored", "unscored_reason": reason, "score": None}, None

@@ -8,22 +8,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from niah.catalog.models import (
+    CATALOG,
+    LOCAL_MODEL,
+    find_model,
+    input_limit,
+    is_gemini_name,
+    model_notice,
+    not_a_text_model,
+    provider_for_model,
+    temperature_for,
+)
+from niah.core.answer_budget import answer_room, call_budget, reply_room
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.spec import Cell, RunRequest
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
-from niah.models.catalog import (
-    CATALOG,
-    LOCAL_MODEL,
-    default_output_tokens,
-    find_model,
-    input_limit,
-    is_gemini_name,
-    provider_for_model,
-    temperature_for,
-)
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 
@@ -104,10 +106,11 @@ def parse_request(payload: Any) -> RunRequest:
         raise RequestError(field_name, message) from error
 
 
-def check_budget(spec: RunRequest, cells: list[Cell] | None = None) -> None:
+def check_budget(spec: RunRequest, cells: list[Cell] | None = None, reply_tokens: int = 0) -> None:
     """Refuse grids that are impossible or above the configured budget.
 
-    ``cells``: the run's cells where they come from data (MRCR v2's files), not the grid.
+    ``cells``: the run's cells where they come from data (MRCR v2's files), not the grid;
+    ``reply_tokens``: the room of the longest published reply among them.
     """
     settings = get_settings()
     lengths, depths = spec.lengths(), spec.depths()
@@ -135,8 +138,26 @@ def check_budget(spec: RunRequest, cells: list[Cell] | None = None) -> None:
             f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
         )
     check_model(spec)
+    check_output_budget(spec, reply_tokens)
     if spec.mrcr_source is None:  # published samples are as long as Google made them
         check_lengths(spec, cells)
+
+
+def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:
+    """Refuse a ``max_output_tokens`` below the room a right answer needs.
+
+    Such a run could only end its answers at the budget (``truncated``): refused before
+    anything is paid, with the least value that fits.
+    """
+    needed = max(answer_room(spec), reply_tokens)
+    if spec.max_output_tokens is not None and spec.max_output_tokens < needed:
+        raise RequestError(
+            "max_output_tokens",
+            f"{spec.max_output_tokens} tokens cannot hold a right answer to task {spec.task} "
+            f"(up to {needed} tokens); set max_output_tokens to at least {needed} plus the "
+            "model's thinking, or leave it out (the budget is then the answer's room plus "
+            "the model's thinking room)",
+        )
 
 
 def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
@@ -150,6 +171,9 @@ def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
             f"needle need about {floor}); ask for at least {floor} tokens",
         )
     limit = input_limit(spec.provider(), spec.model_name)
+    if spec.provider() == "local" and limit is not None:
+        # llama.cpp's window holds the answer too: leave it the run's answer budget.
+        limit = get_settings().local_model_max_context - 1 - call_budget(spec).max_output_tokens
     longest = max(cell.context_length for cell in cells)
     if limit is not None and longest > limit:
         raise RequestError(
@@ -169,6 +193,16 @@ def check_model(spec: RunRequest) -> None:
             f"this deployment has no local model (deploy with LOCAL_MODEL=1 for {LOCAL_MODEL}); "
             "use a gemini-* model",
         )
+    for field_name, name in (
+        ("model_name", spec.model_name),
+        ("evaluator_model_name", spec.evaluator_model_name),
+    ):
+        if name and not_a_text_model(name):
+            raise RequestError(
+                field_name,
+                f"{name} is not a text model (an image, speech, live, embedding or other "
+                "variant): a needle test needs a Gemini text model such as gemini-3.5-flash",
+            )
     if provider == "gemini" and not is_gemini_name(spec.model_name):
         raise RequestError(
             "model_name",
@@ -246,6 +280,14 @@ def check_thinking(spec: RunRequest) -> None:
     if known is None or known.provider != "gemini":
         return
     thinking = known.thinking
+    if known.assumed and spec.thinking_budget not in (None, -1):
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} is taken for a Gemini 3 model, which sets thinking by "
+            "thinking_level, not by a budget",
+        )
+    if known.assumed:
+        return  # its levels are not published here: the API says if one is refused
     if spec.thinking_level is not None and spec.thinking_level not in thinking.levels:
         takes = (
             f"takes thinking_level {', '.join(thinking.levels)}"
@@ -283,9 +325,12 @@ def check_thinking(spec: RunRequest) -> None:
 
 
 def model_warnings(spec: RunRequest) -> list[str]:
-    """What the catalog says a user should know before paying: retired models."""
+    """What a user should know before paying: unknown or retired models, a tight budget."""
     warnings = []
     for name in filter(None, [spec.model_name, spec.evaluator_model_name]):
+        notice = model_notice(name)
+        if notice:
+            warnings.append(notice)
         known = find_model(name)
         if known is not None and known.lifecycle.retired():
             successor = known.lifecycle.successor
@@ -294,6 +339,17 @@ def model_warnings(spec: RunRequest) -> list[str]:
                 "fail with 404 and end the run grey"
                 + (f" (its successor: {successor})" if successor else "")
             )
+    budget = call_budget(spec)
+    default = call_budget(spec.model_copy(update={"max_output_tokens": None}))
+    if spec.max_output_tokens is not None and budget.max_output_tokens < (
+        default.max_output_tokens
+    ):
+        warnings.append(
+            f"max_output_tokens {spec.max_output_tokens} leaves {budget.thinking_tokens} tokens "
+            f"for thinking where {spec.model_name} may think up to {default.thinking_tokens}: "
+            "answers may end at the budget (counted truncated, not scored); leave "
+            f"max_output_tokens out or set it to {default.max_output_tokens}"
+        )
     return warnings
 
 
@@ -324,6 +380,7 @@ class _Source:
     files: list[str]
     rows: list[tuple[int, int, int]]  # (file index, row, context_len)
     fingerprint: str
+    reply_tokens: int = 0  # the room of the longest expected reply
 
 
 def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
@@ -345,7 +402,12 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
     if not kept:
         raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
     fingerprint = content_fingerprint(listed, salt="mrcr_v2")
-    return _Source(files, [(files.index(r.file), r.row, r.context_len) for r in kept], fingerprint)
+    return _Source(
+        files,
+        [(files.index(r.file), r.row, r.context_len) for r in kept],
+        fingerprint,
+        reply_room(max(r.answer_bytes for r in kept)),
+    )
 
 
 def source_cells(source_rows: list[Any]) -> list[Cell]:
@@ -358,6 +420,7 @@ def run_record(
 ) -> dict[str, Any]:
     """The run document a new run starts with."""
     cells = source_cells(source.rows) if source else spec.cells()
+    budget = call_budget(spec, source.reply_tokens if source else 0)
     sourced = (
         # Firestore holds no nested arrays: each row as a map.
         {
@@ -380,10 +443,11 @@ def run_record(
             "temperature": temperature_for(spec.model_name),
             "thinking_budget": spec.thinking_budget,  # None: the model's default
             "thinking_level": spec.thinking_level,
-            # The answer budget each call gets (a sample whose answer is longer, an
-            # MRCR reply, gets room for it).
-            "max_output_tokens": spec.max_output_tokens
-            or default_output_tokens(spec.provider(), spec.model_name),
+            # The answer budget each call gets: the answer's room plus the thinking room
+            # (niah.core.answer_budget), or the run's own max_output_tokens.
+            "max_output_tokens": budget.max_output_tokens,
+            "answer_tokens": budget.answer_tokens,
+            "thinking_tokens": budget.thinking_tokens,
             "tools": False,
         },
         "total": len(cells),
@@ -425,7 +489,11 @@ def dispatch_run(
     """
     spec = parse_request(payload)
     source = resolve_mrcr_source(spec, blobs)
-    check_budget(spec, source_cells(source.rows) if source else None)
+    check_budget(
+        spec,
+        source_cells(source.rows) if source else None,
+        source.reply_tokens if source else 0,
+    )
     warnings = model_warnings(spec)
     prefix, fingerprint = resolve_haystack(spec, blobs)
     run_id = spec.run_id(fingerprint + (source.fingerprint if source else ""))

@@ -115,7 +115,7 @@ def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title
     figure.colorbar(image, ax=axes, label=scale.label)
     if np.isnan(data).any():
         axes.legend(
-            handles=[Patch(color=ERROR_COLOUR, label="failed or unscored")],
+            handles=[Patch(color=ERROR_COLOUR, label="failed, unscored or truncated")],
             loc="upper left",
             bbox_to_anchor=(1.25, 1.0),
             frameon=False,
@@ -142,7 +142,8 @@ def heatmap_title(summary: dict[str, Any]) -> str:
         f"{summary['model']}{task} · {summary['scorer']} score · mean {summary['mean_score']}"
         f" · effective length {effective if effective is not None else '-'}"
         f" · {summary['failed']} failed · "
-        f"{summary['outcomes']['unscored'] - summary['failed']} unscored · {format_cost(summary)}"
+        f"{summary['outcomes']['unscored'] - summary['failed']} unscored · "
+        f"{summary['outcomes'].get('truncated', 0)} truncated · {format_cost(summary)}"
     )
 
 

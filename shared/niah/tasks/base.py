@@ -22,9 +22,9 @@ from typing import Any, Literal, Protocol
 from niah.core.prompt_builder import Insertion
 from niah.core.scoring import mentions
 from niah.core.spec import Cell, NeedleType, RunRequest
-from niah.tasks.vocabulary import ADJECTIVES, NOUNS
+from niah.core.vocabulary import ADJECTIVES, NOUNS
 
-Outcome = Literal["correct", "wrong", "unscored"]
+Outcome = Literal["correct", "wrong", "unscored", "truncated"]
 
 
 @dataclass(frozen=True)

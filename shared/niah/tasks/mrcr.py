@@ -20,10 +20,11 @@ import difflib
 import random
 import string
 
+from niah.core.answer_budget import reply_room
 from niah.core.prompt_builder import Insertion
 from niah.core.spec import Cell, RunRequest
+from niah.core.vocabulary import ADJECTIVES, NOUNS
 from niah.tasks.base import Sample, Verdict, sample_rng, spread_depths
-from niah.tasks.vocabulary import ADJECTIVES, NOUNS
 
 # MRCR v2's request parts (mrcr_utils.py): formats, needle topics, styles.
 FORMATS = ("email", "short story", "blog post", "tweet", "poem", "essay", "riddle")
@@ -98,7 +99,7 @@ def published_sample(row: dict[str, str]) -> Sample:
             "prefix": answer[:HASH_LENGTH],
             "published": True,
         },
-        answer_tokens=len(answer) // 2 + 32,
+        answer_tokens=reply_room(len(answer.encode())),
         prompt=row["queries"],
         prompt_tokens=int(float(row["context_len"])),
     )
@@ -162,7 +163,7 @@ class Mrcr:
             },
             template=TEMPLATE.format(first=rng.choice(others)),
             conversational=True,
-            answer_tokens=len(expected) // 2 + 32,
+            answer_tokens=reply_room(len(expected.encode())),
         )
 
     def score(self, sample: Sample, answer: str) -> Verdict:

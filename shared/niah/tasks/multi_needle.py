@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from niah.core.prompt_builder import Insertion
 from niah.core.spec import Cell, RunRequest
+from niah.core.vocabulary import CITIES
 from niah.tasks.base import (
     Sample,
     Verdict,
@@ -16,7 +17,6 @@ from niah.tasks.base import (
     sample_rng,
     spread_depths,
 )
-from niah.tasks.vocabulary import CITIES
 
 
 class MultiNeedle:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from niah.core.prompt_builder import Insertion
 from niah.core.scoring import mentions
 from niah.core.spec import Cell, RunRequest
+from niah.core.vocabulary import CHARACTER_NAMES
 from niah.tasks.base import Sample, Verdict, sample_rng
-from niah.tasks.vocabulary import CHARACTER_NAMES
 
 # (needle, question): the needle names a landmark, the question its place.
 TEMPLATES: tuple[tuple[str, str], ...] = (

@@ -6,9 +6,9 @@ load, and one SDK client serves every concurrent cell.
 
 from __future__ import annotations
 
+from niah.catalog.models import ProviderName
 from niah.core.interfaces import Provider
 from niah.memo import ProcessCache
-from niah.models.catalog import ProviderName
 
 _providers: ProcessCache[tuple[ProviderName, str], Provider] = ProcessCache()
 

