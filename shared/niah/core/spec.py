@@ -97,9 +97,9 @@ OPTION_HELP: dict[str, str] = {
     "save_contexts": "store each cell's prompt in the bucket",
     "scorer": "exact, judge or both (single task)",
     "count_tokens_check": "also store the countTokens API's count of each prompt",
-    "max_output_tokens": "answer budget (default: the model's, from the catalog)",
+    "max_output_tokens": "output budget (default: the answer's room + the model's thinking room)",
     "thinking_budget": "Gemini 2.5 thinking tokens: 0 off (Flash), -1 dynamic, N a cap",
-    "thinking_level": "Gemini 3 thinking: minimal, low, medium or high, as the model takes",
+    "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
 }
 
@@ -176,8 +176,9 @@ class RunRequest(BaseModel):
     # Gemini 2.5 thinks before answering, and thinking counts against max_output_tokens:
     # 0 turns it off (Flash), -1 lets the model choose, N caps it. None: model default.
     thinking_budget: int | None = Field(default=None, ge=-1, le=32_768)
-    # Gemini 3 sets thinking by level instead (it cannot be turned off). None: default.
-    thinking_level: Literal["minimal", "low", "medium", "high"] | None = None
+    # Gemini 3 and 4 set thinking by level instead (it cannot be turned off); which levels
+    # a model takes is in the catalog. None: the model's default level.
+    thinking_level: Literal["minimal", "low", "medium", "high", "xhigh"] | None = None
     prompt_template: str | None = Field(default=None, max_length=20_000)
 
     @field_validator("context_lengths")
