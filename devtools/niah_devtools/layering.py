@@ -63,6 +63,8 @@ RESTRICTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("google.genai", ("niah.models.providers.gemini",)),
     ("google.oauth2", ("niah.models.providers.gemini", "niah.cli")),
     ("google.auth", ("niah.cli",)),
+    # Prices are read in one place, so the library's figures are never copied about.
+    ("genai_prices", ("niah.catalog.prices",)),
     (DEVTOOLS, ()),
 )
 

@@ -30,6 +30,9 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
         ("core/scoring.py", "from niah.models.providers import get_provider", "niah.core may"),
         # The catalog stays a leaf that anything may ask.
         ("catalog/models.py", "from niah.core.spec import RunRequest", "niah.catalog may"),
+        ("catalog/prices.py", "from niah.models.tokenizer import get_tokenizer", "niah.catalog"),
+        # Prices are read from genai-prices in one place.
+        ("core/pricing.py", "import genai_prices", "genai_prices is for niah.catalog.prices"),
         # Cloud adapters know no model; google.genai only in the Gemini provider.
         ("cloud/store.py", "from niah.models.tokenizer import get_tokenizer", "niah.cloud may"),
         ("service/report.py", "from google import genai", "google.genai is for"),
