@@ -345,7 +345,8 @@ def _notes(
     if sentence_start is None and any(e.cached_tokens for e in estimates):
         notes.append(
             "cached prefixes run to each needle's nominal depth; the builder moves it back "
-            "to a sentence end, so cache-aware may be low by up to a sentence a cell"
+            "to a sentence end, so cache-aware counts up to a sentence a cell as cached "
+            "that may not be"
         )
     return notes
 
