@@ -4,8 +4,10 @@ An 11 x 11 grid from 1,000 to 1,000,000 tokens on gemini-2.5-pro: every cell's p
 is built as the worker builds it (the single-needle task's sample, the harness
 template, the default haystack, token-exact) and sent through the real google-genai
 SDK to the Vertex stand-in with its implicit-cache model on (a prefix of at least
-2,048 tokens shared with a prompt answered in the last 300 s is billed as cached:
-``niah_devtools.standin._cached_prefix_tokens`` has the sources and the assumptions).
+2,048 tokens, ``niah.core.estimate.IMPLICIT_CACHE_MIN_TOKENS``, shared with a prompt
+answered in the last 300 s is billed as cached: ``niah_devtools.standin.
+_cached_prefix_tokens`` has the sources and the assumptions). ``niah run --estimate``
+prices the same calls from the same cache model without building them.
 
 - "naive": every cell at once, as Pub/Sub fans a grid out to enough worker instances
   in seconds, while a 1M-token call takes longer: no call finds another's prefix
@@ -59,7 +61,7 @@ def _send(prompts: list[str]) -> list[Any]:
 
 def measure_grid_cost() -> dict[str, Any]:
     """Both orders against a fresh stand-in each; the input costs and the saving."""
-    from niah.core.pricing import cost_of
+    from niah.core.estimate import CallTokens, price_calls
     from niah.settings import get_settings
     from niah_devtools.standin import serve
 
@@ -99,11 +101,10 @@ def measure_grid_cost() -> dict[str, Any]:
             server.shutdown()
         prompt = sum(a.prompt_tokens or 0 for a in answers)
         cached = sum(a.cached_tokens or 0 for a in answers)
-        usd = sum(
-            cost_of(MODEL, a.prompt_tokens or 0, 0, cached_tokens=a.cached_tokens or 0).usd
-            for a in answers
+        # Input only, priced as the estimate prices its calls (niah.core.estimate).
+        cost = price_calls(
+            MODEL, [CallTokens(a.prompt_tokens or 0, a.cached_tokens or 0) for a in answers]
         )
-        uncached = sum(cost_of(MODEL, a.prompt_tokens or 0, 0).usd for a in answers)
         figures[order] = {
             "calls": len(answers),
             "wall_seconds": round(wall, 1),
@@ -112,8 +113,8 @@ def measure_grid_cost() -> dict[str, Any]:
             "cached_tokens": cached,
             "cached_share": round(cached / prompt, 4),
             "calls_with_cache_hits": sum(1 for a in answers if a.cached_tokens),
-            "input_usd": round(usd, 4),
-            "input_usd_without_cache": round(uncached, 4),
+            "input_usd": round(cost.usd, 4),
+            "input_usd_without_cache": round(cost.usd_without_cache, 4),
         }
     naive, aware = figures["naive"], figures["cache_aware"]
     # Naive is naive only if every call arrived before the first answer.

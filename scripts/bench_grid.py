@@ -15,19 +15,26 @@ REPO = Path(__file__).resolve().parents[1]
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
 
 
-def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str, str]]:
-    """Every cell's (ID, prompt) for run request ``grid``; the dispatcher's primer first."""
+def essay_blobs() -> Any:
+    """A bucket holding only the default haystack, as the worker finds it."""
     sys.path.insert(0, str(REPO))
-    from niah.core.spec import RunRequest
-    from niah.models.tokenizer import get_tokenizer
-    from niah.service.cell_worker import build_cell_prompt
-    from niah.service.dispatch import primer_message
-    from niah.tasks import get_task
     from tests.fakes import MemoryBlobs
 
     blobs = MemoryBlobs()
     for path in sorted(ESSAYS.glob("*.txt")):
         blobs.objects[f"haystacks/paul_graham_essays/{path.name}"] = path.read_bytes()
+    return blobs
+
+
+def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str, str]]:
+    """Every cell's (ID, prompt) for run request ``grid``; the dispatcher's primer first."""
+    from niah.core.spec import RunRequest
+    from niah.models.tokenizer import get_tokenizer
+    from niah.service.cell_worker import build_cell_prompt
+    from niah.service.dispatch import primer_message
+    from niah.tasks import get_task
+
+    blobs = essay_blobs()
     spec = RunRequest.model_validate(grid)
     primer = primer_message("bench", spec, {})
     assert primer is not None, "cache-aware dispatch picks a primer for every grid here"

@@ -21,6 +21,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from niah.core.estimate import IMPLICIT_CACHE_MIN_TOKENS
+
 NEEDLE = re.compile(r"The special magic ([\w ]+?) number is: (\d+)\.")
 JUDGE = re.compile(r"Reference: (.*?)\nAnswer to grade: (.*?)\n", re.DOTALL)
 MRCR_ASK = re.compile(
@@ -73,7 +75,7 @@ class StandinState:
                 # prompt answered within the window is billed that prefix as cached,
                 # if it is at least the minimum (see _cached_prefix_tokens).
                 "implicit_cache": False,
-                "cache_min_tokens": 2048,
+                "cache_min_tokens": IMPLICIT_CACHE_MIN_TOKENS,
                 "cache_window_seconds": 300.0,
                 # A blocked prompt: no candidates, promptFeedback.blockReason.
                 "prompt_block": None,

@@ -463,35 +463,76 @@ def cmd_wait(args: argparse.Namespace) -> None:
 
 def estimate(payload: dict[str, Any]) -> str:
     """Tokens and cost of a grid, from the price table, without calling any model."""
-    figures = estimate_figures(payload)
+    return format_estimate(estimate_figures(payload))
+
+
+def _usd(value: float | None, model_name: str | None) -> str:
+    return f"${value:.4f}" if value is not None else f"unknown (no price for {model_name})"
+
+
+def format_estimate(figures: dict[str, Any]) -> str:
+    """The estimate's figures as text: the same figures ``--json`` prints."""
     samples = figures["samples_per_cell"]
+    model, call = figures["model_name"], figures["per_call"]
+    naive, aware, judge = figures["naive"], figures["cache_aware"], figures["judge"]
+    bases = ", ".join(f"{count} {basis}" for basis, count in figures["prompt_tokens_basis"].items())
     lines = [
-        f"{figures['model_name']}, task {figures['task']}: {figures['cells']} cells "
+        f"{model}, task {figures['task']}: {figures['cells']} cells "
         f"({figures['lengths']} lengths x {figures['depths']} depths"
         + (f" x {samples} samples)" if samples > 1 else ")"),
-        f"prompt tokens: {figures['prompt_tokens']:,}; output tokens at most: "
+        f"prompt tokens: {figures['prompt_tokens']:,} ({bases}); output tokens at most: "
         f"{figures['output_tokens_at_most']:,}",
+        f"per call: max_output_tokens {call['max_output_tokens']:,} = answer room "
+        f"{call['answer_tokens']:,} + thinking room {call['thinking_tokens']:,}",
     ]
+    if figures["long_context_threshold"] is not None:
+        lines.append(
+            f"long-context rate (prompt above {figures['long_context_threshold']:,} tokens): "
+            f"{figures['long_context_cells']} cells"
+        )
+    lines.append(f"model calls, naive (nothing cached): {_usd(naive['cost_usd'], model)}")
+    saving = (
+        f", saving {_usd(aware['saving_usd'], model)} ({aware['saving_share']:.1%})"
+        if aware["saving_share"] is not None
+        else ""
+    )
+    lines.append(
+        f"model calls, cache-aware (primer {aware['primer_cell_id']} first; "
+        f"{aware['cached_tokens']:,} cached tokens in {aware['cells_with_cache_hits']} cells): "
+        f"{_usd(aware['cost_usd'], model)}{saving}"
+    )
+    if judge:
+        lines.append(
+            f"judge {judge['model_name']}: {judge['calls']} calls, prompt tokens at most "
+            f"{judge['prompt_tokens_at_most']:,}, output tokens at most "
+            f"{judge['output_tokens_at_most']:,}: {_usd(judge['cost_usd'], judge['model_name'])}"
+        )
+    total = figures["total"]
     if figures["cost_usd_at_most"] is not None:
-        lines.append(f"cost at most: ${figures['cost_usd_at_most']:.4f} (model calls only)")
+        lines.append(
+            f"cost at most: ${figures['cost_usd_at_most']:.4f}"
+            + (" (judge included)" if judge else "")
+            + f"; cache-aware: ${total['cache_aware_usd']:.4f}"
+        )
     else:
-        lines.append(f"cost: unknown, no price for {figures['model_name']} (set NIAH_PRICE_TABLE)")
-    if figures["judge_model_name"]:
-        lines.append(f"plus one judge call per cell to {figures['judge_model_name']}")
+        lines.append("cost: unknown (set NIAH_PRICE_TABLE)")
+    lines += [f"note: {note}" for note in figures["notes"]]
+    lines += [f"warning: {warning}" for warning in figures["warnings"]]
     return "\n".join(lines)
 
 
 def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
-    from niah.core.answer_budget import call_budget
-    from niah.core.pricing import cost_of
-    from niah.errors import RequestError
+    from niah.core import estimate as estimating
+    from niah.errors import ConfigurationError, RequestError
     from niah.service.dispatch import (
         check_budget,
         parse_request,
         resolve_mrcr_source,
         source_cells,
     )
+    from niah.tasks import get_task
+    from niah.tasks.base import Sample
 
     try:
         spec = parse_request(payload)
@@ -500,25 +541,45 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         check_budget(spec, cells)
     except RequestError as error:
         sys.exit(f"niah: {error.field}: {error.message}")
-    max_output = call_budget(spec).max_output_tokens
-    costs = [cost_of(spec.model_name, cell.context_length, max_output) for cell in cells]
-    return {
-        "model_name": spec.model_name,
-        "task": spec.task,
-        "cells": len(cells),
-        "lengths": len(spec.lengths()),
-        "depths": len(spec.depths()),
-        "samples_per_cell": spec.samples_per_cell,
-        "prompt_tokens": sum(cell.context_length for cell in cells),
-        "output_tokens_at_most": len(cells) * max_output,
-        # None when any cell has no price: unknown, never $0.
-        "cost_usd_at_most": round(sum(c.usd for c in costs), 6)
-        if all(c.priced for c in costs)
-        else None,
-        "judge_model_name": spec.evaluator_model_name
-        if spec.scorer_name() in ("judge", "both")
-        else None,
-    }
+    if source:
+        # Published rows are sent whole; their text stays in the bucket (megabytes a row).
+        samples = [
+            Sample((), "", (), answer_tokens=source.reply_tokens, prompt="",
+                   prompt_tokens=cell.context_length)
+            for cell in cells
+        ]  # fmt: skip
+    else:
+        task = get_task(spec.task)
+        samples = [task.sample(spec, cell) for cell in cells]
+    try:
+        from niah.models.tokenizer import get_tokenizer
+
+        tokenizer = get_tokenizer()
+    except (ConfigurationError, ImportError):
+        tokenizer = None  # without the developer set-up: bytes bound the template
+    run = estimating.estimate_run(
+        spec,
+        cells,
+        samples,
+        default_template=_default_template(spec.provider()),
+        tokenizer=tokenizer,
+    )
+    return estimating.estimate_figures(run)
+
+
+def _default_template(provider: str) -> str:
+    """The template the provider's prompts use when the run gives none."""
+    if provider == "local":
+        from niah.models.providers.local_gemma import LocalGemmaProvider
+
+        return LocalGemmaProvider.default_template
+    if provider == "gemini":
+        from niah.models.providers.gemini import GeminiProvider
+
+        return GeminiProvider.default_template
+    from niah.models.providers.openai_compat import OpenAICompatibleProvider
+
+    return OpenAICompatibleProvider.default_template
 
 
 def cmd_status(args: argparse.Namespace) -> None:
@@ -761,7 +822,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="finish a run: retry its failed and missing cells, keep the answered ones",
     )
     run.add_argument(
-        "--estimate", action="store_true", help="print the grid's tokens and cost; call nothing"
+        "--estimate",
+        action="store_true",
+        help="print the grid's tokens and cost (naive, cache-aware, judge); call nothing",
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
     run.add_argument(
