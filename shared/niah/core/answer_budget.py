@@ -139,6 +139,25 @@ def call_budget(spec: RunRequest, answer_tokens: int = 0) -> CallBudget:
     )
 
 
+def budget_warning(spec: RunRequest) -> str | None:
+    """A warning where the run's ``max_output_tokens`` leaves the model too little thinking.
+
+    Its replies may then end MAX_TOKENS (truncated); None when the budget has the room.
+    """
+    if spec.max_output_tokens is None:
+        return None
+    budget = call_budget(spec)
+    free = call_budget(spec.model_copy(update={"max_output_tokens": None}))
+    if budget.thinking_tokens >= free.thinking_tokens:
+        return None
+    return (
+        f"max_output_tokens {spec.max_output_tokens} leaves {budget.thinking_tokens} thinking "
+        f"tokens where {spec.model_name} may think up to {free.thinking_tokens}: replies may "
+        "end MAX_TOKENS (truncated, never scored); leave max_output_tokens out (it would be "
+        f"{free.max_output_tokens}) or lower thinking_budget / thinking_level"
+    )
+
+
 def least_thinking_budget(model_name: str, answer_tokens: int) -> CallBudget:
     """The least thinking ``model_name`` allows, and ``answer_tokens`` on top of it.
 

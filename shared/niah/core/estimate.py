@@ -29,7 +29,12 @@ from typing import Literal, Protocol
 
 from niah.catalog.models import find_model
 from niah.catalog.prices import prices_for
-from niah.core.answer_budget import CallBudget, call_budget, least_thinking_budget
+from niah.core.answer_budget import (
+    CallBudget,
+    budget_warning,
+    call_budget,
+    least_thinking_budget,
+)
 from niah.core.interfaces import Tokenizer
 from niah.core.pricing import Cost, cost_of
 from niah.core.prompt_builder import Insertion
@@ -296,20 +301,15 @@ def _with_cache(estimates: list[CellEstimate], primer: Cell) -> list[CellEstimat
 def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     """Where a reply may end MAX_TOKENS, or a figure rests on an assumption."""
     warnings = []
-    if find_model(spec.model_name) is None:
+    known = find_model(spec.model_name)
+    if known is None or known.assumed:
         warnings.append(
             f"{spec.model_name} is not in the catalog: its thinking and output limits are "
             "assumed, so a reply may end MAX_TOKENS (truncated, never scored)"
         )
-    if spec.max_output_tokens is not None:
-        free = call_budget(spec.model_copy(update={"max_output_tokens": None}))
-        if budget.thinking_tokens < free.thinking_tokens:
-            warnings.append(
-                f"max_output_tokens {spec.max_output_tokens} leaves {budget.thinking_tokens} "
-                f"thinking tokens; {spec.model_name} may think up to {free.thinking_tokens}: "
-                "replies may end MAX_TOKENS (truncated, never scored); leave "
-                "max_output_tokens out or lower thinking_budget / thinking_level"
-            )
+    tight = budget_warning(spec)
+    if tight:
+        warnings.append(tight)
     judge = spec.evaluator_model_name if spec.scorer_name() in ("judge", "both") else None
     if judge and find_model(judge) is None:
         warnings.append(

@@ -19,7 +19,7 @@ from niah.catalog.models import (
     provider_for_model,
     temperature_for,
 )
-from niah.core.answer_budget import answer_room, call_budget, reply_room
+from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
@@ -339,18 +339,8 @@ def model_warnings(spec: RunRequest) -> list[str]:
                 "fail with 404 and end the run grey"
                 + (f" (its successor: {successor})" if successor else "")
             )
-    budget = call_budget(spec)
-    default = call_budget(spec.model_copy(update={"max_output_tokens": None}))
-    if spec.max_output_tokens is not None and budget.max_output_tokens < (
-        default.max_output_tokens
-    ):
-        warnings.append(
-            f"max_output_tokens {spec.max_output_tokens} leaves {budget.thinking_tokens} tokens "
-            f"for thinking where {spec.model_name} may think up to {default.thinking_tokens}: "
-            "answers may end at the budget (counted truncated, not scored); leave "
-            f"max_output_tokens out or set it to {default.max_output_tokens}"
-        )
-    return warnings
+    tight = budget_warning(spec)
+    return [*warnings, tight] if tight else warnings
 
 
 def minimum_context_length(spec: RunRequest) -> int:
