@@ -47,7 +47,8 @@ def configure(url: str, **config: Any) -> None:
 
 def test_the_request_is_the_one_we_intend(standin: tuple[str, StandinState]) -> None:
     _url, state = standin
-    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=300)
+    # Room for 2.5 Flash's default thinking (500 tokens in the stand-in) and the answer.
+    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=1000)
     assert answer.text == "The special magic Lagos number is: 7304912."
     assert answer.finish_reason == "STOP"
     assert answer.prompt_tokens == len(get_tokenizer().encode(PROMPT))
@@ -59,7 +60,7 @@ def test_the_request_is_the_one_we_intend(standin: tuple[str, StandinState]) -> 
     assert request["authorization"] == "Bearer test-token"
     body = request["body"]
     assert body["contents"] == [{"parts": [{"text": PROMPT}], "role": "user"}]
-    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 300}
+    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 1000}
     assert {(s["category"], s["threshold"]) for s in body["safetySettings"]} == {
         (category, "BLOCK_NONE") for category in HARM_CATEGORIES
     }
@@ -76,7 +77,9 @@ def test_a_thinking_budget_reaches_the_request(standin: tuple[str, StandinState]
 def test_429_then_200_is_retried_and_succeeds(standin: tuple[str, StandinState]) -> None:
     url, state = standin
     configure(url, fail_first=2, fail_status=429)
-    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=50)
+    answer = GeminiProvider("gemini-2.5-flash").generate(
+        PROMPT, max_output_tokens=50, thinking_budget=0
+    )
     assert "7304912" in answer.text
     assert len(state.requests) == 3
 
@@ -177,7 +180,11 @@ def test_a_gemini_cell_stores_both_scores_usage_and_cost(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
     store, run_id, outcome = run_one_gemini_cell(
-        essay_blobs, scorer="both", evaluator_model_name="gemini-2.5-flash", count_tokens_check=True
+        essay_blobs,
+        scorer="both",
+        evaluator_model_name="gemini-2.5-flash",
+        count_tokens_check=True,
+        thinking_budget=0,  # thinking is the next test's subject
     )
     assert outcome == "answered"
     [cell] = store.list_cells(run_id)
@@ -219,7 +226,8 @@ def test_thinking_tokens_are_billed_as_output_and_cached_input_at_its_rate(
 ) -> None:
     url, _ = standin
     configure(url, thoughts_tokens=300, cached_tokens=1500)
-    store, run_id, _ = run_one_gemini_cell(essay_blobs)
+    # The thoughts are spent first: the budget leaves room for the answer after them.
+    store, run_id, _ = run_one_gemini_cell(essay_blobs, max_output_tokens=1000)
     [cell] = store.list_cells(run_id)
     usage = cell["usage"]
     assert usage["thoughts_token_count"] == 300
@@ -282,7 +290,7 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
 ) -> None:
     _, state = standin
     store, run_id, outcome = run_one_gemini_cell(
-        essay_blobs, task="mrcr", num_needles=4, context_lengths=[8192]
+        essay_blobs, task="mrcr", num_needles=4, context_lengths=[8192], thinking_budget=0
     )
     assert outcome == "answered"
     [request] = [r for r in state.requests if r["kind"] == "generate"]
@@ -299,7 +307,7 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
     run = store.get_run(run_id)
     assert run["call_settings"] == {
         "temperature": 0.0,
-        "thinking_budget": None,
+        "thinking_budget": 0,
         "thinking_level": None,
         "max_output_tokens": default_output_tokens("gemini", "gemini-2.5-flash"),
         "tools": False,
