@@ -391,7 +391,8 @@ def serve(
     state = StandinState(**defaults)
     handler = type("Handler", (_Handler,), {"state": state})
     server = _Server((host, port), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll: shutdown() waits up to one interval, and each test stops its own.
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server, state
 
 
