@@ -168,9 +168,17 @@ def up(
     _start_emulators(state_dir, ports, base_env)
     os.environ.update(env)
     _create_bucket_and_haystacks(haystacks_dir or REPO / ".local" / "haystacks")
+    # Vertex caches implicitly by default; so does the local stand-in, so a local run's
+    # cached share and cost are the modelled ones (a test's config reset keeps it on).
     _start(
         "vertex-standin",
-        [sys.executable, "-m", "niah_devtools.standin", f"--port={ports.vertex_standin}"],
+        [
+            sys.executable,
+            "-m",
+            "niah_devtools.standin",
+            f"--port={ports.vertex_standin}",
+            "--implicit-cache",
+        ],
         state_dir,
         base_env,
     )

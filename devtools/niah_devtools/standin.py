@@ -2,13 +2,15 @@
 
 It lets the real ``google-genai`` SDK (and our OpenAI-compatible provider) be exercised
 offline: requests go over HTTP to ``generateContent`` / ``countTokens`` /
-``chat/completions`` exactly as they would to Google. It "answers" like a perfect
-retriever: the needle sentence found in the prompt, or a judge's "Score: N" for
-judge prompts; token counts come from the Gemma 3 tokenizer (Gemini's vocabulary).
+``chat/completions`` exactly as they would to Google. It answers every task's question
+as a good model would (``standin_answers``), thinks as the served model does by default
+and spends ``maxOutputTokens`` on thoughts first (``standin_thinking``); token counts
+come from the Gemma 3 tokenizer (Gemini's vocabulary).
 
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
-failing with a status, every call failing, blocked answers, an input limit. Every
-request is counted and kept (``GET /_standin/requests``) for tests to inspect.
+failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
+input limit, a thinking table of its own. Every request is counted and kept
+(``GET /_standin/requests``) for tests to inspect.
 """
 
 from __future__ import annotations
@@ -18,32 +20,36 @@ import json
 import re
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from niah.core.estimate import IMPLICIT_CACHE_MIN_TOKENS
-
-NEEDLE = re.compile(r"The special magic ([\w ]+?) number is: (\d+)\.")
-JUDGE = re.compile(r"Reference: (.*?)\nAnswer to grade: (.*?)\n", re.DOTALL)
-MRCR_ASK = re.compile(
-    r"Prepend (\S+) to the (\w+) (.+?) about (.+?) in a (\w+) style\. Do not include"
+from niah_devtools.standin_answers import answer_text as right_answer
+from niah_devtools.standin_thinking import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    InvalidThinking,
+    generation_limits,
+    spend,
+    thinking_config,
+    thought_tokens,
 )
-ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
-
-def _mrcr_reply(transcript: str, asked: re.Match[str]) -> str:
-    """A perfect MRCR answer: the prefix, then the asked reply to the repeated request."""
-    prefix, ordinal, fmt, topic, style = asked.groups()
-    request = f"User: Write a {fmt} about {topic} in {style} style.\n\nAssistant: "
-    replies = [chunk.split("\n\nUser: ", 1)[0] for chunk in transcript.split(request)[1:]]
-    index = ORDINALS.index(ordinal) if ordinal in ORDINALS else 0
-    return prefix + replies[index] if index < len(replies) else "UNANSWERABLE"
+MODEL_IN_PATH = re.compile(r"/models/([^/:]+):generateContent$")
+# Config keys whose posted dicts are merged over the stand-in's thinking table.
+MERGED_KEYS = ("thinking", "thinking_levels", "thinking_default_levels")
 
 
 class StandinState:
     """What the stand-in has been told to do, and what it has seen."""
 
-    def __init__(self) -> None:
+    def __init__(self, **defaults: Any) -> None:
+        """Start from ``defaults``, the server's own settings (``--implicit-cache``).
+
+        Every reset returns to them, so a test's reset keeps what the local stack
+        started the stand-in with.
+        """
+        self.defaults = defaults
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
@@ -65,10 +71,13 @@ class StandinState:
                 "input_limit": 1_048_576,  # prompts above this get a 400
                 "answer": None,  # a fixed answer text instead of retrieving
                 "estimate_tokens": False,  # count len(text) // 4 instead of tokenizing
-                # As a thinking model answers: N thought tokens (a thought part, billed
-                # as output), and with thinking_only no answer at all (MAX_TOKENS).
-                "thoughts_tokens": 0,
+                # Overrides of the thinking table: N thought tokens whatever the model and
+                # its thinking settings (still spent before the answer), and with
+                # thinking_only no answer at all (MAX_TOKENS).
+                "thoughts_tokens": None,
                 "thinking_only": False,
+                # How each model thinks: see standin_thinking (dicts merge over it).
+                **thinking_config(),
                 # Prompt tokens reported as served from the implicit cache.
                 "cached_tokens": 0,
                 # Vertex's implicit caching, modelled: a prompt whose prefix matches a
@@ -79,8 +88,11 @@ class StandinState:
                 "cache_window_seconds": 300.0,
                 # A blocked prompt: no candidates, promptFeedback.blockReason.
                 "prompt_block": None,
-                **config,
+                **self.defaults,
             }
+            for key, value in config.items():
+                merged = key in MERGED_KEYS and isinstance(value, dict)
+                self.config[key] = {**self.config[key], **value} if merged else value
 
 
 def _count_tokens(text: str, estimate: bool = False) -> int:
@@ -89,28 +101,6 @@ def _count_tokens(text: str, estimate: bool = False) -> int:
     from niah.models.tokenizer import get_tokenizer
 
     return len(get_tokenizer().encode(text))
-
-
-def _answer_text(prompt: str, fixed: str | None) -> str:
-    if fixed is not None:
-        return fixed
-    judged = JUDGE.search(prompt)
-    if judged:
-        reference, answer = judged.groups()
-        number = re.search(r"\d{5,}", reference)
-        good = number.group(0) in answer if number else reference.strip() in answer
-        return (
-            "Score: 10\nThe answer states the reference fact."
-            if good
-            else ("Score: 1\nThe answer does not contain the reference fact.")
-        )
-    asked = MRCR_ASK.search(prompt)
-    if asked:
-        return _mrcr_reply(prompt, asked)
-    found = NEEDLE.search(prompt)
-    if found:
-        return f"The special magic {found.group(1)} number is: {found.group(2)}."
-    return "UNANSWERABLE"
 
 
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
@@ -170,9 +160,10 @@ def _cached_prefix_tokens(state: StandinState, prompt: str) -> int:
 
 
 def _generate(
-    state: StandinState, prompt: str, call_index: int, cached: int = 0
+    state: StandinState, request: _ModelRequest, call_index: int, cached: int = 0
 ) -> tuple[int, dict[str, Any]]:
     config = state.config
+    prompt = request.prompt
     if config["fail_always"] or call_index < config["fail_first"]:
         status = int(config["fail_status"])
         message = {
@@ -181,6 +172,12 @@ def _generate(
             404: "Publisher Model was not found or your project does not have access.",
         }
         return _error(status, message.get(status, "The service is currently unavailable."))
+    try:
+        thoughts = thought_tokens(config, request.model, request.budget, request.level)
+    except InvalidThinking as invalid:
+        return _error(400, str(invalid))
+    if config["thoughts_tokens"] is not None:
+        thoughts = int(config["thoughts_tokens"])
     estimate = bool(config["estimate_tokens"])
     prompt_tokens = _count_tokens(prompt, estimate)
     if prompt_tokens > int(config["input_limit"]):
@@ -199,32 +196,80 @@ def _generate(
             "promptFeedback": {"blockReason": config["prompt_block"]},
             "usageMetadata": usage,
         }
-    thoughts = int(config["thoughts_tokens"])
-    thought_parts = [{"text": "Let me look for it.", "thought": True}] if thoughts else []
-    if thoughts:
-        usage["thoughtsTokenCount"] = thoughts
+    text = "" if config["block"] else answer_text(prompt, config["answer"])
+    answer_tokens = _count_tokens(text, estimate)
+    spent = spend(request.max_output_tokens, thoughts, answer_tokens)
+    if config["thinking_only"]:  # the script says the budget went to thinking
+        capped = min(thoughts, request.max_output_tokens)
+        spent = spend(capped, capped, answer_tokens)
+    thought_parts = [{"text": "Let me look for it.", "thought": True}] if spent.thoughts else []
+    if spent.thoughts:
+        usage["thoughtsTokenCount"] = spent.thoughts
+    usage["totalTokenCount"] = prompt_tokens + spent.thoughts
     if config["block"]:
         candidate: dict[str, Any] = {"finishReason": "SAFETY"}
-        usage["totalTokenCount"] = prompt_tokens + thoughts
-    elif config["thinking_only"]:
-        # The budget went to thinking: no answer part and no candidatesTokenCount.
+    elif spent.answer_tokens is None:
+        # Thinking took the whole budget: no answer part and no candidatesTokenCount.
         candidate = {
             "content": {"role": "model", "parts": thought_parts},
             "finishReason": "MAX_TOKENS",
         }
-        usage["totalTokenCount"] = prompt_tokens + thoughts
     else:
-        text = _answer_text(prompt, config["answer"])
-        output_tokens = _count_tokens(text, estimate)
+        if spent.truncated:
+            text = _first_tokens(text, spent.answer_tokens, estimate)
         candidate = {
             "content": {"role": "model", "parts": [*thought_parts, {"text": text}]},
-            "finishReason": "STOP",
+            "finishReason": "MAX_TOKENS" if spent.truncated else "STOP",
         }
-        usage |= {
-            "candidatesTokenCount": output_tokens,
-            "totalTokenCount": prompt_tokens + output_tokens + thoughts,
-        }
+        usage["candidatesTokenCount"] = spent.answer_tokens
+        usage["totalTokenCount"] += spent.answer_tokens
     return 200, {"candidates": [candidate], "usageMetadata": usage}
+
+
+def answer_text(prompt: str, fixed: str | None) -> str:
+    """The scripted answer if there is one, else the right one."""
+    return fixed if fixed is not None else right_answer(prompt)
+
+
+def _first_tokens(text: str, count: int, estimate: bool) -> str:
+    """The answer cut where the budget ran out."""
+    if estimate:
+        return text[: count * 4]
+    from niah.models.tokenizer import get_tokenizer
+
+    tokenizer = get_tokenizer()
+    return tokenizer.decode(tokenizer.encode(text)[:count])
+
+
+@dataclass(frozen=True)
+class _ModelRequest:
+    """What a generate call asks, from either API's body."""
+
+    model: str
+    prompt: str
+    max_output_tokens: int
+    budget: int | None = None
+    level: str | None = None
+
+    @classmethod
+    def parse(cls, path: str, body: dict[str, Any]) -> _ModelRequest:
+        """A Vertex ``generateContent`` body, or an OpenAI-style ``chat/completions`` one."""
+        if path.endswith("/chat/completions"):
+            limit = body.get("max_completion_tokens") or body.get("max_tokens")
+            return cls(
+                model=str(body.get("model", "")),
+                prompt="\n".join(str(m.get("content", "")) for m in body.get("messages", [])),
+                max_output_tokens=int(limit) if limit else DEFAULT_MAX_OUTPUT_TOKENS,
+            )
+        served = MODEL_IN_PATH.search(path)
+        max_output_tokens, budget, level = generation_limits(body)
+        return cls(
+            model=served.group(1) if served else "",
+            prompt=_transcript(body.get("contents", [])),
+            max_output_tokens=max_output_tokens,
+            budget=budget,
+            level=level,
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -280,18 +325,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"totalTokens": _count_tokens(text)})
             return
         openai = self.path.endswith("/chat/completions")
-        prompt = (
-            "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-            if openai
-            else _transcript(body.get("contents", []))
-        )
-        cached = _cached_prefix_tokens(self.state, prompt)  # prefill looks up on arrival
+        request = _ModelRequest.parse(self.path, body)
+        cached = _cached_prefix_tokens(self.state, request.prompt)  # prefill looks up on arrival
         if latency:
             time.sleep(latency)
-        status, reply = _generate(self.state, prompt, call_index, cached)
+        status, reply = _generate(self.state, request, call_index, cached)
         if status == 200 and self.state.config["implicit_cache"]:
             with self.state.lock:
-                self.state.cache.append((time.time(), prompt.encode()))
+                self.state.cache.append((time.time(), request.prompt.encode()))
         self._send(status, _as_openai(status, reply) if openai else reply)
 
 
@@ -306,25 +347,30 @@ def _transcript(contents: list[dict[str, Any]]) -> str:
     )
 
 
+OPENAI_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+
 def _as_openai(status: int, reply: dict[str, Any]) -> dict[str, Any]:
     if status != 200:
         return {"error": {"message": reply["error"]["message"], "code": status}}
     candidate = reply["candidates"][0]
     parts = candidate.get("content", {}).get("parts", [])
+    answer = "".join(p["text"] for p in parts if not p.get("thought"))
     usage = reply["usageMetadata"]
+    thoughts = usage.get("thoughtsTokenCount", 0)
     return {
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": parts[0]["text"] if parts else ""},
-                "finish_reason": "stop"
-                if candidate["finishReason"] == "STOP"
-                else "content_filter",
+                "message": {"role": "assistant", "content": answer},
+                "finish_reason": OPENAI_FINISH.get(candidate["finishReason"], "content_filter"),
             }
         ],
         "usage": {
             "prompt_tokens": usage["promptTokenCount"],
-            "completion_tokens": usage.get("candidatesTokenCount", 0),
+            # OpenAI counts reasoning inside the completion, and names it apart.
+            "completion_tokens": usage.get("candidatesTokenCount", 0) + thoughts,
+            "completion_tokens_details": {"reasoning_tokens": thoughts},
         },
     }
 
@@ -336,12 +382,18 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def serve(port: int = 0, host: str = "127.0.0.1") -> tuple[ThreadingHTTPServer, StandinState]:
-    """Start the stand-in on a thread; port 0 picks a free one (``server.server_port``)."""
-    state = StandinState()
+def serve(
+    port: int = 0, host: str = "127.0.0.1", **defaults: Any
+) -> tuple[ThreadingHTTPServer, StandinState]:
+    """Start the stand-in on a thread; port 0 picks a free one (``server.server_port``).
+
+    ``defaults`` are config keys every reset returns to (``implicit_cache=True``).
+    """
+    state = StandinState(**defaults)
     handler = type("Handler", (_Handler,), {"state": state})
     server = _Server((host, port), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll: shutdown() waits up to one interval, and each test stops its own.
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server, state
 
 
@@ -349,8 +401,13 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m niah_devtools.standin --port P``: run the stand-in in the foreground."""
     parser = argparse.ArgumentParser(prog="niah-standin", description=__doc__)
     parser.add_argument("--port", type=int, default=8476)
+    parser.add_argument(
+        "--implicit-cache",
+        action="store_true",
+        help="model Vertex's implicit cache by default (a config reset keeps it on)",
+    )
     args = parser.parse_args(argv)
-    server, _ = serve(args.port)
+    server, _ = serve(args.port, implicit_cache=args.implicit_cache)
     print(f"Vertex stand-in on http://127.0.0.1:{server.server_port}", flush=True)
     threading.Event().wait()
 

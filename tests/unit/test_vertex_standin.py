@@ -48,7 +48,8 @@ def configure(url: str, **config: Any) -> None:
 
 def test_the_request_is_the_one_we_intend(standin: tuple[str, StandinState]) -> None:
     _url, state = standin
-    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=300)
+    # Room for 2.5 Flash's default thinking (500 tokens in the stand-in) and the answer.
+    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=1000)
     assert answer.text == "The special magic Lagos number is: 7304912."
     assert answer.finish_reason == "STOP"
     assert answer.prompt_tokens == len(get_tokenizer().encode(PROMPT))
@@ -60,7 +61,7 @@ def test_the_request_is_the_one_we_intend(standin: tuple[str, StandinState]) -> 
     assert request["authorization"] == "Bearer test-token"
     body = request["body"]
     assert body["contents"] == [{"parts": [{"text": PROMPT}], "role": "user"}]
-    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 300}
+    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 1000}
     assert {(s["category"], s["threshold"]) for s in body["safetySettings"]} == {
         (category, "BLOCK_NONE") for category in HARM_CATEGORIES
     }
@@ -77,7 +78,9 @@ def test_a_thinking_budget_reaches_the_request(standin: tuple[str, StandinState]
 def test_429_then_200_is_retried_and_succeeds(standin: tuple[str, StandinState]) -> None:
     url, state = standin
     configure(url, fail_first=2, fail_status=429)
-    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=50)
+    answer = GeminiProvider("gemini-2.5-flash").generate(
+        PROMPT, max_output_tokens=50, thinking_budget=0
+    )
     assert "7304912" in answer.text
     assert len(state.requests) == 3
 
@@ -178,7 +181,11 @@ def test_a_gemini_cell_stores_both_scores_usage_and_cost(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
     store, run_id, outcome = run_one_gemini_cell(
-        essay_blobs, scorer="both", evaluator_model_name="gemini-2.5-flash", count_tokens_check=True
+        essay_blobs,
+        scorer="both",
+        evaluator_model_name="gemini-2.5-flash",
+        count_tokens_check=True,
+        thinking_budget=0,  # thinking is the next test's subject
     )
     assert outcome == "answered"
     [cell] = store.list_cells(run_id)
@@ -220,7 +227,8 @@ def test_thinking_tokens_are_billed_as_output_and_cached_input_at_its_rate(
 ) -> None:
     url, _ = standin
     configure(url, thoughts_tokens=300, cached_tokens=1500)
-    store, run_id, _ = run_one_gemini_cell(essay_blobs)
+    # The thoughts are spent first: the budget leaves room for the answer after them.
+    store, run_id, _ = run_one_gemini_cell(essay_blobs, max_output_tokens=1000)
     [cell] = store.list_cells(run_id)
     usage = cell["usage"]
     assert usage["thoughts_token_count"] == 300
@@ -397,3 +405,261 @@ def test_the_judge_thinks_least_and_keeps_room_to_answer(
     config = state.requests[-1]["body"]["generationConfig"]
     assert config["maxOutputTokens"] == max_output
     assert list(config["thinkingConfig"].values()) == [thinking]
+
+
+FILLER = [f"Essay sentence {i} is about gardens, rivers and old clocks." for i in range(60)]
+
+
+def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
+    """A real sample of ``task_name``, its insertions placed in filler text by depth."""
+    from niah.core.prompts import HARNESS_TEMPLATE, render
+    from niah.core.spec import Cell, RunRequest
+    from niah.tasks import get_task
+
+    task = get_task(task_name)
+    spec = RunRequest(
+        task=task_name,
+        model_name="gemini-2.5-flash",
+        context_lengths=[4000],
+        document_depth_percents=[50],
+        **options,
+    )
+    sample = task.sample(spec, Cell(4000, 50.0))
+    places = [round(len(FILLER) * i.depth_percent / 100) for i in sample.insertions]
+    # Insertions at one place keep their order (MRCR: a needle turn, then the next turn).
+    context = " ".join(
+        piece
+        for index, sentence in enumerate([*FILLER, ""])
+        for piece in [
+            *(i.text for i, place in zip(sample.insertions, places, strict=True) if place == index),
+            sentence,
+        ]
+    )
+    prompt = render(sample.template or HARNESS_TEMPLATE, context=context, question=sample.question)
+    return task, sample, prompt
+
+
+@pytest.mark.parametrize(
+    ("task_name", "options"),
+    [
+        ("single", {}),
+        ("multi_needle", {"num_needles": 8}),
+        ("multi_key", {"num_distractors": 5}),
+        ("multi_key", {"needle_value_type": "uuids"}),
+        ("multi_value", {"num_values": 4}),
+        ("multi_value", {"needle_value_type": "words"}),
+        ("multi_query", {"num_queries": 4}),
+        ("multi_query", {"needle_key_type": "uuids", "needle_value_type": "uuids"}),
+        ("absent", {}),
+        ("absent", {"needle_key_type": "numbers", "needle_value_type": "numbers"}),
+        ("nonliteral", {}),
+        ("mrcr", {"num_needles": 4}),
+    ],
+)
+def test_every_task_is_answered_right_by_default(
+    standin: tuple[str, StandinState], task_name: str, options: dict[str, Any]
+) -> None:
+    from niah.core.prompts import split_transcript
+
+    task, sample, prompt = task_prompt(task_name, **options)
+    turns = split_transcript(prompt) if sample.conversational else None
+    answer = GeminiProvider("gemini-2.5-flash").generate(
+        prompt, max_output_tokens=4000, turns=turns
+    )
+    assert answer.finish_reason == "STOP"
+    verdict = task.score(sample, answer.text)
+    assert (verdict.outcome, verdict.score) == ("correct", 1.0), answer.text
+    # What a good model also avoids: a distractor's value, an invented one.
+    assert not verdict.details.get("distractor_hit")
+    assert not verdict.details.get("hallucinated")
+
+
+def test_a_fixed_answer_is_still_the_wrong_answer_fault(standin: tuple[str, StandinState]) -> None:
+    url, _ = standin
+    configure(url, answer="The special magic number is: 0.")
+    task, sample, prompt = task_prompt("multi_needle", num_needles=3)
+    answer = GeminiProvider("gemini-2.5-flash").generate(prompt, max_output_tokens=4000)
+    assert answer.text == "The special magic number is: 0."
+    assert task.score(sample, answer.text).outcome == "wrong"
+
+
+def test_an_unrecognised_prompt_is_unanswerable(standin: tuple[str, StandinState]) -> None:
+    answer = GeminiProvider("gemini-2.5-flash").generate("Tell me a joke.", max_output_tokens=900)
+    assert answer.text == "UNANSWERABLE"
+
+
+LAGOS_ANSWER = "The special magic Lagos number is: 7304912."
+
+
+def test_2_5_pro_thinks_first_and_answers_with_what_is_left(
+    standin: tuple[str, StandinState],
+) -> None:
+    """Vertex spends maxOutputTokens on thoughts first; the answer gets the rest."""
+    ids = get_tokenizer().encode(LAGOS_ANSWER)
+    prompt_tokens = len(get_tokenizer().encode(PROMPT))
+    pro = GeminiProvider("gemini-2.5-pro")
+    whole = pro.generate(PROMPT, max_output_tokens=1000 + len(ids))
+    assert (whole.text, whole.finish_reason) == (LAGOS_ANSWER, "STOP")
+    assert (whole.thinking_tokens, whole.output_tokens) == (1000, len(ids))
+    assert whole.total_tokens == prompt_tokens + 1000 + len(ids)
+
+    thought_only = pro.generate(PROMPT, max_output_tokens=1000)
+    assert (thought_only.text, thought_only.finish_reason) == ("", "MAX_TOKENS")
+    assert (thought_only.thinking_tokens, thought_only.output_tokens) == (1000, None)
+    assert thought_only.total_tokens == prompt_tokens + 1000
+
+    kept = len(ids) // 2
+    cut = pro.generate(PROMPT, max_output_tokens=1000 + kept)
+    assert cut.finish_reason == "MAX_TOKENS"
+    assert (cut.thinking_tokens, cut.output_tokens) == (1000, kept)
+    assert cut.text == get_tokenizer().decode(ids[:kept])
+    assert cut.total_tokens == prompt_tokens + 1000 + kept
+
+
+def test_thinking_below_the_budget_never_exceeds_it(standin: tuple[str, StandinState]) -> None:
+    """A budget smaller than the default thinking: thoughts are billed up to the cap only."""
+    answer = GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=300)
+    assert (answer.text, answer.finish_reason) == ("", "MAX_TOKENS")
+    assert (answer.thinking_tokens, answer.output_tokens) == (300, None)
+
+
+def test_2_5_pro_refuses_a_budget_of_0_as_vertex_does(standin: tuple[str, StandinState]) -> None:
+    url, state = standin
+    with pytest.raises((PermanentCellError, PermanentRunError), match="Budget 0 is invalid"):
+        GeminiProvider("gemini-2.5-pro").generate(PROMPT, max_output_tokens=300, thinking_budget=0)
+    assert len(state.requests) == 1  # a 400 is not retried
+    reply = requests.post(
+        f"{url}/v1/projects/p/locations/global/publishers/google/models/gemini-2.5-pro:generateContent",
+        json={
+            "contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+            "generationConfig": {"thinkingConfig": {"thinkingBudget": 0}},
+        },
+        timeout=5,
+    )
+    assert reply.status_code == 400
+    assert reply.json()["error"] == {
+        "code": 400,
+        "message": "Budget 0 is invalid. This model only works in thinking mode.",
+        "status": "INVALID_ARGUMENT",
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "thoughts"),
+    [
+        ("gemini-2.5-flash", {}, 500),
+        ("gemini-2.5-flash", {"thinking_budget": 0}, None),
+        ("gemini-2.5-flash", {"thinking_budget": 120}, 120),  # a budget caps thinking
+        ("gemini-2.5-flash", {"thinking_budget": -1}, 500),  # dynamic: the default
+        ("gemini-2.5-pro", {"thinking_budget": 128}, 128),
+        ("gemini-2.5-pro", {"thinking_budget": 5000}, 1000),  # a cap, not a target
+        ("gemini-2.5-flash-lite", {}, None),  # thinks only when asked
+        ("gemini-2.5-flash-lite", {"thinking_budget": 512}, 500),
+        ("gemini-2.0-flash", {}, None),
+        ("gemini-3.5-flash", {}, 500),  # MEDIUM by default
+        ("gemini-3.1-pro-preview", {}, 1000),  # HIGH by default
+        ("gemini-3.1-flash-lite", {}, None),  # MINIMAL by default
+        ("gemini-3-pro-preview", {}, 1000),  # other Gemini 3: HIGH
+        ("gemini-3-flash-preview", {"thinking_level": "low"}, 200),
+        ("gemini-3-flash-preview", {"thinking_level": "minimal"}, None),
+    ],
+)
+def test_each_model_thinks_as_its_family_does(
+    standin: tuple[str, StandinState], model: str, thinking: dict[str, Any], thoughts: int | None
+) -> None:
+    answer = GeminiProvider(model).generate(PROMPT, max_output_tokens=4000, **thinking)
+    assert answer.thinking_tokens == thoughts
+    assert (answer.text, answer.finish_reason) == (LAGOS_ANSWER, "STOP")
+
+
+def test_a_budget_with_a_level_is_refused(standin: tuple[str, StandinState]) -> None:
+    url, _ = standin
+    reply = requests.post(
+        f"{url}/v1/projects/p/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent",
+        json={
+            "contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+            "generationConfig": {"thinkingConfig": {"thinkingBudget": 100, "thinkingLevel": "LOW"}},
+        },
+        timeout=5,
+    )
+    assert reply.status_code == 400 and "together" in reply.json()["error"]["message"]
+
+
+def test_the_thinking_table_is_configurable_and_merged(standin: tuple[str, StandinState]) -> None:
+    url, _ = standin
+    configure(url, thinking={"gemini-2.5-flash": 40}, thinking_levels={"HIGH": 70})
+    assert (
+        GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=900).thinking_tokens
+        == 40
+    )
+    # The rest of the table stays as it was.
+    assert (
+        GeminiProvider("gemini-2.5-pro").generate(PROMPT, max_output_tokens=4000).thinking_tokens
+        == 1000
+    )
+    assert (
+        GeminiProvider("gemini-3-pro-preview")
+        .generate(PROMPT, max_output_tokens=900)
+        .thinking_tokens
+        == 70
+    )
+    # The old override wins over the table, whatever the model.
+    configure(url, thoughts_tokens=7)
+    assert (
+        GeminiProvider("gemini-2.5-pro").generate(PROMPT, max_output_tokens=900).thinking_tokens
+        == 7
+    )
+
+
+def test_an_openai_style_answer_cut_by_its_budget_ends_with_length(
+    standin: tuple[str, StandinState],
+) -> None:
+    answer = OpenAICompatibleProvider("llama-3.1-8b").generate(PROMPT, max_output_tokens=3)
+    assert answer.finish_reason == "length"
+    assert answer.text == get_tokenizer().decode(get_tokenizer().encode(LAGOS_ANSWER)[:3])
+
+
+def test_the_implicit_cache_default_survives_a_reset() -> None:
+    """The local stack starts the stand-in with the cache on; tests' resets keep it on."""
+    server, state = serve(0, implicit_cache=True)
+    try:
+        configure(f"http://127.0.0.1:{server.server_port}", latency_seconds=0.0)
+        assert state.config["implicit_cache"] is True
+        configure(f"http://127.0.0.1:{server.server_port}", implicit_cache=False)
+        assert state.config["implicit_cache"] is False
+    finally:
+        server.shutdown()
+    server, state = serve(0)
+    server.shutdown()
+    assert state.config["implicit_cache"] is False  # an in-test stand-in: off unless asked
+
+
+def test_a_gemini_2_5_flash_cell_at_the_services_defaults_is_answered(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    store, run_id, _ = run_one_gemini_cell(essay_blobs)
+    [cell] = store.list_cells(run_id)
+    assert (cell["finish_reason"], cell["outcome"]) == ("STOP", "correct")
+
+
+@pytest.mark.parametrize(
+    ("model", "thoughts"), [("gemini-2.5-pro", 1_000), ("gemini-2.5-flash", 500)]
+)
+def test_a_thinking_model_answers_in_full_with_the_default_budget(
+    standin: tuple[str, StandinState], essay_blobs: Any, model: str, thoughts: int
+) -> None:
+    """The default budget leaves room for the model's thinking and the whole answer.
+
+    2.5 Pro always thinks (1,000 tokens on the stand-in). Before: 300 tokens, and a call
+    that ended MAX_TOKENS unanswered.
+    """
+    _, state = standin
+    store, run_id, _ = run_one_gemini_cell(essay_blobs, model_name=model)
+    [cell] = store.list_cells(run_id)
+    assert (cell["finish_reason"], cell["outcome"], cell["score"]) == ("STOP", "correct", 10)
+    assert cell["usage"]["thoughts_token_count"] == thoughts
+    [request] = [r for r in state.requests if r["kind"] == "generate"]
+    sent = request["body"]["generationConfig"]["maxOutputTokens"]
+    spec = RunRequest(model_name=model, context_lengths=[2000], document_depth_percents=[50])
+    assert sent == call_budget(spec).max_output_tokens == cell["max_output_tokens"]
+    assert "thinkingConfig" not in request["body"]["generationConfig"]  # the model's default

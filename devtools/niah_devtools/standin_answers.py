@@ -1,0 +1,133 @@
+"""What the Vertex stand-in answers: every task's question, as a good model would.
+
+The answer is read off the prompt's text alone: the task's question names what is
+asked, and the needles of that form in the context hold the values. A judge prompt
+gets a score, an MRCR transcript the asked reply with its prefix. The non-literal task
+takes one hop of world knowledge; the stand-in "knows the world" through that task's
+own templates (which landmark is in which place). Anything else is UNANSWERABLE, as
+the harness's prompt offers.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+JUDGE = re.compile(r"Reference: (.*?)\nAnswer to grade: (.*?)\n", re.DOTALL)
+MRCR_ASK = re.compile(
+    r"Prepend (\S+) to the (\w+) (.+?) about (.+?) in a (\w+) style\. Do not include"
+)
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+# The single needle and the multi-needle task's needles: "special magic {city} number".
+CITY_NEEDLE = re.compile(r"The special magic ([\w ]+?) number is: (\d+)\.")
+CITY_ASKED = re.compile(r"What is the special magic ([\w ]+?) number\?")
+CITIES_ASKED = re.compile(
+    r"What are the special magic numbers for (.+?)\? Give each city with its number\."
+)
+# RULER's form (multi_key, multi_value, multi_query, absent): keys and values are
+# numbers, adjective-noun words or UUIDs, none with a space or a full stop.
+RULER_NEEDLE = re.compile(r"One of the special magic (\w+) for ([\w-]+) is: ([\w-]+)\.")
+RULER_ASKED = re.compile(
+    r"What (?:are all|is) the special magic (\w+) for (.+?) mentioned in the provided text\?"
+)
+DECLINE = "UNANSWERABLE: the text does not mention it."
+
+
+def answer_text(prompt: str) -> str:
+    """The right answer to whichever task's question ``prompt`` asks."""
+    for answer in (_judge, _mrcr, _nonliteral, _cities, _ruler, _single):
+        found = answer(prompt)
+        if found is not None:
+            return found
+    return "UNANSWERABLE"
+
+
+def _judge(prompt: str) -> str | None:
+    judged = JUDGE.search(prompt)
+    if not judged:
+        return None
+    reference, answer = judged.groups()
+    number = re.search(r"\d{5,}", reference)
+    good = number.group(0) in answer if number else reference.strip() in answer
+    if good:
+        return "Score: 10\nThe answer states the reference fact."
+    return "Score: 1\nThe answer does not contain the reference fact."
+
+
+def _mrcr(prompt: str) -> str | None:
+    """The prefix, then the asked reply to the repeated request."""
+    asked = MRCR_ASK.search(prompt)
+    if not asked:
+        return None
+    prefix, ordinal, fmt, topic, style = asked.groups()
+    request = f"User: Write a {fmt} about {topic} in {style} style.\n\nAssistant: "
+    replies = [chunk.split("\n\nUser: ", 1)[0] for chunk in prompt.split(request)[1:]]
+    index = ORDINALS.index(ordinal) if ordinal in ORDINALS else 0
+    return prefix + replies[index] if index < len(replies) else "UNANSWERABLE"
+
+
+@cache
+def _landmark_needles() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each non-literal question with the needle that answers it (the name captured)."""
+    from niah.tasks.nonliteral import TEMPLATES
+
+    return tuple(
+        (question, re.compile(re.escape(needle).replace(re.escape("{name}"), r"(\w+)")))
+        for needle, question in TEMPLATES
+    )
+
+
+def _nonliteral(prompt: str) -> str | None:
+    """The character whose landmark is in the asked place."""
+    for question, needle in _landmark_needles():
+        if question in prompt:
+            found = needle.search(prompt)
+            return f"{found.group(1)}." if found else DECLINE
+    return None
+
+
+def _cities(prompt: str) -> str | None:
+    """Every listed city with its number (multi_needle)."""
+    asked = CITIES_ASKED.search(prompt)
+    if not asked:
+        return None
+    numbers = {city: number for city, number in CITY_NEEDLE.findall(prompt)}
+    lines = [
+        f"{city}: {numbers[city]}" if city in numbers else f"{city}: not mentioned"
+        for city in asked.group(1).split(", ")
+    ]
+    return "\n".join(lines)
+
+
+def _ruler(prompt: str) -> str | None:
+    """Every value of every asked key, none of another key's; declines a missing key."""
+    asked = RULER_ASKED.search(prompt)
+    if not asked:
+        return None
+    kind, query = asked.groups()
+    keys = [key.strip() for key in re.split(r",(?: and)? ", query)]
+    values: dict[str, list[str]] = {}
+    for _, key, value in RULER_NEEDLE.findall(prompt):
+        values.setdefault(key, []).append(value)
+    if not any(key in values for key in keys):
+        return DECLINE
+    lines = [
+        f"The special magic {kind} for {key}: {', '.join(values[key])}."
+        if key in values
+        else f"The text does not mention {key}."
+        for key in keys
+    ]
+    return "\n".join(lines)
+
+
+def _single(prompt: str) -> str | None:
+    """The asked city's needle; with no such question, the first needle (a user's own)."""
+    asked = CITY_ASKED.search(prompt)
+    needles = dict(CITY_NEEDLE.findall(prompt))
+    if asked and asked.group(1) in needles:
+        city = asked.group(1)
+    elif asked or not needles:
+        return None
+    else:
+        city = next(iter(needles))
+    return f"The special magic {city} number is: {needles[city]}."
