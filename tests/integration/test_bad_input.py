@@ -14,6 +14,8 @@ import pytest
 import requests
 
 from niah.cloud.store import FirestoreStore
+from niah.core.answer_budget import answer_room
+from niah.core.spec import RunRequest
 from niah_devtools import localstack
 from tests.integration.conftest import Stack, drain
 from tests.integration.test_local_stack import wait_complete
@@ -195,6 +197,14 @@ CASES: list[tuple[str, Any, str, str]] = [
         "context_lengths",
     ),
     ("version zero", {**OK, "results_version": 0}, JSON, "results_version"),
+    (
+        "an output budget no answer fits in",
+        {**OK, "task": "multi_needle", "num_needles": 8, "max_output_tokens": 40},
+        JSON,
+        "max_output_tokens",
+    ),
+    ("an image model", {**OK, "model_name": "gemini-2.5-flash-image"}, JSON, "model_name"),
+    ("a TTS model", {**OK, "model_name": "gemini-3.8-flash-tts"}, JSON, "model_name"),
     ("seed a string", {**OK, "seed": "lucky"}, JSON, "seed"),
     ("a JSON array", [1000, 2000], JSON, "body"),
     ("a JSON string", '"run it"', JSON, "body"),
@@ -246,6 +256,10 @@ def test_the_error_message_says_how_to_fix_it(stack: Stack) -> None:
     assert "ask for at least" in response.json()["error"]["message"]
     response = send(stack, {**OK, "contxt_lengths": [1000]}, JSON)
     assert "spelling" in response.json()["error"]["message"]
+    tight = send(stack, {**OK, "task": "multi_needle", "max_output_tokens": 10}, JSON)
+    room = answer_room(RunRequest.model_validate({**OK, "task": "multi_needle"}))
+    assert tight.status_code == 400
+    assert f"set max_output_tokens to at least {room}" in tight.json()["error"]["message"]
 
 
 def test_twenty_grid_bombs_at_once_are_refused_and_leave_the_dispatcher_as_it_was(

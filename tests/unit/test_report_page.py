@@ -301,3 +301,30 @@ def test_an_error_message_cannot_start_a_formula_either() -> None:
     failed = cell(4000, 0.0, None, error={"kind": "cell", "message": "@SUM(A1)"})
     [row] = list(csv.DictReader(io.StringIO(rows_csv([failed]), newline="")))
     assert row["error"] == "'@SUM(A1)"
+
+
+def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None:
+    truncated = cell(
+        2000,
+        50.0,
+        False,
+        outcome="truncated",
+        score=None,
+        task_score=None,
+        finish_reason="MAX_TOKENS",
+        model_response="The special magic Oslo number is: 12",
+        unscored_reason="cut off at the output budget of 300 tokens (MAX_TOKENS)",
+    )
+    del truncated["exact_score"]  # the worker scores nothing of a truncated answer
+    cells = [cell(1000, 0.0, True), truncated]
+    run = run_doc("run-cut")
+    summary = summarize(run, cells, [])
+    assert summary["outcomes"] == {"correct": 1, "wrong": 0, "unscored": 0, "truncated": 1}
+    page = render_run_page(run, cells, summary)
+    assert "1 correct, 0 wrong, 0 unscored, 1 truncated" in page
+    assert page.count('data-outcome="truncated"') == 1
+    assert "<option>truncated</option>" in page
+    assert "truncated: cut off at the output budget of 300 tokens" in page  # failures list
+    run["call_settings"] |= {"max_output_tokens": 300, "answer_tokens": 117, "thinking_tokens": 183}
+    page = render_run_page(run, cells, summary)
+    assert "300 (answer 117 + thinking 183)" in page

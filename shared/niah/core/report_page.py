@@ -314,12 +314,7 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
             else settings["temperature"],
         ),
         ("thinking", "the model's default" if thinking is None else thinking),
-        (
-            "output budget (tokens)",
-            spec.get("max_output_tokens")
-            or settings.get("max_output_tokens")
-            or "the model's default",
-        ),
+        ("output budget (tokens)", _budget_text(spec, settings)),
         ("samples per grid point", spec.get("samples_per_cell", 1)),
         ("seed", spec.get("seed")),
         ("results version", summary["version"]),
@@ -328,6 +323,19 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
     if summary.get("mrcr"):
         facts.append(("MRCR samples", summary["mrcr"].get("samples")))
     return [(name, "" if value is None else str(value)) for name, value in facts]
+
+
+def _budget_text(spec: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The calls' output budget, and the answer and thinking rooms it was made of."""
+    total = spec.get("max_output_tokens") or settings.get("max_output_tokens")
+    if not total:
+        return "the model's default"
+    if settings.get("answer_tokens") is None:
+        return f"{total:,}"
+    return (
+        f"{total:,} (answer {settings['answer_tokens']:,} + thinking "
+        f"{settings.get('thinking_tokens', 0):,})"
+    )
 
 
 def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
