@@ -99,7 +99,6 @@ def spec_for(model: str, **options: Any) -> RunRequest:
         ("gemini-3.1-pro-preview", {}, THINKING_LEVEL_ROOM["high"]),
         ("gemini-3.1-flash-lite", {}, THINKING_LEVEL_ROOM["minimal"]),
         ("gemini-3.5-flash", {"thinking_level": "low"}, THINKING_LEVEL_ROOM["low"]),
-        ("gemini-9-ultra", {}, THINKING_LEVEL_ROOM["high"]),  # assumed Gemini 3
     ],
 )
 def test_the_call_budget_is_the_answer_room_plus_the_thinking_room(
@@ -115,6 +114,12 @@ def test_the_call_budget_is_the_answer_room_plus_the_thinking_room(
         answer_tokens=answer,
         thinking_tokens=max(answer + thinking, 300) - answer,
     )
+
+
+def test_an_unlisted_gemini_3_thinks_high_within_the_least_listed_output_limit() -> None:
+    budget = call_budget(spec_for("gemini-9-ultra"))
+    assert budget.max_output_tokens == 32_768  # answer room + 32,768 (high), capped
+    assert budget.thinking_tokens == 32_768 - budget.answer_tokens
 
 
 def test_the_budget_is_capped_by_the_models_output_limit() -> None:

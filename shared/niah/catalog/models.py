@@ -172,6 +172,7 @@ def _levels(*levels: str, default: str) -> Thinking:
 
 
 ALL_LEVELS = ("minimal", "low", "medium", "high")
+ASSUMED_OUTPUT_TOKENS = 32_768
 NO_MINIMAL = ("low", "medium", "high")
 GEMINI_4_LEVELS = ("low", "medium", "high", "xhigh")
 MILLION = 1_048_576
@@ -307,7 +308,8 @@ def find_model(model_name: str) -> ModelInfo | None:
 
     A Gemini 3 (or later) text ID the catalog does not list gets the Gemini 3 family's
     handling, marked ``assumed``: thinking by level (the levels all Gemini 3 models share,
-    default unknown, so none is sent), temperature 1.0, limits unknown.
+    default unknown, so none is sent), temperature 1.0, input limit unknown, and calls
+    capped at the least output limit of the listed ones.
     """
     known = catalog_entry(model_name)
     if known is not None:
@@ -319,7 +321,9 @@ def find_model(model_name: str) -> ModelInfo | None:
         base_name(model_name),
         "gemini",
         None,
-        None,
+        # The least output limit of any listed Gemini 3+ text model (Gemini 4 Argon and
+        # Carbon, non-streaming): a call may not ask for more than the model serves.
+        ASSUMED_OUTPUT_TOKENS,
         Thinking("level", levels=NO_MINIMAL),
         Lifecycle("GA"),
         temperature=GEMINI_3_TEMPERATURE,
