@@ -330,14 +330,14 @@ def test_a_new_run_sends_its_primer_alone_and_the_rest_once_it_is_answered(
     standin(stack)
 
 
-def test_answers_cut_off_by_thinking_are_unscored_and_status_says_so(stack: Stack) -> None:
+def test_answers_cut_off_by_thinking_are_truncated_and_status_says_so(stack: Stack) -> None:
     """A thinking model that spends the budget on thinking: no text, MAX_TOKENS."""
     standin(stack, thoughts_tokens=300, thinking_only=True)
     body = {**GEMINI, "context_lengths": [1000], "document_depth_percents": [50], "seed": 145}
     run_id = post(stack, body).json()["run_id"]
     wait_complete(run_id, timeout=120)
     (cell,) = FirestoreStore().list_cells(run_id)
-    assert (cell["status"], cell["outcome"], cell["score"]) == ("answered", "unscored", None)
+    assert (cell["status"], cell["outcome"], cell["score"]) == ("answered", "truncated", None)
     status = niah_status(stack, run_id)
-    assert status.returncode == 4, status.stdout + status.stderr
+    assert status.returncode == 5, status.stdout + status.stderr
     standin(stack)

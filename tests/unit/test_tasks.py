@@ -101,6 +101,10 @@ def test_a_blocked_answer_is_unscored_and_one_cut_off_by_the_budget_is_truncated
         answer = ModelAnswer(text, finish, 900, 40, 0.1, thinking_tokens=260)
         reason = truncated_reason(answer, budget)
         assert reason is not None and "output budget of 300 tokens" in reason
+    runaway = ModelAnswer("7768233, 6452673, " * 40, "length", 900, 300, 0.1)
+    assert "ran on past that room" in str(
+        truncated_reason(runaway, CallBudget(300, None, None, 120))
+    )
     stopped = ModelAnswer("1448800", "STOP", 900, 3, 0.1)
     assert truncated_reason(stopped, budget) is None
 

@@ -65,11 +65,13 @@ def truncated_reason(answer: ModelAnswer, budget: CallBudget) -> str | None:
     spent = f"{answer.output_tokens or 0} answer tokens" + (
         f" after {thought} thinking tokens" if thought else ""
     )
-    fix = (
-        "leave max_output_tokens out or raise it"
-        if thought == 0
-        else "raise max_output_tokens, or lower thinking_budget / thinking_level"
-    )
+    if budget.answer_tokens and (answer.output_tokens or 0) >= budget.answer_tokens:
+        # It had all the room a right answer takes and did not stop: more will not help.
+        fix = "the reply ran on past that room without stopping (a model repeating itself)"
+    elif thought == 0:
+        fix = "leave max_output_tokens out or raise it"
+    else:
+        fix = "raise max_output_tokens, or lower thinking_budget / thinking_level"
     return (
         f"cut off at the output budget of {budget.max_output_tokens} tokens "
         f"({answer.finish_reason}: {spent}; the answer needs up to {budget.answer_tokens}); "
