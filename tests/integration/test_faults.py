@@ -278,8 +278,12 @@ def test_a_firestore_freeze_after_paid_calls_loses_no_answer_and_pays_once(stack
     assert_finished_once(run_id, 3)
     numbers = figures(stack, run_id, started, f"Firestore frozen {freeze:.0f} s mid-call")
     assert numbers["model_calls"] == 3
-    assert worker_lines(stack, run_id, "answer kept for the next delivery") >= 1
-    assert worker_lines(stack, run_id, "kept answer stored") >= 1
+    kept = worker_lines(stack, run_id, "answer kept for the next delivery")
+    # A commit that timed out in the freeze may still land when Firestore thaws (seen in a
+    # fresh-clone CI run: 3 deliveries, no redelivery); then the kept copy is not needed.
+    # Either way no answer is lost and none is paid for twice (3 calls, 3 cells, once).
+    assert kept >= 1
+    assert worker_lines(stack, run_id, "kept answer stored") <= kept
     summary = assert_report_matches_firestore(stack, run_id)
     assert (summary["spend"]["calls"], summary["spend"]["cut_off_calls"]) == (3, 0)
     standin(stack)
