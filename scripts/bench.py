@@ -23,7 +23,7 @@ from typing import Any
 
 import requests
 from bench_cache import measure_grid_cost
-from bench_counting import measure_counting
+from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
 
 REPO = Path(__file__).resolve().parents[1]
@@ -196,7 +196,9 @@ def measure_peak_rss(
     return peaks, after, round(base, 1)
 
 
-def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
+def measure_stack(
+    latency: float, cells_side: int, big_side: int = 11, big_max: int = 1_000_000
+) -> dict[str, Any]:
     """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
     from niah.cloud.store import FirestoreStore
     from niah_devtools import localstack
@@ -221,9 +223,9 @@ def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
         big = {
             "model_name": "gemini-3.5-flash",
             "context_lengths_min": 1000,
-            "context_lengths_max": 1_000_000,
-            "context_lengths_num_intervals": 11,
-            "document_depth_percent_intervals": 11,
+            "context_lengths_max": big_max,
+            "context_lengths_num_intervals": big_side,
+            "document_depth_percent_intervals": big_side,
         }
         requests.post(
             url,
@@ -237,7 +239,9 @@ def measure_stack(latency: float, cells_side: int) -> dict[str, Any]:
         started = time.perf_counter()
         response = requests.post(url, json=big, timeout=120)
         figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
-        assert response.status_code == 202 and response.json()["published"] == 121, response.text
+        figures["grid_121_cells"] = big_side**2  # 121 but in the smoke run
+        assert response.status_code == 202, response.text
+        assert response.json()["published"] == big_side**2, response.text
         store = FirestoreStore()
         big_id = response.json()["run_id"]
         deadline = time.monotonic() + 900
@@ -319,14 +323,33 @@ def update_part(name: str) -> None:
 RESULTS = REPO / "results" / "bench.json"
 
 
-def merge_results(figures: dict[str, Any]) -> None:
-    """Write ``figures`` into results/bench.json over what is there.
+def merge_results(figures: dict[str, Any], results: Path = RESULTS) -> None:
+    """Write ``figures`` into ``results`` (results/bench.json) over what is there.
 
     A full run keeps the parts run alone (``--only``); a part keeps the full run's.
     """
-    out = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(out | figures, indent=2) + "\n")
+    out = json.loads(results.read_text()) if results.exists() else {}
+    results.parent.mkdir(exist_ok=True)
+    results.write_text(json.dumps(out | figures, indent=2) + "\n")
+
+
+# Every part at tiny sizes (--smoke): what tests/integration/test_bench_smoke.py runs, so
+# no part rots unseen. Its figures say nothing; it shows that each part completes.
+SMOKE_LENGTHS = [1_000, 4_000]
+SMOKE_GRID = {
+    "model_name": "gemini-2.5-pro",
+    "context_lengths": [3_000, 6_000],
+    "document_depth_percents": [0, 100],
+}
+SMOKE_DEMO = {"context_lengths": [1_000, 1_500], "document_depth_percents": [50]}
+
+
+def smoke_parts() -> dict[str, Any]:
+    """The parts that run only alone (``--only``), at tiny sizes."""
+    return {
+        "grid_cost": measure_grid_cost(SMOKE_GRID, latency=0.5),
+        "local_reuse": measure_local_reuse(SMOKE_DEMO),
+    }
 
 
 def main() -> None:
@@ -353,10 +376,18 @@ def main() -> None:
         choices=sorted(PARTS),
         help="run one part and update its key in results/bench.json, keeping the rest",
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every part at tiny sizes, into --results (a test that no part broke)",
+    )
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where figures go")
     args = parser.parse_args()
     if args.only:
         update_part(args.only)
         return
+    if args.smoke:
+        args.lengths, args.baseline_limit, args.latency = SMOKE_LENGTHS, 5.0, 0.05
     lengths = sorted(args.lengths)
 
     warm, first, cache_load = measure_builds(lengths)
@@ -364,8 +395,14 @@ def main() -> None:
         lengths, max(lengths), args.baseline_limit
     )
     peaks, after_build, base_rss = measure_peak_rss(lengths)
-    stack = {} if args.skip_stack else measure_stack(args.latency, 5)
-    counting = {} if args.skip_counting else measure_counting()
+    stack = (
+        {}
+        if args.skip_stack
+        else measure_stack(args.latency, 2, big_side=2, big_max=8_000)
+        if args.smoke
+        else measure_stack(args.latency, 5)
+    )
+    counting = {} if args.skip_counting else measure_counting(20 if args.smoke else SAMPLES)
 
     print(
         f"\nharness-way read phase (grid up to {max(lengths):,}): {read_seconds:.1f} s for "
@@ -430,8 +467,10 @@ def main() -> None:
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
         ),
     }
-    merge_results(out)
-    print(f"wrote {RESULTS}")
+    if args.smoke:
+        out |= smoke_parts()
+    merge_results(out, args.results)
+    print(f"wrote {args.results}")
 
 
 if __name__ == "__main__":

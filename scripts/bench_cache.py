@@ -59,7 +59,7 @@ def _send(prompts: list[str]) -> list[Any]:
         )
 
 
-def measure_grid_cost() -> dict[str, Any]:
+def measure_grid_cost(grid: dict[str, Any] = GRID, latency: float = LATENCY) -> dict[str, Any]:
     """Both orders against a fresh stand-in each; the input costs and the saving."""
     from niah.core.estimate import CallTokens, price_calls
     from niah.settings import get_settings
@@ -68,12 +68,12 @@ def measure_grid_cost() -> dict[str, Any]:
     started = time.perf_counter()
     from niah.core.prompts import HARNESS_TEMPLATE
 
-    prompts = grid_prompts(GRID, HARNESS_TEMPLATE)  # the primer first
+    prompts = grid_prompts(grid, HARNESS_TEMPLATE)  # the primer first
     build_seconds = time.perf_counter() - started
     figures: dict[str, Any] = {
         "model": MODEL,
-        "grid": "11 x 11, 1,000 to 1,000,000 tokens",
-        "stand_in_latency_seconds": LATENCY,
+        "grid": grid,
+        "stand_in_latency_seconds": latency,
         "build_seconds": round(build_seconds, 1),
     }
     for order in ("naive", "cache_aware"):
@@ -82,12 +82,12 @@ def measure_grid_cost() -> dict[str, Any]:
             "NIAH_PROJECT": "niah-bench",
             "NIAH_VERTEX_BASE_URL": f"http://127.0.0.1:{server.server_port}",
             "NIAH_VERTEX_ACCESS_TOKEN": "bench",
-            "NIAH_GEMINI_TIMEOUT_SECONDS": str(LATENCY + 120),
+            "NIAH_GEMINI_TIMEOUT_SECONDS": str(latency + 120),
             "NIAH_GEMINI_RETRY_ATTEMPTS": "1",
             "NO_PROXY": "127.0.0.1,localhost",
         }
         get_settings.cache_clear()
-        state.reset(latency_seconds=LATENCY, estimate_tokens=True, implicit_cache=True)
+        state.reset(latency_seconds=latency, estimate_tokens=True, implicit_cache=True)
         try:
             began = time.perf_counter()
             if order == "naive":
@@ -118,7 +118,7 @@ def measure_grid_cost() -> dict[str, Any]:
         }
     naive, aware = figures["naive"], figures["cache_aware"]
     # Naive is naive only if every call arrived before the first answer.
-    figures["naive_all_in_flight_together"] = naive["send_spread_seconds"] < LATENCY
+    figures["naive_all_in_flight_together"] = naive["send_spread_seconds"] < latency
     figures["grid_cost_usd"] = {"naive": naive["input_usd"], "cache_aware": aware["input_usd"]}
     figures["cache_aware_saving"] = round(1 - aware["input_usd"] / naive["input_usd"], 4)
     return figures

@@ -56,8 +56,8 @@ def _start_firestore() -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("the Firestore emulator did not start")
 
 
-def measure_counting() -> dict[str, Any]:
-    """Store SAMPLES cells both ways; the hottest document's writes and the read costs."""
+def measure_counting(samples: int = SAMPLES) -> dict[str, Any]:
+    """Store ``samples`` cells both ways; the hottest document's writes and the read costs."""
     import signal
 
     process, host = _start_firestore()
@@ -74,7 +74,7 @@ def measure_counting() -> dict[str, Any]:
         store = FirestoreStore()
         db = store._db
         doc = {"status": "answered", "score": 10, "model_response": "x" * 200}
-        cell_ids = [f"L{i // 100:08d}-D{i % 100:06d}" for i in range(SAMPLES)]
+        cell_ids = [f"L{i // 100:08d}-D{i % 100:06d}" for i in range(samples)]
 
         def baseline(run_id: str, cell_id: str) -> None:
             run = db.collection("runs").document(run_id)
@@ -86,27 +86,27 @@ def measure_counting() -> dict[str, Any]:
         def sharded(run_id: str, cell_id: str) -> None:
             store.record_cell(run_id, cell_id, doc, failed=False, totals={"cost_usd": 0.001})
 
-        figures: dict[str, Any] = {"samples": SAMPLES, "threads": THREADS, "shards": shards}
+        figures: dict[str, Any] = {"samples": samples, "threads": THREADS, "shards": shards}
         for name, store_one in (("one_counter", baseline), ("sharded", sharded)):
             run_id = f"bench-{name}"
-            store.create_run(run_id, {"total": SAMPLES, "status": "running"})
+            store.create_run(run_id, {"total": samples, "status": "running"})
             started = time.perf_counter()
             with ThreadPoolExecutor(THREADS) as pool:
-                list(pool.map(store_one, [run_id] * SAMPLES, cell_ids))
+                list(pool.map(store_one, [run_id] * samples, cell_ids))
             wall = time.perf_counter() - started
             hottest = (
-                SAMPLES
+                samples
                 if name == "one_counter"
                 else max(Counter(shard_of(c, shards) for c in cell_ids).values())
             )
             run = store.get_run(run_id) or {}
-            assert run["done"] == SAMPLES, run  # every cell counted once, either way
+            assert run["done"] == samples, run  # every cell counted once, either way
             figures[name] = {
                 "wall_seconds": round(wall, 2),
-                "cells_per_second": round(SAMPLES / wall, 1),
+                "cells_per_second": round(samples / wall, 1),
                 "hottest_document_writes": hottest,
                 "hottest_writes_per_second_at_1000_a_minute": round(
-                    hottest / SAMPLES * PER_SECOND_AT_1000_A_MINUTE, 2
+                    hottest / samples * PER_SECOND_AT_1000_A_MINUTE, 2
                 ),
             }
         for label, read in (

@@ -24,13 +24,13 @@ DEMO = {
 }
 
 
-def measure_local_reuse() -> dict[str, Any]:
+def measure_local_reuse(demo: dict[str, Any] = DEMO) -> dict[str, Any]:
     """Model seconds and prompt tokens evaluated, with and without prompt reuse."""
     from niah.core.prompts import LOCAL_TEMPLATE
     from niah.models.providers.local_gemma import LocalGemmaProvider
 
     # The primer first, then the grid's order, as the one local worker answers them.
-    prompts = [prompt for _, prompt in grid_prompts(DEMO, LOCAL_TEMPLATE)]
+    prompts = [prompt for _, prompt in grid_prompts(demo, LOCAL_TEMPLATE)]
     provider = LocalGemmaProvider("gemma-3-270m-local")
     figures: dict[str, Any] = {"cells": len(prompts)}
     for label, reuse in (("without_reuse", False), ("with_reuse", True)):

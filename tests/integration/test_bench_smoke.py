@@ -1,0 +1,39 @@
+"""Every part of the benchmark runs, at tiny sizes: so none rots unseen.
+
+``scripts/bench.py``'s stack part asked for a retired model for months before anyone
+noticed (only ``bench.sh`` ran it). The figures of a smoke run are not judged; that each
+part completes and writes its keys is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> None:
+    results = tmp_path / "bench.json"
+    run = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench.py"), "--smoke", "--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    figures = json.loads(results.read_text())
+    for key in ("build_seconds", "baseline_seconds", "ratio", "peak_rss_mib"):
+        assert set(figures[key]) == {"1000", "4000"}, key
+    assert figures["grid_121_cells"] == 4 and figures["grid_121_cells_answered"] == 4
+    assert figures["dispatch_121_seconds"] > 0 and figures["overhead_per_cell_ms"] is not None
+    assert figures["counting"]["samples"] == 20 and "hot_document_ratio" in figures["counting"]
+    assert figures["grid_cost"]["naive"]["calls"] == figures["grid_cost"]["cache_aware"]["calls"]
+    assert "cache_aware_saving" in figures["grid_cost"]
+    assert figures["local_reuse"]["cells"] == 2 and "model_seconds_ratio" in figures["local_reuse"]
