@@ -8,7 +8,6 @@ prompts built as ``scripts/bench_grid.py`` builds them, fed in the benchmark's o
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests import REPO
+from tests.unit.test_cli import niah
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -42,16 +42,6 @@ def cache_aware(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("NIAH_DISPATCH_ORDER", "cache_aware")
     get_settings.cache_clear()
-
-
-def niah(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "niah.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
 
 
 @pytest.fixture(scope="module")
