@@ -524,7 +524,9 @@ def format_estimate(figures: dict[str, Any]) -> str:
 def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
     from niah.core import estimate as estimating
+    from niah.core.sample import Sample
     from niah.errors import ConfigurationError, RequestError
+    from niah.models.providers import provider_class
     from niah.service.dispatch import (
         check_budget,
         parse_request,
@@ -532,7 +534,6 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         source_cells,
     )
     from niah.tasks import get_task
-    from niah.tasks.base import Sample
 
     try:
         spec = parse_request(payload)
@@ -561,25 +562,10 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         spec,
         cells,
         samples,
-        default_template=_default_template(spec.provider()),
+        default_template=provider_class(spec.provider()).default_template,
         tokenizer=tokenizer,
     )
     return estimating.estimate_figures(run)
-
-
-def _default_template(provider: str) -> str:
-    """The template the provider's prompts use when the run gives none."""
-    if provider == "local":
-        from niah.models.providers.local_gemma import LocalGemmaProvider
-
-        return LocalGemmaProvider.default_template
-    if provider == "gemini":
-        from niah.models.providers.gemini import GeminiProvider
-
-        return GeminiProvider.default_template
-    from niah.models.providers.openai_compat import OpenAICompatibleProvider
-
-    return OpenAICompatibleProvider.default_template
 
 
 def cmd_status(args: argparse.Namespace) -> None:

@@ -190,16 +190,19 @@ def test_a_small_grid_matches_the_benchmarks_built_prompts_and_cache_model() -> 
 
 @pytest.mark.usefixtures("cache_aware")
 def test_the_primer_is_the_one_the_dispatcher_picks() -> None:
-    from niah.core.estimate import primer_cell
+    """One pick (spec.primer_cell) for both; the dispatcher's message is that cell's."""
+    from niah.core.estimate import estimate_figures
     from niah.core.spec import RunRequest
     from niah.service.dispatch import primer_message
 
     for grid in (SMALL_GRID, {**SMALL_GRID, "samples_per_cell": 2}):
         spec = RunRequest.model_validate(grid)
         message = primer_message("run-x", spec, {})
-        assert message is not None
-        primer = primer_cell(spec.cells())
-        assert primer is not None and primer.cell_id == message["cell_id"]
+        assert message is not None and message["primer"] is True
+        estimated = estimate_figures(_estimate(grid))["cache_aware"]
+        assert estimated["primer_cell_id"] == message["cell_id"]
+        deepest = max(spec.cells(), key=lambda c: (c.context_length * c.depth_percent, -c.sample))
+        assert message["cell_id"] == deepest.cell_id  # the deepest needle at the longest
 
 
 def test_a_buffer_lowers_the_count_and_a_conversation_above_the_tier_is_long() -> None:

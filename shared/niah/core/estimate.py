@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal
 
-from niah.catalog.models import find_model
+from niah.catalog.models import find_model, model_notice
 from niah.catalog.prices import prices_for
 from niah.core.answer_budget import (
     CallBudget,
@@ -37,7 +37,6 @@ from niah.core.answer_budget import (
 )
 from niah.core.interfaces import Tokenizer
 from niah.core.pricing import Cost, cost_of
-from niah.core.prompt_builder import Insertion
 from niah.core.prompts import (
     CONTEXT_MARK,
     JUDGE_MAX_OUTPUT_TOKENS,
@@ -45,7 +44,8 @@ from niah.core.prompts import (
     render,
     split_transcript,
 )
-from niah.core.spec import Cell, RunRequest
+from niah.core.sample import Sample
+from niah.core.spec import Cell, RunRequest, primer_cell
 
 # Vertex AI's implicit cache serves a shared prefix only from this many tokens
 # (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview,
@@ -57,37 +57,6 @@ IMPLICIT_CACHE_MIN_TOKENS = 2048
 TURN_ALLOWANCE = 5
 
 PromptBasis = Literal["exact", "turns_allowance", "published"]
-
-
-class SampleShape(Protocol):
-    """What the estimate reads of a task's sample (``niah.tasks.base.Sample``)."""
-
-    @property
-    def insertions(self) -> Sequence[Insertion]: ...  # noqa: D102
-
-    @property
-    def question(self) -> str: ...  # noqa: D102
-
-    @property
-    def answer_lead(self) -> str: ...  # noqa: D102
-
-    @property
-    def template(self) -> str | None: ...  # noqa: D102
-
-    @property
-    def conversational(self) -> bool: ...  # noqa: D102
-
-    @property
-    def answer_tokens(self) -> int: ...  # noqa: D102
-
-    @property
-    def prompt(self) -> str | None: ...  # noqa: D102
-
-    @property
-    def prompt_tokens(self) -> int | None: ...  # noqa: D102
-
-    @property
-    def needle(self) -> str: ...  # noqa: D102
 
 
 @dataclass(frozen=True)
@@ -158,23 +127,10 @@ class RunEstimate:
         return [CallTokens(c.judge_prompt_tokens, 0, output) for c in self.cells]
 
 
-def primer_cell(cells: Sequence[Cell]) -> Cell | None:
-    """The cell cache-aware dispatch sends first (``dispatch.primer_message``'s pick).
-
-    The deepest needle at the longest length: every other cell's prefix is a prefix of
-    its. None for a one-cell run.
-    """
-    if len(cells) < 2:
-        return None
-    return max(
-        cells, key=lambda c: (c.context_length * c.depth_percent, c.context_length, -c.sample)
-    )
-
-
 def estimate_run(
     spec: RunRequest,
     cells: Sequence[Cell],
-    samples: Sequence[SampleShape],
+    samples: Sequence[Sample],
     *,
     default_template: str,
     tokenizer: Tokenizer | None = None,
@@ -221,7 +177,7 @@ def estimate_run(
 def _cell_estimate(
     spec: RunRequest,
     cell: Cell,
-    sample: SampleShape,
+    sample: Sample,
     default_template: str,
     tokenizer: Tokenizer | None,
     sentence_start: Callable[[int], int] | None,
@@ -270,7 +226,7 @@ def _cell_estimate(
     )
 
 
-def _with_judge_prompt(estimate: CellEstimate, sample: SampleShape) -> CellEstimate:
+def _with_judge_prompt(estimate: CellEstimate, sample: Sample) -> CellEstimate:
     """The judge's prompt at its most: the template's bytes and the answer's room."""
     empty = judge_prompt(question=sample.question, reference=sample.needle, answer="")
     return replace(estimate, judge_prompt_tokens=len(empty.encode()) + estimate.answer_tokens)
@@ -303,10 +259,8 @@ def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     warnings = []
     known = find_model(spec.model_name)
     if known is None or known.assumed:
-        warnings.append(
-            f"{spec.model_name} is not in the catalog: its thinking and output limits are "
-            "assumed, so a reply may end MAX_TOKENS (truncated, never scored)"
-        )
+        notice = model_notice(spec.model_name) or f"{spec.model_name} is not in the catalog"
+        warnings.append(f"{notice}; a reply may end MAX_TOKENS (truncated, never scored)")
     tight = budget_warning(spec)
     if tight:
         warnings.append(tight)

@@ -11,6 +11,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -453,6 +454,19 @@ class Cell:
         """
         point = f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
         return f"{point}-S{self.sample:03d}" if self.sample else point
+
+
+def primer_cell(cells: Sequence[Cell]) -> Cell | None:
+    """The cell cache-aware dispatch sends first (the dispatcher's and the estimate's pick).
+
+    The deepest needle at the longest length: every other cell's prefix is a prefix of
+    its. None for a one-cell run.
+    """
+    if len(cells) < 2:
+        return None
+    return max(
+        cells, key=lambda c: (c.context_length * c.depth_percent, c.context_length, -c.sample)
+    )
 
 
 def linspace_ints(low: int, high: int, count: int) -> list[int]:

@@ -23,7 +23,7 @@ from niah.core.answer_budget import answer_room, budget_warning, call_budget, re
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import Cell, RunRequest, primer_cell
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.service.run_completion import request_report_if_complete
@@ -562,14 +562,11 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     """
     if get_settings().dispatch_order != "cache_aware" or run.get("source_rows"):
         return None
-    messages = cell_messages(run_id, spec, run)
-    if len(messages) < 2:
+    cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
+    first = primer_cell(cells)
+    if first is None:
         return None
-    deepest = max(
-        messages,
-        key=lambda m: (m["context_length"] * m["depth_percent"], m["context_length"], -m["sample"]),
-    )
-    return deepest | {"primer": True}
+    return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
 
 
 def release_after_primer(

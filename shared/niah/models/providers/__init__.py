@@ -6,6 +6,8 @@ load, and one SDK client serves every concurrent cell.
 
 from __future__ import annotations
 
+from typing import Any
+
 from niah.catalog.models import ProviderName
 from niah.core.interfaces import Provider
 from niah.memo import ProcessCache
@@ -19,15 +21,22 @@ def get_provider(provider: ProviderName, model_name: str) -> Provider:
 
 
 def _create(provider: ProviderName, model_name: str) -> Provider:
-    # Imported here so a process only loads the provider it uses.
+    return provider_class(provider)(model_name)
+
+
+def provider_class(provider: ProviderName) -> Any:
+    """The class serving ``provider`` (its ``default_template``, ``tokenizer_name``).
+
+    Imported here so a process only loads the provider it uses; no model is loaded.
+    """
     if provider == "local":
         from niah.models.providers.local_gemma import LocalGemmaProvider
 
-        return LocalGemmaProvider(model_name)
+        return LocalGemmaProvider
     if provider == "gemini":
         from niah.models.providers.gemini import GeminiProvider
 
-        return GeminiProvider(model_name)
+        return GeminiProvider
     from niah.models.providers.openai_compat import OpenAICompatibleProvider
 
-    return OpenAICompatibleProvider(model_name)
+    return OpenAICompatibleProvider
