@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import threading
 import time
 from typing import Any, BinaryIO
 
-from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED, BlobInfo, ModelAnswer, ReportClaim
+from niah.core.interfaces import (
+    CLAIM_ABANDONED,
+    CLAIM_HELD,
+    CLAIM_STORED,
+    BlobInfo,
+    ModelAnswer,
+    ReportClaim,
+    lapses_before_claim,
+)
 
 
 class MemoryBlobs:
@@ -50,27 +59,67 @@ class MemoryStoreExtras:
     runs: dict[str, dict[str, Any]]
     cells: dict[str, dict[str, dict[str, Any]]]
     attempts: dict[tuple[str, str], dict[str, Any]]
-    leases: dict[tuple[str, str], float]
+    leases: dict[tuple[str, str], dict[str, Any]]
     claims: dict[tuple[str, str], int]
     calls: dict[str, dict[str, dict[str, Any]]]
+    report_requests: dict[str, float]
 
-    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
+    def claim_cell(
+        self, run_id: str, cell_id: str, lease_seconds: float, *, max_lapses: int = 0
+    ) -> int:
         if cell_id in self.cells.get(run_id, {}):
             return CLAIM_STORED
         now = time.monotonic()
-        if self.leases.get((run_id, cell_id), 0) > now:
+        lease = self.leases.get((run_id, cell_id), {})
+        if lease.get("expires_at", 0) > now:
             return CLAIM_HELD
-        self.leases[(run_id, cell_id)] = now + lease_seconds
+        lapses = lapses_before_claim(lease)
+        if max_lapses and lapses >= max_lapses:
+            return CLAIM_ABANDONED
         claims = self.claims.get((run_id, cell_id), 0) + 1
         self.claims[(run_id, cell_id)] = claims
+        self.leases[(run_id, cell_id)] = {
+            "expires_at": now + lease_seconds,
+            "claims": claims,
+            "released": False,
+            "handed_on": False,
+            "lapses": lapses,
+        }
         return claims
 
+    def renew_lease(self, run_id: str, cell_id: str, claim: int, lease_seconds: float) -> bool:
+        lease = self.leases.get((run_id, cell_id), {})
+        if lease.get("claims") != claim or lease.get("released"):
+            return False
+        lease["expires_at"] = time.monotonic() + lease_seconds
+        return True
+
     def release_cell(self, run_id: str, cell_id: str) -> None:
-        self.leases.pop((run_id, cell_id), None)
+        lease = self.leases.setdefault((run_id, cell_id), {})
+        lease.update(expires_at=time.monotonic(), released=True)
+
+    def lapse(self, run_id: str, cell_id: str) -> None:
+        """The holder died: its lease runs out unreleased (as a kill would leave it)."""
+        self.leases[(run_id, cell_id)]["expires_at"] = 0.0
 
     def leased_cells(self, run_id: str) -> set[str]:
         now = time.monotonic()
-        return {cell for (run, cell), until in self.leases.items() if run == run_id and until > now}
+        return {
+            cell
+            for (run, cell), lease in self.leases.items()
+            if run == run_id and lease.get("expires_at", 0) > now
+        }
+
+    def hand_on_lapsed(self, run_id: str) -> list[str]:
+        now = time.monotonic()
+        lapsed = []
+        for (run, cell), lease in sorted(self.leases.items()):
+            if run != run_id or lease.get("released") or lease.get("handed_on"):
+                continue
+            if lease.get("expires_at", 0) <= now:
+                lease["handed_on"] = True
+                lapsed.append(cell)
+        return lapsed
 
     def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
         self.calls.setdefault(run_id, {}).setdefault(call_id, {}).update(doc)
@@ -111,7 +160,19 @@ class MemoryStoreExtras:
         run.update(fields, status="complete")
         return True
 
+    def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
+        now = time.monotonic()
+        requested = self.report_requests.get(run_id)
+        if requested is not None and now - requested < window_seconds:
+            return False
+        self.report_requests[run_id] = now
+        return True
+
+    def clear_report_request(self, run_id: str) -> None:
+        self.report_requests.pop(run_id, None)
+
     def reopen_report(self, run_id: str) -> None:
+        self.clear_report_request(run_id)
         run = self.runs[run_id]
         run.update(status="running")
         run.pop("report", None)
@@ -148,16 +209,22 @@ class MemoryStore(MemoryStoreExtras):
         self.runs: dict[str, dict[str, Any]] = {}
         self.cells: dict[str, dict[str, dict[str, Any]]] = {}
         self.attempts: dict[tuple[str, str], dict[str, Any]] = {}
-        self.leases: dict[tuple[str, str], float] = {}
+        self.leases: dict[tuple[str, str], dict[str, Any]] = {}
         self.claims: dict[tuple[str, str], int] = {}
         self.calls: dict[str, dict[str, dict[str, Any]]] = {}
+        self.report_requests: dict[str, float] = {}
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         if run_id in self.runs:
             return False
-        self.runs[run_id] = dict(doc)
+        # Stamped as Firestore's SERVER_TIMESTAMP stamps it.
+        self.runs[run_id] = {**doc, "created_at": dt.datetime.now(dt.UTC)}
         self.cells[run_id] = {}
         return True
+
+    def settle(self, run_id: str, minutes: float = 5) -> None:
+        """Make the run's creation ``minutes`` old: its dispatch is over, it may stall."""
+        self.runs[run_id]["created_at"] = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes)
 
     def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
         run = self.runs.get(run_id)

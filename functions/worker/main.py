@@ -8,6 +8,7 @@ message alone (3.10.2, ``event_conversion``), so a CloudEvent function never see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -17,7 +18,7 @@ import functions_framework
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher, decode_event
 from niah.cloud.store import FirestoreStore
-from niah.errors import MalformedMessageError
+from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
 from niah.logs import log
 from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
 from niah.settings import get_settings
@@ -41,18 +42,50 @@ def _task(push: Any) -> CellTask | None:
 
 
 ACKNOWLEDGED = ("", 204)
+# A push that is not done: Pub/Sub redelivers it with backoff (any status but 102 and
+# 2xx is a nack).
+NOT_DONE = 503
 
 
-@functions_framework.http
-def handle_cell(request: flask.Request) -> tuple[str, int]:
-    """Process the cell a Pub/Sub push carries."""
-    task = _task(request.get_json(silent=True))
-    if task is None:
-        return ACKNOWLEDGED
-    store, publisher, blobs = _clients()
-    outcome = process_cell(task, store=store, blobs=blobs, publisher=publisher)
+def _probe(request: flask.Request) -> tuple[str, int] | None:
+    """A GET is a readiness or health probe, not a message: answered quietly."""
+    return ("ready", 200) if request.method in ("GET", "HEAD") else None
+
+
+def _run(task: CellTask, work: Callable[[], str], done: str) -> tuple[str, int]:
+    """Do ``work`` for ``task``; a service error is one log line and a status, no traceback.
+
+    Retryable (the model, the store or the bus busy; the cell in flight elsewhere):
+    503, redelivered. Permanent errors that reach here are the deployment's (no access
+    to its own store or bus): logged as errors with the fix, and redelivered too, so the
+    cells are answered once it is fixed.
+    """
+    try:
+        outcome = work()
+    except RetryableError as error:
+        severity = "INFO" if isinstance(error, CellInFlightError) else "WARNING"
+        log(
+            "cell not done; redelivered later",
+            severity=severity,
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            kind=error.kind,
+            error=str(error)[:1000],
+            attempt=task.delivery_attempt,
+        )
+        return error.kind, NOT_DONE
+    except NiahError as error:
+        log(
+            "cell not done: the deployment cannot reach its own services",
+            severity="ERROR",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            kind=error.kind,
+            error=str(error)[:1000],
+        )
+        return error.kind, 500
     log(
-        "cell handled",
+        done,
         run_id=task.run_id,
         cell_id=task.cell_id,
         outcome=outcome,
@@ -62,12 +95,34 @@ def handle_cell(request: flask.Request) -> tuple[str, int]:
 
 
 @functions_framework.http
-def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
-    """Record a cell whose message was dead-lettered as failed, so its run finishes."""
+def handle_cell(request: flask.Request) -> tuple[str, int]:
+    """Process the cell a Pub/Sub push carries."""
+    probe = _probe(request)
+    if probe is not None:
+        return probe
     task = _task(request.get_json(silent=True))
     if task is None:
         return ACKNOWLEDGED
     store, publisher, blobs = _clients()
-    outcome = record_dead_letter(task, store=store, publisher=publisher, blobs=blobs)
-    log("dead letter handled", run_id=task.run_id, cell_id=task.cell_id, outcome=outcome)
-    return ACKNOWLEDGED
+    return _run(
+        task,
+        lambda: process_cell(task, store=store, blobs=blobs, publisher=publisher),
+        "cell handled",
+    )
+
+
+@functions_framework.http
+def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
+    """Have a dead-lettered cell answered again, or record it failed so its run finishes."""
+    probe = _probe(request)
+    if probe is not None:
+        return probe
+    task = _task(request.get_json(silent=True))
+    if task is None:
+        return ACKNOWLEDGED
+    store, publisher, blobs = _clients()
+    return _run(
+        task,
+        lambda: record_dead_letter(task, store=store, publisher=publisher, blobs=blobs),
+        "dead letter handled",
+    )

@@ -82,13 +82,25 @@ class DeadLetteredError(NiahError):
     kind = "dead_letter"
 
 
+class WorkerDiedError(NiahError):
+    """Holder after holder of a cell's lease died on it (crash, out of memory, kill)."""
+
+    kind = "worker_died"
+
+
+class CloudUnavailableError(RetryableError):
+    """The service's own store, bus or bucket did not answer in time: try again."""
+
+    kind = "cloud_unavailable"
+
+
 class CellInFlightError(RetryableError):
     """Another delivery of this cell holds its lease and is calling the model now."""
 
     kind = "in_flight"
 
 
-class StoreUnavailableError(RetryableError):
+class StoreUnavailableError(CloudUnavailableError):
     """The result store did not take a write (timed out or unavailable): try again."""
 
     kind = "store_unavailable"

@@ -98,10 +98,16 @@ class Settings(BaseSettings):
     # to a 600 s ack deadline plus 600 s backoff), so it rarely races a live cell.
     sweep_stalled_after_seconds: float = 7200.0
 
-    # How long a cell's lease holds off other deliveries while its model call runs:
-    # longer than a worker can take on one cell (the function timeout), so only a dead
-    # worker's lease expires.
-    cell_lease_seconds: float = 600.0
+    # How long a cell's lease holds off other deliveries unless renewed. Its holder
+    # renews it every third of this while it works (niah.service.lease), so a live
+    # holder's lease never lapses however long its call takes, and a dead holder's
+    # lapses within this: its cell is answered again within about a minute.
+    cell_lease_seconds: float = Field(default=30.0, ge=1, le=600)
+
+    # A dead-lettered cell is published again this many times (always while its lease
+    # is live) before it is stored failed: its deliveries may have run out on a slow
+    # call, a dead holder or a store outage, none of them the cell's fault.
+    dead_letter_republishes: int = Field(default=3, ge=0, le=100)
 
     # How long storing a cell may take before its answer is kept in the bucket for the
     # next delivery (the Firestore client's own default deadline is 60 s).

@@ -70,6 +70,7 @@ def test_a_rerun_keeps_answers_retries_failures_and_publishes_only_the_rest(
     store.record_cell(first.run_id, ids[0], {"status": "answered", "score": 10}, failed=False)
     store.record_cell(first.run_id, ids[1], {"status": "failed", "score": None}, failed=True)
     publisher.cells.clear()
+    store.settle(first.run_id)
     # A client's retry while the run is going: only the missing cells go out again.
     retry = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
     assert (retry.reused, retry.retried, retry.published) == (2, 0, 2)
@@ -113,11 +114,12 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
     ids = [m["cell_id"] for m in publisher.cells[:4]]
     store.record_cell(stalled.run_id, ids[0], {"status": "answered"}, failed=False)
     now = dt.datetime.now(dt.UTC)
+    store.settle(stalled.run_id, minutes=60)
     store.runs[stalled.run_id]["updated_at"] = now - dt.timedelta(minutes=40)
     store.runs[fresh.run_id]["updated_at"] = now
     publisher.cells.clear()
     result = sweep_stalled_runs(store=store, publisher=publisher, stalled_after_seconds=1800)
-    assert result == {"runs_swept": 1, "cells_republished": 3}
+    assert result == {"runs_swept": 1, "cells_republished": 3, "cells_handed_on": 0}
     assert sorted(m["cell_id"] for m in publisher.cells) == sorted(ids[1:])
 
 

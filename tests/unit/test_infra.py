@@ -204,9 +204,9 @@ def timeout_of(kind: str, name: str) -> int:
 def test_every_lease_and_deadline_outlasts_what_it_waits_for() -> None:
     settings = Settings()
     found = resources()
-    worker = timeout_of("google_cloudfunctions2_function", "worker")
-    # A live worker's cell lease never expires under it (600 s against 540 s).
-    assert worker < settings.cell_lease_seconds
+    # A cell's lease is renewed every third of it while its holder works, so a live
+    # worker's lease outlasts any call; a dead one's lapses within a minute.
+    assert settings.cell_lease_seconds <= 60
     # The dispatcher outlives its own publish timeout, so that 503 is the one it gives.
     assert settings.publish_timeout_seconds < timeout_of(
         "google_cloudfunctions2_function", "dispatcher"

@@ -1,5 +1,6 @@
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -123,7 +124,15 @@ def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
     first, second = world["tasks"][:2]
     with pytest.raises(RetryableError):
         run_cell(world, first, ScriptedProvider(busy))
-    dead = CellTask(first.run_id, first.cell_id, first.context_length, first.depth_percent, 5)
+    last_round = get_settings().dead_letter_republishes  # published again that often
+    dead = CellTask(
+        first.run_id,
+        first.cell_id,
+        first.context_length,
+        first.depth_percent,
+        5,
+        dead_letters=last_round,
+    )
     assert (
         record_dead_letter(
             dead, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
@@ -136,7 +145,10 @@ def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
     # A late success wins over a dead letter, and a dead letter never counts twice.
     assert run_cell(world, second, ScriptedProvider(echo_needle_number)) == "answered"
     assert record_dead_letter(
-        second, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+        replace(second, dead_letters=last_round),
+        store=world["store"],
+        publisher=world["publisher"],
+        blobs=world["blobs"],
     ) == ("duplicate")
     assert record_dead_letter(
         dead, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
@@ -303,6 +315,7 @@ def test_a_client_retry_does_not_publish_cells_in_flight(world: dict[str, Any]) 
     in_flight = world["tasks"][1]
     assert store.claim_cell(world["run_id"], in_flight.cell_id, lease_seconds=60)
     publisher.cells.clear()
+    store.settle(world["run_id"])  # past the dispatch's own settling time
     dispatch_run(
         {"context_lengths": [300, 600], "document_depth_percents": [0, 100]},
         store=store,
@@ -437,26 +450,60 @@ def test_every_call_started_is_in_the_spend(world: dict[str, Any]) -> None:
     assert spend["estimated_usd"] == pytest.approx(calls[1]["planned_prompt_tokens"] * 0.30 / 1e6)
 
 
-def test_a_dead_letter_waits_for_a_call_in_flight(world: dict[str, Any]) -> None:
-    """Before: the dead letter stored a cell in flight as failed; its answer was lost.
+def test_a_dead_letter_of_a_cell_in_flight_publishes_it_again_however_late(
+    world: dict[str, Any],
+) -> None:
+    """Before: it raised "in flight" and was redelivered 30 times over 8 minutes.
 
-    Deliveries held off by the lease ran out, and the paid answer that arrived after
-    the dead letter was thrown away as a duplicate.
+    And before that, it stored the cell failed and threw the paid answer away. Now it
+    publishes the cell again (its deliveries ran out on the lease, not on the cell),
+    even past the rounds of republishing a cell with no live lease gets.
     """
-    from niah.errors import CellInFlightError
     from niah.service.cell_worker import record_dead_letter
 
-    store, task = world["store"], world["tasks"][0]
+    store, task, publisher = world["store"], world["tasks"][0], world["publisher"]
+    last_round = replace(task, dead_letters=get_settings().dead_letter_republishes)
     assert store.claim_cell(world["run_id"], task.cell_id, lease_seconds=60) == 1
-    with pytest.raises(CellInFlightError):
-        record_dead_letter(task, store=store, publisher=world["publisher"], blobs=world["blobs"])
-    assert store.list_cells(world["run_id"]) == []
+    publisher.cells.clear()
+    outcome = record_dead_letter(last_round, store=store, publisher=publisher, blobs=world["blobs"])
+    assert outcome == "republished" and store.list_cells(world["run_id"]) == []
+    (again,) = publisher.cells
+    assert again == task.message() | {"dead_letters": last_round.dead_letters + 1}
+    assert CellTask.from_message(again) == replace(task, dead_letters=last_round.dead_letters + 1)
     store.release_cell(world["run_id"], task.cell_id)
-    assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "answered"
+    assert run_cell(world, CellTask.from_message(again), ScriptedProvider(echo_needle_number)) == (
+        "answered"
+    )
     assert (
-        record_dead_letter(task, store=store, publisher=world["publisher"], blobs=world["blobs"])
+        record_dead_letter(last_round, store=store, publisher=publisher, blobs=world["blobs"])
         == "duplicate"
     )
+
+
+def test_a_dead_letter_publishes_its_cell_again_a_few_rounds_then_stores_it_failed(
+    world: dict[str, Any],
+) -> None:
+    """Each round is a cell's deliveries run out with no live lease: not the cell's fault.
+
+    After ``dead_letter_republishes`` rounds the cell is stored failed, so the run ends.
+    """
+    from niah.service.cell_worker import record_dead_letter
+
+    store, task, publisher = world["store"], world["tasks"][0], world["publisher"]
+    rounds = get_settings().dead_letter_republishes
+    publisher.cells.clear()
+    letter = task
+    for round_number in range(1, rounds + 1):
+        outcome = record_dead_letter(letter, store=store, publisher=publisher, blobs=world["blobs"])
+        assert outcome == "republished"
+        letter = CellTask.from_message(publisher.cells[-1])
+        assert letter.dead_letters == round_number
+    assert store.list_cells(world["run_id"]) == []
+    assert len(publisher.cells) == rounds
+    outcome = record_dead_letter(letter, store=store, publisher=publisher, blobs=world["blobs"])
+    assert outcome == "failed" and len(publisher.cells) == rounds
+    (cell,) = store.list_cells(world["run_id"])
+    assert cell["error"]["kind"] == "dead_letter"
 
 
 def test_cache_aware_dispatch_sends_the_deepest_longest_cell_first_then_the_rest(
@@ -519,16 +566,21 @@ def test_a_primer_that_keeps_failing_releases_the_grid_once(
 def test_a_dead_lettered_primer_still_releases_the_grid(
     essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Before: a primer that crashed every delivery left the other cells unpublished."""
+    """Before: a primer that crashed every delivery left the other cells unpublished.
+
+    Released at its first dead letter, as the primer itself is published again.
+    """
     from niah.service.cell_worker import record_dead_letter
 
     world, primer = cache_aware_world(essay_blobs, monkeypatch)
     outcome = record_dead_letter(
         primer, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
     )
-    assert outcome == "failed"
-    released = {m["cell_id"] for m in world["publisher"].cells[1:]}
-    assert len(released) == 3 and primer.cell_id not in released
+    assert outcome == "republished"
+    published = [m["cell_id"] for m in world["publisher"].cells[1:]]
+    assert published.count(primer.cell_id) == 1  # the primer, published again
+    released = set(published) - {primer.cell_id}
+    assert len(released) == 3 and len(published) == 4
 
 
 def test_a_failure_before_the_sample_keeps_the_cells_place_on_the_grid(
@@ -538,9 +590,13 @@ def test_a_failure_before_the_sample_keeps_the_cells_place_on_the_grid(
     from niah.service.cell_worker import record_dead_letter
     from niah.service.report import render_report
 
+    last_round = get_settings().dead_letter_republishes
     for task in world["tasks"]:
         record_dead_letter(
-            task, store=world["store"], publisher=world["publisher"], blobs=world["blobs"]
+            replace(task, dead_letters=last_round),
+            store=world["store"],
+            publisher=world["publisher"],
+            blobs=world["blobs"],
         )
     cells = world["store"].list_cells(world["run_id"])
     assert {(c["context_length"], c["depth_percent"]) for c in cells} == {

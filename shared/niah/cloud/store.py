@@ -6,6 +6,7 @@
 - ``runs/{run_id}/leases/{cell_id}``: who is calling the model for a cell, until when.
 - ``runs/{run_id}/calls/{cell_id}.C{n}``: every model call started for a cell (spend).
 - ``runs/{run_id}/attempts/{cell_id}``: a cell's retryable failures.
+- ``runs/{run_id}/marks/report_requested``: when the run's report was last asked for.
 
 A cell result is stored by one batch that *creates* the cell (failing if it exists),
 closes its call and increments one counter shard: atomic and idempotent, with no
@@ -21,7 +22,13 @@ import datetime as dt
 import hashlib
 from typing import Any
 
-from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED, ReportClaim
+from niah.core.interfaces import (
+    CLAIM_ABANDONED,
+    CLAIM_HELD,
+    CLAIM_STORED,
+    ReportClaim,
+    lapses_before_claim,
+)
 from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
 
@@ -31,6 +38,8 @@ ATTEMPTS = "attempts"
 LEASES = "leases"
 COUNTERS = "counters"
 CALLS = "calls"
+MARKS = "marks"
+REPORT_REQUESTED = "report_requested"
 # Fields the shards hold; the run document's own copies (runs stored before the
 # counts were sharded) are added in.
 COUNTED = ("done", "failed")
@@ -162,12 +171,17 @@ class FirestoreStore:
         cells = [doc.to_dict() | {"cell_id": doc.id} for doc in docs]
         return sorted(cells, key=lambda cell: str(cell["cell_id"]))
 
-    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
-        """Take the cell's lease (or an expired one) in a transaction: its claim number.
+    def claim_cell(
+        self, run_id: str, cell_id: str, lease_seconds: float, *, max_lapses: int = 0
+    ) -> int:
+        """Take the cell's lease (or a lapsed one) in a transaction: its claim number.
 
         ``CLAIM_HELD`` while another holder's lease is live, ``CLAIM_STORED`` once the
         cell is stored: the cell is read in the same transaction, so a delivery that
         comes in as another stores the cell and frees its lease never calls again.
+        ``CLAIM_ABANDONED`` when ``max_lapses`` holders in a row let the lease lapse
+        (each died on the cell: a crash or out of memory), so a cell that kills its
+        worker is not paid for forever; the lease is not taken then.
         """
         firestore = self._firestore
         reference = self._run(run_id).collection(LEASES).document(cell_id)
@@ -182,19 +196,47 @@ class FirestoreStore:
             expires = lease.get("expires_at")
             if expires is not None and expires > now:
                 return CLAIM_HELD
+            lapses = lapses_before_claim(lease)
+            if max_lapses and lapses >= max_lapses:
+                return CLAIM_ABANDONED
             claims = int(lease.get("claims", 0)) + 1
             transaction.set(
                 reference,
-                {"expires_at": now + dt.timedelta(seconds=lease_seconds), "claims": claims},
+                {
+                    "expires_at": now + dt.timedelta(seconds=lease_seconds),
+                    "claims": claims,
+                    "released": False,
+                    "handed_on": False,
+                    "lapses": lapses,
+                },
             )
             return claims
 
         return int(claim(self._db.transaction()))
 
+    def renew_lease(self, run_id: str, cell_id: str, claim: int, lease_seconds: float) -> bool:
+        """Extend claim ``claim``'s lease by ``lease_seconds`` from now; False if it is gone.
+
+        Gone: released, or lapsed and claimed by another delivery since.
+        """
+        firestore = self._firestore
+        reference = self._run(run_id).collection(LEASES).document(cell_id)
+
+        @firestore.transactional
+        def renew(transaction: Any) -> bool:
+            lease = reference.get(transaction=transaction).to_dict() or {}
+            if lease.get("claims") != claim or lease.get("released"):
+                return False
+            expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds)
+            transaction.update(reference, {"expires_at": expires})
+            return True
+
+        return bool(renew(self._db.transaction()))
+
     def release_cell(self, run_id: str, cell_id: str) -> None:
         """End the cell's lease now; its claim count stays, so call IDs never repeat."""
         self._run(run_id).collection(LEASES).document(cell_id).set(
-            {"expires_at": dt.datetime.now(dt.UTC)}, merge=True
+            {"expires_at": dt.datetime.now(dt.UTC), "released": True}, merge=True
         )
 
     def leased_cells(self, run_id: str) -> set[str]:
@@ -206,6 +248,45 @@ class FirestoreStore:
             .where(filter=self._firestore.FieldFilter("expires_at", ">", now))
         )
         return {doc.id for doc in query.stream()}
+
+    def hand_on_lapsed(self, run_id: str) -> list[str]:
+        """The cells whose holder let the lease lapse unreleased (it died), marked handed on.
+
+        Each is marked in a transaction that finds it still lapsed, so two sweeps hand a
+        cell on once, and a lease claimed again meanwhile is left to its new holder.
+        One query on ``released`` (a single-field index Firestore keeps by default).
+        """
+        firestore = self._firestore
+        leases = self._run(run_id).collection(LEASES)
+        held = leases.where(filter=firestore.FieldFilter("released", "==", False)).stream()
+        now = dt.datetime.now(dt.UTC)
+        leases_now = [(doc.id, doc.to_dict() or {}) for doc in held]
+        lapsed = [
+            (cell_id, lease)
+            for cell_id, lease in leases_now
+            if not lease.get("handed_on") and lease.get("expires_at", now) <= now
+        ]
+
+        @firestore.transactional
+        def hand_on(transaction: Any, reference: Any, claims: int) -> bool:
+            lease = reference.get(transaction=transaction).to_dict() or {}
+            expires = lease.get("expires_at")
+            if (
+                lease.get("claims") != claims
+                or lease.get("released")
+                or lease.get("handed_on")
+                or expires is None
+                or expires > dt.datetime.now(dt.UTC)
+            ):
+                return False
+            transaction.update(reference, {"handed_on": True})
+            return True
+
+        return [
+            cell_id
+            for cell_id, lease in lapsed
+            if hand_on(self._db.transaction(), leases.document(cell_id), lease.get("claims"))
+        ]
 
     def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
         """Note a model call about to be made (and paid for), before it is made."""
@@ -294,9 +375,46 @@ class FirestoreStore:
 
         return bool(finish(self._db.transaction()))
 
+    def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
+        """Note that the run's report is being asked for; False if it was, within the window.
+
+        One create (or, past the window, one update guarded by the mark's update time),
+        so of any number of workers finishing or redelivered at once, one asks.
+        """
+        from google.api_core.exceptions import AlreadyExists, Conflict, FailedPrecondition
+
+        reference = self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
+        now = dt.datetime.now(dt.UTC)
+        try:
+            reference.create({"requested_at": now})
+            return True
+        except (AlreadyExists, Conflict):
+            pass
+        snapshot = reference.get()
+        requested = (snapshot.to_dict() or {}).get("requested_at")
+        if requested is not None and (now - requested).total_seconds() < window_seconds:
+            return False
+        try:
+            reference.set(
+                {"requested_at": now},
+                **(
+                    {"option": self._db.write_option(last_update_time=snapshot.update_time)}
+                    if snapshot.exists
+                    else {}
+                ),
+            )
+        except (FailedPrecondition, AlreadyExists, Conflict):
+            return False  # another asker took it first
+        return True
+
+    def clear_report_request(self, run_id: str) -> None:
+        """Forget that the report was asked for: the next completion asks again."""
+        self._run(run_id).collection(MARKS).document(REPORT_REQUESTED).delete()
+
     def reopen_report(self, run_id: str) -> None:
         """Drop a stale report and its claim, so the next request renders afresh."""
         firestore = self._firestore
+        self.clear_report_request(run_id)
         self._run(run_id).update(
             {
                 "status": "running",

@@ -64,6 +64,18 @@ def gs_uri(bucket: str, name: str) -> str:
 # What ``ResultStore.claim_cell`` answers besides a claim number (1, 2, ...).
 CLAIM_HELD = 0  # another delivery holds a live lease: it is calling the model now
 CLAIM_STORED = -1  # the cell is stored: nothing to call
+CLAIM_ABANDONED = -2  # holder after holder died on the cell: store it failed, call nothing
+
+
+def lapses_before_claim(lease: dict[str, Any]) -> int:
+    """How many holders in a row let a cell's lease lapse, as a new claim finds it.
+
+    A released lease ended well (stored, or a failure counted and retried): zero. One
+    that lapsed unreleased had a holder that died: one more than that holder found.
+    """
+    if not lease or lease.get("released"):
+        return 0
+    return int(lease.get("lapses", 0)) + 1
 
 
 class ResultStore(Protocol):
@@ -109,13 +121,20 @@ class ResultStore(Protocol):
         """How many cells of the run are stored."""
         ...
 
-    def claim_cell(self, run_id: str, cell_id: str, lease_seconds: float) -> int:
+    def claim_cell(
+        self, run_id: str, cell_id: str, lease_seconds: float, *, max_lapses: int = 0
+    ) -> int:
         """Take the cell's lease before its model call: the claim's number, from 1.
 
-        ``CLAIM_HELD`` while another holder's lease is live (a lease older than
+        ``CLAIM_HELD`` while another holder's lease is live (a lease not renewed for
         ``lease_seconds`` is taken over: its holder died); ``CLAIM_STORED`` if the cell
-        is stored, checked atomically with the lease.
+        is stored, checked atomically with the lease; ``CLAIM_ABANDONED`` once
+        ``max_lapses`` (if not 0) holders in a row died holding it.
         """
+        ...
+
+    def renew_lease(self, run_id: str, cell_id: str, claim: int, lease_seconds: float) -> bool:
+        """Keep claim ``claim``'s lease live ``lease_seconds`` more; False if it is gone."""
         ...
 
     def release_cell(self, run_id: str, cell_id: str) -> None:
@@ -124,6 +143,10 @@ class ResultStore(Protocol):
 
     def leased_cells(self, run_id: str) -> set[str]:
         """The cells whose lease is live: in flight somewhere now."""
+        ...
+
+    def hand_on_lapsed(self, run_id: str) -> list[str]:
+        """Cells whose holder died (lease lapsed unreleased), each returned once."""
         ...
 
     def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
@@ -154,6 +177,14 @@ class ResultStore(Protocol):
         self, run_id: str, claim_id: str, cells_read: int, fields: dict[str, Any]
     ) -> bool:
         """Mark the run complete, if the claim is still ``claim_id`` and no cell changed."""
+        ...
+
+    def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
+        """Note the report is being asked for; False if it was within ``window_seconds``."""
+        ...
+
+    def clear_report_request(self, run_id: str) -> None:
+        """Forget that the report was asked for (a reset, or the request failed)."""
         ...
 
     def reopen_report(self, run_id: str) -> None:

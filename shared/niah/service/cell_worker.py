@@ -16,6 +16,7 @@ from niah.core.answer_budget import CallBudget, call_budget
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import load_haystack
 from niah.core.interfaces import (
+    CLAIM_ABANDONED,
     CLAIM_HELD,
     CLAIM_STORED,
     BlobStore,
@@ -40,6 +41,7 @@ from niah.core.scoring import (
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
     CellInFlightError,
+    CloudUnavailableError,
     DeadLetteredError,
     HaystackError,
     NiahError,
@@ -47,18 +49,20 @@ from niah.errors import (
     PermanentRunError,
     RetryableError,
     StoreUnavailableError,
+    WorkerDiedError,
 )
 from niah.logs import log
 from niah.memo import ProcessCache
 from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
 from niah.service.dispatch import release_after_primer
+from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 from niah.tasks import Sample, get_task
 from niah.tasks.mrcr import published_sample
 
-Outcome = Literal["answered", "failed", "duplicate", "orphan", "rejected"]
+Outcome = Literal["answered", "failed", "duplicate", "orphan", "rejected", "republished"]
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
 MAX_STORED_ANSWER_BYTES = 100_000
 ProviderFactory = Callable[[ProviderName, str], Provider]
@@ -83,6 +87,10 @@ class CellTask:
     # Published alone ahead of its run's other cells (cache-aware dispatch): whoever
     # answers it publishes the rest.
     primer: bool = False
+    # The run's creation stamp: a message of a run deleted and created again is not its.
+    run_stamp: str | None = None
+    # How often the dead-letter handler has published this cell again.
+    dead_letters: int = 0
 
     @classmethod
     def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
@@ -97,7 +105,27 @@ class CellTask:
             source_file=str(data["source_file"]) if data.get("source_file") else None,
             row=int(data["row"]) if data.get("row") is not None else None,
             primer=data.get("primer") is True,
+            run_stamp=str(data["run_stamp"]) if data.get("run_stamp") else None,
+            dead_letters=int(data.get("dead_letters", 0)),
         )
+
+    def message(self) -> dict[str, Any]:
+        """The message body this task was parsed from (to publish it again)."""
+        body: dict[str, Any] = {
+            "run_id": self.run_id,
+            "cell_id": self.cell_id,
+            "context_length": self.context_length,
+            "depth_percent": self.depth_percent,
+            "sample": self.sample,
+        }
+        optional = {
+            "source_file": self.source_file,
+            "row": self.row,
+            "primer": self.primer or None,
+            "run_stamp": self.run_stamp,
+            "dead_letters": self.dead_letters or None,
+        }
+        return body | {key: value for key, value in optional.items() if value is not None}
 
     @property
     def cell(self) -> Cell:
@@ -105,19 +133,24 @@ class CellTask:
         return Cell(self.context_length, self.depth_percent, self.sample)
 
 
-# A run's spec never changes once stored, so an instance reads it once.
+# A run's spec never changes once stored (its ID is a hash of it), so an instance
+# validates it once; whether the run still exists is read on every delivery.
 _specs: ProcessCache[str, RunRequest] = ProcessCache()
 
 
-def _run_spec(store: ResultStore, run_id: str) -> RunRequest | None:
-    """The run's validated spec, or None for a run that does not exist."""
+def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:
+    """The run's validated spec; None for a run that is gone, or replaced since ``stamp``.
 
-    def load() -> RunRequest | None:
-        run = store.get_run(run_id, counts=False)
-        # Stored by the dispatcher after validation, so it validates again.
-        return RunRequest.model_validate(run["spec"]) if run is not None else None
-
-    return _specs.get(run_id, load)
+    Read from the store each time (one document read): a worker must not answer a run
+    that was deleted, or deleted and created again, from what its process remembers.
+    """
+    run = store.get_run(run_id, counts=False)
+    if run is None:
+        return None
+    if stamp is not None and run.get("stamp") not in (None, stamp):
+        return None
+    # Stored by the dispatcher after validation, so it validates again.
+    return _specs.get(run_id, lambda: RunRequest.model_validate(run["spec"]))
 
 
 def harness_timestamp() -> str:
@@ -162,13 +195,14 @@ def process_cell(
     return outcome
 
 
-def _release_if_primer(task: CellTask, *, store: ResultStore, publisher: Publisher) -> None:
-    """Publish the run's held cells once its primer is done with (released once)."""
+def _release_if_primer(task: CellTask, *, store: ResultStore, publisher: Publisher) -> int:
+    """Publish the run's held cells once its primer is done with (released once); how many."""
     if not task.primer:
-        return
-    spec = _run_spec(store, task.run_id)
-    if spec is not None:
-        release_after_primer(task.run_id, spec, store=store, publisher=publisher)
+        return 0
+    spec = _run_spec(store, task.run_id, task.run_stamp)
+    if spec is None:
+        return 0
+    return release_after_primer(task.run_id, spec, store=store, publisher=publisher)
 
 
 def _process_cell(
@@ -180,7 +214,7 @@ def _process_cell(
     provider_for: ProviderFactory,
     tokenizer_for: TokenizerFactory,
 ) -> Outcome:
-    spec = _run_spec(store, task.run_id)
+    spec = _run_spec(store, task.run_id, task.run_stamp)
     if spec is None:
         log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
         return "orphan"
@@ -189,7 +223,13 @@ def _process_cell(
         # Forged or corrupted: no model call, no count, acknowledged.
         log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)
         return "rejected"
-    claim = store.claim_cell(task.run_id, task.cell_id, get_settings().cell_lease_seconds)
+    settings = get_settings()
+    claim = store.claim_cell(
+        task.run_id,
+        task.cell_id,
+        settings.cell_lease_seconds,
+        max_lapses=settings.max_cell_failures,
+    )
     if claim == CLAIM_STORED:
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
@@ -205,6 +245,59 @@ def _process_cell(
         # the cell stored on redelivery. Never a second paid call.
         log("cell in flight elsewhere", run_id=task.run_id, cell_id=task.cell_id)
         raise CellInFlightError(f"{task.cell_id} is being answered by another delivery")
+    if claim == CLAIM_ABANDONED:
+        error = WorkerDiedError(
+            f"its worker died {settings.max_cell_failures} times in a row while answering "
+            "it (crashed, out of memory or killed; NIAH_MAX_CELL_FAILURES); resume the run "
+            "to try it again"
+        )
+        failed = _failed_cell(task, spec, error)
+        return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+    try:
+        with LeaseKeeper(store, task.run_id, task.cell_id, claim, settings.cell_lease_seconds):
+            return _answer_claimed(
+                task,
+                spec,
+                claim,
+                store=store,
+                blobs=blobs,
+                publisher=publisher,
+                provider_for=provider_for,
+                tokenizer_for=tokenizer_for,
+            )
+    except BaseException:
+        # Whatever went wrong, the claim goes with it: the next delivery may claim at
+        # once instead of waiting out the lease.
+        _let_go(task, store)
+        raise
+
+
+def _let_go(task: CellTask, store: ResultStore) -> None:
+    """Release the cell's lease after a failure; if the store is down, it lapses soon."""
+    try:
+        store.release_cell(task.run_id, task.cell_id)
+    except Exception as error:
+        log(
+            "lease not released; it lapses by itself",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            error=f"{type(error).__name__}: {error}"[:500],
+        )
+
+
+def _answer_claimed(
+    task: CellTask,
+    spec: RunRequest,
+    claim: int,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    provider_for: ProviderFactory,
+    tokenizer_for: TokenizerFactory,
+) -> Outcome:
+    """Build, ask, score and store a cell this delivery holds the lease of."""
     cell = task.cell
     started = time.monotonic()
     try:
@@ -226,6 +319,8 @@ def _process_cell(
             provider_for=provider_for,
             tokenizer_for=tokenizer_for,
         )
+    except CloudUnavailableError:
+        raise  # the service's own store or bus, not the cell: not a failure of it
     except RetryableError as error:
         fields = _retry_or_give_up(task, error, store=store)
     except (PermanentCellError, PermanentRunError) as error:
@@ -292,7 +387,6 @@ def _retry_or_give_up(
     store.note_attempt(task.run_id, task.cell_id, str(error))
     failures = int((store.last_attempt(task.run_id, task.cell_id) or {}).get("failures", 1))
     if failures < get_settings().max_cell_failures:
-        store.release_cell(task.run_id, task.cell_id)  # the redelivery may claim it
         log(
             "cell will be retried",
             severity="WARNING",
@@ -672,27 +766,40 @@ def _judge(
 def record_dead_letter(
     task: CellTask, *, store: ResultStore, publisher: Publisher, blobs: BlobStore
 ) -> Outcome:
-    """Mark a cell whose message was dead-lettered as failed, so its run still finishes.
+    """Have a dead-lettered cell answered again, or mark it failed so its run finishes.
 
-    Does nothing if the cell was stored meanwhile (a late success wins); stores an
-    answer a delivery paid for but could not store, rather than a failure. A primer's
-    dead letter releases its run's other cells.
+    A cell's deliveries run out for reasons that are not the cell's: held off by a live
+    lease (a slow call), a holder that died (the lease lapsed after the deliveries), the
+    store down. Such a cell is published again, up to ``dead_letter_republishes``
+    times and always while its lease is live; only then is it stored failed with its
+    last error. Cells that fail themselves are given up by the worker
+    (``max_cell_failures``). A paid answer an earlier delivery kept is stored. A
+    primer's dead letter releases its run's other cells.
     """
-    spec = _run_spec(store, task.run_id)
+    spec = _run_spec(store, task.run_id, task.run_stamp)
     if spec is None:
         return "orphan"
-    if task.cell_id in store.leased_cells(task.run_id):
-        # Its deliveries ran out while a call for it is in flight (they were held off by
-        # the lease): the holder stores the paid answer. Asked again later, this finds
-        # the cell stored, or the lease expired (its holder died) and records the failure.
-        log("dead letter for a cell in flight", run_id=task.run_id, cell_id=task.cell_id)
-        raise CellInFlightError(f"{task.cell_id} is being answered; its dead letter waits")
     kept = _kept_answer(task, blobs)
     if kept is not None:
         log("kept answer stored from a dead letter", run_id=task.run_id, cell_id=task.cell_id)
         outcome = _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
         _release_if_primer(task, store=store, publisher=publisher)
         return outcome
+    in_flight = task.cell_id in store.leased_cells(task.run_id)
+    if in_flight or task.dead_letters < get_settings().dead_letter_republishes:
+        # A primer's grid goes on now; its release publishes the primer too unless the
+        # primer is in flight.
+        released = _release_if_primer(task, store=store, publisher=publisher)
+        if in_flight or not released:
+            publisher.publish_cells([task.message() | {"dead_letters": task.dead_letters + 1}])
+        log(
+            "dead-lettered cell published again",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            in_flight=in_flight,
+            dead_letters=task.dead_letters + 1,
+        )
+        return "republished"
     attempt = store.last_attempt(task.run_id, task.cell_id) or {}
     reason = attempt.get("last_error", "no error was recorded (the worker may have crashed)")
     error = DeadLetteredError(

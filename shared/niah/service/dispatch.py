@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,9 @@ from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 
 MIN_CONTEXT_LENGTH = 128
+# A repeated request within this long of the run's last publish publishes nothing: its
+# cells are on their way (a client's retry, or twenty identical POSTs at once).
+DISPATCH_SETTLE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class _Progress:
     stored: set[str]
     retried: int
     already_complete: bool
+    # Its cells were just published (or wait on its primer): publish nothing now.
+    in_progress: bool = False
+    # The run document as stored (its stamp goes into every message).
+    run: dict[str, Any] = field(default_factory=dict)
 
 
 def decode_body(data: bytes) -> Any:
@@ -408,7 +417,12 @@ def source_cells(source_rows: list[Any]) -> list[Cell]:
 def run_record(
     run_id: str, spec: RunRequest, haystack_uri: str, source: _Source | None = None
 ) -> dict[str, Any]:
-    """The run document a new run starts with."""
+    """The run document a new run starts with.
+
+    ``stamp`` tells this run from one created later under the same ID (after a
+    delete): every cell message carries it, and a worker drops a message whose stamp
+    is not its run's.
+    """
     cells = source_cells(source.rows) if source else spec.cells()
     budget = call_budget(spec, source.reply_tokens if source else 0)
     sourced = (
@@ -422,6 +436,7 @@ def run_record(
     )
     return sourced | {
         "run_id": run_id,
+        "stamp": uuid.uuid4().hex[:16],
         "spec": spec.model_dump(mode="json"),
         "model": spec.model_name,
         "version": spec.results_version,
@@ -458,10 +473,30 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     if int(existing.get("failed", 0)) > 0 and (finished or resume):
         retried = store.reset_failed_cells(run_id)
     elif finished:
-        return _Progress(set(), 0, already_complete=True)
+        return _Progress(set(), 0, already_complete=True, run=existing)
+    elif dispatch_in_progress(existing):
+        return _Progress(set(), 0, already_complete=False, in_progress=True, run=existing)
     stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
     # Cells in flight are not published again: their delivery is answering them now.
-    return _Progress(stored | store.leased_cells(run_id), retried, already_complete=False)
+    return _Progress(
+        stored | store.leased_cells(run_id), retried, already_complete=False, run=existing
+    )
+
+
+def dispatch_in_progress(run: dict[str, Any]) -> bool:
+    """Whether a run's cells are on their way: a repeated request publishes none then.
+
+    In progress while its primer is unanswered (its answer publishes the rest), and for
+    ``DISPATCH_SETTLE_SECONDS`` after its cells were last published. A run stuck past
+    that is the sweep's (``sweep_stalled_runs``), or a later request's.
+    """
+    if run.get("primer_cell") and not run.get("primer_released"):
+        return True
+    stamps = [run.get("published_at"), run.get("created_at")]
+    last = max((stamp for stamp in stamps if isinstance(stamp, dt.datetime)), default=None)
+    return last is not None and (dt.datetime.now(dt.UTC) - last).total_seconds() < (
+        DISPATCH_SETTLE_SECONDS
+    )
 
 
 def dispatch_run(
@@ -489,21 +524,34 @@ def dispatch_run(
     run_id = spec.run_id(fingerprint + (source.fingerprint if source else ""))
     record = run_record(run_id, spec, f"gs://{blobs.bucket}/{prefix}", source)
     total = int(record["total"])
+    primer = primer_message(run_id, spec, record)
+    if primer is not None:  # until it is answered, the run's dispatch is in progress
+        record["primer_cell"] = primer["cell_id"]
     created = store.create_run(run_id, record)
     progress = (
-        _Progress(set(), 0, False) if created else _progress(run_id, resume=resume, store=store)
+        _Progress(set(), 0, False, run=record)
+        if created
+        else _progress(run_id, resume=resume, store=store)
     )
     if progress.already_complete:
         log("run already complete", run_id=run_id)
         return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
-    primer = primer_message(run_id, spec, record) if created else None
+    if progress.in_progress:
+        log("run being dispatched: nothing published again", run_id=run_id)
+        note = (
+            "the run's cells were published moments ago or wait on its first cell: "
+            "nothing was published again"
+        )
+        return Dispatched(run_id, total, 0, False, created=False, warnings=[*warnings, note])
     published = (
         publisher.publish_cells([primer])
-        if primer is not None
+        if created and primer is not None
         else publish_missing(
-            run_id, spec, progress.stored, store=store, publisher=publisher, run=record
+            run_id, spec, progress.stored, store=store, publisher=publisher, run=progress.run
         )
     )
+    if not created and published:
+        store.update_run(run_id, {"published_at": dt.datetime.now(dt.UTC)})
     log(
         "run dispatched",
         run_id=run_id,
@@ -537,6 +585,7 @@ def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[di
         triples = [(row["file"], row["row"], row["tokens"]) for row in rows]
         cells = source_cells(triples)
         extras = [{"source_file": files[f], "row": r} for f, r, _ in triples]
+    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
     return [
         {
             "run_id": run_id,
@@ -545,6 +594,7 @@ def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[di
             "depth_percent": cell.depth_percent,
             "sample": cell.sample,
             **extra,
+            **stamp,
         }
         for cell, extra in zip(cells, extras, strict=True)
     ]
@@ -585,7 +635,7 @@ def release_after_primer(
     stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
     stored |= store.leased_cells(run_id)
     published = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
-    store.update_run(run_id, {"primer_released": True})
+    store.update_run(run_id, {"primer_released": True, "published_at": dt.datetime.now(dt.UTC)})
     log("cells released after the primer", run_id=run_id, published=published)
     return published
 

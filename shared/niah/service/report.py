@@ -30,12 +30,8 @@ from niah.core.summary import (
 )
 from niah.errors import ReportPendingError
 from niah.logs import log
+from niah.service.run_completion import REPORT_LEASE_SECONDS
 from niah.settings import get_settings
-
-# Longer than the report function may run (300 s, infra/functions.tf), so only
-# a dead renderer's claim is taken over, and a live one's guarded finish cannot fail
-# on a takeover; shorter than Pub/Sub keeps redelivering.
-REPORT_LEASE_SECONDS = 360.0
 
 
 def render_heatmap(
@@ -202,8 +198,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     again, so the cells as they are now are rendered.
 
     Returns the report's location, or None if the run is unknown, not finished, or the
-    report went stale. Raises ``ReportPendingError`` (retry) while another instance
-    holds the report.
+    report went stale, or another instance is rendering it.
     """
     run = store.get_run(run_id, counts=False)
     if run is None:
@@ -218,9 +213,10 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         log("duplicate report request suppressed", run_id=run_id)
         return dict((store.get_run(run_id, counts=False) or {}).get("report") or {})
     if claim == "held":
-        # Another renderer is at work; if it dies its lease expires and a redelivery of
-        # this message renders the report.
-        raise ReportPendingError(f"the report of {run_id} is being rendered elsewhere")
+        # Another renderer is at work: nothing to do here. If it dies, its claim lapses
+        # and the sweep asks for the report again (``sweep_stalled_runs``).
+        log("report being rendered elsewhere", run_id=run_id)
+        return None
     run = store.get_run(run_id) or run  # with its counts and totals, read after the claim
     cells = store.list_cells(run_id)
     if len(cells) < int(run.get("total", 0)):  # reset between the check and the claim

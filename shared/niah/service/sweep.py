@@ -1,33 +1,44 @@
-"""The sweep: republish the missing cells of runs that stopped making progress."""
+"""The sweep: cells whose holder died, reports never asked for, runs that stalled."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from niah.core.interfaces import Publisher, ResultStore
 from niah.core.spec import RunRequest
 from niah.logs import log
-from niah.service.dispatch import publish_missing
+from niah.service.dispatch import cell_messages, publish_missing
+from niah.service.run_completion import request_report_if_complete
 
 
 def sweep_stalled_runs(
     *, store: ResultStore, publisher: Publisher, stalled_after_seconds: float
 ) -> dict[str, int]:
-    """Republish the missing cells of runs that have made no progress for a while.
+    """For every running run: hand on cells whose lease lapsed, and recover stalled runs.
 
-    Pub/Sub redelivers what a crashed worker held, but not forever (7 days), and the
-    emulator not at all when the worker died mid-request. Workers skip stored cells, so
-    republishing is always safe; a scheduler runs this every few minutes.
+    - A cell whose holder died (its lease lapsed unreleased) is published again at
+      once, whatever the run's progress: Pub/Sub's redelivery may be minutes away or,
+      on the emulator, never come.
+    - A run whose cells are all stored but which has no report asks for it (at most
+      once per report lease: a request lost, or a renderer that died).
+    - A run with no progress for ``stalled_after_seconds`` gets its missing cells
+      published again. Workers skip stored cells, so publishing again is always safe.
+
+    A scheduler runs this every few minutes.
     """
     now = dt.datetime.now(dt.UTC)
-    swept = published = 0
+    swept = published = handed_on = 0
     for run in store.running_runs():
-        last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
-        if last is None or (now - last).total_seconds() < stalled_after_seconds:
-            continue
         run_id = str(run["run_id"])
         try:
             spec = RunRequest.model_validate(run["spec"])
+            handed_on += _hand_on_lapsed(run_id, spec, run, store=store, publisher=publisher)
+            if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
+                request_report_if_complete(run_id, store=store, publisher=publisher)
+            last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
+            if last is None or (now - last).total_seconds() < stalled_after_seconds:
+                continue
             stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
             stored |= store.leased_cells(run_id)  # in flight: not lost
             count = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
@@ -38,4 +49,17 @@ def sweep_stalled_runs(
         log("stalled run swept", severity="WARNING", run_id=run_id, republished=count)
         swept += 1
         published += count
-    return {"runs_swept": swept, "cells_republished": published}
+    return {"runs_swept": swept, "cells_republished": published, "cells_handed_on": handed_on}
+
+
+def _hand_on_lapsed(
+    run_id: str, spec: RunRequest, run: dict[str, Any], *, store: ResultStore, publisher: Publisher
+) -> int:
+    """Publish again the cells of the run whose holder died; how many."""
+    lapsed = set(store.hand_on_lapsed(run_id))
+    if not lapsed:
+        return 0
+    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] in lapsed]
+    count = publisher.publish_cells(messages) if messages else 0
+    log("cells of dead holders handed on", severity="WARNING", run_id=run_id, cells=count)
+    return count
