@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 14  # a new error class belongs here, with its kind
+    assert len(classes) == 17  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -37,6 +37,9 @@ def test_every_error_class_has_its_kind() -> None:
     assert kinds["ConfigurationError"] == "run"
     assert kinds["RequestError"] == "request"
     assert kinds["StoreUnavailableError"] == "store_unavailable"
+    assert kinds["CloudUnavailableError"] == "cloud_unavailable"
+    assert kinds["CloudRefusedError"] == "cloud_refused"
+    assert kinds["CloudAccessError"] == "cloud_access"
 
 
 def test_each_retryable_status_is_classified_retryable() -> None:
