@@ -21,6 +21,7 @@ import datetime as dt
 import hashlib
 from typing import Any
 
+from niah.cloud.google_errors import raises_service_errors
 from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED, ReportClaim
 from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
@@ -60,6 +61,7 @@ def add_counts(run: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, A
     return merged
 
 
+@raises_service_errors(unavailable=StoreUnavailableError)
 class FirestoreStore:
     """``niah.core.interfaces.ResultStore`` on Firestore.
 
@@ -131,7 +133,7 @@ class FirestoreStore:
         on the cell's counter shard, so the run's figures can never disagree with its
         cells, and no document takes more than its share of the writes.
         """
-        from google.api_core.exceptions import AlreadyExists, Conflict, GoogleAPIError
+        from google.api_core.exceptions import AlreadyExists, Conflict
 
         firestore = self._firestore
         run = self._run(run_id)
@@ -152,8 +154,6 @@ class FirestoreStore:
             if call is not None:  # stored by another delivery; this call still cost
                 self.close_call(run_id, call[0], call[1])
             return False
-        except GoogleAPIError as error:  # deadline passed, unavailable: nothing written
-            raise StoreUnavailableError(f"{type(error).__name__}: {error}") from error
         return True
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
