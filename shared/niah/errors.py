@@ -12,7 +12,8 @@ What a failure does to a cell and to its run:
 - ``RequestError``: a run request the user must fix; the dispatcher answers 400.
 - ``MalformedMessageError``: a message that will never parse; acknowledged, not retried.
 
-``kind`` is what a stored cell's ``error.kind`` says.
+``kind`` is what a stored cell's ``error.kind`` says. Google Cloud's own exceptions
+become these classes at the adapters (``niah.cloud.google_errors``).
 """
 
 from __future__ import annotations
@@ -88,22 +89,34 @@ class WorkerDiedError(NiahError):
     kind = "worker_died"
 
 
-class CloudUnavailableError(RetryableError):
-    """The service's own store, bus or bucket did not answer in time: try again."""
-
-    kind = "cloud_unavailable"
-
-
 class CellInFlightError(RetryableError):
     """Another delivery of this cell holds its lease and is calling the model now."""
 
     kind = "in_flight"
 
 
+class CloudUnavailableError(RetryableError):
+    """A Google Cloud call timed out or the service was unavailable: try again."""
+
+    kind = "cloud_unavailable"
+
+
 class StoreUnavailableError(CloudUnavailableError):
-    """The result store did not take a write (timed out or unavailable): try again."""
+    """The result store did not answer (timed out or unavailable): try again."""
 
     kind = "store_unavailable"
+
+
+class CloudRefusedError(PermanentCellError):
+    """Google Cloud refused the request itself (say, a document over 1 MiB): never retry."""
+
+    kind = "cloud_refused"
+
+
+class CloudAccessError(PermanentRunError):
+    """A Google Cloud resource is missing or out of reach: the deployment needs fixing."""
+
+    kind = "cloud_access"
 
 
 class ReportPendingError(RetryableError):

@@ -251,3 +251,28 @@ def test_the_sweep_hands_on_a_dead_holders_cell_once(world: dict[str, Any]) -> N
     provider = ScriptedProvider(echo_needle_number)
     assert run_cell(world, CellTask.from_message(publisher.cells[0]), provider) == "answered"
     assert store.claim_cell(run_id, live.cell_id, 60) == CLAIM_HELD
+
+
+def test_a_result_the_store_refuses_is_stored_failed_with_its_call_closed(
+    world: dict[str, Any],
+) -> None:
+    """Before: InvalidArgument (a document over 1 MiB) was "unavailable": kept, redelivered."""
+    from niah.errors import CloudRefusedError
+
+    store, task, run_id = world["store"], world["tasks"][0], world["run_id"]
+    real_record = store.record_cell
+
+    def refuses_answers(run: str, cell: str, doc: dict[str, Any], **kwargs: Any) -> bool:
+        if doc["status"] == "answered":
+            raise CloudRefusedError("InvalidArgument: 400 document too large")
+        return real_record(run, cell, doc, **kwargs)
+
+    store.record_cell = refuses_answers
+    provider = ScriptedProvider(echo_needle_number)
+    assert run_cell(world, task, provider) == "failed"
+    (cell,) = store.list_cells(run_id)
+    assert cell["error"]["kind"] == "cloud_refused"
+    assert (cell["context_length"], cell["depth_percent"]) == (task.context_length, 0.0)
+    (call,) = store.list_calls(run_id)
+    assert call["status"] == "answered" and len(provider.prompts) == 1
+    assert world["blobs"].list("kept-answers/") == []

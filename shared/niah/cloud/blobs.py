@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, BinaryIO, cast
 from urllib.parse import quote
 
+from niah.cloud.google_errors import raises_service_errors
 from niah.core.interfaces import BlobInfo
 from niah.settings import get_settings
 
 
+@raises_service_errors()
 class GcsBlobStore:
     """``niah.core.interfaces.BlobStore`` on Cloud Storage (or its emulator).
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from niah.cloud.google_errors import raises_service_errors
 from niah.errors import MalformedMessageError
 from niah.settings import get_settings
 
 
+@raises_service_errors()
 class PubSubPublisher:
     """``niah.core.interfaces.Publisher`` on Pub/Sub (or its emulator, via PUBSUB_EMULATOR_HOST)."""
 

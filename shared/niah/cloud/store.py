@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 from typing import Any
 
+from niah.cloud.google_errors import raises_service_errors
 from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -69,6 +70,7 @@ def add_counts(run: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, A
     return merged
 
 
+@raises_service_errors(unavailable=StoreUnavailableError)
 class FirestoreStore:
     """``niah.core.interfaces.ResultStore`` on Firestore.
 
@@ -86,12 +88,12 @@ class FirestoreStore:
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         """Create the run; False if it already exists."""
-        from google.api_core.exceptions import AlreadyExists, Conflict
+        from google.api_core.exceptions import AlreadyExists
 
         stamped = {**doc, "created_at": self._firestore.SERVER_TIMESTAMP}
         try:
             self._run(run_id).create(stamped)
-        except (AlreadyExists, Conflict):
+        except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
             return False
         return True
 
@@ -140,7 +142,7 @@ class FirestoreStore:
         on the cell's counter shard, so the run's figures can never disagree with its
         cells, and no document takes more than its share of the writes.
         """
-        from google.api_core.exceptions import AlreadyExists, Conflict, GoogleAPIError
+        from google.api_core.exceptions import AlreadyExists
 
         firestore = self._firestore
         run = self._run(run_id)
@@ -157,12 +159,10 @@ class FirestoreStore:
             batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
         try:
             batch.commit(timeout=get_settings().store_timeout_seconds)
-        except (AlreadyExists, Conflict):
+        except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
             if call is not None:  # stored by another delivery; this call still cost
                 self.close_call(run_id, call[0], call[1])
             return False
-        except GoogleAPIError as error:  # deadline passed, unavailable: nothing written
-            raise StoreUnavailableError(f"{type(error).__name__}: {error}") from error
         return True
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
@@ -381,14 +381,14 @@ class FirestoreStore:
         One create (or, past the window, one update guarded by the mark's update time),
         so of any number of workers finishing or redelivered at once, one asks.
         """
-        from google.api_core.exceptions import AlreadyExists, Conflict, FailedPrecondition
+        from google.api_core.exceptions import AlreadyExists, FailedPrecondition
 
         reference = self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
         now = dt.datetime.now(dt.UTC)
         try:
             reference.create({"requested_at": now})
             return True
-        except (AlreadyExists, Conflict):
+        except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
             pass
         snapshot = reference.get()
         requested = (snapshot.to_dict() or {}).get("requested_at")
@@ -403,7 +403,7 @@ class FirestoreStore:
                     else {}
                 ),
             )
-        except (FailedPrecondition, AlreadyExists, Conflict):
+        except (FailedPrecondition, AlreadyExists):
             return False  # another asker took it first
         return True
 

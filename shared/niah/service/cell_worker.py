@@ -41,6 +41,7 @@ from niah.core.scoring import (
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
     CellInFlightError,
+    CloudRefusedError,
     CloudUnavailableError,
     DeadLetteredError,
     HaystackError,
@@ -420,6 +421,16 @@ def _store_cell(
         stored = store.record_cell(
             task.run_id, task.cell_id, doc, failed=failed, totals=totals, call=call
         )
+    except CloudRefusedError as error:
+        if failed:
+            raise
+        # The store will never take this document: the cell is stored failed, with the
+        # call it paid for closed, rather than redelivered until it is dead-lettered.
+        kept = {key: doc[key] for key in GRID_FIELDS if key in doc}
+        refused = kept | _failure(error.kind, f"the store refused the cell's result: {error}")
+        return _store_cell(
+            task, refused, totals, call=call, store=store, blobs=blobs, publisher=publisher
+        )
     except StoreUnavailableError as error:
         if failed:
             raise
@@ -477,6 +488,20 @@ def _kept_answer(task: CellTask, blobs: BlobStore) -> dict[str, Any] | None:
         "totals": record["totals"],
         "call": (str(call[0]), dict(call[1])) if call else None,
     }
+
+
+# What a failed cell keeps of its record: its place on the grid and when.
+GRID_FIELDS = (
+    "run_id",
+    "model",
+    "task",
+    "context_length",
+    "depth_percent",
+    "sample",
+    "version",
+    "attempts",
+    "test_timestamp_utc",
+)
 
 
 def _failed_cell(task: CellTask, spec: RunRequest, error: NiahError) -> dict[str, Any]:
