@@ -364,6 +364,12 @@ def start_function(state_dir: Path, name: str, *, wait: bool = True) -> None:
         _wait_http(f"http://127.0.0.1:{spec['port']}/", 60, name, state_dir)
 
 
+def function_url(state_dir: Path, name: str) -> str:
+    """Where a started function answers."""
+    port = json.loads((state_dir / "functions.json").read_text())[name]["port"]
+    return f"http://127.0.0.1:{port}/"
+
+
 def freeze_process(state_dir: Path, name: str, *, frozen: bool) -> None:
     """SIGSTOP (or SIGCONT) one started process group.
 
@@ -385,25 +391,50 @@ def pid_of(state_dir: Path, name: str) -> int:
     raise KeyError(f"no process {name!r} was started")
 
 
+def _group_members(group: int) -> list[int]:
+    """The pids of a process group, its leader included."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The command may hold spaces: the fields after ")" are fixed.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        if int(fields[2]) == group:  # pgrp
+            members.append(int(stat.parent.name))
+    return members
+
+
 def group_rss_mib(state_dir: Path, name: str) -> float:
     """Resident memory of a started process's whole group, in MiB.
 
     A function serves requests in a forked gunicorn child: the recorded pid alone is
     the master, whose memory a request never touches.
     """
-    group = pid_of(state_dir, name)
     total_kib = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for pid in _group_members(pid_of(state_dir, name)):
         try:
-            # The command may hold spaces: the fields after ")" are fixed.
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != group:  # pgrp
-                continue
-            status = (stat.parent / "status").read_text().splitlines()
-        except (OSError, IndexError, ValueError):
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
             continue  # exited meanwhile
         total_kib += next((int(line.split()[1]) for line in status if line.startswith("VmRSS")), 0)
     return total_kib / 1024
+
+
+def kill_children(state_dir: Path, name: str) -> int:
+    """SIGKILL a started function's serving processes, not its master; how many.
+
+    As an instance crashing mid-request: gunicorn's master starts a new child, and the
+    requests the dead one held are cut off.
+    """
+    group = pid_of(state_dir, name)
+    killed = 0
+    for pid in _group_members(group):
+        if pid != group:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def kill_process(state_dir: Path, name: str) -> None:

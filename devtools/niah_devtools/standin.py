@@ -64,6 +64,8 @@ class StandinState:
             self.cache = []
             self.config = {
                 "latency_seconds": 0.0,
+                # countTokens answers after this long (a test can act while it waits).
+                "count_latency_seconds": 0.0,
                 "fail_first": 0,  # the first N generate calls fail with fail_status
                 "fail_status": 429,
                 "fail_always": False,
@@ -319,6 +321,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             latency = float(self.state.config["latency_seconds"])
         if kind == "count":
+            time.sleep(float(self.state.config["count_latency_seconds"]))
             text = "".join(
                 p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])
             )

@@ -59,9 +59,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # Sweep runs that made no progress for 30 s (not less than the ack
             # deadline, so it does not race redelivery), checking every 5 s.
             "NIAH_SWEEP_STALLED_AFTER_SECONDS": "30",
-            # A killed worker's leases hold its cells off for this long: longer than a
-            # test cell takes, short enough for the kill test to see them taken over.
-            "NIAH_CELL_LEASE_SECONDS": "40",
             # A frozen Firestore fails a cell's commit after 10 s (60 s in production),
             # inside the freeze test's 30 s freeze, so the kept-answer path is taken.
             "NIAH_STORE_TIMEOUT_SECONDS": "10",
