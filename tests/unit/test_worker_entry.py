@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import sys
 from typing import Any
 
 import functions_framework
@@ -45,3 +46,45 @@ def test_malformed_pushes_are_acknowledged_not_retried() -> None:
         for body in hostile:
             response = client.post("/", data=body, content_type="application/json")
             assert response.status_code == 204, (target, body)
+
+
+def test_a_readiness_probe_is_answered_quietly(capsys: Any) -> None:
+    """Before: every start logged an ERROR "malformed cell message dropped" per function."""
+    for target in ("handle_cell", "handle_dead_letter"):
+        client = functions_framework.create_app(target=target, source=SOURCE).test_client()
+        capsys.readouterr()
+        for method in (client.get, client.head):
+            response = method("/")
+            assert response.status_code == 200, (target, method)
+        assert capsys.readouterr().out == ""
+
+
+def test_a_cell_not_done_is_one_log_line_and_a_status_not_a_traceback(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    """Retryable: 503 (redelivered), logged as one line; the deployment's own: 500, ERROR."""
+    from niah.errors import CellInFlightError, CloudAccessError, CloudUnavailableError
+
+    message = {"run_id": "run-x", "cell_id": "L00001000-D050000", "context_length": 1000}
+    message["depth_percent"] = 50.0
+    cases = [
+        (CellInFlightError("in flight"), 503, "INFO", "in_flight"),
+        (CloudUnavailableError("DeadlineExceeded: 504"), 503, "WARNING", "cloud_unavailable"),
+        (CloudAccessError("PermissionDenied: 403; grant ..."), 500, "ERROR", "cloud_access"),
+    ]
+    for error, status, severity, kind in cases:
+
+        def fails(*args: Any, error: Exception = error, **kwargs: Any) -> str:
+            raise error
+
+        app = functions_framework.create_app(target="handle_cell", source=SOURCE)
+        served = sys.modules["main"]  # the module functions-framework loaded and serves
+        monkeypatch.setattr(served, "_clients", lambda: (None, None, None))
+        monkeypatch.setattr(served, "process_cell", fails)
+        capsys.readouterr()
+        response = app.test_client().post("/", json=push(message))
+        out = capsys.readouterr()
+        assert (response.status_code, response.get_data(as_text=True)) == (status, kind)
+        (line,) = [json.loads(text) for text in out.out.splitlines() if text.startswith("{")]
+        assert (line["severity"], line["kind"]) == (severity, kind)
+        assert "Traceback" not in out.out + out.err
