@@ -259,6 +259,9 @@ class MemoryStore(MemoryStoreExtras):
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
         return [doc | {"cell_id": cid} for cid, doc in sorted(self.cells[run_id].items())]
 
+    def cell_ids(self, run_id: str) -> set[str]:
+        return set(self.cells.get(run_id, {}))
+
 
 class RecordingPublisher:
     """A ``Publisher`` that keeps what it was given."""

@@ -10,6 +10,7 @@ import functions_framework
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher
+from niah.cloud.metering import metered
 from niah.cloud.store import FirestoreStore
 from niah.errors import RequestError
 from niah.logs import log
@@ -50,7 +51,11 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     store, publisher, blobs = _clients()
     resume = request.args.get("resume", "").lower() in ("1", "true", "yes")
     try:
-        result = dispatch_run(payload, store=store, publisher=publisher, blobs=blobs, resume=resume)
+        with metered() as operations:
+            result = dispatch_run(
+                payload, store=store, publisher=publisher, blobs=blobs, resume=resume
+            )
+        log("dispatch metered", run_id=result.run_id, operations=operations.counts())
     except RequestError as error:
         return _error(400, error.field, error.message)
     except Exception as error:  # Firestore or Pub/Sub down: the client may retry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import cache
 
 import functions_framework
@@ -9,6 +10,7 @@ from cloudevents.http import CloudEvent
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import decode_event
+from niah.cloud.metering import metered
 from niah.cloud.store import FirestoreStore
 from niah.errors import MalformedMessageError
 from niah.logs import log
@@ -32,4 +34,12 @@ def handle_report(event: CloudEvent) -> None:
         log("malformed report message dropped", severity="ERROR", error=str(error))
         return
     store, blobs = _clients()
-    render_report(run_id, store=store, blobs=blobs)
+    started = time.perf_counter()
+    with metered() as operations:
+        render_report(run_id, store=store, blobs=blobs)
+    log(
+        "report request metered",
+        run_id=run_id,
+        wall_seconds=round(time.perf_counter() - started, 3),
+        operations=operations.counts(),
+    )

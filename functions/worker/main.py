@@ -8,6 +8,7 @@ message alone (3.10.2, ``event_conversion``), so a CloudEvent function never see
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -17,6 +18,7 @@ import functions_framework
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher, decode_event
+from niah.cloud.metering import metered
 from niah.cloud.store import FirestoreStore
 from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
 from niah.logs import log
@@ -60,9 +62,35 @@ def _run(task: CellTask, work: Callable[[], str], done: str) -> tuple[str, int]:
     to its own store or bus): logged as errors with the fix, and redelivered too, so the
     cells are answered once it is fixed.
     """
-    try:
-        outcome = work()
-    except RetryableError as error:
+    started, cpu_started = time.perf_counter(), time.thread_time()
+
+    def cost() -> dict[str, Any]:
+        """What the request took: wall and CPU seconds, and Google operations by kind."""
+        return {
+            "wall_seconds": round(time.perf_counter() - started, 4),
+            "cpu_seconds": round(time.thread_time() - cpu_started, 4),
+            "operations": operations.counts(),
+        }
+
+    with metered() as operations:
+        try:
+            outcome = work()
+        except NiahError as error:
+            return _not_done(task, error, cost())
+    log(
+        done,
+        run_id=task.run_id,
+        cell_id=task.cell_id,
+        outcome=outcome,
+        attempt=task.delivery_attempt,
+        **cost(),
+    )
+    return ACKNOWLEDGED
+
+
+def _not_done(task: CellTask, error: NiahError, cost: dict[str, Any]) -> tuple[str, int]:
+    """The status and log line of a delivery that did not finish its cell."""
+    if isinstance(error, RetryableError):
         severity = "INFO" if isinstance(error, CellInFlightError) else "WARNING"
         log(
             "cell not done; redelivered later",
@@ -72,26 +100,19 @@ def _run(task: CellTask, work: Callable[[], str], done: str) -> tuple[str, int]:
             kind=error.kind,
             error=str(error)[:1000],
             attempt=task.delivery_attempt,
+            **cost,
         )
         return error.kind, NOT_DONE
-    except NiahError as error:
-        log(
-            "cell not done: the deployment cannot reach its own services",
-            severity="ERROR",
-            run_id=task.run_id,
-            cell_id=task.cell_id,
-            kind=error.kind,
-            error=str(error)[:1000],
-        )
-        return error.kind, 500
     log(
-        done,
+        "cell not done: the deployment cannot reach its own services",
+        severity="ERROR",
         run_id=task.run_id,
         cell_id=task.cell_id,
-        outcome=outcome,
-        attempt=task.delivery_attempt,
+        kind=error.kind,
+        error=str(error)[:1000],
+        **cost,
     )
-    return ACKNOWLEDGED
+    return error.kind, 500
 
 
 @functions_framework.http

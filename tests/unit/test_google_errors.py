@@ -201,6 +201,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "update_run": lambda s: s.update_run("r", {}),
     "record_cell": lambda s: s.record_cell("r", "c", {}, failed=False),
     "list_cells": lambda s: s.list_cells("r"),
+    "cell_ids": lambda s: s.cell_ids("r"),
     "claim_cell": lambda s: s.claim_cell("r", "c", 60),
     "renew_lease": lambda s: s.renew_lease("r", "c", 1, 60),
     "release_cell": lambda s: s.release_cell("r", "c"),

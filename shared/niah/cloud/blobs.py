@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any, BinaryIO, cast
 from urllib.parse import quote
 
+from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
+from niah.cloud.metering import GCS_CLASS_A, GCS_CLASS_B
 from niah.core.interfaces import BlobInfo
 from niah.settings import get_settings
 
@@ -30,12 +32,14 @@ class GcsBlobStore:
         infos = [
             BlobInfo(b.name, int(b.size or 0), str(b.md5_hash or b.crc32c or b.etag)) for b in blobs
         ]
+        metering.count(GCS_CLASS_A, max(1, -(-len(infos) // 1000)))  # a page per 1,000
         return sorted(infos, key=lambda info: info.name)
 
     def read(self, name: str) -> bytes:
         """The object's bytes; ``KeyError`` if it does not exist."""
         from google.api_core.exceptions import NotFound
 
+        metering.count(GCS_CLASS_B)
         try:
             return bytes(self._bucket.blob(name).download_as_bytes())
         except NotFound as error:
@@ -46,6 +50,7 @@ class GcsBlobStore:
         from google.api_core.exceptions import NotFound
 
         blob = self._bucket.blob(name)
+        metering.count(GCS_CLASS_B)  # the metadata; each 4 MiB range read is one more
         try:
             blob.reload()
         except NotFound as error:
@@ -57,6 +62,7 @@ class GcsBlobStore:
         from google.api_core.exceptions import PreconditionFailed
 
         blob = self._bucket.blob(name)
+        metering.count(GCS_CLASS_A)
         try:
             blob.upload_from_string(
                 data, content_type=content_type, if_generation_match=0 if if_absent else None

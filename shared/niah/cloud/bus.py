@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
+from niah.cloud.metering import PUBSUB_BYTES, PUBSUB_MESSAGES
 from niah.errors import MalformedMessageError
 from niah.settings import get_settings
 
@@ -30,15 +32,18 @@ class PubSubPublisher:
 
     def publish_cells(self, messages: list[dict[str, Any]]) -> int:
         """Publish every cell, then wait on every future so none is lost on return."""
+        bodies = [json.dumps(message).encode() for message in messages]
         futures = [
             self._client.publish(
                 self._cells_topic,
-                json.dumps(message).encode(),
+                body,
                 run_id=str(message["run_id"]),
                 cell_id=str(message["cell_id"]),
             )
-            for message in messages
+            for body, message in zip(bodies, messages, strict=True)
         ]
+        metering.count(PUBSUB_MESSAGES, len(bodies))
+        metering.count(PUBSUB_BYTES, sum(len(body) for body in bodies))
         for future in futures:
             future.result(timeout=self._timeout)
         return len(futures)
@@ -46,6 +51,8 @@ class PubSubPublisher:
     def publish_report(self, run_id: str) -> None:
         """Publish the run's report request and wait for it to be accepted."""
         data = json.dumps({"run_id": run_id}).encode()
+        metering.count(PUBSUB_MESSAGES)
+        metering.count(PUBSUB_BYTES, len(data))
         self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
 
 

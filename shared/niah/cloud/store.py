@@ -22,7 +22,9 @@ import datetime as dt
 import hashlib
 from typing import Any
 
+from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
+from niah.cloud.metering import FIRESTORE_DELETES, FIRESTORE_WRITES
 from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -91,6 +93,7 @@ class FirestoreStore:
         from google.api_core.exceptions import AlreadyExists
 
         stamped = {**doc, "created_at": self._firestore.SERVER_TIMESTAMP}
+        metering.count(FIRESTORE_WRITES)
         try:
             self._run(run_id).create(stamped)
         except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
@@ -103,13 +106,16 @@ class FirestoreStore:
         ``counts=False``: the document alone, one read (spec, total, status).
         """
         snapshot = self._run(run_id).get()
+        metering.reads(1)
         if not snapshot.exists:
             return None
         run = snapshot.to_dict() or {}
         return add_counts(run, self._shards(run_id)) if counts else run
 
     def _shards(self, run_id: str) -> list[dict[str, Any]]:
-        return [doc.to_dict() or {} for doc in self._run(run_id).collection(COUNTERS).stream()]
+        shards = [doc.to_dict() or {} for doc in self._run(run_id).collection(COUNTERS).stream()]
+        metering.reads(len(shards))
+        return shards
 
     def _shard(self, run_id: str, cell_id: str) -> Any:
         shard = shard_of(cell_id, get_settings().counter_shards)
@@ -118,10 +124,13 @@ class FirestoreStore:
     def count_cells(self, run_id: str) -> int:
         """How many cells are stored: one aggregation read, not one per cell."""
         result = self._run(run_id).collection(CELLS).count().get()
-        return int(result[0][0].value)
+        stored = int(result[0][0].value)
+        metering.reads(-(-stored // 1000))  # one read per 1,000 index entries counted
+        return stored
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         """Merge ``fields`` into the run document."""
+        metering.count(FIRESTORE_WRITES)
         self._run(run_id).set(
             {**fields, "updated_at": self._firestore.SERVER_TIMESTAMP}, merge=True
         )
@@ -157,6 +166,7 @@ class FirestoreStore:
         batch.set(self._shard(run_id, cell_id), counts, merge=True)
         if call is not None:
             batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
+        metering.count(FIRESTORE_WRITES, 3 if call is not None else 2)
         try:
             batch.commit(timeout=get_settings().store_timeout_seconds)
         except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
@@ -169,7 +179,19 @@ class FirestoreStore:
         """Every stored cell of the run, in cell-ID order."""
         docs = self._run(run_id).collection(CELLS).stream()
         cells = [doc.to_dict() | {"cell_id": doc.id} for doc in docs]
+        metering.reads(len(cells))
         return sorted(cells, key=lambda cell: str(cell["cell_id"]))
+
+    def cell_ids(self, run_id: str) -> set[str]:
+        """The IDs of the run's stored cells: a projection on no field, not whole cells.
+
+        Firestore still bills a read per cell, but nothing of a cell (its answer may
+        be 100 KB) crosses the wire.
+        """
+        docs = self._run(run_id).collection(CELLS).select([]).stream()
+        ids = {doc.id for doc in docs}
+        metering.reads(len(ids))
+        return ids
 
     def claim_cell(
         self, run_id: str, cell_id: str, lease_seconds: float, *, max_lapses: int = 0
@@ -189,9 +211,11 @@ class FirestoreStore:
 
         @firestore.transactional
         def claim(transaction: Any) -> int:
+            metering.reads(1)
             if cell.get(transaction=transaction).exists:
                 return CLAIM_STORED
             now = dt.datetime.now(dt.UTC)
+            metering.reads(1)
             lease = reference.get(transaction=transaction).to_dict() or {}
             expires = lease.get("expires_at")
             if expires is not None and expires > now:
@@ -200,6 +224,7 @@ class FirestoreStore:
             if max_lapses and lapses >= max_lapses:
                 return CLAIM_ABANDONED
             claims = int(lease.get("claims", 0)) + 1
+            metering.count(FIRESTORE_WRITES)
             transaction.set(
                 reference,
                 {
@@ -224,9 +249,11 @@ class FirestoreStore:
 
         @firestore.transactional
         def renew(transaction: Any) -> bool:
+            metering.reads(1)
             lease = reference.get(transaction=transaction).to_dict() or {}
             if lease.get("claims") != claim or lease.get("released"):
                 return False
+            metering.count(FIRESTORE_WRITES)
             expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds)
             transaction.update(reference, {"expires_at": expires})
             return True
@@ -235,6 +262,7 @@ class FirestoreStore:
 
     def release_cell(self, run_id: str, cell_id: str) -> None:
         """End the cell's lease now; its claim count stays, so call IDs never repeat."""
+        metering.count(FIRESTORE_WRITES)
         self._run(run_id).collection(LEASES).document(cell_id).set(
             {"expires_at": dt.datetime.now(dt.UTC), "released": True}, merge=True
         )
@@ -247,7 +275,9 @@ class FirestoreStore:
             .collection(LEASES)
             .where(filter=self._firestore.FieldFilter("expires_at", ">", now))
         )
-        return {doc.id for doc in query.stream()}
+        leased = {doc.id for doc in query.stream()}
+        metering.reads(len(leased))
+        return leased
 
     def hand_on_lapsed(self, run_id: str) -> list[str]:
         """The cells whose holder let the lease lapse unreleased (it died), marked handed on.
@@ -261,6 +291,7 @@ class FirestoreStore:
         held = leases.where(filter=firestore.FieldFilter("released", "==", False)).stream()
         now = dt.datetime.now(dt.UTC)
         leases_now = [(doc.id, doc.to_dict() or {}) for doc in held]
+        metering.reads(len(leases_now))
         lapsed = [
             (cell_id, lease)
             for cell_id, lease in leases_now
@@ -269,6 +300,7 @@ class FirestoreStore:
 
         @firestore.transactional
         def hand_on(transaction: Any, reference: Any, claims: int) -> bool:
+            metering.reads(1)
             lease = reference.get(transaction=transaction).to_dict() or {}
             expires = lease.get("expires_at")
             if (
@@ -279,6 +311,7 @@ class FirestoreStore:
                 or expires > dt.datetime.now(dt.UTC)
             ):
                 return False
+            metering.count(FIRESTORE_WRITES)
             transaction.update(reference, {"handed_on": True})
             return True
 
@@ -290,21 +323,26 @@ class FirestoreStore:
 
     def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
         """Note a model call about to be made (and paid for), before it is made."""
+        metering.count(FIRESTORE_WRITES)
         self._run(run_id).collection(CALLS).document(call_id).set(
             {**doc, "started_at": self._firestore.SERVER_TIMESTAMP}, merge=True
         )
 
     def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
         """Record what a call cost (or that it failed unbilled)."""
+        metering.count(FIRESTORE_WRITES)
         self._run(run_id).collection(CALLS).document(call_id).set(fields, merge=True)
 
     def list_calls(self, run_id: str) -> list[dict[str, Any]]:
         """Every model call started for the run's cells."""
         docs = self._run(run_id).collection(CALLS).stream()
-        return [doc.to_dict() | {"call_id": doc.id} for doc in docs]
+        calls = [doc.to_dict() | {"call_id": doc.id} for doc in docs]
+        metering.reads(len(calls))
+        return calls
 
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         """Remember a cell's last retryable error (for the dead-letter record)."""
+        metering.count(FIRESTORE_WRITES)
         self._run(run_id).collection(ATTEMPTS).document(cell_id).set(
             {
                 "last_error": error[:2000],
@@ -317,6 +355,7 @@ class FirestoreStore:
     def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
         """The cell's attempt record: ``last_error`` and ``failures``."""
         snapshot = self._run(run_id).collection(ATTEMPTS).document(cell_id).get()
+        metering.reads(1)
         return snapshot.to_dict() if snapshot.exists else None
 
     def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
@@ -330,6 +369,7 @@ class FirestoreStore:
 
         @firestore.transactional
         def claim(transaction: Any) -> ReportClaim:
+            metering.reads(1)
             run = reference.get(transaction=transaction).to_dict() or {}
             if run.get("status") == "complete" and run.get("report"):
                 return "done"
@@ -337,6 +377,7 @@ class FirestoreStore:
             now = dt.datetime.now(dt.UTC)
             if claimed_at is not None and (now - claimed_at).total_seconds() < lease_seconds:
                 return "held"
+            metering.count(FIRESTORE_WRITES)
             transaction.update(reference, {"report_claimed_at": now, "report_claim": claim_id})
             return "claimed"
 
@@ -360,6 +401,7 @@ class FirestoreStore:
         def finish(transaction: Any) -> bool:
             run = reference.get(transaction=transaction).to_dict() or {}
             shards = [doc.to_dict() or {} for doc in transaction.get(shards_query)]
+            metering.reads(1 + max(1, len(shards)))
             counted = add_counts(run, shards)
             if run.get("report_claim") != claim_id:
                 return False
@@ -367,6 +409,7 @@ class FirestoreStore:
                 run.get("total", 0)
             ):
                 return False
+            metering.count(FIRESTORE_WRITES)
             transaction.update(
                 reference,
                 {**fields, "status": "complete", "updated_at": firestore.SERVER_TIMESTAMP},
@@ -385,15 +428,18 @@ class FirestoreStore:
 
         reference = self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
         now = dt.datetime.now(dt.UTC)
+        metering.count(FIRESTORE_WRITES)
         try:
             reference.create({"requested_at": now})
             return True
         except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
             pass
         snapshot = reference.get()
+        metering.reads(1)
         requested = (snapshot.to_dict() or {}).get("requested_at")
         if requested is not None and (now - requested).total_seconds() < window_seconds:
             return False
+        metering.count(FIRESTORE_WRITES)
         try:
             reference.set(
                 {"requested_at": now},
@@ -409,12 +455,14 @@ class FirestoreStore:
 
     def clear_report_request(self, run_id: str) -> None:
         """Forget that the report was asked for: the next completion asks again."""
+        metering.count(FIRESTORE_DELETES)
         self._run(run_id).collection(MARKS).document(REPORT_REQUESTED).delete()
 
     def reopen_report(self, run_id: str) -> None:
         """Drop a stale report and its claim, so the next request renders afresh."""
         firestore = self._firestore
         self.clear_report_request(run_id)
+        metering.count(FIRESTORE_WRITES)
         self._run(run_id).update(
             {
                 "status": "running",
@@ -442,6 +490,7 @@ class FirestoreStore:
             .where(filter=firestore.FieldFilter("status", "==", "failed"))
             .stream()
         )
+        metering.reads(len(failed))
         reset = 0
         for first in range(0, len(failed), 100):
             chunk = failed[first : first + 100]
@@ -458,6 +507,8 @@ class FirestoreStore:
                     {"failed": firestore.Increment(-count)},
                     merge=True,
                 )
+            metering.count(FIRESTORE_DELETES, 2 * len(chunk))
+            metering.count(FIRESTORE_WRITES, len(per_shard))
             try:
                 batch.commit()
             except (NotFound, FailedPrecondition):
@@ -470,9 +521,11 @@ class FirestoreStore:
         query = self._db.collection(RUNS).where(
             filter=self._firestore.FieldFilter("status", "==", "running")
         )
+        docs = list(query.stream())
+        metering.reads(len(docs))
         return [
             {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
-            for doc in query.stream()
+            for doc in docs
         ]
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:
@@ -480,7 +533,9 @@ class FirestoreStore:
         query = self._db.collection(RUNS).order_by(
             "created_at", direction=self._firestore.Query.DESCENDING
         )
+        docs = list(query.limit(limit).stream())
+        metering.reads(len(docs))
         return [
             {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
-            for doc in query.limit(limit).stream()
+            for doc in docs
         ]

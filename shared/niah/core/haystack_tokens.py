@@ -157,17 +157,34 @@ def _safe_pairs(before: npt.NDArray[np.uint8], at: npt.NDArray[np.uint8]) -> npt
 loaded_haystacks: ProcessCache[str, HaystackTokens] = ProcessCache()
 
 
-def load_haystack(blobs: BlobStore, prefix: str, tokenizer: Tokenizer) -> HaystackTokens:
+def load_haystack(
+    blobs: BlobStore,
+    prefix: str,
+    tokenizer: Tokenizer,
+    files: list[BlobInfo] | None = None,
+) -> HaystackTokens:
     """The tokenized haystack under ``prefix``: from memory, else the cache, else built.
 
-    The cache key is a hash of the files' names and content fingerprints (from the
-    listing, so a warm worker downloads one object) and the tokenizer's name.
+    The cache key is a hash of the files' names and content fingerprints and the
+    tokenizer's name. ``files``: the listing the run was created with (on the run
+    document), so a warm worker makes no bucket call at all; without it the prefix is
+    listed. A listed haystack that differs from ``files`` is refused rather than cached
+    under the run's key.
     """
-    files = haystack_files(blobs, prefix)
-    fingerprint = content_fingerprint(files, salt=f"{CACHE_FORMAT}:{tokenizer.name}")
-    return loaded_haystacks.get_or_make(
-        fingerprint, lambda: _from_cache_or_tokenize(blobs, files, fingerprint, tokenizer)
-    )
+    listed = files if files is not None else haystack_files(blobs, prefix)
+    fingerprint = content_fingerprint(listed, salt=f"{CACHE_FORMAT}:{tokenizer.name}")
+
+    def make() -> HaystackTokens:
+        if files is not None:  # not in memory: check the bucket still holds these files
+            now = haystack_files(blobs, prefix)
+            if [(f.name, f.fingerprint) for f in now] != [(f.name, f.fingerprint) for f in files]:
+                raise HaystackError(
+                    f"the haystack under gs://{blobs.bucket}/{prefix} changed after the run "
+                    "was created; start a new run (its ID follows the haystack's content)"
+                )
+        return _from_cache_or_tokenize(blobs, listed, fingerprint, tokenizer)
+
+    return loaded_haystacks.get_or_make(fingerprint, make)
 
 
 def _from_cache_or_tokenize(

@@ -117,6 +117,10 @@ class ResultStore(Protocol):
         """Every stored cell of the run, in cell-ID order."""
         ...
 
+    def cell_ids(self, run_id: str) -> set[str]:
+        """The IDs of the run's stored cells (not their contents)."""
+        ...
+
     def count_cells(self, run_id: str) -> int:
         """How many cells of the run are stored."""
         ...

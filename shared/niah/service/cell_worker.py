@@ -19,6 +19,7 @@ from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
     CLAIM_STORED,
+    BlobInfo,
     BlobStore,
     ModelAnswer,
     Provider,
@@ -139,8 +140,17 @@ class CellTask:
 _specs: ProcessCache[str, RunRequest] = ProcessCache()
 
 
-def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:
-    """The run's validated spec; None for a run that is gone, or replaced since ``stamp``.
+@dataclass(frozen=True)
+class _Run:
+    """A run as a delivery finds it: its validated spec and its haystack's files."""
+
+    spec: RunRequest
+    # The listing the run was created with (None: not kept; the worker lists).
+    haystack_files: list[BlobInfo] | None
+
+
+def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _Run | None:
+    """The run as stored now; None for a run that is gone, or replaced since ``stamp``.
 
     Read from the store each time (one document read): a worker must not answer a run
     that was deleted, or deleted and created again, from what its process remembers.
@@ -151,7 +161,20 @@ def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunR
     if stamp is not None and run.get("stamp") not in (None, stamp):
         return None
     # Stored by the dispatcher after validation, so it validates again.
-    return _specs.get(run_id, lambda: RunRequest.model_validate(run["spec"]))
+    spec = _specs.get(run_id, lambda: RunRequest.model_validate(run["spec"]))
+    listed = run.get("haystack_files") or None
+    files = (
+        [BlobInfo(str(f["name"]), int(f["size"]), str(f["fingerprint"])) for f in listed]
+        if listed
+        else None
+    )
+    return _Run(spec, files)
+
+
+def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:
+    """The run's validated spec; None for a run that is gone or replaced."""
+    run = _current_run(store, run_id, stamp)
+    return run.spec if run is not None else None
 
 
 def harness_timestamp() -> str:
@@ -215,10 +238,11 @@ def _process_cell(
     provider_for: ProviderFactory,
     tokenizer_for: TokenizerFactory,
 ) -> Outcome:
-    spec = _run_spec(store, task.run_id, task.run_stamp)
-    if spec is None:
+    run = _current_run(store, task.run_id, task.run_stamp)
+    if run is None:
         log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
         return "orphan"
+    spec = run.spec
     problem = _not_of_the_run(task, spec)
     if problem is not None:
         # Forged or corrupted: no model call, no count, acknowledged.
@@ -258,7 +282,7 @@ def _process_cell(
         with LeaseKeeper(store, task.run_id, task.cell_id, claim, settings.cell_lease_seconds):
             return _answer_claimed(
                 task,
-                spec,
+                run,
                 claim,
                 store=store,
                 blobs=blobs,
@@ -289,7 +313,7 @@ def _let_go(task: CellTask, store: ResultStore) -> None:
 
 def _answer_claimed(
     task: CellTask,
-    spec: RunRequest,
+    run: _Run,
     claim: int,
     *,
     store: ResultStore,
@@ -299,7 +323,7 @@ def _answer_claimed(
     tokenizer_for: TokenizerFactory,
 ) -> Outcome:
     """Build, ask, score and store a cell this delivery holds the lease of."""
-    cell = task.cell
+    cell, spec = task.cell, run.spec
     started = time.monotonic()
     try:
         sample = _sample(task, spec, cell, blobs)
@@ -315,6 +339,7 @@ def _answer_claimed(
             cell,
             sample,
             call_id=f"{task.cell_id}.C{claim:03d}",
+            haystack_files=run.haystack_files,
             store=store,
             blobs=blobs,
             provider_for=provider_for,
@@ -538,6 +563,7 @@ def _answer_cell(
     sample: Sample,
     *,
     call_id: str,
+    haystack_files: list[BlobInfo] | None,
     store: ResultStore,
     blobs: BlobStore,
     provider_for: ProviderFactory,
@@ -560,6 +586,7 @@ def _answer_cell(
             default_template=provider.default_template,
             tokenizer=tokenizer_for(provider.tokenizer_name),
             blobs=blobs,
+            haystack_files=haystack_files,
         )
     )
     fields: dict[str, Any] = {
@@ -671,9 +698,14 @@ def build_cell_prompt(
     default_template: str,
     tokenizer: Tokenizer,
     blobs: BlobStore,
+    haystack_files: list[BlobInfo] | None = None,
 ) -> BuiltPrompt:
-    """The cell's prompt, token-exact in ``tokenizer`` (the worker's, and the benchmarks')."""
-    haystack = load_haystack(blobs, haystack_prefix(spec.haystack_dir, blobs.bucket), tokenizer)
+    """The cell's prompt, token-exact in ``tokenizer`` (the worker's, and the benchmarks').
+
+    ``haystack_files``: the run's listing; without it the haystack's prefix is listed.
+    """
+    prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
+    haystack = load_haystack(blobs, prefix, tokenizer, haystack_files)
     return build_prompt(
         haystack,
         tokenizer,

@@ -23,7 +23,7 @@ from niah.catalog.models import (
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
-from niah.core.interfaces import BlobStore, Publisher, ResultStore
+from niah.core.interfaces import BlobInfo, BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.spec import Cell, RunRequest, primer_cell
 from niah.errors import HaystackError, RequestError
@@ -363,13 +363,25 @@ def minimum_context_length(spec: RunRequest) -> int:
     return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
 
 
-def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, str]:
-    """The haystack's object prefix and content fingerprint; a ``RequestError`` if unusable."""
+# A haystack listing up to this many files rides on the run document, so workers need
+# not list the bucket for every cell (larger ones are listed by each worker instead).
+MAX_LISTED_FILES = 1000
+
+
+def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, list[BlobInfo]]:
+    """The haystack's object prefix and files; a ``RequestError`` if unusable."""
     try:
         prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
-        return prefix, content_fingerprint(haystack_files(blobs, prefix))
+        return prefix, haystack_files(blobs, prefix)
     except HaystackError as error:
         raise RequestError("haystack_dir", str(error)) from error
+
+
+def listed_files(files: list[BlobInfo]) -> list[dict[str, Any]]:
+    """A haystack listing as the run document keeps it (empty when too long to keep)."""
+    if len(files) > MAX_LISTED_FILES:
+        return []
+    return [{"name": f.name, "size": f.size, "fingerprint": f.fingerprint} for f in files]
 
 
 @dataclass(frozen=True)
@@ -476,11 +488,7 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
         return _Progress(set(), 0, already_complete=True, run=existing)
     elif dispatch_in_progress(existing):
         return _Progress(set(), 0, already_complete=False, in_progress=True, run=existing)
-    stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
-    # Cells in flight are not published again: their delivery is answering them now.
-    return _Progress(
-        stored | store.leased_cells(run_id), retried, already_complete=False, run=existing
-    )
+    return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=existing)
 
 
 def dispatch_in_progress(run: dict[str, Any]) -> bool:
@@ -520,9 +528,11 @@ def dispatch_run(
         source.reply_tokens if source else 0,
     )
     warnings = model_warnings(spec)
-    prefix, fingerprint = resolve_haystack(spec, blobs)
+    prefix, files = resolve_haystack(spec, blobs)
+    fingerprint = content_fingerprint(files)
     run_id = spec.run_id(fingerprint + (source.fingerprint if source else ""))
     record = run_record(run_id, spec, f"gs://{blobs.bucket}/{prefix}", source)
+    record["haystack_files"] = listed_files(files)
     total = int(record["total"])
     primer = primer_message(run_id, spec, record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress
@@ -632,12 +642,21 @@ def release_after_primer(
     run = store.get_run(run_id, counts=False)
     if run is None or run.get("primer_released"):
         return 0
-    stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
-    stored |= store.leased_cells(run_id)
-    published = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
+    published = publish_missing(
+        run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
+    )
     store.update_run(run_id, {"primer_released": True, "published_at": dt.datetime.now(dt.UTC)})
     log("cells released after the primer", run_id=run_id, published=published)
     return published
+
+
+def taken_cells(run_id: str, store: ResultStore) -> set[str]:
+    """The run's cells that must not be published again: stored, or in flight (leased).
+
+    The one place that knows it (a re-POST, a primer's release, the sweep). IDs only:
+    a projection, not the stored cells' contents.
+    """
+    return store.cell_ids(run_id) | store.leased_cells(run_id)
 
 
 def publish_missing(

@@ -9,6 +9,7 @@ lease never lapses however long its call takes.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from types import TracebackType
 
@@ -28,7 +29,11 @@ class LeaseKeeper:
         self._claim = claim
         self._lease_seconds = lease_seconds
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew, name=f"lease-{cell_id}", daemon=True)
+        # In the request's context: its renewals count with the cell's operations.
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._renew,), name=f"lease-{cell_id}", daemon=True
+        )
         self.renewals = 0
         self.lost = False
 

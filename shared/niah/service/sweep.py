@@ -8,7 +8,7 @@ from typing import Any
 from niah.core.interfaces import Publisher, ResultStore
 from niah.core.spec import RunRequest
 from niah.logs import log
-from niah.service.dispatch import cell_messages, publish_missing
+from niah.service.dispatch import cell_messages, publish_missing, taken_cells
 from niah.service.run_completion import request_report_if_complete
 
 
@@ -39,9 +39,8 @@ def sweep_stalled_runs(
             last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
             if last is None or (now - last).total_seconds() < stalled_after_seconds:
                 continue
-            stored = {str(cell["cell_id"]) for cell in store.list_cells(run_id)}
-            stored |= store.leased_cells(run_id)  # in flight: not lost
-            count = publish_missing(run_id, spec, stored, store=store, publisher=publisher, run=run)
+            taken = taken_cells(run_id, store)
+            count = publish_missing(run_id, spec, taken, store=store, publisher=publisher, run=run)
             store.update_run(run_id, {"swept": count})  # counts as progress: no re-sweep soon
         except Exception as error:  # one bad run must not stop the sweep of the others
             log("sweep of a run failed", severity="ERROR", run_id=run_id, error=repr(error))

@@ -1,0 +1,89 @@
+"""Operations counted at the adapters, per request, in Google's billing units."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from typing import Any
+
+import pytest
+
+from niah.cloud import metering
+from niah.cloud.metering import FIRESTORE_READS, FIRESTORE_WRITES, KINDS, metered
+from niah.core.interfaces import BlobInfo
+from tests.fakes import MemoryBlobs
+
+
+def test_counts_go_to_the_request_around_them_and_nowhere_outside() -> None:
+    metering.count(FIRESTORE_WRITES, 5)  # no request: kept nowhere
+    with metered() as outer:
+        metering.count(FIRESTORE_WRITES)
+        metering.reads(0)  # an empty query still bills one read
+        metering.reads(3)
+        with metered() as inner:
+            metering.count(FIRESTORE_WRITES, 2)
+        metering.count(FIRESTORE_WRITES)
+    assert outer.counts() == dict.fromkeys(KINDS, 0) | {FIRESTORE_READS: 4, FIRESTORE_WRITES: 2}
+    assert inner.counts()[FIRESTORE_WRITES] == 2
+
+
+def test_a_thread_started_in_the_requests_context_counts_into_it() -> None:
+    with metered() as operations:
+        context = contextvars.copy_context()
+        threads = [
+            threading.Thread(target=context.run, args=(lambda: metering.reads(1),))
+            for _ in range(1)
+        ] + [threading.Thread(target=lambda: metering.reads(1))]  # no context: not counted
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert operations.counts()[FIRESTORE_READS] == 1
+
+
+def test_the_lease_keepers_renewals_count_with_the_cell() -> None:
+    from niah.service.lease import LeaseKeeper
+
+    class CountingStore:
+        def renew_lease(self, *args: Any) -> bool:
+            metering.reads(1)
+            metering.count(FIRESTORE_WRITES)
+            return True
+
+    with metered() as operations, LeaseKeeper(CountingStore(), "r", "c", 1, 0.15):  # type: ignore[arg-type]
+        threading.Event().wait(0.4)
+    counts = operations.counts()
+    assert counts[FIRESTORE_READS] == counts[FIRESTORE_WRITES] >= 2
+
+
+def test_a_haystack_listed_on_the_run_is_not_listed_again_until_the_cache_is_cold(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    """Before: every cell listed the haystack's prefix in the bucket (a class A call)."""
+    from niah.core.haystack_files import haystack_files
+    from niah.core.haystack_tokens import load_haystack, loaded_haystacks
+    from niah.models.tokenizer import get_tokenizer
+
+    prefix = "haystacks/paul_graham_essays/"
+    files = haystack_files(essay_blobs, prefix)
+    tokenizer = get_tokenizer()
+    loaded_haystacks.clear()
+    lists: list[str] = []
+    real_list = essay_blobs.list
+
+    def counted(name: str) -> list[BlobInfo]:
+        lists.append(name)
+        return real_list(name)
+
+    essay_blobs.list = counted  # type: ignore[method-assign]
+    first = load_haystack(essay_blobs, prefix, tokenizer, files)  # cold: checked once
+    for _ in range(5):
+        assert load_haystack(essay_blobs, prefix, tokenizer, files) is first
+    assert lists == [prefix]
+    # The bucket's files changed after the run was made: refused, not cached as the run's.
+    from niah.errors import HaystackError
+
+    loaded_haystacks.clear()
+    changed = [BlobInfo(f.name, f.size, "other") for f in files]
+    with pytest.raises(HaystackError, match="changed after the run was created"):
+        load_haystack(essay_blobs, prefix, tokenizer, changed)
