@@ -25,6 +25,7 @@ import requests
 from bench_cache import measure_grid_cost
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
+from bench_scale import measure_scale
 
 REPO = Path(__file__).resolve().parents[1]
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
@@ -308,6 +309,7 @@ PARTS = {
     "counting": measure_counting,
     "grid_cost": measure_grid_cost,
     "local_reuse": measure_local_reuse,
+    "scale": measure_scale,
 }
 
 
@@ -349,6 +351,7 @@ def smoke_parts() -> dict[str, Any]:
     return {
         "grid_cost": measure_grid_cost(SMOKE_GRID, latency=0.5),
         "local_reuse": measure_local_reuse(SMOKE_DEMO),
+        "scale": measure_scale((100,)),
     }
 
 

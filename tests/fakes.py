@@ -248,6 +248,7 @@ class MemoryStore(MemoryStoreExtras):
         if cell_id in self.cells[run_id]:
             return False
         self.cells[run_id][cell_id] = dict(doc)
+        self.release_cell(run_id, cell_id)
         run = self.runs[run_id]
         counter = "failed" if failed else "done"
         run[counter] = run.get(counter, 0) + 1

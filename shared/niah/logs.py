@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from typing import Any
+
+# One line at a time: ``print`` writes a line and its newline apart, so two threads
+# could interleave them and a reader (Cloud Logging, the benchmarks) would lose both.
+_write = threading.Lock()
 
 
 def log(message: str, *, severity: str = "INFO", **fields: Any) -> None:
     """Write one JSON log line to stdout."""
     entry = {"severity": severity, "message": message, "time": time.time(), **fields}
-    print(json.dumps(entry, default=str), file=sys.stdout, flush=True)
+    line = json.dumps(entry, default=str) + "\n"
+    with _write:
+        sys.stdout.write(line)
+        sys.stdout.flush()

@@ -37,3 +37,7 @@ def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> N
     assert figures["grid_cost"]["naive"]["calls"] == figures["grid_cost"]["cache_aware"]["calls"]
     assert "cache_aware_saving" in figures["grid_cost"]
     assert figures["local_reuse"]["cells"] == 2 and "model_seconds_ratio" in figures["local_reuse"]
+    (scale,) = figures["scale"]["runs"]
+    assert (scale["samples"], scale["stored"]) == (100, 100)
+    assert scale["operations_per_sample"]["firestore_writes"] > 0
+    assert scale["service_usd_per_1000_samples"] > 0 and scale["report_html_bytes"] > 0

@@ -50,7 +50,7 @@ def test_the_lease_keepers_renewals_count_with_the_cell() -> None:
             metering.count(FIRESTORE_WRITES)
             return True
 
-    with metered() as operations, LeaseKeeper(CountingStore(), "r", "c", 1, 0.15):  # type: ignore[arg-type]
+    with metered() as operations, LeaseKeeper(CountingStore(), "r", "c", 1, 0.15):
         threading.Event().wait(0.4)
     counts = operations.counts()
     assert counts[FIRESTORE_READS] == counts[FIRESTORE_WRITES] >= 2
@@ -71,9 +71,9 @@ def test_a_haystack_listed_on_the_run_is_not_listed_again_until_the_cache_is_col
     lists: list[str] = []
     real_list = essay_blobs.list
 
-    def counted(name: str) -> list[BlobInfo]:
-        lists.append(name)
-        return real_list(name)
+    def counted(prefix: str) -> list[BlobInfo]:
+        lists.append(prefix)
+        return real_list(prefix)
 
     essay_blobs.list = counted  # type: ignore[method-assign]
     first = load_haystack(essay_blobs, prefix, tokenizer, files)  # cold: checked once

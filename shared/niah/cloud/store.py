@@ -145,7 +145,7 @@ class FirestoreStore:
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
-        """Create the cell, close its call and count it, in one atomic batch.
+        """Create the cell, close its call, count it and free its lease, in one atomic batch.
 
         The same batch increments ``done`` or ``failed`` and ``totals.*`` (tokens, cost)
         on the cell's counter shard, so the run's figures can never disagree with its
@@ -166,7 +166,13 @@ class FirestoreStore:
         batch.set(self._shard(run_id, cell_id), counts, merge=True)
         if call is not None:
             batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
-        metering.count(FIRESTORE_WRITES, 3 if call is not None else 2)
+        # Stored: the lease has done its job (one write in the batch, not a request more).
+        batch.set(
+            run.collection(LEASES).document(cell_id),
+            {"expires_at": dt.datetime.now(dt.UTC), "released": True},
+            merge=True,
+        )
+        metering.count(FIRESTORE_WRITES, 4 if call is not None else 3)
         try:
             batch.commit(timeout=get_settings().store_timeout_seconds)
         except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
@@ -211,12 +217,16 @@ class FirestoreStore:
 
         @firestore.transactional
         def claim(transaction: Any) -> int:
-            metering.reads(1)
-            if cell.get(transaction=transaction).exists:
+            # Both documents in one request.
+            found = {
+                snapshot.reference.path: snapshot
+                for snapshot in self._db.get_all([cell, reference], transaction=transaction)
+            }
+            metering.reads(2)
+            if found[cell.path].exists:
                 return CLAIM_STORED
             now = dt.datetime.now(dt.UTC)
-            metering.reads(1)
-            lease = reference.get(transaction=transaction).to_dict() or {}
+            lease = found[reference.path].to_dict() or {}
             expires = lease.get("expires_at")
             if expires is not None and expires > now:
                 return CLAIM_HELD

@@ -106,7 +106,7 @@ class ResultStore(Protocol):
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
-        """Create the cell's result, count it (adding ``totals``) and close ``call``.
+        """Create the cell's result, count it (adding ``totals``), close ``call``, free its lease.
 
         Atomic. Returns False if the cell was already stored: nothing is counted then,
         but the call is still closed (it was paid for).

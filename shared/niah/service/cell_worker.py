@@ -147,6 +147,7 @@ class _Run:
     spec: RunRequest
     # The listing the run was created with (None: not kept; the worker lists).
     haystack_files: list[BlobInfo] | None
+    total: int  # the run's cells: whether a stored cell was its last
 
 
 def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _Run | None:
@@ -168,7 +169,7 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _
         if listed
         else None
     )
-    return _Run(spec, files)
+    return _Run(spec, files, int(run.get("total", 0)))
 
 
 def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:
@@ -356,7 +357,16 @@ def _answer_claimed(
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": harness_timestamp(),
     }
-    return _store_cell(task, doc, totals, call=call, store=store, blobs=blobs, publisher=publisher)
+    return _store_cell(
+        task,
+        doc,
+        totals,
+        call=call,
+        store=store,
+        blobs=blobs,
+        publisher=publisher,
+        total=run.total,
+    )
 
 
 def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
@@ -435,8 +445,11 @@ def _store_cell(
     store: ResultStore,
     blobs: BlobStore,
     publisher: Publisher,
+    total: int | None = None,
 ) -> Outcome:
     """Create the cell and count it on the run; ask for the report if it was the last.
+
+    ``total``: the run's cell count, where the caller read the run.
 
     An answer is paid for: if the store cannot take it, it is kept in the bucket where
     the next delivery stores it, rather than asking the model again.
@@ -464,10 +477,11 @@ def _store_cell(
             f"the store did not take {task.cell_id} ({error}); its answer is kept at "
             f"{gs_uri(blobs.bucket, name)} for the next delivery"
         ) from error
-    # Stored (now or by another delivery): the lease has done its job. Freed, so a reset
-    # of a failed cell can publish and answer it again at once.
-    store.release_cell(task.run_id, task.cell_id)
+    # Stored, its lease freed in the same batch (so a reset of a failed cell can publish
+    # and answer it again at once); or stored by another delivery, and this one's
+    # claim freed here.
     if not stored:
+        store.release_cell(task.run_id, task.cell_id)
         log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
         return "duplicate"
     if failed:
@@ -478,7 +492,7 @@ def _store_cell(
             cell_id=task.cell_id,
             error=doc["error"],
         )
-    request_report_if_complete(task.run_id, store=store, publisher=publisher)
+    request_report_if_complete(task.run_id, store=store, publisher=publisher, total=total)
     return "failed" if failed else "answered"
 
 

@@ -1,0 +1,206 @@
+"""Benchmark: the service's own speed and cost from 100 to 10,000 samples (issue 26).
+
+Runs of 100, 1,000 and 10,000 samples (a 10 x 10 grid at 1,000-1,900 tokens, with 1,
+10 and 100 samples per point) through the local stack, the Vertex stand-in answering
+at zero latency, so what is measured is the service: dispatch, the worker's path, the
+report. Figures come from the functions' own log lines (each request logs its wall and
+CPU seconds and the Google operations it made, counted at the adapters) and from the
+bucket. Priced at Google's list prices (``niah.core.service_cost``), as the service's
+own cost per 1,000 samples beside the model's cost for a typical cell.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+SIZES = (100, 1_000, 10_000)
+LENGTHS = [1_000 + 100 * step for step in range(10)]
+TYPICAL_CELL = {"model": "gemini-3.5-flash", "prompt_tokens": 128_000, "output_tokens": 50}
+
+
+def _lines(state: Path, function: str, run_id: str) -> list[dict[str, Any]]:
+    lines = []
+    for text in (state / "logs" / f"{function}.log").read_text().splitlines():
+        if text.startswith("{") and f'"{run_id}"' in text:
+            try:
+                lines.append(json.loads(text))
+            except json.JSONDecodeError:
+                continue
+    return [line for line in lines if line.get("run_id") == run_id]
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _open_seconds(html: bytes) -> float:
+    """How long headless Chromium takes to load the page to its ``load`` event."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.NamedTemporaryFile(suffix=".html", delete=False) as page_file:
+        page_file.write(html)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium"), args=["--no-sandbox"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        started = time.perf_counter()
+        page.goto(f"file://{page_file.name}", wait_until="load")
+        seconds = time.perf_counter() - started
+        browser.close()
+    Path(page_file.name).unlink()
+    return seconds
+
+
+def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]:
+    """One run of ``samples`` samples: its figures."""
+    from niah.cloud.blobs import GcsBlobStore
+    from niah.cloud.store import FirestoreStore
+    from niah.core.service_cost import function_usd, operations_usd
+
+    body = {
+        "model_name": "gemini-2.5-flash",
+        "context_lengths": LENGTHS,
+        "document_depth_percent_intervals": 10,
+        "samples_per_cell": samples // 100,
+        "seed": 26_000 + samples,
+    }
+    started = time.perf_counter()
+    response = requests.post(url, json=body, timeout=600)
+    dispatch_seconds = time.perf_counter() - started
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    store = FirestoreStore()
+    while (store.get_run(run_id, counts=False) or {}).get("status") != "complete":
+        time.sleep(0.5)
+    wall = time.perf_counter() - started
+    worker = _lines(state, "worker", run_id)
+    handled = [line for line in worker if "operations" in line]
+    answered = {
+        line["cell_id"]: line
+        for line in worker
+        if line.get("message") == "cell handled" and line.get("outcome") == "answered"
+    }
+    model = {
+        line["cell_id"]: line["latency_seconds"]
+        for line in worker
+        if line.get("message") == "model call"
+    }
+    overhead_ms = [
+        1000 * (line["wall_seconds"] - model.get(cell_id, 0.0))
+        for cell_id, line in answered.items()
+    ]
+    metered = (
+        handled
+        + [line for line in _lines(state, "dispatcher", run_id) if "operations" in line]
+        + [line for line in _lines(state, "report", run_id) if "operations" in line]
+    )
+    operations: dict[str, float] = {}
+    for line in metered:
+        for kind, number in line["operations"].items():
+            operations[kind] = operations.get(kind, 0) + number
+    reports = [line for line in _lines(state, "report", run_id) if "operations" in line]
+    blobs = GcsBlobStore(bucket)
+    page_name = f"reports/{run_id}/report.html"
+    page = blobs.read(page_name)
+    deliveries = len(handled) + len(reports)
+    service_usd = operations_usd(operations, push_deliveries=deliveries) + function_usd(
+        sum(line["wall_seconds"] for line in handled), len(handled)
+    )
+    return {
+        "samples": samples,
+        "stored": len(answered),
+        "dispatch_seconds": round(dispatch_seconds, 3),
+        "wall_seconds": round(wall, 1),
+        "samples_per_second": round(samples / wall, 1),
+        "deliveries_per_sample": round(len(handled) / samples, 3),
+        "overhead_ms_median": round(statistics.median(overhead_ms), 1),
+        "overhead_ms_p99": round(_percentile(overhead_ms, 0.99), 1),
+        "worker_cpu_seconds_per_sample": round(
+            sum(line["cpu_seconds"] for line in handled) / samples, 5
+        ),
+        "operations_per_sample": {k: round(v / samples, 3) for k, v in sorted(operations.items())},
+        "report_render_seconds": max((line["wall_seconds"] for line in reports), default=None),
+        "report_html_bytes": len(page),
+        "report_open_seconds": round(_open_seconds(page), 2),
+        "service_usd_per_1000_samples": round(service_usd / samples * 1000, 5),
+    }
+
+
+def _growth(runs: list[dict[str, Any]], key: str) -> list[float | None]:
+    """How ``key`` grows per 10x samples: each run's figure over the previous one's."""
+    ratios: list[float | None] = []
+    for before, after in itertools.pairwise(runs):
+        a, b = before.get(key), after.get(key)
+        ratios.append(round(b / a, 2) if a and b is not None else None)
+    return ratios
+
+
+def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> dict[str, Any]:
+    """Every size on one local stack; the figures, their growth and the costs."""
+    from niah.core.pricing import cost_of
+    from niah_devtools import localstack
+
+    state = Path(tempfile.mkdtemp(prefix="niah-bench-scale-"))
+    env = localstack.up(
+        state,
+        base_port=base_port,
+        worker_env={
+            "THREADS": "8",
+            "NIAH_MAX_CELLS_PER_RUN": str(max(sizes)),
+            # The whole grid published by the dispatcher: its figure is the publish.
+            "NIAH_DISPATCH_ORDER": "naive",
+        },
+    )
+    try:
+        requests.post(
+            f"{env['VERTEX_STANDIN_URL']}/_standin/config",
+            json={"latency_seconds": 0.0, "estimate_tokens": True},
+            timeout=5,
+        ).raise_for_status()
+        runs = [_one_run(n, env["DISPATCHER_URL"], state, env["NIAH_BUCKET"]) for n in sizes]
+    finally:
+        localstack.down(state)
+    typical = cost_of(
+        TYPICAL_CELL["model"], TYPICAL_CELL["prompt_tokens"], TYPICAL_CELL["output_tokens"]
+    )
+    per_kind = {
+        kind: _growth([{"v": run["operations_per_sample"].get(kind)} for run in runs], "v")
+        for kind in runs[0]["operations_per_sample"]
+    }
+    return {
+        "runs": runs,
+        "growth_per_10x": {
+            key: _growth(runs, key)
+            for key in (
+                "wall_seconds",
+                "dispatch_seconds",
+                "overhead_ms_median",
+                "overhead_ms_p99",
+                "worker_cpu_seconds_per_sample",
+                "report_render_seconds",
+                "report_html_bytes",
+                "service_usd_per_1000_samples",
+            )
+        }
+        | {"operations_per_sample": per_kind},
+        "model_usd_per_1000_typical_cells": round(typical.usd * 1000, 2)
+        if typical.priced
+        else None,
+        "typical_cell": TYPICAL_CELL,
+        "note": (
+            "local stack on this machine (emulators, 8 worker threads), stand-in at zero "
+            "latency; costs at Google's list prices beyond free tiers (niah.core.service_cost)"
+        ),
+    }
