@@ -98,9 +98,11 @@ def page_of(run: dict[str, Any], cells: list[dict[str, Any]], calls: list[Any]) 
     return render_run_page(run, cells, summarize(run, cells, calls))
 
 
-def rows_of(page: str) -> list[str]:
-    body = page.split('<table id="samples">', 1)[1].split("<tbody>", 1)[1].split("</tbody>")[0]
-    return re.findall(r"<tr[ >].*?</tr>", body)
+def rows_of(page: str) -> list[dict[str, Any]]:
+    """The samples table's rows, from the data the page's script renders them from."""
+    text = page.split('<script type="application/json" id="sample-data">', 1)[1]
+    data = json.loads(text.split("</script>", 1)[0])
+    return [dict(zip(data["columns"], row, strict=True)) for row in data["rows"]]
 
 
 def test_the_report_is_one_page_that_may_request_nothing() -> None:
@@ -116,10 +118,16 @@ def test_one_table_row_per_sample_and_text_escaped_and_cut() -> None:
     page = page_of(run_doc("run-a"), CELLS, [])
     rows = rows_of(page)
     assert len(rows) == len(CELLS)
-    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert f"(+{2025 - TEXT_LIMIT:,} characters; whole in the export)" in page
-    assert sum('data-outcome="wrong"' in row for row in rows) == 1
-    assert sum("data-failed" in row for row in rows) == 1
+    # The answer's markup is data: no tag in the page, the text whole in the data.
+    assert "<script>alert" not in page and "</script>alert" not in page
+    assert page.count("</script>") == 2  # the data's end and the page script's end
+    assert any("<script>alert(1)</script>" in str(row["model_response"]) for row in rows)
+    assert any(
+        f"(+{2025 - TEXT_LIMIT:,} characters; whole in the export)" in str(row["model_response"])
+        for row in rows
+    )
+    assert sum(row["outcome"] == "wrong" for row in rows) == 1
+    assert sum(row["error_kind"] is not None for row in rows) == 1
 
 
 def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -> None:
@@ -322,7 +330,7 @@ def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None
     assert summary["outcomes"] == {"correct": 1, "wrong": 0, "unscored": 0, "truncated": 1}
     page = render_run_page(run, cells, summary)
     assert "1 correct, 0 wrong, 0 unscored, 1 truncated" in page
-    assert page.count('data-outcome="truncated"') == 1
+    assert [row["outcome"] for row in rows_of(page)].count("truncated") == 1
     assert "<option>truncated</option>" in page
     assert "truncated: cut off at the output budget of 300 tokens" in page  # failures list
     run["call_settings"] |= {"max_output_tokens": 300, "answer_tokens": 117, "thinking_tokens": 183}

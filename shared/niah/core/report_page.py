@@ -11,6 +11,7 @@ import base64
 import datetime as dt
 import hashlib
 import html
+import json
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -453,6 +454,12 @@ def _failures(cells: list[dict[str, Any]]) -> str:
 
 
 def _samples_table(cells: list[dict[str, Any]]) -> str:
+    """The samples table: its head, and every row as data the page's script shows by pages.
+
+    At 10,000 samples a table of markup is over 8 MB and slow to open; as one JSON array
+    of rows (numbers to 6 significant digits, long texts cut at ``TEXT_LIMIT``) it is a
+    few MB, and the script renders ``PAGE_ROWS`` at a time (all of them to print).
+    """
     descriptions = dict(SAMPLE_COLUMNS)
     header = "".join(
         f'<th title="{_e(descriptions[name])}" data-column="{name}"'
@@ -460,42 +467,49 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         f"{_e(name.replace('_', ' '))}</th>"
         for name in COLUMN_NAMES
     )
-    rows = []
-    for cell in sorted(cells, key=lambda c: str(c.get("cell_id"))):
-        row = sample_row(cell)
-        rows.append(
-            f'<tr data-outcome="{_e(row["outcome"])}"'
-            f"{' data-failed' if row['error_kind'] else ''}>"
-            + "".join(_table_cell(name, row[name]) for name in COLUMN_NAMES)
-            + "</tr>"
-        )
+    ordered = sorted(cells, key=lambda c: str(c.get("cell_id")))
+    rows = [
+        [_data_value(name, row[name]) for name in COLUMN_NAMES] for row in map(sample_row, ordered)
+    ]
+    data = {"columns": COLUMN_NAMES, "numeric": sorted(NUMERIC_COLUMNS), "rows": rows}
     controls = (
         '<div class="controls"><label>filter <input type=search id=filter '
         'placeholder="any text: a needle, an answer, an error"></label> '
         "<label>outcome <select id=outcome><option value=''>all</option>"
         "<option>correct</option><option>wrong</option><option>unscored</option>"
         "<option>truncated</option>"
-        "</select></label> <span id=shown></span></div>"
+        "</select></label> <span id=shown></span> "
+        "<button type=button id=previous>‹ previous</button> <span id=page></span> "
+        "<button type=button id=next>next ›</button></div>"
     )
     return (
-        f'{controls}<div class="scroll"><table id="samples"><thead><tr>{header}</tr>'
-        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+        f'{controls}<div class="scroll"><table id="samples" data-page-rows="{PAGE_ROWS}">'
+        f"<thead><tr>{header}</tr></thead><tbody></tbody></table></div>"
+        f'<script type="application/json" id="sample-data">{script_json(data)}</script>'
     )
 
 
-def _table_cell(name: str, value: Any) -> str:
+# Rows the samples table shows at a time; the rest are a page away (or printed whole).
+PAGE_ROWS = 100
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON that cannot end its script element or start markup in it."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _data_value(name: str, value: Any) -> Any:
+    """A table value as the page's data holds it: numbers short, long texts cut."""
     if value is None:
-        return "<td class=none>–</td>"
+        return None
     if name in NUMERIC_COLUMNS:
-        shown = f"{value:.6g}" if isinstance(value, float) else f"{value}"
-        return f'<td class=num data-sort="{_e(value)}">{_e(shown)}</td>'
-    if name == "cell_id":
-        return f"<td class=id>{_e(value)}</td>"
+        return float(f"{value:.6g}") if isinstance(value, float) else value
     text = str(value)
-    if len(text) > TEXT_LIMIT:
+    if name != "cell_id" and len(text) > TEXT_LIMIT:
         more = len(text) - TEXT_LIMIT
         text = f"{text[:TEXT_LIMIT]} … (+{more:,} characters; whole in the export)"
-    return f"<td class=text>{_e(text)}</td>"
+    return text
 
 
 def _definitions(facts: list[tuple[str, str]]) -> str:
@@ -554,28 +568,54 @@ white-space:normal;overflow-wrap:anywhere;padding:2px}section{break-inside:avoid
 #section-samples{break-before:page;break-inside:auto}}
 """
 
-# Sorting by a column (numbers as numbers), and filtering by text and outcome.
+# The samples table from its data: a page of rows at a time, sorted by any column
+# (numbers as numbers), filtered by text and outcome; every row when printed.
 _SCRIPT = """
 (function(){
 const table=document.getElementById('samples');if(!table)return;
-const body=table.tBodies[0],rows=Array.from(body.rows),heads=table.tHead.rows[0].cells;
+const data=JSON.parse(document.getElementById('sample-data').textContent);
+const columns=data.columns,numeric=new Set(data.numeric),all=data.rows;
+const size=parseInt(table.dataset.pageRows,10),body=table.tBodies[0];
+const heads=table.tHead.rows[0].cells,at=function(name){return columns.indexOf(name);};
+const outcomeAt=at('outcome'),errorAt=at('error_kind');
+const texts=all.map(function(row){return row.map(function(v){return v===null?'':String(v);})
+.join(' ').toLowerCase();});
 const filter=document.getElementById('filter'),outcome=document.getElementById('outcome');
-const shown=document.getElementById('shown');
-function apply(){const text=filter.value.toLowerCase(),want=outcome.value;let n=0;
-for(const row of rows){const ok=(!want||row.dataset.outcome===want)&&
-(!text||row.textContent.toLowerCase().includes(text));row.hidden=!ok;if(ok)n++;}
-shown.textContent=n+' of '+rows.length+' samples';}
-filter.addEventListener('input',apply);outcome.addEventListener('change',apply);apply();
-Array.from(heads).forEach(function(head,index){head.addEventListener('click',function(){
-const numeric=head.hasAttribute('data-numeric'),up=!head.classList.contains('asc');
+const shown=document.getElementById('shown'),label=document.getElementById('page');
+const previous=document.getElementById('previous'),next=document.getElementById('next');
+let order=all.map(function(_,i){return i;}),view=order,page=0,printing=false;
+function td(name,value){const cell=document.createElement('td');
+if(value===null){cell.className='none';cell.textContent='\u2013';return cell;}
+if(numeric.has(name)){cell.className='num';cell.dataset.sort=value;}
+else cell.className=name==='cell_id'?'id':'text';
+cell.textContent=String(value);return cell;}
+function render(){const pages=Math.max(1,Math.ceil(view.length/size));
+page=Math.min(page,pages-1);
+const slice=printing?view:view.slice(page*size,(page+1)*size);
+body.replaceChildren.apply(body,slice.map(function(i){const row=all[i];
+const tr=document.createElement('tr');tr.dataset.outcome=row[outcomeAt]===null?'':row[outcomeAt];
+if(row[errorAt]!==null)tr.dataset.failed='';
+columns.forEach(function(name,c){tr.appendChild(td(name,row[c]));});return tr;}));
+shown.textContent=view.length+' of '+all.length+' samples';
+label.textContent='page '+(page+1)+' of '+pages;
+previous.disabled=page===0;next.disabled=page>=pages-1;}
+function apply(){const text=filter.value.toLowerCase(),want=outcome.value;
+view=order.filter(function(i){return(!want||all[i][outcomeAt]===want)&&
+(!text||texts[i].includes(text));});page=0;render();}
+filter.addEventListener('input',apply);outcome.addEventListener('change',apply);
+previous.addEventListener('click',function(){page--;render();});
+next.addEventListener('click',function(){page++;render();});
+window.addEventListener('beforeprint',function(){printing=true;render();});
+window.addEventListener('afterprint',function(){printing=false;render();});
+Array.from(heads).forEach(function(head,c){head.addEventListener('click',function(){
+const isNumber=head.hasAttribute('data-numeric'),up=!head.classList.contains('asc');
 for(const other of heads)other.classList.remove('asc','desc');
 head.classList.add(up?'asc':'desc');
-function key(row){const cell=row.cells[index];
-if(numeric){const v=parseFloat(cell.dataset.sort);return isNaN(v)?-Infinity:v;}
-return cell.textContent;}
-rows.sort(function(a,b){const x=key(a),y=key(b);
-const c=numeric?x-y:String(x).localeCompare(String(y));return up?c:-c;});
-for(const row of rows)body.appendChild(row);});});
+function key(i){const v=all[i][c];if(isNumber)return v===null?-Infinity:v;
+return v===null?'':String(v);}
+order=order.slice().sort(function(a,b){const x=key(a),y=key(b);
+const d=isNumber?x-y:String(x).localeCompare(String(y));return up?d:-d;});apply();});});
+apply();
 })();
 """
 
