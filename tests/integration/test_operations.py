@@ -56,3 +56,36 @@ def test_a_plain_cell_costs_exactly_its_pinned_operations(stack: Stack) -> None:
     # other four are plain, and cost exactly the pinned operations.
     assert shapes[json.dumps(PLAIN_CELL, sort_keys=True)] >= 4
     assert all(line["cpu_seconds"] >= 0 and line["wall_seconds"] > 0 for line in lines)
+
+
+def test_published_mrcr_rows_are_read_at_their_spans_on_the_stack(stack: Stack) -> None:
+    """Each cell of a published MRCR v2 file reads its own row (a few bucket reads at most).
+
+    Before: every cell streamed the file from its start to its row.
+    """
+    from niah.cloud.blobs import GcsBlobStore
+    from niah.cloud.store import FirestoreStore
+    from tests.unit.test_mrcr import PREFIX, published_csv, transcript
+
+    standin(stack)
+    rows = [
+        (transcript(f"{PREFIX[:-2]}{n:02d}", f"Poem {n}.", "Essay. " * 2000), "x", 3000 + n, 2)
+        for n in range(6)
+    ]
+    blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
+    blobs.write("mrcr-spans/a.csv", published_csv(rows), content_type="text/csv")
+    body = {
+        "model_name": "gemini-2.5-flash",
+        "task": "mrcr",
+        "mrcr_source": f"gs://{stack.env['NIAH_BUCKET']}/mrcr-spans/",
+    }
+    response = post(stack, body)
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    wait_complete(run_id, timeout=120)
+    cells = FirestoreStore().list_cells(run_id)
+    assert sorted(c["context_length"] for c in cells) == [3000 + n for n in range(6)]
+    assert {c["status"] for c in cells} == {"answered"}
+    lines = handled(stack, run_id)
+    # Its metadata, the header's first chunk and the row: at most three reads a cell.
+    assert max(line["operations"]["gcs_class_b"] for line in lines) <= 3

@@ -180,6 +180,13 @@ class CountingBlobs(MemoryBlobs):
                 blobs.bytes_read[-1] += len(data)
                 return data
 
+            def read1(self, size: int | None = -1) -> bytes:
+                # What a TextIOWrapper reads with (uncounted before, so the test above
+                # held whatever the reader did).
+                data = super().read1(size)
+                blobs.bytes_read[-1] += len(data)
+                return data
+
             def readinto(self, buffer) -> int:
                 count = super().readinto(buffer)
                 blobs.bytes_read[-1] += count
@@ -228,6 +235,49 @@ def test_a_multi_megabyte_file_is_streamed_not_loaded_whole() -> None:
     assert row["answer"] == f"{PREFIX}Poem 1."
     # Reading the second row took about two rows, not the file.
     assert blobs.bytes_read[-1] < size / 3
+
+
+def test_a_row_is_read_at_its_byte_span_not_past_the_rows_before_it() -> None:
+    """Before: each cell streamed its file from the start (a run read rows squared bytes).
+
+    The dispatcher's pass keeps each row's span; the worker reads the header's first few
+    KB and the row. Every row so read equals the row streamed, quotes, doubled quotes,
+    newlines and CRLF line ends in its fields included.
+    """
+    from niah.core.mrcr_files import HEADER_CHUNK_BYTES, index_rows, read_row
+
+    blobs = CountingBlobs()
+    filler = 'All "work" and no\r\nplay, "" said he.\n' * 30_000  # ~1.1 MB a row
+    rows = [
+        (transcript(PREFIX, f"Poem {i}.", filler), f"{PREFIX}Poem {i}.", 300_000 + i, 8)
+        for i in range(8)
+    ]
+    blobs.objects["f.csv"] = published_csv(rows).replace(b"\n", b"\r\n")
+    size = len(blobs.objects["f.csv"])
+    refs = index_rows(blobs, ["f.csv"])
+    assert [r.context_len for r in refs] == [300_000 + i for i in range(8)]
+    assert refs[0].offset > 0 and refs[-1].offset + refs[-1].length == size
+    for ref in refs:
+        streamed = read_row(blobs, "f.csv", ref.row)
+        at_span = read_row(blobs, "f.csv", ref.row, (ref.offset, ref.length))
+        assert at_span == streamed and at_span["answer"] == f"{PREFIX}Poem {ref.row}."
+        # The header's first chunk and the row: nothing of the rows before it.
+        assert blobs.bytes_read[-1] <= HEADER_CHUNK_BYTES + ref.length
+    assert blobs.bytes_read[-2] > size * 0.9  # streaming to the last row read the file
+
+
+def test_a_span_that_no_longer_holds_its_row_is_refused() -> None:
+    from niah.core.mrcr_files import index_rows, read_row
+    from niah.errors import HaystackError
+
+    blobs = MemoryBlobs()
+    blobs.objects["f.csv"] = published_csv(
+        [(transcript(PREFIX, "A poem.", "Filler."), PREFIX + "A poem.", 5000, 2)]
+    )
+    (ref,) = index_rows(blobs, ["f.csv"])
+    blobs.objects["f.csv"] = blobs.objects["f.csv"][: ref.offset + 10]  # replaced, shorter
+    with pytest.raises(HaystackError, match="was the file replaced"):
+        read_row(blobs, "f.csv", 0, (ref.offset, ref.length))
 
 
 def test_a_file_without_the_columns_is_refused_by_name() -> None:

@@ -9,13 +9,16 @@ prompt's token count on Gemini's tokenizer in ``context_len`` and the needle cou
 style_fast.csv`` and hosted by Google; copy the ones to run into the service's bucket.
 
 A row holds a whole transcript (megabytes at 1M tokens), so files are never loaded whole:
-they are streamed, and only one row is held at a time.
+they are streamed, and only one row is held at a time. The dispatcher's one pass records
+each row's byte span, so a worker reads its row (and the header) by offset, not every
+row before it: reading a run's rows costs the rows, not rows squared.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -37,6 +40,8 @@ class RowRef:
     context_len: int
     needles: int | None
     answer_bytes: int = 0
+    offset: int = 0  # where the row's bytes start in its file
+    length: int = 0  # how many bytes it takes, its line end included
 
 
 def csv_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
@@ -48,6 +53,47 @@ def csv_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:
             "(google-deepmind/eval_hub mrcr_v2/download.sh lists them) there"
         )
     return files
+
+
+# A record ends at a newline outside quotes ("" inside a quoted field toggles twice).
+_QUOTE_OR_NEWLINE = re.compile(rb'["\n]')
+CHUNK_BYTES = 4 * 1024 * 1024
+HEADER_CHUNK_BYTES = 4 * 1024
+
+
+def records(stream: BinaryIO, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
+    """Each CSV record of a byte stream (the header first) with its byte offset."""
+    in_quotes, start, position = False, 0, 0
+    pending = bytearray()
+    while chunk := stream.read(chunk_bytes):
+        cut = 0
+        for match in _QUOTE_OR_NEWLINE.finditer(chunk):
+            if match.group() == b'"':
+                in_quotes = not in_quotes
+            elif not in_quotes:
+                pending += chunk[cut : match.end()]
+                yield start, bytes(pending)
+                start, cut = position + match.end(), match.end()
+                pending.clear()
+        pending += chunk[cut:]
+        position += len(chunk)
+    if pending.strip():
+        yield start, bytes(pending)
+
+
+def _fields(record: bytes) -> list[str]:
+    return next(csv.reader(io.StringIO(record.decode("utf-8"), newline="")), [])
+
+
+def _header(record: bytes, name: str) -> list[str]:
+    columns = _fields(record)
+    missing = [column for column in REQUIRED_COLUMNS if column not in columns]
+    if missing:
+        raise HaystackError(
+            f"{name} is not an MRCR v2 CSV: no column {', '.join(missing)} (it needs "
+            f"{', '.join(REQUIRED_COLUMNS)})"
+        )
+    return columns
 
 
 def rows(stream: BinaryIO, name: str = "the file") -> Iterator[dict[str, str]]:
@@ -64,11 +110,18 @@ def rows(stream: BinaryIO, name: str = "the file") -> Iterator[dict[str, str]]:
 
 
 def index_rows(blobs: BlobStore, files: list[str]) -> list[RowRef]:
-    """Every sample of the files: where it is, its token count and needles (one pass)."""
+    """Every sample of the files: where it is (row and byte span), its size (one pass)."""
+    csv.field_size_limit(FIELD_LIMIT)
     refs = []
     for name in files:
         with blobs.open(name) as stream:
-            for number, row in enumerate(rows(stream, name)):
+            found = records(stream)
+            header = next(((offset, record) for offset, record in found), None)
+            if header is None:
+                raise HaystackError(f"{name} is empty; it is not an MRCR v2 CSV")
+            columns = _header(header[1], name)
+            for number, (offset, record) in enumerate(found):
+                row = dict(zip(columns, _fields(record), strict=False))
                 needles = row.get("num_relevant")
                 refs.append(
                     RowRef(
@@ -77,15 +130,33 @@ def index_rows(blobs: BlobStore, files: list[str]) -> list[RowRef]:
                         int(float(row["context_len"])),
                         int(float(needles)) if needles else None,
                         len(row["answer"].strip().encode()),
+                        offset,
+                        len(record),
                     )
                 )
     return refs
 
 
-def read_row(blobs: BlobStore, name: str, number: int) -> dict[str, str]:
-    """Row ``number`` of a file, streaming past the rows before it."""
+def read_row(
+    blobs: BlobStore, name: str, number: int, span: tuple[int, int] | None = None
+) -> dict[str, str]:
+    """Row ``number`` of a file: read at its byte ``span`` (offset, length) when known.
+
+    Without a span (runs dispatched before spans were kept) the file is streamed past
+    the rows before it.
+    """
+    csv.field_size_limit(FIELD_LIMIT)
     with blobs.open(name) as stream:
-        for index, row in enumerate(rows(stream, name)):
-            if index == number:
-                return row
-    raise HaystackError(f"{name} has no row {number}; was the file replaced?")
+        if span is None:
+            for index, row in enumerate(rows(stream, name)):
+                if index == number:
+                    return row
+            raise HaystackError(f"{name} has no row {number}; was the file replaced?")
+        header = next(records(stream, HEADER_CHUNK_BYTES), None)  # a short first line
+        columns = _header(header[1] if header else b"", name)
+        stream.seek(span[0])
+        record = stream.read(span[1])
+    row = dict(zip(columns, _fields(record), strict=False))
+    if len(record) != span[1] or any(column not in row for column in REQUIRED_COLUMNS):
+        raise HaystackError(f"{name} has no row {number} where it was; was the file replaced?")
+    return row

@@ -83,9 +83,11 @@ class CellTask:
     depth_percent: float
     delivery_attempt: int = 1
     sample: int = 0
-    # A published MRCR v2 sample: which file of the run's source, which row.
+    # A published MRCR v2 sample: which file of the run's source, which row, and where
+    # its bytes are (offset, length) when the dispatcher kept that.
     source_file: str | None = None
     row: int | None = None
+    span: tuple[int, int] | None = None
     # Published alone ahead of its run's other cells (cache-aware dispatch): whoever
     # answers it publishes the rest.
     primer: bool = False
@@ -106,6 +108,7 @@ class CellTask:
             sample=int(data.get("sample", 0)),
             source_file=str(data["source_file"]) if data.get("source_file") else None,
             row=int(data["row"]) if data.get("row") is not None else None,
+            span=(int(data["offset"]), int(data["length"])) if data.get("length") else None,
             primer=data.get("primer") is True,
             run_stamp=str(data["run_stamp"]) if data.get("run_stamp") else None,
             dead_letters=int(data.get("dead_letters", 0)),
@@ -123,6 +126,8 @@ class CellTask:
         optional = {
             "source_file": self.source_file,
             "row": self.row,
+            "offset": self.span[0] if self.span else None,
+            "length": self.span[1] if self.span else None,
             "primer": self.primer or None,
             "run_stamp": self.run_stamp,
             "dead_letters": self.dead_letters or None,
@@ -391,7 +396,13 @@ def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
 def _sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
     """The cell's sample: made by its task, or read from a published MRCR v2 row."""
     if task.source_file is not None and task.row is not None:
-        return published_sample(read_row(blobs, task.source_file, task.row))
+        row = read_row(blobs, task.source_file, task.row, task.span)
+        if int(float(row.get("context_len") or -1)) != task.context_length:
+            raise HaystackError(
+                f"row {task.row} of {task.source_file} is not the one the run was made with "
+                "(its token count differs); was the file replaced? Start a new run"
+            )
+        return published_sample(row)
     return get_task(spec.task).sample(spec, cell)
 
 

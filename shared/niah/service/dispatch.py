@@ -389,7 +389,7 @@ class _Source:
     """Google's MRCR v2 samples a run reads: the files and the rows kept."""
 
     files: list[str]
-    rows: list[tuple[int, int, int]]  # (file index, row, context_len)
+    rows: list[tuple[int, int, int, int, int]]  # (file index, row, context_len, offset, length)
     fingerprint: str
     reply_tokens: int = 0  # the room of the longest expected reply
 
@@ -415,7 +415,7 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
     fingerprint = content_fingerprint(listed, salt="mrcr_v2")
     return _Source(
         files,
-        [(files.index(r.file), r.row, r.context_len) for r in kept],
+        [(files.index(r.file), r.row, r.context_len, r.offset, r.length) for r in kept],
         fingerprint,
         reply_room(max(r.answer_bytes for r in kept)),
     )
@@ -423,7 +423,7 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
 
 def source_cells(source_rows: list[Any]) -> list[Cell]:
     """The cells of a run over published rows: one per row, its length Google's count."""
-    return [Cell(int(length), 0.0, number) for number, (_, _, length) in enumerate(source_rows)]
+    return [Cell(int(row[2]), 0.0, number) for number, row in enumerate(source_rows)]
 
 
 def run_record(
@@ -441,7 +441,10 @@ def run_record(
         # Firestore holds no nested arrays: each row as a map.
         {
             "source_files": source.files,
-            "source_rows": [{"file": f, "row": r, "tokens": n} for f, r, n in source.rows],
+            "source_rows": [
+                {"file": f, "row": r, "tokens": n, "offset": at, "length": size}
+                for f, r, n, at, size in source.rows
+            ],
         }
         if source
         else {}
@@ -592,9 +595,13 @@ def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[di
         extras = [{} for _ in cells]
     else:
         files = run["source_files"]
-        triples = [(row["file"], row["row"], row["tokens"]) for row in rows]
-        cells = source_cells(triples)
-        extras = [{"source_file": files[f], "row": r} for f, r, _ in triples]
+        cells = source_cells([(row["file"], row["row"], row["tokens"]) for row in rows])
+        # Its byte span where the dispatcher kept one: the worker reads the row alone.
+        extras = [
+            {"source_file": files[row["file"]], "row": row["row"]}
+            | ({"offset": row["offset"], "length": row["length"]} if row.get("length") else {})
+            for row in rows
+        ]
     stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
     return [
         {
