@@ -66,7 +66,8 @@ def measure_counting(samples: int = SAMPLES) -> dict[str, Any]:
     try:
         from google.cloud import firestore
 
-        from niah.cloud.store import FirestoreStore, shard_of
+        from niah.cloud.store import FirestoreStore
+        from niah.core.counters import shard_of
         from niah.settings import get_settings
 
         get_settings.cache_clear()

@@ -133,6 +133,14 @@ class MemoryStoreExtras:
     def count_cells(self, run_id: str) -> int:
         return len(self.cells.get(run_id, {}))
 
+    def shard_count(self, run_id: str, cell_id: str) -> int:
+        from niah.core.counters import shard_of
+        from niah.settings import get_settings
+
+        shards = get_settings().counter_shards
+        shard = shard_of(cell_id, shards)
+        return sum(1 for other in self.cells.get(run_id, {}) if shard_of(other, shards) == shard)
+
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         record = self.attempts.setdefault((run_id, cell_id), {"failures": 0})
         record["failures"] += 1

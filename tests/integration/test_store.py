@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from niah.cloud.store import COUNTERS, FirestoreStore, shard_of
+from niah.cloud.store import COUNTERS, FirestoreStore
+from niah.core.counters import shard_of
 from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED
 from niah.settings import get_settings
 from tests.integration.conftest import Stack

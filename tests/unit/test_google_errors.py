@@ -198,6 +198,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "create_run": lambda s: s.create_run("r", {}),
     "get_run": lambda s: s.get_run("r"),
     "count_cells": lambda s: s.count_cells("r"),
+    "shard_count": lambda s: s.shard_count("r", "c"),
     "update_run": lambda s: s.update_run("r", {}),
     "record_cell": lambda s: s.record_cell("r", "c", {}, failed=False),
     "list_cells": lambda s: s.list_cells("r"),

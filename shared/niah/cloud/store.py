@@ -19,12 +19,12 @@ sum them (``get_run``).
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from typing import Any
 
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_DELETES, FIRESTORE_WRITES
+from niah.core.counters import shard_of
 from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -46,12 +46,6 @@ REPORT_REQUESTED = "report_requested"
 # Fields the shards hold; the run document's own copies (runs stored before the
 # counts were sharded) are added in.
 COUNTED = ("done", "failed")
-
-
-def shard_of(cell_id: str, shards: int) -> str:
-    """The counter shard a cell's count goes to: fixed by its ID, spread evenly."""
-    index = int.from_bytes(hashlib.sha256(cell_id.encode()).digest()[:4], "big") % shards
-    return f"{index:03d}"
 
 
 def add_counts(run: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, Any]:
@@ -120,6 +114,13 @@ class FirestoreStore:
     def _shard(self, run_id: str, cell_id: str) -> Any:
         shard = shard_of(cell_id, get_settings().counter_shards)
         return self._run(run_id).collection(COUNTERS).document(shard)
+
+    def shard_count(self, run_id: str, cell_id: str) -> int:
+        """How many cells (stored and failed) the cell's counter shard has counted."""
+        snapshot = self._shard(run_id, cell_id).get()
+        metering.reads(1)
+        shard = snapshot.to_dict() or {}
+        return int(shard.get("done", 0)) + int(shard.get("failed", 0))
 
     def count_cells(self, run_id: str) -> int:
         """How many cells are stored: one aggregation read, not one per cell."""

@@ -125,6 +125,10 @@ class ResultStore(Protocol):
         """How many cells of the run are stored."""
         ...
 
+    def shard_count(self, run_id: str, cell_id: str) -> int:
+        """How many cells the cell's counter shard has counted (stored and failed)."""
+        ...
+
     def claim_cell(
         self, run_id: str, cell_id: str, lease_seconds: float, *, max_lapses: int = 0
     ) -> int:

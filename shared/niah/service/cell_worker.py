@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from niah.catalog.models import ProviderName, provider_for_model
 from niah.core.answer_budget import CallBudget, call_budget
+from niah.core.counters import shard_of
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import load_haystack
 from niah.core.interfaces import (
@@ -153,6 +154,8 @@ class _Run:
     # The listing the run was created with (None: not kept; the worker lists).
     haystack_files: list[BlobInfo] | None
     total: int  # the run's cells: whether a stored cell was its last
+    # How many cells each counter shard counts (None: a run from before they were kept).
+    shard_totals: dict[str, int] | None = None
 
 
 def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _Run | None:
@@ -174,7 +177,13 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _
         if listed
         else None
     )
-    return _Run(spec, files, int(run.get("total", 0)))
+    totals = run.get("shard_totals")
+    return _Run(
+        spec,
+        files,
+        int(run.get("total", 0)),
+        {str(k): int(v) for k, v in totals.items()} if totals else None,
+    )
 
 
 def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:
@@ -370,7 +379,7 @@ def _answer_claimed(
         store=store,
         blobs=blobs,
         publisher=publisher,
-        total=run.total,
+        run=run,
     )
 
 
@@ -456,11 +465,11 @@ def _store_cell(
     store: ResultStore,
     blobs: BlobStore,
     publisher: Publisher,
-    total: int | None = None,
+    run: _Run | None = None,
 ) -> Outcome:
     """Create the cell and count it on the run; ask for the report if it was the last.
 
-    ``total``: the run's cell count, where the caller read the run.
+    ``run``: the run as the caller read it (its total and shard totals save reads).
 
     An answer is paid for: if the store cannot take it, it is kept in the bucket where
     the next delivery stores it, rather than asking the model again.
@@ -503,8 +512,26 @@ def _store_cell(
             cell_id=task.cell_id,
             error=doc["error"],
         )
-    request_report_if_complete(task.run_id, store=store, publisher=publisher, total=total)
+    if _may_be_last(task, run, store):
+        total = run.total if run is not None else None
+        request_report_if_complete(task.run_id, store=store, publisher=publisher, total=total)
     return "failed" if failed else "answered"
+
+
+def _may_be_last(task: CellTask, run: _Run | None, store: ResultStore) -> bool:
+    """Whether the run may be complete now: the cell's shard has all of its cells.
+
+    One read of the cell's own counter shard, whatever the run's size (none when the
+    cell is alone on its shard); only the last cell of each shard counts the run's cells
+    (an aggregation of one read per 1,000). Counting the run after every cell read
+    n/1,000 each: n squared over a run.
+    """
+    if run is None or not run.shard_totals:
+        return True
+    expected = run.shard_totals.get(shard_of(task.cell_id, get_settings().counter_shards))
+    if expected is None or expected <= 1:  # alone on its shard: its own store filled it
+        return True
+    return store.shard_count(task.run_id, task.cell_id) >= expected
 
 
 def _kept_answer_name(task: CellTask) -> str:

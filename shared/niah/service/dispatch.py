@@ -22,6 +22,7 @@ from niah.catalog.models import (
     temperature_for,
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
+from niah.core.counters import shard_totals
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import BlobInfo, BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
@@ -471,6 +472,9 @@ def run_record(
             "tools": False,
         },
         "total": len(cells),
+        # What each counter shard will count: a worker checks the run only when its
+        # shard is full (niah.core.counters).
+        "shard_totals": shard_totals((c.cell_id for c in cells), get_settings().counter_shards),
         "done": 0,
         "failed": 0,
     }
