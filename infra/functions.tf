@@ -125,8 +125,8 @@ resource "google_cloudfunctions2_function" "internal" {
 }
 
 resource "google_cloud_scheduler_job" "sweep" {
-  name     = "niah-sweep"
-  region   = var.region
+  name   = "niah-sweep"
+  region = var.region
   # Every 2 minutes: a cell whose worker died (its lease lapsed) is published again
   # within about two minutes even where Pub/Sub's redelivery is slower.
   schedule = "*/2 * * * *"
