@@ -36,6 +36,20 @@ resource "google_project_iam_member" "build" {
   member   = google_service_account.build.member
 }
 
+# A grant takes effect everywhere only after a while: "typically 2 minutes, potentially 7
+# minutes or longer" (cloud.google.com/iam/docs/access-change-propagation, read
+# 2026-11-26). A function's first build runs as niah-build and fails if its roles have
+# not reached Cloud Build, so every function waits this long after the grants. A
+# time_sleep waits only when it is created, or re-created when a trigger changes: on a
+# fresh project, and again when the build account gains a role; not on other applies.
+resource "time_sleep" "build_roles" {
+  create_duration = "120s"
+  triggers = {
+    roles = join(",", sort([for grant in google_project_iam_member.build : grant.role]))
+  }
+  depends_on = [google_project_iam_member.build]
+}
+
 # What each function's account may do, and why:
 # - dispatcher: writes runs, publishes cells, lists haystacks;
 # - worker: reads haystacks and the tokenizer, writes token caches, contexts and kept
@@ -118,6 +132,18 @@ resource "google_cloud_run_service_iam_member" "pusher_invokes" {
   service  = each.value.name
   role     = "roles/run.invoker"
   member   = google_service_account.pusher.member
+}
+
+# The push subscriptions and the scheduler job start calling as niah-pusher once they
+# exist: they are made after its invoker grants, and after the same wait as the builds
+# (above), so the first pushes are not refused while the grants spread (a refused push is
+# retried, but a cell's message is dead-lettered after 5 deliveries).
+resource "time_sleep" "pusher_invokes" {
+  create_duration = "120s"
+  triggers = {
+    services = join(",", sort([for grant in google_cloud_run_service_iam_member.pusher_invokes : grant.service]))
+  }
+  depends_on = [google_cloud_run_service_iam_member.pusher_invokes]
 }
 
 resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {

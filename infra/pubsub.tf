@@ -60,6 +60,9 @@ resource "google_pubsub_subscription" "cells_push" {
   expiration_policy {
     ttl = ""
   }
+
+  # Pushes as niah-pusher only once it may invoke the worker (iam.tf).
+  depends_on = [time_sleep.pusher_invokes]
 }
 
 # The dead-letter handler's and the report's subscriptions: retried with backoff (a
@@ -97,6 +100,9 @@ resource "google_pubsub_subscription" "push" {
   expiration_policy {
     ttl = ""
   }
+
+  # Pushes as niah-pusher only once it may invoke the function (iam.tf).
+  depends_on = [time_sleep.pusher_invokes]
 }
 
 # Pub/Sub's own agent forwards dead letters and acknowledges the originals.
