@@ -22,6 +22,7 @@ import pytest
 
 from niah_devtools.tfoffline.workdir import SCHEMAS, NotSetUp, OfflineTerraform
 from tests import REPO
+from tests.unit.test_deploy_scripts import run
 
 INFRA = REPO / "infra"
 
@@ -49,19 +50,8 @@ def offline(tmp_path_factory: pytest.TempPathFactory) -> OfflineTerraform:
 @pytest.fixture(scope="module")
 def deploy_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The inputs scripts/deploy.sh writes, its build outputs replaced by small stand-ins."""
-    result = subprocess.run(
-        ["bash", str(REPO / "scripts" / "deploy.sh"), "--dry-run"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={
-            **os.environ,
-            "PROJECT": "my-proj",
-            "BUCKET": "my-proj-niah",
-            "INVOKER": "user:me@example.com",
-        },
-    )
+    env = {**os.environ, "PROJECT": "my-proj", "BUCKET": "my-proj-niah", "INVOKER": "user:a@b.c"}
+    result = run("deploy.sh", "--dry-run", env=env)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     inputs = json.loads(out[out.index("{") : out.index("}\n") + 1])
