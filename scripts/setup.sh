@@ -58,6 +58,11 @@ if [ "$(cat "$CHECKOV_VENV/.requirements.sha" 2>/dev/null)" != "$(sha256sum <req
   sha256sum <requirements-checkov.txt >"$CHECKOV_VENV/.requirements.sha"
 fi
 
+command -v terraform >/dev/null || {
+  echo "setup: terraform (1.5 or newer) is required by the offline Terraform test and is not on PATH;" >&2
+  echo "       install it from developer.hashicorp.com/terraform/install (no provider download is needed)" >&2
+  exit 1
+}
 # The offline Terraform check (tests/unit/test_terraform_offline.py): the tf package in a
 # virtualenv of its own (it wants protobuf < 6), and the Google and time providers'
 # schemas, read once from their prebuilt bindings wheels (downloaded, never imported) into
