@@ -37,8 +37,18 @@ class OfflineTerraform:
 
     home: Path  # launchers, CLI configuration, plugin sockets
     terraform: str = "terraform"
+    # Run terraform (and so the providers it starts) in a network namespace of its own
+    # with no way out, so "offline" is a fact of each run, not a hope.
+    isolated: bool = True
 
     def __post_init__(self) -> None:
+        self.prefix: tuple[str, ...] = ()
+        if self.isolated:
+            self.prefix = ("unshare", "--map-root-user", "--net")
+            if subprocess.run([*self.prefix, "true"], capture_output=True).returncode != 0:
+                raise NotSetUp(
+                    "unshare cannot make a network namespace here (isolated=False runs without one)"
+                )
         python = VENV / "bin" / "python"
         schemas = sorted(SCHEMAS.glob("*.json"))
         if not python.exists() or not schemas:
@@ -90,9 +100,13 @@ class OfflineTerraform:
     def run(
         self, directory: Path, *args: str, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        """``terraform -chdir=DIRECTORY ARGS...``, its output captured, never raising."""
+        """``terraform -chdir=DIRECTORY ARGS...``, its output captured, never raising.
+
+        Isolated, the only network it has is a loopback that is down: the providers speak
+        to terraform over a Unix socket, and anything else (the registry, Google) fails.
+        """
         return subprocess.run(
-            [self.terraform, f"-chdir={directory}", *args, "-no-color"],
+            [*self.prefix, self.terraform, f"-chdir={directory}", *args, "-no-color"],
             capture_output=True,
             text=True,
             timeout=timeout,
