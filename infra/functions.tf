@@ -143,5 +143,5 @@ resource "google_cloud_scheduler_job" "sweep" {
     }
   }
 
-  depends_on = [google_project_service.apis, time_sleep.pusher_invokes]
+  depends_on = [time_sleep.pusher_invokes]
 }

@@ -9,14 +9,14 @@ resource "google_service_account" "runs" {
   }
   account_id   = "niah-${replace(each.key, "_", "-")}"
   display_name = each.value
-  depends_on   = [google_project_service.apis]
+  depends_on   = [time_sleep.apis]
 }
 
 # The identity Pub/Sub push and Cloud Scheduler call the functions with.
 resource "google_service_account" "pusher" {
   account_id   = "niah-pusher"
   display_name = "needle-service push and scheduler identity"
-  depends_on   = [google_project_service.apis]
+  depends_on   = [time_sleep.apis]
 }
 
 # Cloud Build builds the functions as this account, so the build does not depend on
@@ -26,7 +26,7 @@ resource "google_service_account" "pusher" {
 resource "google_service_account" "build" {
   account_id   = "niah-build"
   display_name = "needle-service function builds"
-  depends_on   = [google_project_service.apis]
+  depends_on   = [time_sleep.apis]
 }
 
 resource "google_project_iam_member" "build" {

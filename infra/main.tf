@@ -50,6 +50,27 @@ resource "google_project_service" "apis" {
   disable_on_destroy = false
 }
 
+# An API is not wholly usable the moment google_project_service returns: "service
+# activation is not guaranteed by the time the google_project_service resource is done
+# provisioning", and the provider's guide answers it with a time_sleep between the
+# services and what uses them (its "Newly activated service errors" guide,
+# magic-modules .../website/docs/guides/google_project_service.html.markdown, read
+# 2026-11-26). Enabling Cloud Build, Cloud Functions and Cloud Run also creates their
+# service agents and grants them roles, and those grants take a while to spread: a
+# function build that failed on a fresh project was put down to "the Cloud Build
+# Service Agent not having the permissions immediately on project creation"
+# (terraform-docs-samples PR 179, review of 2022-09-29). So nothing here uses an API
+# before this wait; 60 s is what Google's samples most often wait, and every build
+# waits a further 120 s for niah-build's roles (iam.tf), so no build starts sooner
+# than 3 minutes after its APIs, past IAM's "typically 2 minutes". The wait runs on
+# the first apply, and again only when the list of services changes.
+resource "time_sleep" "apis" {
+  create_duration = "60s"
+  triggers = {
+    services = join(",", sort([for api in google_project_service.apis : api.service]))
+  }
+}
+
 # ---------- Cloud Storage: private, uniform access, no public access ----------
 resource "google_storage_bucket" "data" {
   #checkov:skip=CKV_GCP_62:Usage logs need a second bucket; Cloud Audit Logs (Data Access for storage.googleapis.com) record object access where a project needs it, and reports and caches hold no personal data.
@@ -75,7 +96,7 @@ resource "google_storage_bucket" "data" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 # Each function's source, named by its checksum: a changed zip is a new object, and
@@ -111,5 +132,5 @@ resource "google_firestore_database" "default" {
   name        = "(default)"
   location_id = var.region
   type        = "FIRESTORE_NATIVE"
-  depends_on  = [google_project_service.apis]
+  depends_on  = [time_sleep.apis]
 }

@@ -6,19 +6,19 @@
 resource "google_pubsub_topic" "cells" {
   #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring, billed per key version, for cell coordinates that are not secret.
   name       = "niah-cells"
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 resource "google_pubsub_topic" "reports" {
   #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring for run IDs that are not secret.
   name       = "niah-reports"
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 resource "google_pubsub_topic" "dead_letter" {
   #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring for cell coordinates that are not secret.
   name       = "niah-dead-letter"
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 # Dead letters are also kept for a week, to look at by hand.

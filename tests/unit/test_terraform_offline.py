@@ -297,6 +297,35 @@ def test_every_push_and_the_scheduler_call_only_after_the_pusher_may_invoke(
         assert bindings <= depends_on(graph, caller), f"{caller} may call before {bindings}"
 
 
+# The resources that call Cloud Functions, and through it Cloud Build and Cloud Run,
+# whose service agents get their roles only a while after the APIs are enabled.
+BUILD_AND_RUN_USERS = ("google_cloudfunctions2_function", "google_cloud_run_service_iam_member")
+
+
+def test_nothing_uses_an_api_the_moment_it_is_enabled(
+    planned: tuple[dict[str, Any], dict[str, set[str]]],
+) -> None:
+    plan, graph = planned
+    config = configuration(plan)
+    services = {a for a, r in config.items() if r["type"] == "google_project_service"}
+    assert services == {"google_project_service.apis"}
+    waits = {
+        a
+        for a, r in config.items()
+        if r["type"] == "time_sleep" and services <= graph.get(a, set())
+    }
+    assert waits, "no wait right after the APIs are enabled"
+    # Only the wait follows the services directly: whatever uses an API comes after it.
+    right_after = {a for a, targets in graph.items() if services & targets}
+    assert right_after == waits
+    for wait in waits:
+        assert config[wait]["expressions"]["create_duration"]["constant_value"] == "60s"
+    users = [a for a, r in config.items() if r["type"] in BUILD_AND_RUN_USERS]
+    assert len(users) == 4  # two functions' resources, two Cloud Run invoker grants
+    for user in users:
+        assert waits & depends_on(graph, user), f"{user} may use its API before the wait"
+
+
 def test_the_schema_reader_keeps_nesting_counts_and_flags() -> None:
     """What the bindings say of a few blocks, as Terraform needs it to judge a configuration."""
     google = json.loads((SCHEMAS / "google.json").read_text())["provider_schemas"]
