@@ -326,6 +326,40 @@ def test_nothing_uses_an_api_the_moment_it_is_enabled(
         assert waits & depends_on(graph, user), f"{user} may use its API before the wait"
 
 
+def test_the_build_account_holds_no_storage_role_on_the_project_or_the_data_bucket(
+    planned: tuple[dict[str, Any], dict[str, set[str]]], deploy_vars: Path
+) -> None:
+    """Its storage role holds only on Cloud Functions' sources bucket, by an IAM condition."""
+    plan, _ = planned
+    config = configuration(plan)
+    account = "google_service_account.build"
+    assert not grants_to(config, "google_storage_bucket_iam_member", account)
+    grants = grants_to(config, "google_project_iam_member", account)
+    planned_grants = [
+        change["change"]["after"]
+        for change in plan["resource_changes"]
+        if re.sub(r"\[.*\]$", "", change["address"]) in grants
+    ]
+    storage = [grant for grant in planned_grants if grant["role"].startswith("roles/storage.")]
+    assert [grant["role"] for grant in storage] == ["roles/storage.objectAdmin"]
+    read = {
+        r["address"]: r["values"] for r in plan["prior_state"]["values"]["root_module"]["resources"]
+    }
+    number = read["data.google_project.this"]["number"]  # the stand-in's placeholder
+    region = json.loads(deploy_vars.read_text())["region"]
+    sources = f"projects/_/buckets/gcf-v2-sources-{number}-{region}"
+    for grant in storage:
+        (condition,) = grant["condition"]  # never unconditional, so never project-wide
+        assert condition["expression"] == (
+            f'resource.name == "{sources}" || resource.name.startsWith("{sources}/")'
+        )
+    # The rest are the build's logs and images, not storage.
+    assert sorted(g["role"] for g in planned_grants if g not in storage) == [
+        "roles/artifactregistry.writer",
+        "roles/logging.logWriter",
+    ]
+
+
 def test_the_schema_reader_keeps_nesting_counts_and_flags() -> None:
     """What the bindings say of a few blocks, as Terraform needs it to judge a configuration."""
     google = json.loads((SCHEMAS / "google.json").read_text())["provider_schemas"]
