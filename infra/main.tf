@@ -31,6 +31,17 @@ locals {
     "storage.googleapis.com",
   ]
   # Pub/Sub's service agent: forwards dead letters, and mints the push identity's tokens.
+  # Named by hand, because nothing in the GA provider makes it: Google creates service
+  # agents "automatically as you enable and use" a service, and asks for one in advance
+  # only through a beta or alpha surface
+  # (cloud.google.com/iam/docs/create-service-agents; `gcloud beta services identity
+  # create`, Service Usage v1beta1 generateServiceIdentity,
+  # google_project_service_identity in hashicorp/google-beta only; hashicorp/google
+  # 7.46.1's schema has neither that resource nor a Pub/Sub agent data source: read
+  # 2026-11-26). So its bindings come after the API wait (time_sleep.apis) and after
+  # Pub/Sub's first use (a topic or subscription of ours); an apply that still finds it
+  # missing ("does not exist") succeeds on a re-run (README, "First apply on a fresh
+  # project", which also gives the beta command).
   pubsub_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
   common_env = {
     NIAH_PROJECT               = var.project

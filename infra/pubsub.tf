@@ -124,4 +124,7 @@ resource "google_service_account_iam_member" "agent_mints_push_tokens" {
   service_account_id = google_service_account.pusher.name
   role               = "roles/iam.serviceAccountTokenCreator"
   member             = local.pubsub_agent
+  # After Pub/Sub's first use (a topic), as the other two are, so the agent has had
+  # every chance to exist (main.tf, local.pubsub_agent).
+  depends_on = [google_pubsub_topic.cells]
 }

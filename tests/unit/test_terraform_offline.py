@@ -326,6 +326,29 @@ def test_nothing_uses_an_api_the_moment_it_is_enabled(
         assert waits & depends_on(graph, user), f"{user} may use its API before the wait"
 
 
+PUBSUB_USERS = ("google_pubsub_topic", "google_pubsub_subscription")
+
+
+def test_the_pubsub_agent_is_granted_only_after_pubsub_is_enabled_and_used(
+    planned: tuple[dict[str, Any], dict[str, set[str]]],
+) -> None:
+    """The GA provider cannot create the agent (main.tf): its grants wait for Google to."""
+    plan, graph = planned
+    config = configuration(plan)
+    grants = [
+        address
+        for address, resource in config.items()
+        if "local.pubsub_agent"
+        in resource.get("expressions", {}).get("member", {}).get("references", [])
+    ]
+    assert len(grants) == 3  # forwards dead letters, acknowledges them, mints push tokens
+    for grant in grants:
+        before = depends_on(graph, grant)
+        assert "time_sleep.apis" in before, grant
+        used = {a for a in before if a.split(".")[0] in PUBSUB_USERS}
+        assert used, f"{grant} may come before Pub/Sub is first used"
+
+
 def test_the_build_account_holds_no_storage_role_on_the_project_or_the_data_bucket(
     planned: tuple[dict[str, Any], dict[str, set[str]]], deploy_vars: Path
 ) -> None:
