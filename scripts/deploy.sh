@@ -9,7 +9,8 @@
 # WORKER_CONCURRENCY (4), DEFAULT_MODEL (gemini-2.5-flash), LOCAL_MODEL=1 (ship Gemma 3
 # 270M and llama.cpp in the worker), TERRAFORM (terraform).
 # --dry-run prints the inputs and every command it would run, and what the Terraform
-# creates; it needs no credentials, no network and no terraform.
+# creates; it needs no credentials, no network and no terraform, and it only warns of a
+# name Google would refuse (a real deploy refuses it before doing anything).
 # --yes applies without asking (terraform apply -auto-approve); without it terraform shows
 # the plan and asks on the terminal, and with no terminal to ask on deploy.sh refuses.
 set -euo pipefail
@@ -34,19 +35,29 @@ LOCAL_MODEL=${LOCAL_MODEL:-0}
 TERRAFORM=${TERRAFORM:-terraform}
 BUILD=$ROOT/build
 TFVARS=$BUILD/deploy.tfvars.json
-# Checked here, so the Terraform inputs below are well-formed JSON and a typo fails now,
-# not halfway through an apply.
+# Checked here, so a typo fails now, not halfway through an apply. A dry run creates
+# nothing: there a name Google would refuse (placeholders such as PROJECT=p BUCKET=b) is
+# warned about and the rest is still shown. What would make the Terraform inputs below
+# malformed JSON is refused in a dry run too.
 refuse() { echo "deploy: $*" >&2; exit 2; }
-[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || refuse "PROJECT '$PROJECT' is not a project ID"
-[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$ ]] || refuse "BUCKET '$BUCKET' is not a bucket name"
-[[ "$REGION$VERTEX_LOCATION$DEFAULT_MODEL" =~ ^[a-z0-9.-]+$ ]] || refuse "REGION, VERTEX_LOCATION or DEFAULT_MODEL has odd characters"
+invalid() {
+  [ "$dry_run" = 1 ] || refuse "$*"
+  echo "deploy: warning: $*; without --dry-run, deploy refuses it" >&2
+}
+[[ "$PROJECT$BUCKET$REGION$VERTEX_LOCATION$DEFAULT_MODEL${INVOKER:-}" != *[\"\\[:cntrl:]]* ]] ||
+  refuse "PROJECT, BUCKET, REGION, VERTEX_LOCATION, DEFAULT_MODEL and INVOKER hold no quotes, backslashes or control characters"
 [[ "$WORKER_MAX_INSTANCES$WORKER_CONCURRENCY" =~ ^[0-9]+$ ]] || refuse "WORKER_MAX_INSTANCES and WORKER_CONCURRENCY are whole numbers"
+[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] ||
+  invalid "PROJECT '$PROJECT' is not a project ID (6 to 30 lowercase letters, digits and hyphens, starting with a letter)"
+[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$ ]] ||
+  invalid "BUCKET '$BUCKET' is not a bucket name (3 to 63 lowercase letters, digits, '-', '_' and '.')"
+[[ "$REGION$VERTEX_LOCATION$DEFAULT_MODEL" =~ ^[a-z0-9.-]+$ ]] || invalid "REGION, VERTEX_LOCATION or DEFAULT_MODEL has odd characters"
 # INVOKER: one member or several, comma-separated (user:, group:, serviceAccount:, domain:).
 invokers=()
 IFS=, read -ra members <<<"${INVOKER:-}"
 for member in "${members[@]}"; do
   [[ "$member" =~ ^(user|group|serviceAccount|domain):[A-Za-z0-9@._-]+$ ]] ||
-    refuse "INVOKER '$member' is not a member such as user:you@example.com or group:team@example.com"
+    invalid "INVOKER '$member' is not a member such as user:you@example.com or group:team@example.com"
   invokers+=("\"$member\"")
 done
 

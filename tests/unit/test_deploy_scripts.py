@@ -217,9 +217,14 @@ def test_the_dry_run_passes_with_a_broken_venv_and_falls_back_to_a_current_venv_
 ) -> None:
     checkout = checkout_copy(tmp_path)
     python_at(checkout / ".venv", works=False)  # e.g. a venv whose Python is gone
-    env = fake_tools(tmp_path) | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    # Issue 23's own command: placeholder names, which a dry run only warns about.
+    env = fake_tools(tmp_path) | {"PROJECT": "p", "BUCKET": "b"}
     alone = run("deploy.sh", "--dry-run", env=env, checkout=checkout)
     assert alone.returncode == 0, alone.stderr
+    assert [line.split("'")[0] for line in alone.stderr.splitlines()] == [
+        "deploy: warning: PROJECT ",
+        "deploy: warning: BUCKET ",
+    ]
     assert "python3 -m venv --clear .venv-deploy" in alone.stdout
     assert alone.stdout.rstrip().endswith("(rendered once .venv-deploy exists)")
     # A .venv-deploy made from today's requirements-deploy.txt is used in its place ...
@@ -288,12 +293,28 @@ def test_deploy_makes_venv_deploy_afresh_when_no_python_can_deploy(tmp_path: Pat
     assert calls(tmp_path)[-2].endswith("-auto-approve")
 
 
-def test_deploy_refuses_inputs_that_would_fail_halfway(tmp_path: Path) -> None:
+def test_deploy_refuses_inputs_that_would_fail_halfway_and_a_dry_run_warns_of_them(
+    tmp_path: Path,
+) -> None:
     env = fake_tools(tmp_path) | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
-    bad_member = run("deploy.sh", "--dry-run", env=env | {"INVOKER": "me@example.com"})
+    bad_member = run("deploy.sh", "--yes", env=env | {"INVOKER": "me@example.com"})
     assert bad_member.returncode == 2 and "user:you@example.com" in bad_member.stderr
-    bad_project = run("deploy.sh", "--dry-run", env=env | {"PROJECT": "My Project"})
+    bad_project = run("deploy.sh", "--yes", env=env | {"PROJECT": "My Project"})
     assert bad_project.returncode == 2 and "project ID" in bad_project.stderr
+    # A dry run creates nothing: it names the problem and still shows the rest.
+    warned = run("deploy.sh", "--dry-run", env=env | {"PROJECT": "My Project"})
+    assert warned.returncode == 0, warned.stderr
+    assert warned.stderr.startswith("deploy: warning: PROJECT 'My Project' is not a project ID")
+    assert "without --dry-run, deploy refuses it" in warned.stderr
+    assert '"project": "My Project"' in warned.stdout and "# Commands:" in warned.stdout
+    # What would break the Terraform inputs' JSON is refused even there.
+    for broken in (
+        {"BUCKET": 'my"bucket'},
+        {"INVOKER": "user:a\\b"},
+        {"WORKER_CONCURRENCY": "four"},
+    ):
+        refused = run("deploy.sh", "--dry-run", env=env | broken)
+        assert refused.returncode == 2, broken
     assert calls(tmp_path) == []
 
 
