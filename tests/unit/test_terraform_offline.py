@@ -240,6 +240,17 @@ def grants_to(config: dict[str, dict[str, Any]], kind: str, account: str) -> set
     }
 
 
+def waits_right_after(
+    config: dict[str, dict[str, Any]], graph: dict[str, set[str]], nodes: set[str]
+) -> set[str]:
+    """The time_sleeps that follow every one of ``nodes`` directly (not only later ones)."""
+    return {
+        address
+        for address, resource in config.items()
+        if resource["type"] == "time_sleep" and nodes <= graph.get(address, set())
+    }
+
+
 def test_every_function_is_built_after_its_build_account_s_wait(
     planned: tuple[dict[str, Any], dict[str, set[str]]],
 ) -> None:
@@ -253,12 +264,7 @@ def test_every_function_is_built_after_its_build_account_s_wait(
         )
         grants = grants_to(config, "google_project_iam_member", account)
         assert grants, f"{account} is granted no role"
-        # The waits that follow the grants themselves (not ones that only come later).
-        waits = {
-            a
-            for a, r in config.items()
-            if r["type"] == "time_sleep" and grants <= graph.get(a, set())
-        }
+        waits = waits_right_after(config, graph, grants)
         assert waits, f"no wait right after every grant to {account}"
         assert waits & depends_on(graph, function), f"{function} does not wait for {account}"
         for wait in waits:
@@ -309,11 +315,7 @@ def test_nothing_uses_an_api_the_moment_it_is_enabled(
     config = configuration(plan)
     services = {a for a, r in config.items() if r["type"] == "google_project_service"}
     assert services == {"google_project_service.apis"}
-    waits = {
-        a
-        for a, r in config.items()
-        if r["type"] == "time_sleep" and services <= graph.get(a, set())
-    }
+    waits = waits_right_after(config, graph, services)
     assert waits, "no wait right after the APIs are enabled"
     # Only the wait follows the services directly: whatever uses an API comes after it.
     right_after = {a for a, targets in graph.items() if services & targets}
