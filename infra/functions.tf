@@ -33,7 +33,8 @@ resource "google_cloudfunctions2_function" "dispatcher" {
     environment_variables = local.common_env
   }
 
-  depends_on = [google_project_iam_member.build]
+  # Built as niah-build once its roles have had time to take effect (iam.tf).
+  depends_on = [time_sleep.build_roles]
 }
 
 # The functions Pub/Sub push and Cloud Scheduler call. Those callers in the same
@@ -121,7 +122,8 @@ resource "google_cloudfunctions2_function" "internal" {
     environment_variables            = local.common_env
   }
 
-  depends_on = [google_project_iam_member.build]
+  # Built as niah-build once its roles have had time to take effect (iam.tf).
+  depends_on = [time_sleep.build_roles]
 }
 
 resource "google_cloud_scheduler_job" "sweep" {
@@ -141,5 +143,5 @@ resource "google_cloud_scheduler_job" "sweep" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.pusher_invokes]
 }

@@ -9,14 +9,14 @@ resource "google_service_account" "runs" {
   }
   account_id   = "niah-${replace(each.key, "_", "-")}"
   display_name = each.value
-  depends_on   = [google_project_service.apis]
+  depends_on   = [time_sleep.apis]
 }
 
 # The identity Pub/Sub push and Cloud Scheduler call the functions with.
 resource "google_service_account" "pusher" {
   account_id   = "niah-pusher"
   display_name = "needle-service push and scheduler identity"
-  depends_on   = [google_project_service.apis]
+  depends_on   = [time_sleep.apis]
 }
 
 # Cloud Build builds the functions as this account, so the build does not depend on
@@ -26,14 +26,62 @@ resource "google_service_account" "pusher" {
 resource "google_service_account" "build" {
   account_id   = "niah-build"
   display_name = "needle-service function builds"
-  depends_on   = [google_project_service.apis]
+  depends_on   = [time_sleep.apis]
 }
 
 resource "google_project_iam_member" "build" {
-  for_each = toset(["roles/logging.logWriter", "roles/artifactregistry.writer", "roles/storage.objectAdmin"])
+  for_each = toset(["roles/logging.logWriter", "roles/artifactregistry.writer"])
   project  = var.project
   role     = each.key
   member   = google_service_account.build.member
+}
+
+# Storage for the build, and only on the sources bucket. Cloud Functions copies each
+# function's source from our bucket into a bucket of its own,
+# gcf-v2-sources-NUMBER-REGION, and the build fetches it from there ("failed to download
+# archive gs://gcf-v2-sources-.../function-source.zip: Access to bucket
+# gcf-v2-sources-... denied", hashicorp/terraform-provider-google#20571, 2024-12-03).
+# Google's docs give the build account roles/storage.objectAdmin "for retrieving the
+# function source from the Cloud Storage bucket" (the two pages above), and so does the
+# provider's "cloudfunctions2 basic builder" example (magic-modules,
+# mmv1/templates/terraform/examples/cloudfunctions2_basic_builder.tf.tmpl, read
+# 2026-11-26), on the whole project; that would let every build read and overwrite the
+# data bucket. The role here is the one the docs name, held only on the sources bucket
+# and its objects (the build's refusal above asks for Object Viewer alone, but a build
+# with less than the documented role was not tried). Cloud Functions makes that bucket
+# on the first deploy in a region, so no bucket-level grant can be made before it
+# exists: this is a project grant with an IAM condition on the bucket's name (Cloud
+# Storage names buckets projects/_/buckets/NAME and objects
+# projects/_/buckets/NAME/objects/OBJECT for conditions:
+# cloud.google.com/iam/docs/conditions-resource-attributes, read 2026-11-26).
+locals {
+  function_sources_bucket = "projects/_/buckets/gcf-v2-sources-${data.google_project.this.number}-${var.region}"
+}
+
+resource "google_project_iam_member" "build_sources" {
+  project = var.project
+  role    = "roles/storage.objectAdmin"
+  member  = google_service_account.build.member
+  condition {
+    title       = "function sources only"
+    description = "The Cloud Functions sources bucket of this region, which the builds fetch from."
+    expression  = "resource.name == \"${local.function_sources_bucket}\" || resource.name.startsWith(\"${local.function_sources_bucket}/\")"
+  }
+}
+
+# A grant takes effect everywhere only after a while: "typically 2 minutes, potentially 7
+# minutes or longer" (cloud.google.com/iam/docs/access-change-propagation, read
+# 2026-11-26). A function's first build runs as niah-build and fails if its roles have
+# not reached Cloud Build, so every function waits this long after the grants. A
+# time_sleep waits only when it is created, or re-created when a trigger changes: on a
+# fresh project, and again when the build account gains a role; not on other applies.
+resource "time_sleep" "build_roles" {
+  create_duration = "120s"
+  triggers = {
+    roles   = join(",", sort([for grant in google_project_iam_member.build : grant.role]))
+    sources = "${google_project_iam_member.build_sources.role} on ${local.function_sources_bucket}"
+  }
+  depends_on = [google_project_iam_member.build, google_project_iam_member.build_sources]
 }
 
 # What each function's account may do, and why:
@@ -118,6 +166,18 @@ resource "google_cloud_run_service_iam_member" "pusher_invokes" {
   service  = each.value.name
   role     = "roles/run.invoker"
   member   = google_service_account.pusher.member
+}
+
+# The push subscriptions and the scheduler job start calling as niah-pusher once they
+# exist: they are made after its invoker grants, and after the same wait as the builds
+# (above), so the first pushes are not refused while the grants spread (a refused push is
+# retried, but a cell's message is dead-lettered after 5 deliveries).
+resource "time_sleep" "pusher_invokes" {
+  create_duration = "120s"
+  triggers = {
+    services = join(",", sort([for grant in google_cloud_run_service_iam_member.pusher_invokes : grant.service]))
+  }
+  depends_on = [google_cloud_run_service_iam_member.pusher_invokes]
 }
 
 resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {

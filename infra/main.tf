@@ -31,6 +31,17 @@ locals {
     "storage.googleapis.com",
   ]
   # Pub/Sub's service agent: forwards dead letters, and mints the push identity's tokens.
+  # Named by hand, because nothing in the GA provider makes it: Google creates service
+  # agents "automatically as you enable and use" a service, and asks for one in advance
+  # only through a beta or alpha surface
+  # (cloud.google.com/iam/docs/create-service-agents; `gcloud beta services identity
+  # create`, Service Usage v1beta1 generateServiceIdentity,
+  # google_project_service_identity in hashicorp/google-beta only; hashicorp/google
+  # 7.46.1's schema has neither that resource nor a Pub/Sub agent data source: read
+  # 2026-11-26). So its bindings come after the API wait (time_sleep.apis) and after
+  # Pub/Sub's first use (a topic or subscription of ours); an apply that still finds it
+  # missing ("does not exist") succeeds on a re-run (README, "First apply on a fresh
+  # project", which also gives the beta command).
   pubsub_agent = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
   common_env = {
     NIAH_PROJECT               = var.project
@@ -48,6 +59,27 @@ resource "google_project_service" "apis" {
   for_each           = toset(local.services)
   service            = each.value
   disable_on_destroy = false
+}
+
+# An API is not wholly usable the moment google_project_service returns: "service
+# activation is not guaranteed by the time the google_project_service resource is done
+# provisioning", and the provider's guide answers it with a time_sleep between the
+# services and what uses them (its "Newly activated service errors" guide,
+# magic-modules .../website/docs/guides/google_project_service.html.markdown, read
+# 2026-11-26). Enabling Cloud Build, Cloud Functions and Cloud Run also creates their
+# service agents and grants them roles, and those grants take a while to spread: a
+# function build that failed on a fresh project was put down to "the Cloud Build
+# Service Agent not having the permissions immediately on project creation"
+# (terraform-docs-samples PR 179, review of 2022-09-29). So nothing here uses an API
+# before this wait; 60 s is what Google's samples most often wait, and every build
+# waits a further 120 s for niah-build's roles (iam.tf), so no build starts sooner
+# than 3 minutes after its APIs, past IAM's "typically 2 minutes". The wait runs on
+# the first apply, and again only when the list of services changes.
+resource "time_sleep" "apis" {
+  create_duration = "60s"
+  triggers = {
+    services = join(",", sort([for api in google_project_service.apis : api.service]))
+  }
 }
 
 # ---------- Cloud Storage: private, uniform access, no public access ----------
@@ -75,7 +107,7 @@ resource "google_storage_bucket" "data" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 # Each function's source, named by its checksum: a changed zip is a new object, and
@@ -111,5 +143,5 @@ resource "google_firestore_database" "default" {
   name        = "(default)"
   location_id = var.region
   type        = "FIRESTORE_NATIVE"
-  depends_on  = [google_project_service.apis]
+  depends_on  = [time_sleep.apis]
 }

@@ -6,19 +6,19 @@
 resource "google_pubsub_topic" "cells" {
   #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring, billed per key version, for cell coordinates that are not secret.
   name       = "niah-cells"
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 resource "google_pubsub_topic" "reports" {
   #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring for run IDs that are not secret.
   name       = "niah-reports"
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 resource "google_pubsub_topic" "dead_letter" {
   #checkov:skip=CKV_GCP_83:Messages are encrypted at rest with Google-managed keys; a customer-managed key needs a Cloud KMS key ring for cell coordinates that are not secret.
   name       = "niah-dead-letter"
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.apis]
 }
 
 # Dead letters are also kept for a week, to look at by hand.
@@ -60,6 +60,9 @@ resource "google_pubsub_subscription" "cells_push" {
   expiration_policy {
     ttl = ""
   }
+
+  # Pushes as niah-pusher only once it may invoke the worker (iam.tf).
+  depends_on = [time_sleep.pusher_invokes]
 }
 
 # The dead-letter handler's and the report's subscriptions: retried with backoff (a
@@ -97,6 +100,9 @@ resource "google_pubsub_subscription" "push" {
   expiration_policy {
     ttl = ""
   }
+
+  # Pushes as niah-pusher only once it may invoke the function (iam.tf).
+  depends_on = [time_sleep.pusher_invokes]
 }
 
 # Pub/Sub's own agent forwards dead letters and acknowledges the originals.
@@ -118,4 +124,7 @@ resource "google_service_account_iam_member" "agent_mints_push_tokens" {
   service_account_id = google_service_account.pusher.name
   role               = "roles/iam.serviceAccountTokenCreator"
   member             = local.pubsub_agent
+  # After Pub/Sub's first use (a topic), as the other two are, so the agent has had
+  # every chance to exist (main.tf, local.pubsub_agent).
+  depends_on = [google_pubsub_topic.cells]
 }

