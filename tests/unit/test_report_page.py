@@ -122,10 +122,7 @@ def test_one_table_row_per_sample_and_text_escaped_and_cut() -> None:
     assert "<script>alert" not in page and "</script>alert" not in page
     assert page.count("</script>") == 2  # the data's end and the page script's end
     assert any("<script>alert(1)</script>" in str(row["model_response"]) for row in rows)
-    assert any(
-        f"(+{2025 - TEXT_LIMIT:,} characters; whole in the export)" in str(row["model_response"])
-        for row in rows
-    )
+    assert any(str(row["model_response"]).endswith(f" … [+{2025 - TEXT_LIMIT:,}]") for row in rows)
     assert sum(row["outcome"] == "wrong" for row in rows) == 1
     assert sum(row["error_kind"] is not None for row in rows) == 1
 
@@ -336,3 +333,25 @@ def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None
     run["call_settings"] |= {"max_output_tokens": 300, "answer_tokens": 117, "thinking_tokens": 183}
     page = render_run_page(run, cells, summary)
     assert "300 (answer 117 + thinking 183)" in page
+
+
+def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
+    """Each text keeps 600 characters on small pages, its share of 2.4 MB on large ones."""
+    from niah.core.report_page import text_limit
+
+    assert (text_limit(1), text_limit(1_000), text_limit(5_000), text_limit(10_000)) == (
+        TEXT_LIMIT,
+        TEXT_LIMIT,
+        160,
+        80,
+    )
+    long = "The answer goes on and on. " * 100
+    cells = [
+        cell(1000 + 100 * (n % 10), float(10 * ((n // 10) % 10)), True, sample=n // 100)
+        | {"model_response": long, "needle": long, "question": long}
+        for n in range(10_000)
+    ]
+    page = page_of(run_doc("run-long"), cells, [])
+    assert len(page.encode()) < 5_000_000
+    row = rows_of(page)[0]
+    assert row["model_response"] == long[:80] + " … [+2,620]"

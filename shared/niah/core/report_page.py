@@ -468,8 +468,10 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         for name in COLUMN_NAMES
     )
     ordered = sorted(cells, key=lambda c: str(c.get("cell_id")))
+    limit = text_limit(len(ordered))
     rows = [
-        [_data_value(name, row[name]) for name in COLUMN_NAMES] for row in map(sample_row, ordered)
+        [_data_value(name, row[name], limit) for name in COLUMN_NAMES]
+        for row in map(sample_row, ordered)
     ]
     data = {"columns": COLUMN_NAMES, "numeric": sorted(NUMERIC_COLUMNS), "rows": rows}
     controls = (
@@ -479,6 +481,8 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         "<option>correct</option><option>wrong</option><option>unscored</option>"
         "<option>truncated</option>"
         "</select></label> <span id=shown></span> "
+        "<span class=note>(a text ending “… [+N]” is cut: N more characters are in the "
+        "export)</span> "
         "<button type=button id=previous>‹ previous</button> <span id=page></span> "
         "<button type=button id=next>next ›</button></div>"
     )
@@ -499,16 +503,29 @@ def script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _data_value(name: str, value: Any) -> Any:
+# The page's texts (needle, question, answer, error: the long ones) share this budget, so
+# a run of any size stays a page that opens: each text gets TEXT_LIMIT characters, or
+# its share of the budget where there are many samples (80 at 10,000), at least 80. A
+# cut text ends "… [+N]", N the characters left out; the export has it whole.
+TEXT_BUDGET = 2_400_000
+LONG_TEXT_COLUMNS = 3
+
+
+def text_limit(rows: int) -> int:
+    """How many characters of each text a page of ``rows`` samples keeps."""
+    return max(80, min(TEXT_LIMIT, TEXT_BUDGET // max(1, rows) // LONG_TEXT_COLUMNS))
+
+
+def _data_value(name: str, value: Any, limit: int = TEXT_LIMIT) -> Any:
     """A table value as the page's data holds it: numbers short, long texts cut."""
     if value is None:
         return None
     if name in NUMERIC_COLUMNS:
         return float(f"{value:.6g}") if isinstance(value, float) else value
     text = str(value)
-    if name != "cell_id" and len(text) > TEXT_LIMIT:
-        more = len(text) - TEXT_LIMIT
-        text = f"{text[:TEXT_LIMIT]} … (+{more:,} characters; whole in the export)"
+    if name != "cell_id" and len(text) > limit:
+        more = len(text) - limit
+        text = f"{text[:limit]} … [+{more:,}]"
     return text
 
 
