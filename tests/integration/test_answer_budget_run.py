@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from niah.core.spec import RunRequest
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import post, wait_complete
 from tests.integration.test_report_browser import niah
+from tests.unit.test_report_page import rows_of
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +78,7 @@ def test_a_truncated_answer_is_truncated_in_status_report_and_export(
     summary = json.loads(bucket_text(stack, finished["report"]["summary_uri"]))
     assert summary["outcomes"] == {"correct": 0, "wrong": 0, "unscored": 0, "truncated": 2}
     page = bucket_text(stack, finished["report"]["html_uri"])
-    assert len(re.findall(r'<tr data-outcome="truncated"', page)) == 2
+    assert [row["outcome"] for row in rows_of(page)] == ["truncated", "truncated"]
     assert "0 wrong" in page and "2 truncated" in page
 
     out = tmp_path / "cells.csv"
