@@ -23,6 +23,8 @@ import requests
 
 SIZES = (100, 1_000, 10_000)
 LENGTHS = [1_000 + 100 * step for step in range(10)]
+# A run not complete in this long has stalled: the benchmark says so rather than wait on.
+WAIT_SECONDS = 3600
 TYPICAL_CELL = {"model": "gemini-3.5-flash", "prompt_tokens": 128_000, "output_tokens": 50}
 
 
@@ -82,7 +84,12 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
     assert response.status_code == 202, response.text
     run_id = response.json()["run_id"]
     store = FirestoreStore()
+    deadline = time.monotonic() + WAIT_SECONDS
     while (store.get_run(run_id, counts=False) or {}).get("status") != "complete":
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"run {run_id} of {samples} samples not complete in {WAIT_SECONDS} s"
+            )
         time.sleep(0.5)
     wall = time.perf_counter() - started
     worker = _lines(state, "worker", run_id)
@@ -150,6 +157,7 @@ def _growth(runs: list[dict[str, Any]], key: str) -> list[float | None]:
 def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> dict[str, Any]:
     """Every size on one local stack; the figures, their growth and the costs."""
     from niah.core.pricing import cost_of
+    from niah.settings import get_settings
     from niah_devtools import localstack
 
     state = Path(tempfile.mkdtemp(prefix="niah-bench-scale-"))
@@ -163,6 +171,9 @@ def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> d
             "NIAH_DISPATCH_ORDER": "naive",
         },
     )
+    # The stack's project and emulators, not what an earlier part left in the settings
+    # (the grid-cost part sets another project): else the run is looked for elsewhere.
+    get_settings.cache_clear()
     try:
         requests.post(
             f"{env['VERTEX_STANDIN_URL']}/_standin/config",
