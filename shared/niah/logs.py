@@ -20,3 +20,8 @@ def log(message: str, *, severity: str = "INFO", **fields: Any) -> None:
     with _write:
         sys.stdout.write(line)
         sys.stdout.flush()
+
+
+def describe(error: BaseException, limit: int = 500) -> str:
+    """An exception as one short log field: its class and message, cut at ``limit``."""
+    return f"{type(error).__name__}: {error}"[:limit]

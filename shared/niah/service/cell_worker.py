@@ -54,7 +54,7 @@ from niah.errors import (
     StoreUnavailableError,
     WorkerDiedError,
 )
-from niah.logs import log
+from niah.logs import describe, log
 from niah.memo import ProcessCache
 from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
@@ -322,7 +322,7 @@ def _let_go(task: CellTask, store: ResultStore) -> None:
             severity="WARNING",
             run_id=task.run_id,
             cell_id=task.cell_id,
-            error=f"{type(error).__name__}: {error}"[:500],
+            error=describe(error),
         )
 
 

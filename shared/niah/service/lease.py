@@ -14,7 +14,7 @@ import threading
 from types import TracebackType
 
 from niah.core.interfaces import ResultStore
-from niah.logs import log
+from niah.logs import describe, log
 
 
 class LeaseKeeper:
@@ -64,7 +64,7 @@ class LeaseKeeper:
                     severity="WARNING",
                     run_id=self._run_id,
                     cell_id=self._cell_id,
-                    error=f"{type(error).__name__}: {error}"[:500],
+                    error=describe(error),
                 )
                 continue
             if not held:
