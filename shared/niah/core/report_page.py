@@ -481,10 +481,10 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         "<option>correct</option><option>wrong</option><option>unscored</option>"
         "<option>truncated</option>"
         "</select></label> <span id=shown></span> "
-        "<span class=note>(a text ending “… [+N]” is cut: N more characters are in the "
-        "export)</span> "
         "<button type=button id=previous>‹ previous</button> <span id=page></span> "
         "<button type=button id=next>next ›</button></div>"
+        "<p class=note>A text ending “… [+N]” is cut: the export has its N more "
+        "characters.</p>"
     )
     return (
         f'{controls}<div class="scroll"><table id="samples" data-page-rows="{PAGE_ROWS}">'
