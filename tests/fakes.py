@@ -94,9 +94,10 @@ class MemoryStoreExtras:
         lease["expires_at"] = time.monotonic() + lease_seconds
         return True
 
-    def release_cell(self, run_id: str, cell_id: str) -> None:
+    def release_cell(self, run_id: str, cell_id: str, claim: int | None = None) -> None:
         lease = self.leases.setdefault((run_id, cell_id), {})
-        lease.update(expires_at=time.monotonic(), released=True)
+        if claim is None or lease.get("claims") == claim:
+            lease.update(expires_at=time.monotonic(), released=True)
 
     def lapse(self, run_id: str, cell_id: str) -> None:
         """The holder died: its lease runs out unreleased (as a kill would leave it)."""
@@ -121,8 +122,20 @@ class MemoryStoreExtras:
                 lapsed.append(cell)
         return lapsed
 
-    def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
+    def open_call(
+        self,
+        run_id: str,
+        call_id: str,
+        doc: dict[str, Any],
+        *,
+        cell_id: str,
+        claim: int,
+        lease_seconds: float,
+    ) -> bool:
+        if not self.renew_lease(run_id, cell_id, claim, lease_seconds):
+            return False
         self.calls.setdefault(run_id, {}).setdefault(call_id, {}).update(doc)
+        return True
 
     def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
         self.calls.setdefault(run_id, {}).setdefault(call_id, {}).update(fields)

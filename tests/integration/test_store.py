@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -64,6 +65,23 @@ def test_a_claim_sees_the_stored_cell_and_a_live_lease(stack: Stack) -> None:
     assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False)
     store.release_cell(run_id, "c")
     assert store.claim_cell(run_id, "c", 60) == CLAIM_STORED
+
+
+def test_a_call_is_noted_only_by_the_claim_holding_the_lease(stack: Stack) -> None:
+    """The note and the lease check are one transaction on the emulator."""
+    store = FirestoreStore()
+    run_id = fresh_run(store, 1)
+    note = {"status": "started"}
+    assert store.claim_cell(run_id, "c", 0.5) == 1
+    time.sleep(0.6)  # claim 1's lease lapsed (a stall) and a redelivery claimed
+    assert store.claim_cell(run_id, "c", 60) == 2
+    assert not store.open_call(run_id, "c.C001", note, cell_id="c", claim=1, lease_seconds=60)
+    store.release_cell(run_id, "c", 1)  # the old holder lets go of nothing
+    assert store.claim_cell(run_id, "c", 60) == CLAIM_HELD
+    assert store.open_call(run_id, "c.C002", note, cell_id="c", claim=2, lease_seconds=60)
+    assert [call["call_id"] for call in store.list_calls(run_id)] == ["c.C002"]
+    store.release_cell(run_id, "c", 2)
+    assert store.claim_cell(run_id, "c", 60) == 3
 
 
 def test_a_report_claim_dropped_by_a_reset_cannot_mark_the_run_complete(stack: Stack) -> None:

@@ -146,6 +146,33 @@ def test_any_exception_after_the_claim_releases_it(world: dict[str, Any], error:
     assert run_cell(world, task, provider) == "answered" and len(provider.prompts) == 1
 
 
+def test_a_holder_that_lost_its_lease_in_a_stall_makes_no_call(world: dict[str, Any]) -> None:
+    """Before (CI, Firestore frozen 60 s at the spend note): 4 calls for 3 cells.
+
+    The holder's lease lapsed while the store was frozen; at the thaw a redelivery
+    claimed the cell and the old holder's note went through too, so both called. Now the
+    note checks the claim in the same transaction: the old holder makes no call, and
+    leaves the new holder's lease alone.
+    """
+    store, task, run_id = world["store"], world["tasks"][0], world["run_id"]
+    real_open = store.open_call
+
+    def stalled(*args: Any, **kwargs: Any) -> bool:
+        store.lapse(run_id, task.cell_id)  # no renewal got through the stall
+        assert store.claim_cell(run_id, task.cell_id, 60) == 2  # the redelivery's
+        return bool(real_open(*args, **kwargs))
+
+    store.open_call = stalled
+    provider = ScriptedProvider(echo_needle_number)
+    with pytest.raises(CellInFlightError):
+        run_cell(world, task, provider)
+    store.open_call = real_open
+    assert provider.prompts == [] and store.list_calls(run_id) == []
+    assert task.cell_id in store.leased_cells(run_id)  # the new holder's, kept
+    assert store.last_attempt(run_id, task.cell_id) is None  # not the cell's failure
+    assert store.claim_cell(run_id, task.cell_id, 60) == CLAIM_HELD
+
+
 def test_a_deleted_run_is_not_answered_from_the_process_cache(world: dict[str, Any]) -> None:
     """Before: workers wrote cells of a run Firestore had lost, from their cached spec."""
     store, run_id = world["store"], world["run_id"]

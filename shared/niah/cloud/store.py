@@ -271,12 +271,28 @@ class FirestoreStore:
 
         return bool(renew(self._db.transaction()))
 
-    def release_cell(self, run_id: str, cell_id: str) -> None:
-        """End the cell's lease now; its claim count stays, so call IDs never repeat."""
-        metering.count(FIRESTORE_WRITES)
-        self._run(run_id).collection(LEASES).document(cell_id).set(
-            {"expires_at": dt.datetime.now(dt.UTC), "released": True}, merge=True
-        )
+    def release_cell(self, run_id: str, cell_id: str, claim: int | None = None) -> None:
+        """End the cell's lease now; its claim count stays, so call IDs never repeat.
+
+        With ``claim``, only if the lease is still that claim's (a transaction): a holder
+        that lost its lease never frees the next holder's.
+        """
+        reference = self._run(run_id).collection(LEASES).document(cell_id)
+        released = {"expires_at": dt.datetime.now(dt.UTC), "released": True}
+        if claim is None:
+            metering.count(FIRESTORE_WRITES)
+            reference.set(released, merge=True)
+            return
+
+        @self._firestore.transactional
+        def release(transaction: Any) -> None:
+            metering.reads(1)
+            lease = reference.get(transaction=transaction).to_dict() or {}
+            if lease.get("claims") == claim:
+                metering.count(FIRESTORE_WRITES)
+                transaction.set(reference, released, merge=True)
+
+        release(self._db.transaction())
 
     def leased_cells(self, run_id: str) -> set[str]:
         """The cells whose lease has not expired."""
@@ -332,12 +348,39 @@ class FirestoreStore:
             if hand_on(self._db.transaction(), leases.document(cell_id), lease.get("claims"))
         ]
 
-    def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
-        """Note a model call about to be made (and paid for), before it is made."""
-        metering.count(FIRESTORE_WRITES)
-        self._run(run_id).collection(CALLS).document(call_id).set(
-            {**doc, "started_at": self._firestore.SERVER_TIMESTAMP}, merge=True
-        )
+    def open_call(
+        self,
+        run_id: str,
+        call_id: str,
+        doc: dict[str, Any],
+        *,
+        cell_id: str,
+        claim: int,
+        lease_seconds: float,
+    ) -> bool:
+        """Note a model call about to be made (and paid for), if claim ``claim`` holds the cell.
+
+        One transaction reads the lease, extends it and writes the note: a holder whose
+        lease lapsed while the store was unreachable and was claimed by another delivery
+        meanwhile gets False and makes no call, so two deliveries never both pay.
+        """
+        firestore = self._firestore
+        lease_ref = self._run(run_id).collection(LEASES).document(cell_id)
+        note_ref = self._run(run_id).collection(CALLS).document(call_id)
+
+        @firestore.transactional
+        def note(transaction: Any) -> bool:
+            metering.reads(1)
+            lease = lease_ref.get(transaction=transaction).to_dict() or {}
+            if lease.get("claims") != claim or lease.get("released"):
+                return False
+            metering.count(FIRESTORE_WRITES, 2)
+            expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds)
+            transaction.update(lease_ref, {"expires_at": expires})
+            transaction.set(note_ref, {**doc, "started_at": firestore.SERVER_TIMESTAMP}, merge=True)
+            return True
+
+        return bool(note(self._db.transaction()))
 
     def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
         """Record what a call cost (or that it failed unbilled)."""

@@ -145,8 +145,11 @@ class ResultStore(Protocol):
         """Keep claim ``claim``'s lease live ``lease_seconds`` more; False if it is gone."""
         ...
 
-    def release_cell(self, run_id: str, cell_id: str) -> None:
-        """Give the cell's lease up (stored, or its call failed and will be retried)."""
+    def release_cell(self, run_id: str, cell_id: str, claim: int | None = None) -> None:
+        """Give the cell's lease up (stored, or its call failed and will be retried).
+
+        With ``claim``, only while the lease is still that claim's.
+        """
         ...
 
     def leased_cells(self, run_id: str) -> set[str]:
@@ -157,8 +160,21 @@ class ResultStore(Protocol):
         """Cells whose holder died (lease lapsed unreleased), each returned once."""
         ...
 
-    def open_call(self, run_id: str, call_id: str, doc: dict[str, Any]) -> None:
-        """Note a model call before it is made: a call cut off still shows in the spend."""
+    def open_call(
+        self,
+        run_id: str,
+        call_id: str,
+        doc: dict[str, Any],
+        *,
+        cell_id: str,
+        claim: int,
+        lease_seconds: float,
+    ) -> bool:
+        """Note a model call before it is made: a call cut off still shows in the spend.
+
+        Atomically with the note, checks claim ``claim`` still holds the cell's lease and
+        extends it; False (no note, no call) if another delivery has it now.
+        """
         ...
 
     def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:

@@ -308,14 +308,17 @@ def _process_cell(
     except BaseException:
         # Whatever went wrong, the claim goes with it: the next delivery may claim at
         # once instead of waiting out the lease.
-        _let_go(task, store)
+        _let_go(task, store, claim)
         raise
 
 
-def _let_go(task: CellTask, store: ResultStore) -> None:
-    """Release the cell's lease after a failure; if the store is down, it lapses soon."""
+def _let_go(task: CellTask, store: ResultStore, claim: int) -> None:
+    """Release the cell's lease after a failure; if the store is down, it lapses soon.
+
+    Only claim ``claim``'s: a lease another delivery took since is left to it.
+    """
     try:
-        store.release_cell(task.run_id, task.cell_id)
+        store.release_cell(task.run_id, task.cell_id, claim)
     except Exception as error:
         log(
             "lease not released; it lapses by itself",
@@ -353,15 +356,15 @@ def _answer_claimed(
             spec,
             cell,
             sample,
-            call_id=f"{task.cell_id}.C{claim:03d}",
+            claim=claim,
             haystack_files=run.haystack_files,
             store=store,
             blobs=blobs,
             provider_for=provider_for,
             tokenizer_for=tokenizer_for,
         )
-    except CloudUnavailableError:
-        raise  # the service's own store or bus, not the cell: not a failure of it
+    except (CloudUnavailableError, CellInFlightError):
+        raise  # the service's own store or bus, or another holder: not a failure of the cell
     except RetryableError as error:
         fields = _retry_or_give_up(task, error, store=store)
     except (PermanentCellError, PermanentRunError) as error:
@@ -614,7 +617,7 @@ def _answer_cell(
     cell: Cell,
     sample: Sample,
     *,
-    call_id: str,
+    claim: int,
     haystack_files: list[BlobInfo] | None,
     store: ResultStore,
     blobs: BlobStore,
@@ -627,6 +630,7 @@ def _answer_cell(
     the cell, in one write).
     """
     started = time.monotonic()
+    call_id = f"{task.cell_id}.C{claim:03d}"
     provider = provider_for(spec.provider(), spec.model_name)
     built = (
         BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
@@ -652,7 +656,9 @@ def _answer_cell(
         fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
     turns = split_transcript(built.prompt) if sample.conversational else None
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
-    store.open_call(
+    # The note checks the lease is still this claim's: after a store stall longer than
+    # the lease, another delivery may hold the cell, and then only it calls.
+    noted = store.open_call(
         task.run_id,
         call_id,
         {
@@ -661,7 +667,13 @@ def _answer_cell(
             "status": "started",
             "planned_prompt_tokens": built.planned_prompt_tokens,
         },
+        cell_id=task.cell_id,
+        claim=claim,
+        lease_seconds=get_settings().cell_lease_seconds,
     )
+    if not noted:
+        log("lease lost before the call", run_id=task.run_id, cell_id=task.cell_id)
+        raise CellInFlightError(f"{task.cell_id} lost its lease to another delivery")
     budget = call_budget(spec, sample.answer_tokens)
     fields["max_output_tokens"] = budget.max_output_tokens
     try:
