@@ -4,5 +4,5 @@
 # writes results/bench.json. Arguments go to scripts/bench.py (see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 exec .venv/bin/python scripts/bench.py "$@"

@@ -8,7 +8,7 @@
 # pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy

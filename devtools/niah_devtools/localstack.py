@@ -201,6 +201,8 @@ def up(
     )
     _create_topics(ports, ack_deadline_seconds)
     lines = [f"export {key}={json.dumps(value)}" for key, value in env.items()]
+    # `source .local/env` also puts this virtualenv's `niah` on PATH.
+    lines.append(f'export PATH="{Path(sys.prefix) / "bin"}:$PATH"')
     (state_dir / "env").write_text("\n".join(lines) + "\n")
     return env
 
@@ -488,7 +490,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="niah-local", description=__doc__)
     parser.add_argument("action", choices=["up", "down", "schedule"])
     parser.add_argument("--state-dir", type=Path, default=REPO / ".local")
-    parser.add_argument("--base-port", type=int, default=8470)
+    # NIAH_LOCAL_BASE_PORT: the default, so a test can run the README's commands as written.
+    parser.add_argument(
+        "--base-port", type=int, default=int(os.environ.get("NIAH_LOCAL_BASE_PORT", "8470"))
+    )
     parser.add_argument("--url", help="with schedule: the URL to POST")
     parser.add_argument("--every", type=float, default=30.0, help="with schedule: seconds")
     args = parser.parse_args(argv)
