@@ -15,7 +15,7 @@ from functools import cache
 
 JUDGE = re.compile(r"Reference: (.*?)\nAnswer to grade: (.*?)\n", re.DOTALL)
 MRCR_ASK = re.compile(
-    r"Prepend (\S+) to the (\w+) (.+?) about (.+?) in a (\w+) style\. Do not include"
+    r"Prepend (\S+) to the (\w+) (.+?) about (.+?) in an? (\w+) style\. Do not include"
 )
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 # The single needle and the multi-needle task's needles: "special magic {city} number".
@@ -60,7 +60,8 @@ def _mrcr(prompt: str) -> str | None:
     if not asked:
         return None
     prefix, ordinal, fmt, topic, style = asked.groups()
-    request = f"User: Write a {fmt} about {topic} in {style} style.\n\nAssistant: "
+    article = "an" if fmt[0] in "aeiou" else "a"
+    request = f"User: Write {article} {fmt} about {topic} in {style} style.\n\nAssistant: "
     replies = [chunk.split("\n\nUser: ", 1)[0] for chunk in prompt.split(request)[1:]]
     index = ORDINALS.index(ordinal) if ordinal in ORDINALS else 0
     return prefix + replies[index] if index < len(replies) else "UNANSWERABLE"

@@ -359,3 +359,23 @@ def test_the_summary_and_title_say_generated_samples_are_not_comparable() -> Non
     published = summarize(run | {"spec": {"task": "mrcr", "mrcr_source": "gs://b/m/"}}, cells)
     assert published["mrcr"]["samples"] == "Google's published MRCR v2 files"
     assert "not comparable" not in heatmap_title(published)
+
+
+def test_the_generated_requests_and_questions_use_the_right_article() -> None:
+    """Before: "Write a email", "in a informal style" (issue 24)."""
+    import re
+
+    from niah.tasks.mrcr import FORMATS, STYLES, TOPICS
+
+    spec = RunRequest(task="mrcr", num_needles=2, context_lengths=[2000])
+    texts = []
+    for seed in range(60):
+        sample = get_task("mrcr").sample(spec.model_copy(update={"seed": seed}), Cell(2000, 0.0, 0))
+        texts.append(sample.question)
+        texts += [insertion.text for insertion in sample.insertions]
+    words = " ".join(texts)
+    assert re.findall(r"\ba [aeiouAEIOU]\w*", words) == []
+    assert re.findall(r"\ban [^aeiouAEIOU\s]\w*", words) == []
+    assert "Write an email about" in words and "Write a poem about" in words
+    assert " in an informal style." in words and " in a formal style." in words
+    assert {"email", "essay", "tweet"} <= set(FORMATS) and "informal" in STYLES and TOPICS

@@ -48,11 +48,26 @@ HASH_LENGTH = 12
 # About this many haystack tokens per reply to another request.
 FILLER_REPLY_TOKENS = 400
 
-REQUEST = "Write a {fmt} about {topic} in {style} style."
+REQUEST = "Write {a_fmt} about {topic} in {style} style."
 QUESTION = (
-    "Prepend {prefix} to the {ordinal} {fmt} about {topic} in a {style} style. "
+    "Prepend {prefix} to the {ordinal} {fmt} about {topic} in {a_style} style. "
     "Do not include any other text in your response."
 )
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or "an": "an email", "an informal", "a humorous".
+
+    By the first letter: no word of the pools starts with a silent h or a "you" sound.
+    """
+    return f"{'an' if noun[0].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def request(fmt: str, topic: str, style: str) -> str:
+    """A user's request of the conversation: "Write an email about ducks in formal style."."""
+    return REQUEST.format(a_fmt=with_article(fmt), topic=topic, style=style)
+
+
 TEMPLATE = "User: {first}\n\nAssistant: {{context}}\n\nUser: {{question}}\n\nAssistant:"
 
 
@@ -115,13 +130,13 @@ class Mrcr:
         rng = sample_rng(spec, cell, self.name)
         needles = spec.needle_count()
         fmt, topic, style = rng.choice(FORMATS), rng.choice(TOPICS), rng.choice(STYLES)
-        needle_request = REQUEST.format(fmt=fmt, topic=topic, style=style)
+        needle_request = request(fmt, topic, style)
         others = [
-            request
+            other
             for f in FORMATS
             for t in TOPICS
             for s in STYLES
-            if (request := REQUEST.format(fmt=f, topic=t, style=s)) != needle_request
+            if (other := request(f, t, s)) != needle_request
             and not (f == fmt and t == topic)  # nothing that reads as the same request
         ]
         replies = [composed_reply(rng, fmt, topic) for _ in range(needles)]
@@ -148,7 +163,11 @@ class Mrcr:
         ]
         insertions = needle_turns + other_turns
         question = QUESTION.format(
-            prefix=prefix, ordinal=ORDINALS[asked], fmt=fmt, topic=topic, style=style
+            prefix=prefix,
+            ordinal=ORDINALS[asked],
+            fmt=fmt,
+            topic=topic,
+            a_style=with_article(style),
         )
         expected = prefix + replies[asked]
         return Sample(
