@@ -166,8 +166,8 @@ url=$("$TERRAFORM" -chdir=infra output -raw dispatcher_url)
 cat <<EOF2
 
 dispatcher: $url
-export PROJECT=$PROJECT BUCKET=$BUCKET DISPATCHER_URL=$url
+export PROJECT=$PROJECT BUCKET=$BUCKET NIAH_PROJECT=$PROJECT NIAH_BUCKET=$BUCKET DISPATCHER_URL=$url
+start a run:       niah run --url $url --context_lengths 1000 100000 --wait
+without Python:    scripts/start_run.sh --context_lengths 1000 100000 --document_depth_percents 0 50 100
 upload a haystack: scripts/upload_haystack.sh ./my-texts my_haystack
-start a run:       scripts/start_run.sh --context_lengths 1000 100000 --document_depth_percents 0 50 100
-or with the CLI:   NIAH_PROJECT=$PROJECT NIAH_BUCKET=$BUCKET niah run --url $url --context_lengths 1000 100000 --wait
 EOF2
