@@ -171,11 +171,14 @@ def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> N
     assert result["by_depth"] == {"0": 100.0, "25": 66.67, "50": 66.67, "75": 33.33}
     assert result["mean"] == 66.67
     # Longest length at or above RULER's 85.6 (no length <= 1,000 in the grid).
+    # Four samples a length cannot place it above 85.6: 4/4 is Wilson 51.0-100 %.
     assert result["effective_length"] == {
         "length": 4000,
         "threshold": 85.6,
         "rule": "ruler: 85.6",
         "base": None,
+        "interval": {"low": None, "high": 8000},
+        "determined": False,
     }
     # Trapezoids: (4000 * (100 + 75) / 2 + 8000 * (75 + 25) / 2) / 12000.
     assert result["area_under_curve"] == pytest.approx((4000 * 87.5 + 8000 * 50) / 12000, abs=0.01)

@@ -133,7 +133,11 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
     assert len(points) == 4  # 2 lengths x 2 depths
     titles = dict(points)
     # (1000, 0 %): one correct, one wrong sample: mean 5.5 on the harness's scale.
-    assert "1,000 tokens, depth 0 %: mean 5.5 ± 4.5 over 2 samples" in titles
+    # Its 95 % interval is Wilson's for 1 of 2 right: 9.45 to 90.5 %.
+    assert (
+        "1,000 tokens, depth 0 %: mean 5.5 ± 4.5 over 2 samples; 95 % interval 9.45-90.5 %"
+        in titles
+    )
     grey = [t for t, fill in points if fill == ERROR_COLOUR]
     assert grey == ["1,000 tokens, depth 50 %: failed, unscored or truncated"]
     margins = re.findall(r'<g class="margin"><title>(.*?)</title>', page)
@@ -355,3 +359,23 @@ def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
     assert len(page.encode()) < 5_000_000
     row = rows_of(page)[0]
     assert row["model_response"] == long[:80] + " … [+2,620]"
+
+
+def test_the_measures_show_each_mean_with_its_interval_and_an_undetermined_length() -> None:
+    """Issue 22: a mean and an effective length say how sure they are."""
+    from niah.core.report_page import effective_length_text, with_interval
+
+    page = page_of(run_doc("run-a"), CELLS, [])
+    # 3 of 4 right (Wilson 30.1-95.4 %); per length 1 of 2 and 2 of 2.
+    assert "<dt>mean (%)</dt><dd>75 (95 %: 30.1-95.4)</dd>" in page
+    assert "1,000: 50 (95 %: 9.45-90.5) · 2,000: 100 (95 %: 34.2-100)" in page
+    assert "<dd>not determined: 2,000 by the means" in page
+    assert with_interval(66.67, [52.1, 79.0]) == "66.7 (95 %: 52.1-79)"
+    assert with_interval(None, None) == "not determined (nothing scored)"
+    straddling = {"length": 4000, "interval": {"low": None, "high": 8000}, "determined": False}
+    assert effective_length_text(straddling) == (
+        "not determined: 4,000 by the means, but the 95 % intervals allow none to 8,000 "
+        "(more samples per point narrow them)"
+    )
+    sure = {"length": 4000, "interval": {"low": 4000, "high": 4000}, "determined": True}
+    assert effective_length_text(sure) == "4,000"

@@ -115,7 +115,8 @@ def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
                     f"{length:,} tokens, depth {depth:g} %: "
                     + _point_text(
                         table.scores[row][col], table.stds[row][col], table.counts[row][col]
-                    ),
+                    )
+                    + _interval_text(table.intervals[row][col] if table.intervals else None),
                     kind="point",
                 )
             )
@@ -221,6 +222,37 @@ def _point_text(mean: float | None, std: float | None, count: int) -> str:
         return "failed, unscored or truncated"
     spread = f" ± {std:.3g}" if count > 1 and std is not None else ""
     return f"mean {mean:.3g}{spread} over {count} sample{'s' * (count != 1)}"
+
+
+def _interval_text(bounds: list[float] | None) -> str:
+    """A point's 95 % interval for its tooltip, or nothing when it has none."""
+    return f"; 95 % interval {_range(bounds)} %" if bounds else ""
+
+
+def _range(bounds: list[float]) -> str:
+    return f"{_number(bounds[0])}-{_number(bounds[1])}"
+
+
+def with_interval(value: float | None, bounds: list[float] | None) -> str:
+    """A mean in percent with its 95 % interval: "66.7 (95 %: 52.1-79)"."""
+    if value is None:
+        return "not determined (nothing scored)"
+    return f"{_number(value)} (95 %: {_range(bounds)})" if bounds else _number(value)
+
+
+def effective_length_text(effective: dict[str, Any]) -> str:
+    """The effective length, or why it is not determined, in words."""
+    length = effective["length"]
+    shown = f"{length:,}" if length is not None else "none"
+    bounds = effective.get("interval")
+    if bounds is None or effective.get("determined"):
+        return shown
+    low = f"{bounds['low']:,}" if bounds["low"] is not None else "none"
+    high = f"{bounds['high']:,}" if bounds["high"] is not None else "none"
+    return (
+        f"not determined: {shown} by the means, but the 95 % intervals allow {low} to {high} "
+        "(more samples per point narrow them)"
+    )
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:
@@ -342,15 +374,20 @@ def _budget_text(spec: dict[str, Any], settings: dict[str, Any]) -> str:
 def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     measures = summary["measures"]
     effective = measures["effective_length"]
+    intervals = measures.get("by_length_interval", {})
     outcomes = summary["outcomes"]
     single = summary["task"] == "single"
     facts = [
         *([("mean score (1-10)", _number(summary["mean_score"]))] if single else []),
-        ("mean (%)", _number(measures["mean"])),
+        ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
         (
-            "effective length (tokens)",
-            f"{effective['length']:,}" if effective["length"] is not None else "none",
+            "mean per length (%)",
+            " · ".join(
+                f"{int(length):,}: {with_interval(value, intervals.get(length))}"
+                for length, value in measures["by_length"].items()
+            ),
         ),
+        ("effective length (tokens)", effective_length_text(effective)),
         ("effective length rule", f"{effective['rule']} (threshold {effective['threshold']})"),
         ("area under the curve (%)", _number(measures["area_under_curve"])),
         (

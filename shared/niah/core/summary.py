@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.pricing import Cost, cost_of
+from niah.core.uncertainty import CONFIDENCE, Interval, interval
 
 # RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
 # 2026-11-26). NoLiMa's: 85 % of the model's own base score at short lengths (<= 1K
@@ -39,6 +40,8 @@ class ScoreTable:
     scores: list[list[float | None]]
     stds: list[list[float | None]]
     counts: list[list[int]]
+    # Each point's 95 % interval of ``task_score``'s mean, in percent (None: none).
+    intervals: list[list[list[float] | None]] | None = None
 
     def mean(self) -> float | None:
         """Mean over the points that have a score."""
@@ -51,19 +54,28 @@ def score_table(cells: list[dict[str, Any]], field: str = "score") -> ScoreTable
     lengths = sorted({int(c["context_length"]) for c in cells})
     depths = sorted({float(c["depth_percent"]) for c in cells})
     values: dict[tuple[float, int], list[float]] = {}
+    task_scores: dict[tuple[float, int], list[float]] = {}
     for cell in cells:
         point = (float(cell["depth_percent"]), int(cell["context_length"]))
         score = cell.get(field)
         values.setdefault(point, [])
         if score is not None:
             values[point].append(float(score))
-    scores, stds, counts = [], [], []
+        if cell.get("task_score") is not None:
+            task_scores.setdefault(point, []).append(float(cell["task_score"]))
+    scores, stds, counts, intervals = [], [], [], []
     for depth in depths:
         found = [values.get((depth, length), []) for length in lengths]
         scores.append([statistics.fmean(v) if v else None for v in found])
         stds.append([statistics.pstdev(v) if v else None for v in found])
         counts.append([len(v) for v in found])
-    return ScoreTable(lengths, depths, scores, stds, counts)
+        intervals.append(
+            [
+                i.as_list() if (i := interval(task_scores.get((depth, length), []))) else None
+                for length in lengths
+            ]
+        )
+    return ScoreTable(lengths, depths, scores, stds, counts, intervals)
 
 
 def format_table(table: ScoreTable) -> str:
@@ -92,23 +104,48 @@ def format_table(table: ScoreTable) -> str:
 def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's measures from every sample's ``task_score`` (in [0, 1]), as percents.
 
-    Mean per length, per depth and overall; effective length (the longest length whose
-    mean is at least the threshold: NoLiMa's 85 % of the base score at lengths of 1,000
-    tokens or less when the grid has such lengths, else RULER's 85.6); and the area under
-    the mean-vs-length curve (trapezoids over the lengths, divided by their span, so
-    100 is perfect everywhere).
+    Mean per length, per depth and overall, each with its 95 % interval
+    (``niah.core.uncertainty``); effective length (the longest length whose mean is at
+    least the threshold: NoLiMa's 85 % of the base score at lengths of 1,000 tokens or
+    less when the grid has such lengths, else RULER's 85.6) with the lengths its
+    intervals allow; and the area under the mean-vs-length curve (trapezoids over the
+    lengths, divided by their span, so 100 is perfect everywhere).
     """
     scored = [c for c in cells if c.get("task_score") is not None]
     by_length = _means(scored, "context_length")
     by_depth = _means(scored, "depth_percent")
-    overall = _percent([float(c["task_score"]) for c in scored])
+    length_intervals = _intervals(scored, "context_length")
+    scores = [float(c["task_score"]) for c in scored]
+    overall = _percent(scores)
+    mean_interval = interval(scores)
+    methods = {i.method for i in [mean_interval, *length_intervals.values()] if i is not None}
     return {
         "mean": overall,
+        "mean_interval": mean_interval.as_list() if mean_interval else None,
         "by_length": {str(k): v for k, v in by_length.items()},
+        "by_length_interval": {
+            str(k): i.as_list() if i else None for k, i in length_intervals.items()
+        },
         "by_depth": {f"{k:g}": v for k, v in by_depth.items()},
-        "effective_length": effective_length({int(k): v for k, v in by_length.items()}),
+        "by_depth_interval": {
+            f"{k:g}": i.as_list() if i else None
+            for k, i in _intervals(scored, "depth_percent").items()
+        },
+        "confidence": CONFIDENCE,
+        "interval_methods": sorted(methods),
+        "effective_length": effective_length(
+            {int(k): v for k, v in by_length.items()},
+            {int(k): i for k, i in length_intervals.items()},
+        ),
         "area_under_curve": area_under_curve({int(k): v for k, v in by_length.items()}),
     }
+
+
+def _intervals(cells: list[dict[str, Any]], key: str) -> dict[Any, Interval | None]:
+    groups: dict[Any, list[float]] = {}
+    for cell in cells:
+        groups.setdefault(cell[key], []).append(float(cell["task_score"]))
+    return {k: interval(values) for k, values in sorted(groups.items())}
 
 
 def mrcr_bins(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,8 +214,18 @@ def _percent(values: list[float]) -> float | None:
     return round(100 * statistics.fmean(values), 2) if values else None
 
 
-def effective_length(by_length: dict[int, float]) -> dict[str, Any]:
-    """The longest length whose mean (percent) reaches the threshold, and which rule."""
+def effective_length(
+    by_length: dict[int, float], intervals: dict[int, Interval | None] | None = None
+) -> dict[str, Any]:
+    """The longest length whose mean (percent) reaches the threshold, and which rule.
+
+    With each length's interval: ``interval`` gives the longest length whose interval
+    lies wholly at or above the threshold (``low``) and the longest whose interval
+    reaches it (``high``); ``determined`` only when both are the effective length, so a
+    decision that rests on noise says so. A length without an interval (one graded
+    sample) could pass or fail. The threshold's own uncertainty (NoLiMa's base is a
+    mean too) is not carried.
+    """
     short = [v for length, v in by_length.items() if length <= NOLIMA_BASE_MAX_LENGTH]
     if short:
         base = statistics.fmean(short)
@@ -188,11 +235,29 @@ def effective_length(by_length: dict[int, float]) -> dict[str, Any]:
     # A length that scored nothing never passes: with a base of 0 there is no effective
     # length, not the longest length.
     passing = [length for length, value in by_length.items() if value >= threshold and value > 0]
-    return {
-        "length": max(passing) if passing else None,
+    length = max(passing) if passing else None
+    found: dict[str, Any] = {
+        "length": length,
         "threshold": round(threshold, 2),
         "rule": rule,
         "base": round(base, 2) if base is not None else None,
+    }
+    if intervals is None:
+        return found
+    surely = [
+        n
+        for n, value in by_length.items()
+        if value > 0 and (i := intervals.get(n)) is not None and i.low >= threshold
+    ]
+    maybe = [
+        n
+        for n, value in by_length.items()
+        if value > 0 and ((i := intervals.get(n)) is None or i.high >= threshold)
+    ]
+    low, high = max(surely, default=None), max(maybe, default=None)
+    return found | {
+        "interval": {"low": low, "high": high},
+        "determined": low == high == length,
     }
 
 
@@ -269,6 +334,7 @@ def summarize(
             "scores": table.scores,
             "stds": table.stds,
             "samples": table.counts,
+            "intervals": table.intervals,
         },
     }
 

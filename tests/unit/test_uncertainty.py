@@ -1,0 +1,98 @@
+"""Every mean's 95 % interval, pinned against published and hand-computed values (issue 22)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from niah.core.summary import effective_length, measures, score_table
+from niah.core.uncertainty import Interval, interval
+from tests.unit.test_report import sample_cell
+
+# Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison
+# of seven methods", Statistics in Medicine 17:857-872, Table I, method 3 (Wilson score,
+# no continuity correction): (successes, trials) -> (lower, upper), to 4 decimals.
+NEWCOMBE = {
+    (81, 263): (0.2553, 0.3662),
+    (15, 148): (0.0624, 0.1605),
+    (0, 20): (0.0000, 0.1611),
+    (1, 29): (0.0061, 0.1718),
+}
+
+
+@pytest.mark.parametrize(("counts", "published"), NEWCOMBE.items())
+def test_wilson_reproduces_newcombe_s_published_intervals(
+    counts: tuple[int, int], published: tuple[float, float]
+) -> None:
+    found, trials = counts
+    result = interval([1.0] * found + [0.0] * (trials - found))
+    assert result is not None and result.method == "wilson"
+    assert (round(result.low / 100, 4), round(result.high / 100, 4)) == published
+
+
+def wilson_by_hand(found: int, trials: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson (1927): (p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    p = found / trials
+    centre = p + z * z / (2 * trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    scale = 1 + z * z / trials
+    return (centre - half) / scale, (centre + half) / scale
+
+
+@pytest.mark.parametrize(("found", "trials"), [(1, 1), (0, 1), (3, 4), (7, 10), (4, 5), (9, 9)])
+def test_wilson_equals_the_formula_worked_by_hand(found: int, trials: int) -> None:
+    result = interval([1.0] * found + [0.0] * (trials - found))
+    low, high = wilson_by_hand(found, trials)
+    assert result is not None
+    assert result.low == pytest.approx(100 * low, abs=1e-9)
+    assert result.high == pytest.approx(100 * high, abs=1e-9)
+
+
+def test_graded_scores_get_a_bootstrap_interval_the_same_every_time() -> None:
+    shares = [0.0, 1 / 3, 2 / 3, 1.0, 1.0, 1.0]
+    first, second = interval(shares), interval(shares)
+    assert first == second and first is not None and first.method == "bootstrap"
+    mean = 100 * sum(shares) / len(shares)
+    assert first.low < mean < first.high
+    assert first.low >= 0 and first.high <= 100
+    assert interval([0.5]) is None  # one graded sample: nothing to resample
+    assert interval([0.5, 0.5]) == Interval(50.0, 50.0, "bootstrap")
+    assert interval([]) is None
+
+
+def test_the_effective_length_is_not_determined_when_an_interval_straddles_the_threshold() -> None:
+    """4 of 4 right is Wilson 51.0-100 %: it cannot say the model is above 85.6."""
+    by_length = {4000: 100.0, 8000: 75.0, 16000: 25.0}
+    few = {
+        n: interval([1.0] * round(v / 25) + [0.0] * (4 - round(v / 25)))
+        for n, v in by_length.items()
+    }
+    result = effective_length(by_length, few)
+    assert result["length"] == 4000
+    assert result["interval"] == {"low": None, "high": 8000} and result["determined"] is False
+    # 60 of 60 right at 4,000 and 0 of 60 beyond: determined.
+    many = {
+        4000: interval([1.0] * 60),
+        8000: interval([0.0] * 60),
+        16000: interval([0.0] * 60),
+    }
+    clear = effective_length({4000: 100.0, 8000: 0.0, 16000: 0.0}, many)
+    assert clear["interval"] == {"low": 4000, "high": 4000} and clear["determined"] is True
+
+
+def test_measures_carry_every_mean_s_interval() -> None:
+    cells = [
+        sample_cell(length, depth, score)
+        for length, scores in {1000: [1.0, 1.0, 0.0], 2000: [1.0, 0.0, 0.0]}.items()
+        for depth, score in zip((0, 50, 100), scores, strict=True)
+    ]
+    result = measures(cells)
+    assert result["mean"] == 50.0
+    assert result["mean_interval"] == [round(100 * b, 2) for b in wilson_by_hand(3, 6)]
+    assert result["by_length_interval"]["1000"] == [round(100 * b, 2) for b in wilson_by_hand(2, 3)]
+    assert set(result["by_depth_interval"]) == {"0", "50", "100"}
+    assert result["confidence"] == 0.95 and result["interval_methods"] == ["wilson"]
+    table = score_table(cells)
+    assert table.intervals is not None
+    assert table.intervals[0][0] == [round(100 * b, 2) for b in wilson_by_hand(1, 1)]
