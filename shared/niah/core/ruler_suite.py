@@ -188,7 +188,8 @@ def format_ruler_table(table: RulerTable) -> str:
     lines.append(line("average", table.average))
     effective = f"{table.effective_length:,}" if table.effective_length else "none"
     lines.append(
-        f"effective length: {effective} (every average above {table.threshold}, "
-        f"Llama-2-7B's RULER score; {len(table.rows)} of RULER's 13 tasks)"
+        f"effective length: {effective} (the longest length up to which every average is "
+        f"above {table.threshold}, Llama-2-7B's; the average of {len(table.rows)} of "
+        "RULER's 13 tasks)"
     )
     return "\n".join(lines)
