@@ -54,6 +54,7 @@ ALLOWED_NIAH_IMPORTS: dict[str, tuple[str, ...]] = {
         "niah.service",
     ),
     "niah.cli": ("niah",),
+    "niah.suite": ("niah",),
 }
 
 # Outside packages only some layers may import: (package, the layers that may).

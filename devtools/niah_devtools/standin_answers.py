@@ -11,6 +11,7 @@ the harness's prompt offers.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import cache
 
 JUDGE = re.compile(r"Reference: (.*?)\nAnswer to grade: (.*?)\n", re.DOTALL)
@@ -31,11 +32,29 @@ RULER_ASKED = re.compile(
     r"What (?:are all|is) the special magic (\w+) for (.+?) mentioned in the provided text\?"
 )
 DECLINE = "UNANSWERABLE: the text does not mention it."
+# RULER's variable tracking, common and frequent words (niah.tasks): the question, and
+# what the context holds.
+VT_ASKED = re.compile(r"Find all variables that are assigned the value (\d+) in the text above")
+VT_LINE = re.compile(r"VAR ([A-Z]+) = (?:VAR ([A-Z]+)|(\d+))")
+CWE_ASKED = re.compile(r"What are the (\d+) most common words in the above list\?")
+CWE_ENTRY = re.compile(r"(?:^|\s)\d+\. (\S+)")
+FWE_ASKED = "What are the three most frequently appeared words in the above coded text?"
+FWE_START = "Find the three most frequently appeared coded words. "
 
 
 def answer_text(prompt: str) -> str:
     """The right answer to whichever task's question ``prompt`` asks."""
-    for answer in (_judge, _mrcr, _nonliteral, _cities, _ruler, _single):
+    for answer in (
+        _judge,
+        _mrcr,
+        _variables,
+        _common_words,
+        _frequent_words,
+        _nonliteral,
+        _cities,
+        _ruler,
+        _single,
+    ):
         found = answer(prompt)
         if found is not None:
             return found
@@ -52,6 +71,39 @@ def _judge(prompt: str) -> str | None:
     if good:
         return "Score: 10\nThe answer states the reference fact."
     return "Score: 1\nThe answer does not contain the reference fact."
+
+
+def _variables(prompt: str) -> str | None:
+    """Every variable the asked value reaches through the chains (variable tracking)."""
+    asked = VT_ASKED.search(prompt)
+    if not asked:
+        return None
+    holders: set[str] = set()
+    for name, source, value in VT_LINE.findall(prompt[: asked.start()]):
+        if value == asked.group(1) or source in holders:
+            holders.add(name)
+    return " ".join(sorted(holders)) if holders else DECLINE
+
+
+def _common_words(prompt: str) -> str | None:
+    """The asked number of most often listed words (common words extraction)."""
+    asked = CWE_ASKED.search(prompt)
+    if not asked:
+        return None
+    counts = Counter(CWE_ENTRY.findall(prompt[: asked.start()]))
+    top = [word for word, _ in counts.most_common(int(asked.group(1)))]
+    return " ".join(f"{i}. {word}" for i, word in enumerate(top, 1))
+
+
+def _frequent_words(prompt: str) -> str | None:
+    """The three most frequent coded words, the noise "..." aside (frequent words)."""
+    end = prompt.find(FWE_ASKED)
+    start = prompt.find(FWE_START)
+    if end < 0 or start < 0:
+        return None
+    text = prompt[start + len(FWE_START) : end].split("\nQuestion:")[0]
+    counts = Counter(word for word in text.split() if word != "...")
+    return " ".join(word for word, _ in counts.most_common(3))
 
 
 def _mrcr(prompt: str) -> str | None:

@@ -409,6 +409,18 @@ def cmd_run(args: argparse.Namespace) -> None:
         for name in RunRequest.model_fields
         if getattr(args, name) is not None
     }
+    if args.suite:  # one run per task of the suite (niah.suite)
+        from niah.suite import run_suite
+
+        sys.exit(
+            run_suite(
+                args,
+                payload,
+                submit=lambda body: _submit(_dispatcher_url(args), body),
+                wait=_wait,
+                store=_store,
+            )
+        )
     if args.estimate:
         print(_to_json(estimate_figures(payload)) if args.json else estimate(payload))
         return
@@ -813,6 +825,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the grid's tokens and cost (naive, cache-aware, judge); call nothing",
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
+    run.add_argument(
+        "--suite",
+        choices=["ruler"],
+        help="one run per RULER task the service has (with --wait: RULER's table)",
+    )
     run.add_argument(
         "--json",
         action="store_true",

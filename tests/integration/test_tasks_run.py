@@ -19,7 +19,8 @@ pytestmark = pytest.mark.integration
 # A base model that repeats itself until its budget ends is truncated, never wrong.
 OUTCOMES = {"correct", "wrong", "unscored", "truncated"}
 # A conversation of 2 needle turns needs more room than one needle.
-LENGTHS = {task: 500 for task in TASKS} | {"mrcr": 2048}
+# RULER's word lists need room for their common words listed 6 times (RULER's short rule).
+LENGTHS = {task: 500 for task in TASKS} | {"mrcr": 2048, "common_words": 1000}
 EXTRA: dict[str, dict[str, Any]] = {"mrcr": {"num_needles": 2}}
 
 

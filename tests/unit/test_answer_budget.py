@@ -36,7 +36,12 @@ TASK_OPTIONS: list[dict[str, Any]] = [
     {"task": "absent", "needle_key_type": "words", "needle_value_type": "uuids"},
     {"task": "nonliteral"},
     {"task": "mrcr", "num_needles": 8},
+    {"task": "variable_tracking", "num_hops": 12, "num_chains": 3},
+    {"task": "common_words", "num_cw": 25},
+    {"task": "frequent_words"},
 ]
+# RULER's list tasks: a right answer numbers its items, as RULER's one-shot answers do.
+LIST_TASKS = ("variable_tracking", "common_words", "frequent_words")
 
 
 def longest_right_answer(spec: RunRequest, cell: Cell) -> str:
@@ -48,6 +53,8 @@ def longest_right_answer(spec: RunRequest, cell: Cell) -> str:
     sample = get_task(spec.task).sample(spec, cell)
     if spec.task == "mrcr":
         return sample.expected[0]
+    if spec.task in LIST_TASKS:
+        return ", ".join(f"{i}. {item}" for i, item in enumerate(sample.expected, 1))
     if spec.task == "absent":
         return f"UNANSWERABLE: the text does not mention it. {sample.question}"
     lines = [insertion.text.strip() for insertion in sample.insertions]

@@ -425,6 +425,18 @@ def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
         **options,
     )
     sample = task.sample(spec, Cell(4000, 50.0))
+    if sample.context_maker is not None:  # RULER's word lists: the list is the context
+        from niah.core.generated_context import build_generated_prompt
+
+        built = build_generated_prompt(
+            get_tokenizer(),
+            sample.context_maker,
+            template=sample.template or HARNESS_TEMPLATE,
+            question=sample.question,
+            answer_lead=sample.answer_lead,
+            context_length=4000,
+        )
+        return task, sample, built.prompt
     places = [round(len(FILLER) * i.depth_percent / 100) for i in sample.insertions]
     # Insertions at one place keep their order (MRCR: a needle turn, then the next turn).
     context = " ".join(
@@ -454,6 +466,11 @@ def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
         ("absent", {"needle_key_type": "numbers", "needle_value_type": "numbers"}),
         ("nonliteral", {}),
         ("mrcr", {"num_needles": 4}),
+        ("variable_tracking", {}),
+        ("variable_tracking", {"num_chains": 3, "num_hops": 6}),
+        ("common_words", {}),
+        ("common_words", {"freq_cw": 8, "freq_ucw": 2}),
+        ("frequent_words", {}),
     ],
 )
 def test_every_task_is_answered_right_by_default(

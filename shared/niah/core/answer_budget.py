@@ -43,6 +43,13 @@ VALUE_BYTES: dict[NeedleType, int] = {
     "uuids": 36,
     "words": max(map(len, ADJECTIVES)) + 1 + max(map(len, NOUNS)),
 }
+# RULER's answers: variable names of 5 letters, common words (adjective-noun pairs, or
+# triples past the pairs: niah.tasks.common_words), coded words of 6 letters; each with
+# a number or separator around it ("1. word, ").
+LISTED_ITEM = 6
+VARIABLE_BYTES = 5
+COMMON_WORD_BYTES = 2 * max(map(len, ADJECTIVES)) + max(map(len, NOUNS)) + 2
+CODED_WORD_BYTES = 6
 CITY_BYTES = max(len(city.encode()) for city in CITIES)
 NAME_BYTES = max(len(name.encode()) for name in CHARACTER_NAMES)
 
@@ -67,6 +74,9 @@ def answer_room(spec: RunRequest) -> int:
         "absent": ruler_line,
         "nonliteral": NAME_BYTES + NEEDLE_LINE,
         "mrcr": MRCR_REPLY,
+        "variable_tracking": (spec.num_hops + 1) * (VARIABLE_BYTES + LISTED_ITEM),
+        "common_words": spec.num_cw * (COMMON_WORD_BYTES + LISTED_ITEM),
+        "frequent_words": 3 * (CODED_WORD_BYTES + LISTED_ITEM),
     }
     return rooms[spec.task] + ANSWER_SLACK
 

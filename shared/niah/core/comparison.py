@@ -19,6 +19,7 @@ from niah.core.report_page import (
     percent_table,
     runs_table,
 )
+from niah.core.ruler_suite import RulerTable, ruler_table
 from niah.core.summary import ScoreTable, cost_summary, format_cost, measures, score_table
 from niah.errors import ComparisonError
 
@@ -196,11 +197,13 @@ def render_comparison_page(comparison: Comparison) -> str:
         DIFFERENCE_SCALE,
         label=f"difference {second.run_id} minus {first.run_id}",
     )
+    ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
     body = (
         f"<header><h1>Comparison of {len(comparison.runs)} runs</h1>"
         f"<p class=sub>every run on one scale: the task's score in percent</p></header>"
         f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
-        f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
+        + (_ruler_section(ruler) if ruler else "")
+        + f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
         "</div></section>"
         f'<section id="section-difference"><h2>Difference: {escape(second.run_id)} minus '
         f"{escape(first.run_id)}</h2>{difference}<p class=note>Green: the second run scores "
@@ -209,6 +212,30 @@ def render_comparison_page(comparison: Comparison) -> str:
         f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
     )
     return page(f"Comparison: {', '.join(c.run_id for c in comparison.runs)}", body)
+
+
+def _ruler_section(table: RulerTable) -> str:
+    """RULER's table of the compared runs that are RULER's tasks (``niah run --suite``)."""
+    rows: list[tuple[str, dict[int, float | None]]] = [
+        *table.rows.items(),
+        ("average", table.average),
+    ]
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    columns = [("task", lambda row: row[0])] + [
+        (f"{length:,}", lambda row, length=length: shown(row[1][length]))
+        for length in table.lengths
+    ]
+    effective = f"{table.effective_length:,}" if table.effective_length else "none"
+    return (
+        f'<section id="section-ruler"><h2>RULER</h2>{runs_table(rows, columns)}'
+        f"<p class=note>Each task's mean score (RULER's recall, percent) per length; the "
+        f"average over the {len(table.rows)} tasks (of RULER's 13) per length. Effective "
+        f"length: <b>{escape(effective)}</b>, the longest length up to which every average "
+        f"is above {table.threshold} (Llama-2-7B's, RULER's threshold).</p></section>"
+    )
 
 
 def _disagreement_table(comparison: Comparison) -> str:

@@ -194,6 +194,16 @@ def _cell_estimate(
             cell_budget.max_output_tokens,
             cell_budget.answer_tokens,
         )
+    if sample.context_maker is not None:  # a list made per cell: no prefix is shared
+        return CellEstimate(
+            cell,
+            cell.context_length - spec.final_context_length_buffer,
+            "exact",
+            None,
+            None,
+            cell_budget.max_output_tokens,
+            cell_budget.answer_tokens,
+        )
     template = sample.template or spec.prompt_template or default_template
     head, tail = render(
         template, context=CONTEXT_MARK, question=sample.question, answer_lead=sample.answer_lead

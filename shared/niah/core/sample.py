@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from niah.core.generated_context import ContextMaker
 from niah.core.prompt_builder import Insertion
 
 
@@ -20,7 +21,9 @@ class Sample:
     with it. ``details`` keeps what the scorer needs beyond ``expected`` (distractors).
     A task that needs its own prompt shape gives ``template`` (MRCR's transcript); with
     ``conversational`` the prompt is a User/Assistant transcript that providers send as
-    turns. ``answer_tokens`` is the answer budget the task needs at least.
+    turns. ``answer_tokens`` is the answer budget the task needs at least. A task whose
+    context is its own (RULER's word lists) gives ``context_maker`` and no insertions:
+    no haystack is read.
     """
 
     insertions: tuple[Insertion, ...]
@@ -34,6 +37,8 @@ class Sample:
     # A prompt given whole (Google's own MRCR samples), with its token count: not built.
     prompt: str | None = None
     prompt_tokens: int | None = None
+    # A context the task generates to the cell's length instead of a haystack.
+    context_maker: ContextMaker | None = None
 
     @property
     def needle(self) -> str:

@@ -37,6 +37,9 @@ TaskName = Literal[
     "absent",
     "nonliteral",
     "mrcr",
+    "variable_tracking",
+    "common_words",
+    "frequent_words",
 ]
 NeedleType = Literal["words", "numbers", "uuids"]
 
@@ -51,7 +54,14 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "absent": ("needle_key_type", "needle_value_type"),
     "nonliteral": (),
     "mrcr": ("num_needles", "mrcr_source"),
+    # RULER's options, under RULER's names (NVIDIA/RULER scripts/synthetic.yaml and the
+    # generators' flags in scripts/data/synthetic/, read 2026-11-26 at c3f5e3b).
+    "variable_tracking": ("num_chains", "num_hops"),
+    "common_words": ("num_cw", "freq_cw", "freq_ucw"),
+    "frequent_words": ("alpha", "vocab_size"),
 }
+# Below this many tokens RULER's common words extraction lists its words fewer times.
+RULER_SHORT_LENGTH = 4096
 # Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
 DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
 MRCR_NEEDLES = (2, 4, 8)
@@ -75,13 +85,23 @@ OPTION_HELP: dict[str, str] = {
     "document_depth_percent_max": "deepest depth of the linspace",
     "document_depth_percent_intervals": "how many depths (the harness used 35)",
     "document_depth_percent_interval_type": "linear, or sigmoid (dense near the ends)",
-    "task": "single, multi_needle, multi_key, multi_value, multi_query, absent, nonliteral or mrcr",
+    "task": (
+        "single, multi_needle, multi_key, multi_value, multi_query, absent, nonliteral, mrcr, "
+        "variable_tracking, common_words or frequent_words"
+    ),
     "num_needles": "multi_needle: needles (1-100, default 3); mrcr: 2, 4 or 8 (default 8)",
     "num_distractors": "multi_key: needles of the same form with other keys",
     "num_values": "multi_value: values of the one key",
     "num_queries": "multi_query: keys asked in one question",
     "needle_key_type": "RULER-style tasks: words, numbers or uuids as keys",
     "needle_value_type": "RULER-style tasks: words, numbers (7 digits) or uuids as values",
+    "num_chains": "variable_tracking: chains of assignments (RULER: 1)",
+    "num_hops": "variable_tracking: assignments after each chain's value (RULER: 4)",
+    "num_cw": "common_words: the common words asked for (RULER: 10)",
+    "freq_cw": "common_words: times each common word is listed (RULER: 30, or 6 below 4096 tokens)",
+    "freq_ucw": "common_words: times each other word is listed (RULER: 3, or 1 below 4096 tokens)",
+    "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
+    "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
     "mrcr_source": "mrcr: MRCR v2's published CSV files in the bucket (gs:// URI or prefix)",
     "samples_per_cell": "independent samples per grid point, each stored on its own",
     "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
@@ -156,6 +176,15 @@ class RunRequest(BaseModel):
     # MRCR v2's published CSV files in the service's bucket (a gs:// URI or a prefix);
     # unset, the mrcr task generates its samples.
     mrcr_source: str | None = Field(default=None, max_length=500)
+    # RULER's variable tracking, common and frequent words (niah.tasks): None where
+    # RULER's default depends on the length (freq_cw, freq_ucw, vocab_size).
+    num_chains: int = Field(default=1, ge=1, le=20)
+    num_hops: int = Field(default=4, ge=1, le=50)
+    num_cw: int = Field(default=10, ge=1, le=100)
+    freq_cw: int | None = Field(default=None, ge=2, le=1000)
+    freq_ucw: int | None = Field(default=None, ge=1, le=1000)
+    alpha: float = Field(default=2.0, gt=1.0, le=10.0)
+    vocab_size: int | None = Field(default=None, ge=5, le=1_000_000)
     # Independent samples per grid point (other needles and keys), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
@@ -318,6 +347,15 @@ class RunRequest(BaseModel):
                 raise ValueError(
                     f"{name} applies to task single; task {self.task} makes its own needles"
                 )
+            for length in (1, RULER_SHORT_LENGTH) if self.task == "common_words" else ():
+                common, uncommon = self.common_word_repeats(length)
+                if common <= uncommon:
+                    where = "below" if length < RULER_SHORT_LENGTH else "from"
+                    raise ValueError(
+                        f"freq_cw ({common}) must exceed freq_ucw ({uncommon}) {where} "
+                        f"{RULER_SHORT_LENGTH} tokens: the common words must be listed more "
+                        "often than the others (set both, or leave both out for RULER's)"
+                    )
             if self.task == "mrcr" and self.needle_count() not in MRCR_NEEDLES:
                 raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
             if self.scorer in ("judge", "both"):
@@ -329,6 +367,17 @@ class RunRequest(BaseModel):
     def needle_count(self) -> int:
         """``num_needles``, or the task's default (3 for multi_needle, 8 for mrcr)."""
         return self.num_needles or DEFAULT_NEEDLES.get(self.task, 1)
+
+    def common_word_repeats(self, context_length: int) -> tuple[int, int]:
+        """How often common_words lists each common word and each other word.
+
+        RULER's rule when unset: 30 and 3, but 6 and 1 below 4096 tokens (NVIDIA/RULER
+        scripts/data/synthetic/common_words_extraction.py, read 2026-11-26 at c3f5e3b).
+        """
+        short = context_length < RULER_SHORT_LENGTH
+        common = self.freq_cw or (6 if short else 30)
+        uncommon = self.freq_ucw or (1 if short else 3)
+        return common, uncommon
 
     def scorer_name(self) -> ReportedScorer:
         """The scorer the run reports (the user's choice, else a default).

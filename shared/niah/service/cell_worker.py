@@ -14,6 +14,7 @@ from typing import Any, Literal
 from niah.catalog.models import ProviderName, provider_for_model
 from niah.core.answer_budget import CallBudget, call_budget
 from niah.core.counters import shard_of
+from niah.core.generated_context import build_generated_prompt
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import load_haystack
 from niah.core.interfaces import (
@@ -768,12 +769,23 @@ def build_cell_prompt(
 
     ``haystack_files``: the run's listing; without it the haystack's prefix is listed.
     """
+    template = sample.template or spec.prompt_template or default_template
+    if sample.context_maker is not None:  # the task's own context: no haystack read
+        return build_generated_prompt(
+            tokenizer,
+            sample.context_maker,
+            template=template,
+            question=sample.question,
+            answer_lead=sample.answer_lead,
+            context_length=cell.context_length,
+            buffer_tokens=spec.final_context_length_buffer,
+        )
     prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
     haystack = load_haystack(blobs, prefix, tokenizer, haystack_files)
     return build_prompt(
         haystack,
         tokenizer,
-        template=sample.template or spec.prompt_template or default_template,
+        template=template,
         insertions=sample.insertions,
         question=sample.question,
         answer_lead=sample.answer_lead,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from niah.errors import ConfigurationError
 from niah.tasks.absent import Absent
 from niah.tasks.base import Sample, Task, Verdict
+from niah.tasks.common_words import CommonWords
+from niah.tasks.frequent_words import FrequentWords
 from niah.tasks.mrcr import Mrcr
 from niah.tasks.multi_key import MultiKey
 from niah.tasks.multi_needle import MultiNeedle
@@ -17,6 +19,7 @@ from niah.tasks.multi_query import MultiQuery
 from niah.tasks.multi_value import MultiValue
 from niah.tasks.nonliteral import NonLiteral
 from niah.tasks.single import SingleNeedle
+from niah.tasks.variable_tracking import VariableTracking
 
 __all__ = ["TASKS", "Sample", "Task", "Verdict", "get_task"]
 
@@ -31,6 +34,9 @@ TASKS: dict[str, Task] = {
         Absent(),
         NonLiteral(),
         Mrcr(),
+        VariableTracking(),
+        CommonWords(),
+        FrequentWords(),
     )
 }
 

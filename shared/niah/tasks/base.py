@@ -182,3 +182,22 @@ def spread_ruler_sample(
     )
     asked = list(dict.fromkeys(keys))  # each key once, in order
     return ruler_sample(insertions, asked, kind, values, {"keys": asked})
+
+
+def ruler_recall(answer: str, expected: Sequence[str]) -> float:
+    """RULER's ``string_match_all`` for one sample: the share of expected items in the answer.
+
+    Each item counts when it is a case-insensitive substring of the answer; items the
+    answer adds are not penalised (NVIDIA/RULER scripts/eval/synthetic/constants.py, read
+    2026-11-26 at c3f5e3b; RULER reports it x 100, rounded to 2 decimals, per task).
+    """
+    lowered = answer.lower()
+    return sum(1.0 if item.lower() in lowered else 0.0 for item in expected) / len(expected)
+
+
+def recall_verdict(answer: str, expected: Sequence[str]) -> Verdict:
+    """RULER's recall as a verdict: correct when every expected item is there."""
+    share = ruler_recall(answer, expected)
+    found = round(share * len(expected))
+    outcome: Outcome = "correct" if found == len(expected) else "wrong"
+    return Verdict(outcome, share, {"retrieved": found, "asked": len(expected)})

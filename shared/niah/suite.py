@@ -1,0 +1,72 @@
+"""``niah run --suite ruler``: one run per task of a suite, then the suite's table.
+
+Kept apart from the command line's parser: the CLI hands over its parsed options and its
+own ways to submit a run, wait for one and reach the store; this module knows what a
+suite is (``niah.core.ruler_suite``) and what to print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from niah.core.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
+
+Submit = Callable[[dict[str, Any]], dict[str, Any]]
+Wait = Callable[[str, float], dict[str, Any]]
+
+
+def run_suite(
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    *,
+    submit: Submit,
+    wait: Wait,
+    store: Callable[[], Any],
+) -> int | str:
+    """Submit the suite's runs; with ``--wait`` follow them and print RULER's table.
+
+    Returns the exit status, or the error message to exit with.
+    """
+    if args.estimate or args.resume:
+        return "niah: --suite submits its runs; --estimate and --resume take one run"
+    try:
+        requests = suite_requests(args.suite, payload)
+    except ValueError as error:
+        return f"niah: --suite: {error}"
+    submitted: dict[str, str] = {}
+    for name, body in requests:
+        reply = submit(body)
+        submitted[name] = str(reply["run_id"])
+        if not args.json:
+            print(f"{name}: run {reply['run_id']}, {reply['cells']} cells", flush=True)
+    if not args.json:
+        for name, reason in LEFT_OUT.items():
+            print(f"{name}: left out, {reason}")
+    if not args.wait:
+        if args.json:
+            print(json.dumps({"suite": args.suite, "runs": submitted}, indent=2))
+        else:
+            print(
+                "follow each with `niah wait RUN_ID`; `niah compare` of the runs shows "
+                "RULER's table"
+            )
+        return 0
+    pairs = []
+    for run_id in submitted.values():
+        run = wait(run_id, args.timeout)
+        pairs.append((run | {"run_id": run_id}, store().list_cells(run_id)))
+    table = ruler_table(pairs)
+    if args.json:
+        document = {"suite": args.suite, "runs": submitted}
+        document["table"] = dataclasses.asdict(table) if table else None
+        print(json.dumps(document, indent=2))
+    elif table is not None:
+        print(format_ruler_table(table))
+    else:
+        print("niah: the suite's runs hold too few RULER tasks for a table", file=sys.stderr)
+    return 0
