@@ -38,6 +38,11 @@ ACCOUNTED: list[tuple[str, str]] = [
     (r"niah run (?!.*gs://).*--estimate", "here"),
     (r"niah run --task \w+ .*--wait", "here, with --estimate for --wait"),
     (
+        r"niah run --suite ruler .*--wait",
+        "test tests/integration/test_ruler_suite_run.py::"
+        "test_the_standin_scores_every_ruler_task_in_full_at_two_lengths",
+    ),
+    (
         r"niah run --task mrcr --mrcr_source gs://.*",
         "not run: Google's MRCR v2 files in a bucket; published rows run on the stack in "
         "tests/integration/test_operations.py::"
