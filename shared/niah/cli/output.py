@@ -1,0 +1,30 @@
+"""What every command prints and writes the same way."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def writable_file(path: Path, option: str) -> None:
+    """Exit naming the option when ``path`` is a folder: these options take a file."""
+    if path.is_dir():
+        sys.exit(f"niah: {option} takes a file name; {path} is a folder")
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` (making the folder) and print where it went."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    print(path)
+
+
+def to_json(value: Any) -> str:
+    """JSON for scripts: timestamps as ISO 8601, anything else unknown as its text."""
+
+    def default(item: Any) -> Any:
+        return item.isoformat() if hasattr(item, "isoformat") else str(item)
+
+    return json.dumps(value, indent=2, default=default)
