@@ -8,6 +8,8 @@ import json
 import sys
 from typing import Any
 
+from niah.cli.output import usage_error
+from niah.cli.run_options import in_cli_words
 from niah.settings import get_settings
 
 
@@ -37,8 +39,11 @@ def submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = response.json() if response.content else {}
     except ValueError:
         body = {}
+    problem = body.get("error", {}) if isinstance(body, dict) else {}
+    if response.status_code == 400 and problem.get("field"):
+        # The request itself was refused: a bad command line, told in its words.
+        usage_error(in_cli_words(str(problem["field"]), str(problem.get("message", ""))))
     if response.status_code >= 400:
-        problem = body.get("error", {})
         sys.exit(
             f"niah: {response.status_code}: {problem.get('field', '')}: "
             f"{problem.get('message', response.text)}"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from niah.cli.backend import result_store
-from niah.cli.output import writable_file, write_file
+from niah.cli.output import usage_error, writable_file, write_file
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -17,11 +17,11 @@ def cmd_compare(args: argparse.Namespace) -> None:
     from niah.service.report import render_comparison_png
 
     if len(set(args.run_ids)) != len(args.run_ids):
-        sys.exit("niah: compare: a run is named twice; name each run once")
+        usage_error("compare: a run is named twice; name each run once")
     if len(args.run_ids) < 2:
-        sys.exit("niah: compare: name two runs or more")
+        usage_error("compare: name two runs or more")
     if args.out.suffix.lower() == ".png":
-        sys.exit("niah: compare --out names the HTML page (the PNG goes beside it): use .html")
+        usage_error("compare --out names the HTML page (the PNG goes beside it): use .html")
     writable_file(args.out, "compare --out")
     store = result_store()
     pairs = []

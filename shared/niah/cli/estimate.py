@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from niah.cli.backend import blob_store
+from niah.cli.output import count, usage_error
+from niah.cli.run_options import in_cli_words
+
+
+def check_request(payload: dict[str, Any]) -> None:
+    """Exit 2 in the CLI's words if the request's own checks refuse it.
+
+    The dispatcher checks again, with its deployment's budgets and bucket; these are
+    the checks of the request alone, the same wherever they run.
+    """
+    from niah.errors import RequestError
+    from niah.service.dispatch import parse_request
+
+    try:
+        parse_request(payload)
+    except RequestError as error:
+        usage_error(in_cli_words(error.field, error.message))
 
 
 def estimate(payload: dict[str, Any]) -> str:
@@ -24,9 +40,9 @@ def format_estimate(figures: dict[str, Any]) -> str:
     naive, aware, judge = figures["naive"], figures["cache_aware"], figures["judge"]
     bases = ", ".join(f"{count} {basis}" for basis, count in figures["prompt_tokens_basis"].items())
     lines = [
-        f"{model}, task {figures['task']}: {figures['cells']} cells "
-        f"({figures['lengths']} lengths x {figures['depths']} depths"
-        + (f" x {samples} samples)" if samples > 1 else ")"),
+        f"{model}, task {figures['task']}: {count(figures['cells'], 'cell')} "
+        f"({count(figures['lengths'], 'length')} x {count(figures['depths'], 'depth')}"
+        + (f" x {count(samples, 'sample')})" if samples > 1 else ")"),
         f"prompt tokens: {figures['prompt_tokens']:,} ({bases}); output tokens at most: "
         f"{figures['output_tokens_at_most']:,}",
         f"per call: max_output_tokens {call['max_output_tokens']:,} = answer room "
@@ -35,7 +51,7 @@ def format_estimate(figures: dict[str, Any]) -> str:
     if figures["long_context_threshold"] is not None:
         lines.append(
             f"long-context rate (prompt above {figures['long_context_threshold']:,} tokens): "
-            f"{figures['long_context_cells']} cells"
+            f"{count(figures['long_context_cells'], 'cell')}"
         )
     lines.append(f"model calls, naive (nothing cached): {_usd(naive['cost_usd'], model)}")
     saving = (
@@ -45,12 +61,13 @@ def format_estimate(figures: dict[str, Any]) -> str:
     )
     lines.append(
         f"model calls, cache-aware (primer {aware['primer_cell_id']} first; "
-        f"{aware['cached_tokens']:,} cached tokens in {aware['cells_with_cache_hits']} cells): "
+        f"{count(aware['cached_tokens'], 'cached token')} in "
+        f"{count(aware['cells_with_cache_hits'], 'cell')}): "
         f"{_usd(aware['cost_usd'], model)}{saving}"
     )
     if judge:
         lines.append(
-            f"judge {judge['model_name']}: {judge['calls']} calls, prompt tokens at most "
+            f"judge {judge['model_name']}: {count(judge['calls'], 'call')}, prompt tokens at most "
             f"{judge['prompt_tokens_at_most']:,}, output tokens at most "
             f"{judge['output_tokens_at_most']:,}: {_usd(judge['cost_usd'], judge['model_name'])}"
         )
@@ -88,7 +105,7 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         cells = source_cells(source.rows) if source else spec.cells()
         check_budget(spec, cells)
     except RequestError as error:
-        sys.exit(f"niah: {error.field}: {error.message}")
+        usage_error(in_cli_words(error.field, error.message))
     if source:
         # Published rows are sent whole; their text stays in the bucket (megabytes a row).
         samples = [

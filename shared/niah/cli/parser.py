@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from niah.cli.compare import cmd_compare
 from niah.cli.run import cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
 from niah.cli.show import EXPORT_FORMATS, cmd_export, cmd_list, cmd_report, cmd_status
+from niah.cli.syntax import BooleanFlag, Parser
 
 DESCRIPTION = """\
 start runs, follow them, and fetch their results.
@@ -19,39 +19,6 @@ start runs, follow them, and fetch their results.
 ``--context-lengths-max 4000``), posts them to the dispatcher and, with ``--wait``,
 follows the run in Firestore until its report is written.
 """
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that suggests the option a typo meant, and never guesses one."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["allow_abbrev"] = False
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> typing.NoReturn:
-        """One line, with the closest options for an unknown one."""
-        import difflib
-        import re
-
-        unknown = re.findall(r"(--[\w-]+)", message) if "unrecognized" in message else []
-        options = _all_options(self)
-        hints = [
-            f"{word}: did you mean {' or '.join(close)}?"
-            for word in unknown
-            if (close := difflib.get_close_matches(word, options, n=2, cutoff=0.75))
-        ]
-        self.exit(2, f"niah: {message}{'; ' + '; '.join(hints) if hints else ''}\n")
-
-
-def _all_options(parser: argparse.ArgumentParser) -> list[str]:
-    """Every option string of a parser and of its subcommands' parsers."""
-    options = []
-    for action in parser._actions:
-        options += [o for o in action.option_strings if o.startswith("--")]
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                options += _all_options(sub)
-    return options
 
 
 def _at_least_one(word: str) -> int:
@@ -66,10 +33,10 @@ def _at_least_one(word: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``niah`` command line."""
-    parser = _Parser(
+    parser = Parser(
         prog="niah", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     _add_run_commands(commands)
     _add_show_commands(commands)
     compare = commands.add_parser("compare", help="runs side by side on their shared grid")
@@ -88,7 +55,9 @@ def _add_run_commands(commands: Any) -> None:
     # The run command's own flags: where to send the request and what to do after.
     # A flag that picks several requests at once (a suite) belongs here too.
     run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
-    run.add_argument("--wait", action="store_true", help="follow the run until its report")
+    run.add_argument(
+        "--wait", action=BooleanFlag, default=False, help="follow the run until its report"
+    )
     run.add_argument(
         "--resume",
         metavar="RUN_ID",
@@ -96,13 +65,15 @@ def _add_run_commands(commands: Any) -> None:
     )
     run.add_argument(
         "--estimate",
-        action="store_true",
+        action=BooleanFlag,
+        default=False,
         help="print the grid's tokens and cost (naive, cache-aware, judge); call nothing",
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
     run.add_argument(
         "--json",
-        action="store_true",
+        action=BooleanFlag,
+        default=False,
         help="print JSON for scripts: the submission, or with --wait the final status",
     )
     run.set_defaults(handler=cmd_run)
@@ -116,7 +87,7 @@ def _add_show_commands(commands: Any) -> None:
     """``status``, ``report``, ``export`` and ``list``: what the store holds of runs."""
     status = commands.add_parser("status", help="a run's progress and scores")
     status.add_argument("run_id")
-    status.add_argument("--json", action="store_true", help="print JSON for scripts")
+    status.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
     status.set_defaults(handler=cmd_status)
     report = commands.add_parser("report", help="a run's heatmap PNG or HTML report")
     report.add_argument("run_id")
@@ -135,5 +106,19 @@ def _add_show_commands(commands: Any) -> None:
     export.set_defaults(handler=cmd_export)
     listing = commands.add_parser("list", help="recent runs, newest first")
     listing.add_argument("--limit", type=_at_least_one, default=20, help="runs shown (default 20)")
-    listing.add_argument("--json", action="store_true", help="print JSON for scripts")
+    listing.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
     listing.set_defaults(handler=cmd_list)
+
+
+def parse_command_line(argv: list[str]) -> argparse.Namespace:
+    """The parsed words; a mistake exits 2, told by the command it was made in.
+
+    argparse leaves words no command took to the top parser, which knows only the
+    command names; the command's own parser knows which of its options was meant.
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args

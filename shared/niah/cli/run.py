@@ -8,11 +8,10 @@ import time
 from typing import Any
 
 from niah.cli.backend import dispatcher_url, result_store, submit
-from niah.cli.estimate import estimate, estimate_figures
+from niah.cli.estimate import check_request, estimate, estimate_figures
 from niah.cli.output import to_json
 from niah.cli.results import print_results, print_status_json
-from niah.cli.run_options import explain_harness_options
-from niah.core.spec import RunRequest
+from niah.cli.run_options import run_payload
 
 
 def _wait(run_id: str, timeout: float) -> dict[str, Any]:
@@ -38,12 +37,7 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> None:
     """Submit a run (and follow it with --wait), or only estimate it (--estimate)."""
-    explain_harness_options(args)
-    payload = {
-        name: getattr(args, name)
-        for name in RunRequest.model_fields
-        if getattr(args, name) is not None
-    }
+    payload = run_payload(args)
     if args.estimate:
         print(to_json(estimate_figures(payload)) if args.json else estimate(payload))
         return
@@ -54,6 +48,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         if previous is None:
             sys.exit(f"niah: no run {args.resume}")
         payload = dict(previous["spec"])
+    else:
+        check_request(payload)  # here, before any network: a mistake exits 2 at once
     url = dispatcher_url(args)
     body = submit(url + ("?resume=true" if args.resume else ""), payload)
     run_id = body["run_id"]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from niah.cli.backend import blob_store, result_store
-from niah.cli.output import to_json, writable_file, write_file
+from niah.cli.output import to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
 from niah.core.summary import (
     summarize,
@@ -32,7 +32,7 @@ def cmd_status(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> None:
     """Download the run's heatmap PNG (``--out``), or render its HTML report (``--html``)."""
     if not args.out and not args.html:
-        sys.exit("niah: report: give --out FILE.png (the heatmap) or --html FILE.html or both")
+        usage_error("report: give --out FILE.png (the heatmap) or --html FILE.html or both")
     for path, option in ((args.out, "--out"), (args.html, "--html")):
         if path:
             writable_file(path, option)
@@ -74,7 +74,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
     out: Path = args.out
     if args.format == "json" and out.exists() and not out.is_dir():
-        sys.exit(f"niah: export --format json writes a folder; {out} is a file")
+        usage_error(f"export --format json writes a folder; {out} is a file")
     if args.format != "json":
         writable_file(out, f"export --format {args.format} --out")
     store = result_store()
