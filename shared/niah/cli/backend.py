@@ -131,3 +131,45 @@ def blob_store() -> Any:
     from niah.cloud.blobs import GcsBlobStore
 
     return GcsBlobStore(get_settings().bucket)
+
+
+# The Firestore console's page of one document (the link scripts/start_run.sh prints).
+FIRESTORE_CONSOLE = (
+    "https://console.cloud.google.com/firestore/databases/-default-/data/panel/runs/{run_id}"
+    "?project={project}"
+)
+
+
+def where_to_look(
+    run_id: str, report: dict[str, Any] | None, *, project: str | None, bucket: str | None
+) -> list[str]:
+    """Where the run's record and its report are, as links a person opens.
+
+    On the local stack, the emulators' own URLs (the Firestore emulator answers a
+    document's REST path with its JSON); deployed, the Google Cloud console's page and
+    the report's authenticated browser link. Before the report exists, where it will be.
+    ``project`` and ``bucket``: the deployment's (the dispatcher says), else the settings'.
+    """
+    from niah.cloud.blobs import browser_url
+    from niah.core.report_page import REPORT_PAGE_FILE
+
+    settings = get_settings()
+    project = project or settings.project
+    emulator = settings.firestore_emulator_host
+    lines = [
+        f"Firestore (emulator): http://{emulator}/v1/projects/{project}/databases/(default)/"
+        f"documents/runs/{run_id}"
+        if emulator
+        else f"Firestore: {FIRESTORE_CONSOLE.format(run_id=run_id, project=project)}"
+    ]
+    if report:
+        lines.append(f"heatmap: {report['heatmap_uri']}")
+        if report.get("html_url"):
+            lines.append(f"report: {report['html_url']}")
+    else:
+        page = f"{settings.reports_prefix}{run_id}/{REPORT_PAGE_FILE}"
+        lines.append(
+            f"report (written when the last cell is in): "
+            f"{browser_url(bucket or settings.bucket, page)}"
+        )
+    return lines

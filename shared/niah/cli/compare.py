@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from niah.cli.backend import result_store
-from niah.cli.output import usage_error, writable_file, write_file
+from niah.cli.output import count, usage_error, writable_file, write_file
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -37,7 +37,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
     out: Path = args.out
     write_file(out, render_comparison_page(comparison).encode())
     write_file(out.with_suffix(".png"), render_comparison_png(comparison))
+    disagreeing = len(comparison.disagreements)
     print(
-        f"{len(comparison.disagreements)} samples disagree between {args.run_ids[0]} and "
-        f"{args.run_ids[1]}"
+        f"{count(disagreeing, 'sample')} {'disagrees' if disagreeing == 1 else 'disagree'} "
+        f"between {args.run_ids[0]} and {args.run_ids[1]}"
     )

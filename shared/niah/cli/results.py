@@ -6,8 +6,9 @@ import datetime as dt
 import sys
 from typing import Any
 
-from niah.cli.backend import result_store
-from niah.cli.output import to_json
+from niah.cli.backend import result_store, where_to_look
+from niah.cli.failures import fix_for
+from niah.cli.output import count, to_json
 from niah.core.summary import (
     cost_summary,
     failure_reasons,
@@ -24,11 +25,13 @@ EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 
 
 def print_results(run_id: str, run: dict[str, Any]) -> int:
     """Print the run's results; the exit code (``exit_code``)."""
-    cells = result_store().list_cells(run_id)
+    store = result_store()
+    cells = store.list_cells(run_id)
+    task = (run.get("spec") or {}).get("task", "single")
     print(
-        f"\nrun {run_id}: {run.get('model')}, {run.get('done', 0)} answered, "
-        f"{run.get('failed', 0)} failed, mean score {run.get('mean_score')}, "
-        f"retrieved {run.get('retrieved_share')}"
+        f"\nrun {run_id}: {run.get('model') or 'model not recorded'}, task {task}, "
+        f"{count(int(run.get('done', 0)), 'cell')} answered, {int(run.get('failed', 0))} "
+        f"failed; {score_line(run, task)}"
     )
     totals = run.get("totals", {})
     if totals:
@@ -44,33 +47,62 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
                 else ""
             )
         )
-    calls = result_store().list_calls(run_id)
+    calls = store.list_calls(run_id)
     if calls:
         print(format_spend(spend_summary(calls, str(run.get("model") or ""))))
-    if run.get("prompt_token_deviation"):
-        deviation = run["prompt_token_deviation"]
+    deviation = run.get("prompt_token_deviation") or {}
+    if deviation.get("mean") is not None:
         print(
-            f"prompt tokens vs requested length: mean {deviation.get('mean')}, "
-            f"max |deviation| {deviation.get('max_abs')}"
+            f"prompt tokens vs requested length: mean {deviation['mean']:g}, "
+            f"max |deviation| {deviation['max_abs']:g}"
         )
-    if measures := measures_line(run):
-        print(measures)
-    task = (run.get("spec") or {}).get("task", "single")
+    elif deviation:
+        print("prompt tokens vs requested length: not measured (no answer gave its prompt count)")
+    for line in measures_lines(run):
+        print(line)
     scale = "" if task == "single" else f", task {task}, fraction of 1"
     print(f"scores ({run.get('scorer', 'exact')}{scale}):")
     print(format_table(score_table(cells)))
-    if run.get("report"):
-        print(f"heatmap: {run['report']['heatmap_uri']}")
-        if run["report"].get("html_url"):
-            print(f"report: {run['report']['html_url']}")
-    return report_failures(cells)
+    for line in where_to_look(run_id, run.get("report"), project=None, bucket=None):
+        print(line)
+    return report_failures(cells, run_id)
 
 
-def report_failures(cells: list[dict[str, Any]]) -> int:
-    """Failed and unscored cells, grouped by reason with counts; the exit code."""
+def score_line(run: dict[str, Any], task: str) -> str:
+    """The run's headline score in the task's own measure, or why there is none yet."""
+    measures = run.get("measures") or {}
+    if not measures:
+        return "scores not determined yet (they are computed when the last cell is in)"
+    outcomes = run.get("outcomes") or {}
+    scored = sum(int(outcomes.get(name, 0)) for name in ("correct", "wrong"))
+    correct = int(outcomes.get("correct", 0))
+    mean = measures.get("mean")
+    if mean is None:
+        return "mean not determined (no sample was scored)"
+    if task == "single":
+        score = run.get("mean_score")
+        retrieved = run.get("retrieved_share")
+        return (
+            (f"mean score {score:g} (1-10), " if score is not None else "")
+            + f"{correct} of {scored} retrieved"
+            + (f" ({100 * retrieved:.1f} %)" if retrieved is not None else "")
+        )
+    if task == "mrcr":
+        # MRCR v2's score is the similarity of the reply to the one asked for (the
+        # report's "mean (%)"); "correct" is a reply reproduced whole.
+        return (
+            f"mean similarity {mean:g} % (MRCR v2's score), {correct} of {scored} reproduced whole"
+        )
+    return f"mean {mean:g} % (the task's score), {correct} of {scored} fully right"
+
+
+def report_failures(cells: list[dict[str, Any]], run_id: str = "RUN_ID") -> int:
+    """Failed and unscored cells, grouped by reason with counts and a fix; the exit code."""
     reasons = failure_reasons(cells)
+    by_id = {str(cell.get("cell_id")): cell for cell in cells}
     for reason, cell_ids in reasons.items():
         print(f"{len(cell_ids)} x {reason}", file=sys.stderr)
+        print(f"  fix: {fix_for(by_id[cell_ids[0]], run_id)}", file=sys.stderr)
     return exit_code(cells, reasons)
 
 
@@ -83,27 +115,64 @@ def exit_code(cells: list[dict[str, Any]], reasons: dict[str, list[str]]) -> int
     return EXIT_CELLS_UNSCORED if reasons else EXIT_ALL_SCORED
 
 
-def measures_line(run: dict[str, Any]) -> str:
-    """Outcomes and the run's measures, once the report has them."""
+def measures_lines(run: dict[str, Any]) -> list[str]:
+    """Outcomes and the run's measures, once the report has them; MRCR's bins as a table."""
     outcomes = run.get("outcomes") or {}
     measures = run.get("measures") or {}
     if not measures:
-        return ""
-    effective = measures.get("effective_length") or {}
-    mrcr = run.get("mrcr")
-    mrcr_line = (
-        f"\nMRCR v2 ({mrcr.get('samples')}): bins "
-        f"{mrcr['bins']}; cumulative to 128K {mrcr['cumulative_128k']}; at 1M {mrcr['at_1m']}"
-        if mrcr
-        else ""
-    )
-    return (
+        return []
+    lines = [
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
-        f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated; "
-        f"mean {measures.get('mean')} %; effective "
-        f"length {effective.get('length')} (threshold {effective.get('threshold')}, "
-        f"{effective.get('rule')}); area under curve {measures.get('area_under_curve')}" + mrcr_line
+        f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
+        f"mean {_percent(measures.get('mean'), 'no sample was scored')}; "
+        f"{_effective_length(measures.get('effective_length') or {})}; area under the curve "
+        f"{_percent(measures.get('area_under_curve'), 'no length was scored')}",
+    ]
+    if mrcr := run.get("mrcr"):
+        lines += mrcr_table(mrcr)
+    return lines
+
+
+def _percent(value: float | None, why_not: str) -> str:
+    return f"{value:g} %" if value is not None else f"not determined ({why_not})"
+
+
+def _effective_length(effective: dict[str, Any]) -> str:
+    """The effective length and its rule, or why no length passed."""
+    threshold, rule = effective.get("threshold"), effective.get("rule")
+    if effective.get("length") is not None:
+        return (
+            f"effective length {effective['length']:,} tokens (threshold {threshold:g} %, {rule})"
+        )
+    if threshold is None:
+        return "effective length not determined (no length was scored)"
+    return f"effective length not determined (no length scored {threshold:g} % or more; {rule})"
+
+
+def mrcr_table(mrcr: dict[str, Any]) -> list[str]:
+    """MRCR v2's bins in length order, their mean and samples; then its two headline figures."""
+    bins = sorted(mrcr.get("bins") or {}, key=_bin_upper_tokens)
+    samples = mrcr.get("samples_per_bin") or {}
+    width = max([len("tokens"), *(len(name) for name in bins)])
+    lines = [f"MRCR v2 bins ({mrcr.get('samples')}):"]
+    lines.append(f"  {'tokens'.ljust(width)}  {'mean %':>7}  {'samples':>7}")
+    for name in bins:
+        value = mrcr["bins"][name]
+        shown = "--" if value is None else f"{value:.1f}"
+        lines.append(f"  {name.ljust(width)}  {shown:>7}  {samples.get(name, 0):>7}")
+    lines.append(
+        f"cumulative to 128K: {_percent(mrcr.get('cumulative_128k'), 'no sample up to 128K')}; "
+        f"at 1M: {_percent(mrcr.get('at_1m'), 'no sample between 512K and 1M')}"
     )
+    return lines
+
+
+def _bin_upper_tokens(name: str) -> int:
+    """4096 for "<=4K", 8192 for "4K-8K", 1,048,576 for "512K-1M": the bins' order."""
+    upper = name.rpartition("-")[2].removeprefix("<=")
+    scale = {"K": 1024, "M": 1_048_576}.get(upper[-1:], 1)
+    digits = upper.rstrip("KM")
+    return int(digits) * scale if digits.isdigit() else 0
 
 
 def print_status_json(run_id: str, run: dict[str, Any]) -> int:

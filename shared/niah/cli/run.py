@@ -7,9 +7,9 @@ import sys
 import time
 from typing import Any
 
-from niah.cli.backend import dispatcher_url, result_store, submit
+from niah.cli.backend import dispatcher_url, result_store, submit, where_to_look
 from niah.cli.estimate import check_request, estimate, estimate_figures
-from niah.cli.output import to_json
+from niah.cli.output import count, to_json
 from niah.cli.results import print_results, print_status_json
 from niah.cli.run_options import run_payload
 
@@ -30,7 +30,8 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
             if time.monotonic() > deadline:
                 sys.exit(
                     f"niah: run {run_id} not complete after {timeout:.0f} s "
-                    f"({finished}/{run.get('total')} cells); check `niah status {run_id}`"
+                    f"({finished} of {count(int(run.get('total', 0)), 'cell')}); check "
+                    f"`niah status {run_id}`"
                 )
             time.sleep(1)
 
@@ -61,12 +62,17 @@ def cmd_run(args: argparse.Namespace) -> None:
         print(to_json(body))
         return
     print(
-        f"run {run_id}: {body['cells']} cells"
+        f"run {run_id}: {count(int(body['cells']), 'cell')}"
         + (" (already complete)" if body.get("already_complete") else "")
         + (f", {body['reused']} already answered" if body.get("reused") else "")
-        + (f", {body['retried']} failed cells retried" if body.get("retried") else ""),
+        + (
+            f", {count(int(body['retried']), 'failed cell')} retried" if body.get("retried") else ""
+        ),
         flush=True,  # the run ID is out before any wait (a script or test reads it)
     )
+    bucket = str(body.get("report_prefix", "")).removeprefix("gs://").partition("/")[0]
+    for line in where_to_look(run_id, None, project=body.get("project"), bucket=bucket or None):
+        print(line, flush=True)
     if args.wait:
         _follow(run_id, args.timeout)
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from niah.cli.backend import blob_store, result_store
-from niah.cli.output import to_json, usage_error, writable_file, write_file
+from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
 from niah.core.summary import (
     summarize,
@@ -23,8 +23,9 @@ def cmd_status(args: argparse.Namespace) -> None:
     if args.json:
         sys.exit(print_status_json(args.run_id, run))
     print(
-        f"run {args.run_id}: {run.get('status')}, {run.get('done', 0)} answered + "
-        f"{run.get('failed', 0)} failed of {run.get('total')} cells"
+        f"run {args.run_id}: {run.get('status') or 'status not recorded'}, "
+        f"{int(run.get('done', 0))} answered + {int(run.get('failed', 0))} failed of "
+        f"{count(int(run.get('total', 0)), 'cell')}"
     )
     sys.exit(print_results(args.run_id, run))
 
@@ -100,7 +101,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     # folder as a cell (the harness's notebooks) never meet it.
     summary_path = out.with_name(out.name.removesuffix(out.suffix) + ".summary.json")
     summary_path.write_text(to_json(summary))
-    print(f"{len(cells)} samples written to {out}; summary in {summary_path}")
+    print(f"{count(len(cells), 'sample')} written to {out}; summary in {summary_path}")
 
 
 def cmd_list(args: argparse.Namespace) -> None:
@@ -116,9 +117,9 @@ def cmd_list(args: argparse.Namespace) -> None:
     rows = [
         (
             r["run_id"],
-            r["model"],
+            r["model"] or "-",
             r["task"],
-            r["status"],
+            r["status"] or "-",
             f"{r['finished']}/{r['total']}",
             "-" if r["mean_percent"] is None else f"{r['mean_percent']:g}",
             "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
