@@ -21,7 +21,7 @@ from niah.cli import results, run, show
 from niah.cli.main import main
 from niah.core.summary import summarize
 from tests import REPO
-from tests.fakes import MemoryStore
+from tests.fakes import MemoryStore, json_server
 
 
 def cell(length: int, depth: float, **fields: Any) -> dict[str, Any]:
@@ -205,7 +205,7 @@ MANY = """
 import datetime as dt, sys
 from niah.cli import results, show
 from niah.cli.main import main
-from tests.fakes import MemoryStore
+from tests.fakes import MemoryStore, json_server
 store = MemoryStore()
 for n in range(3000):
     store.runs[f"run-{n:05d}"] = {"model": "gemini-2.5-flash", "status": "complete",
@@ -255,3 +255,51 @@ def test_missing_credentials_are_one_line_with_the_fix(tmp_path: Path) -> None:
             "`source .local/env` in this shell; for Google Cloud: "
             "`gcloud auth application-default login`"
         ]
+
+
+def test_a_deployed_run_links_the_firestore_console_and_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from niah.cli.backend import where_to_look
+    from niah.settings import get_settings
+
+    for name in ("FIRESTORE_EMULATOR_HOST", "STORAGE_EMULATOR_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    try:
+        lines = where_to_look("run-t", None, project="my-proj", bucket="my-proj-niah")
+    finally:
+        get_settings.cache_clear()
+    assert lines == [
+        # As scripts/start_run.sh prints it.
+        "Firestore: https://console.cloud.google.com/firestore/databases/-default-/data/panel/"
+        "runs/run-t?project=my-proj",
+        "report (written when the last cell is in): "
+        "https://storage.cloud.google.com/my-proj-niah/reports/run-t/report.html",
+    ]
+
+
+def test_niah_run_url_prints_the_console_link_and_where_the_report_will_be(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niah.settings import get_settings
+
+    for name in ("FIRESTORE_EMULATOR_HOST", "STORAGE_EMULATOR_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    # A deployed dispatcher's answer to a run request (functions/dispatcher/main.py).
+    answer = {"run_id": "run-abc", "cells": 1, "project": "p1",
+              "report_prefix": "gs://p1-niah/reports/run-abc/"}  # fmt: skip
+    try:
+        with json_server(202, answer) as url:
+            main(["run", "--context_lengths", "1000", "--document_depth_percents", "50",
+                  "--url", url])  # fmt: skip
+    finally:
+        get_settings.cache_clear()
+    assert capsys.readouterr().out.splitlines() == [
+        "run run-abc: 1 cell",
+        "Firestore: https://console.cloud.google.com/firestore/databases/-default-/data/panel/"
+        "runs/run-abc?project=p1",
+        "report (written when the last cell is in): "
+        "https://storage.cloud.google.com/p1-niah/reports/run-abc/report.html",
+    ]

@@ -6,11 +6,8 @@ Run in the test's process (``main`` with the words), so each case costs millisec
 
 from __future__ import annotations
 
-import http.server
 import json
 import sys
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +16,7 @@ from niah.cli.main import main
 from niah.cli.parser import parse_command_line
 from niah.cli.run_options import run_payload
 from niah.core.spec import RunRequest
+from tests.fakes import json_server
 
 BOOLEAN_OPTIONS = [
     name for name, field in RunRequest.model_fields.items() if field.annotation is bool
@@ -261,37 +259,13 @@ def test_a_refused_request_is_told_in_the_cli_s_words_and_the_api_s(
     assert refused.value.message.startswith(message)
 
 
-class _Refusing(http.server.BaseHTTPRequestHandler):
-    """A dispatcher that refuses every request as too big a grid."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps(
-            {"error": {"field": "context_lengths", "message": "the grid has 900 cells, above "
-                       "the limit of 500 (NIAH_MAX_CELLS_PER_RUN)"}}
-        ).encode()  # fmt: skip
-        self.send_response(400)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def refusing_dispatcher() -> Iterator[str]:
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-
-
 def test_the_dispatcher_s_refusal_is_a_bad_command_line_in_the_cli_s_words(
-    capsys: pytest.CaptureFixture[str], refusing_dispatcher: str
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, _, err = cli(capsys, "run", *SMALL_GRID, "--url", refusing_dispatcher)
+    refusal = {"error": {"field": "context_lengths", "message": "the grid has 900 cells, above "
+                         "the limit of 500 (NIAH_MAX_CELLS_PER_RUN)"}}  # fmt: skip
+    with json_server(400, refusal) as url:
+        code, _, err = cli(capsys, "run", *SMALL_GRID, "--url", url)
     assert code == 2
     assert err.strip() == (
         "niah: --context_lengths: the grid has 900 cells, above the limit of 500 "
