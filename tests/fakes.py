@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import http.server
 import io
+import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from niah.core.interfaces import (
@@ -326,3 +330,28 @@ class ScriptedProvider:
 
     def count_tokens(self, prompt: str) -> int:
         return len(prompt) // 4
+
+
+@contextlib.contextmanager
+def json_server(status: int, answer: dict[str, Any]) -> Iterator[str]:
+    """An HTTP server that answers every POST with ``status`` and ``answer``; its URL."""
+
+    class Answering(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Answering)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()

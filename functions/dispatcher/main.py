@@ -76,6 +76,7 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         "retried": result.retried,
         "warnings": result.warnings,
         "firestore_document": f"runs/{result.run_id}",
+        "project": settings.project,  # for the console link clients print
         "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
     }
     return body, 200 if result.already_complete else 202

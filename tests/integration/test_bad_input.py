@@ -43,7 +43,12 @@ CASES: list[tuple[str, Any, str, str]] = [
         JSON,
         "context_lengths",
     ),
-    ("min above max", {"context_lengths_min": 9000, "context_lengths_max": 1000}, JSON, "body"),
+    (
+        "min above max",
+        {"context_lengths_min": 9000, "context_lengths_max": 1000},
+        JSON,
+        "context_lengths_min",
+    ),
     (
         "too many intervals",
         {"context_lengths_num_intervals": 5000},
@@ -133,7 +138,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ),
     ("model name with a NUL", {**OK, "model_name": "gemini-2.5-flash\u0000"}, JSON, "model_name"),
     ("unknown scorer", {**OK, "scorer": "vibes"}, JSON, "scorer"),
-    ("judge without a judge", {**OK, "scorer": "judge"}, JSON, "body"),
+    ("judge without a judge", {**OK, "scorer": "judge"}, JSON, "scorer"),
     ("unknown provider", {**OK, "model_provider": "anthropic"}, JSON, "model_provider"),
     (
         "haystack in another bucket",

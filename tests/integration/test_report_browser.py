@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import requests
 
-from niah.cli import EXIT_CELLS_FAILED
+from niah.cli.results import EXIT_CELLS_FAILED
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from tests.integration.conftest import Stack

@@ -32,7 +32,7 @@ def test_the_harness_list_syntax_and_shell_words_both_work() -> None:
         "--estimate",
     )
     assert harness.returncode == 0, harness.stderr
-    assert "2 cells (2 lengths x 1 depths)" in harness.stdout
+    assert "2 cells (2 lengths x 1 depth)" in harness.stdout
     words = niah(
         "run", "--context_lengths", "1000", "2000", "--document_depth_percents", "50", "--estimate"
     )
@@ -65,7 +65,7 @@ def test_harness_options_without_meaning_here_say_what_replaces_them(
 
 def test_a_renamed_harness_option_is_refused_naming_ours() -> None:
     result = niah("run", "--provider", "openai", "--estimate")
-    assert result.returncode == 1
+    assert result.returncode == 2  # a bad command line, as argparse's own mistakes
     assert result.stderr.strip() == (
         "niah: --provider is the harness's; here it is --model_provider (local, gemini or "
         "openai_compatible; inferred from the name)"
@@ -105,9 +105,9 @@ def test_a_stopped_firestore_emulator_is_one_line_not_a_hang(
 
 def test_a_static_needle_says_which_two_options_to_add_without_a_circle() -> None:
     missing = niah("run", "--no-dynamic_needle", "--context_lengths", "1000", "--estimate")
-    assert missing.returncode == 1
-    assert missing.stderr.startswith("niah: expected_answer: a static needle")
-    assert "evaluator_model_name" in missing.stderr
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("niah: --expected_answer: a static needle")
+    assert "--evaluator_model_name" in missing.stderr
     exact = niah(
         "run", "--no-dynamic_needle", "--expected_answer", "sandwich", "--context_lengths",
         "1000", "--estimate",
@@ -120,8 +120,8 @@ def test_the_local_model_is_refused_as_a_judge() -> None:
         "run", "--scorer", "both", "--evaluator_model_name", "gemma-3-270m-local",
         "--context_lengths", "1000", "--estimate",
     )  # fmt: skip
-    assert result.returncode == 1
-    assert "evaluator_model_name: gemma-3-270m-local is a 270M base model" in result.stderr
+    assert result.returncode == 2
+    assert "--evaluator_model_name: gemma-3-270m-local is a 270M base model" in result.stderr
 
 
 def test_every_run_option_has_help_from_one_source() -> None:
@@ -156,12 +156,12 @@ def test_report_compare_and_list_refuse_bad_paths_and_limits_before_reading(
     tmp_path: Path,
 ) -> None:
     one = niah("compare", "run-a", "--out", str(tmp_path / "c.html"))
-    assert (one.returncode, one.stderr.strip()) == (1, "niah: compare: name two runs or more")
+    assert (one.returncode, one.stderr.strip()) == (2, "niah: compare: name two runs or more")
     png = niah("compare", "run-a", "run-b", "--out", str(tmp_path / "c.png"))
-    assert png.returncode == 1 and "use .html" in png.stderr
+    assert png.returncode == 2 and "use .html" in png.stderr
     folder = niah("report", "run-a", "--html", str(tmp_path))
     assert (
-        folder.returncode == 1
+        folder.returncode == 2
         and f"--html takes a file name; {tmp_path} is a folder" in folder.stderr
     )
     limit = niah("list", "--limit", "0")

@@ -36,7 +36,7 @@ def python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-TOKEN = "from niah.cli import _identity_token; print(_identity_token('https://d.example.run.app'))"
+TOKEN = "from niah.cli.backend import identity_token; print(identity_token('https://d.example.run.app'))"
 
 
 def test_gcloud_s_token_is_used_where_the_library_cannot_mint_one(tmp_path: Path) -> None:

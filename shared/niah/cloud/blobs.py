@@ -12,6 +12,22 @@ from niah.core.interfaces import BlobInfo
 from niah.settings import get_settings
 
 
+def browser_url(bucket: str, name: str) -> str:
+    """A link a signed-in reader with access opens; on the emulator, its download link.
+
+    Cloud Storage's authenticated browser download
+    (cloud.google.com/storage/docs/access-control/cookie-based-authentication, read
+    2026-11-26). No client needed: the CLI links a report before it is written.
+    """
+    emulator = get_settings().storage_emulator_host
+    if emulator:
+        return (
+            f"{emulator.rstrip('/')}/download/storage/v1/b/{bucket}/o/"
+            f"{quote(name, safe='')}?alt=media"
+        )
+    return f"https://storage.cloud.google.com/{bucket}/{quote(name, safe='/')}"
+
+
 @raises_service_errors()
 class GcsBlobStore:
     """``niah.core.interfaces.BlobStore`` on Cloud Storage (or its emulator).
@@ -72,16 +88,5 @@ class GcsBlobStore:
         return True
 
     def browser_url(self, name: str) -> str:
-        """A link a signed-in reader with access opens; on the emulator, its download link.
-
-        Cloud Storage's authenticated browser download
-        (cloud.google.com/storage/docs/access-control/cookie-based-authentication, read
-        2026-11-26).
-        """
-        emulator = get_settings().storage_emulator_host
-        if emulator:
-            return (
-                f"{emulator.rstrip('/')}/download/storage/v1/b/{self.bucket}/o/"
-                f"{quote(name, safe='')}?alt=media"
-            )
-        return f"https://storage.cloud.google.com/{self.bucket}/{quote(name, safe='/')}"
+        """A link a signed-in reader with access opens (``browser_url``)."""
+        return browser_url(self.bucket, name)

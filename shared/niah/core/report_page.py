@@ -29,6 +29,9 @@ from niah.core.summary import (
 )
 
 # The harness's red-yellow-green scale; grey for a point with nothing scored.
+# The page's file name under the run's report prefix (the CLI links it before it exists).
+REPORT_PAGE_FILE = "report.html"
+
 HARNESS_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
 ERROR_COLOUR = "#BDBDBD"
 # A difference: red where the second run scores lower, white where equal, green higher.

@@ -26,6 +26,7 @@ from niah.core.counters import shard_totals
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import BlobInfo, BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
+from niah.core.request_errors import describe_validation_error
 from niah.core.spec import Cell, RunRequest, primer_cell
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
@@ -104,16 +105,7 @@ def parse_request(payload: Any) -> RunRequest:
     try:
         return RunRequest.model_validate(payload)
     except ValidationError as error:
-        first = error.errors()[0]
-        field_name = ".".join(str(part) for part in first["loc"]) or "body"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        # A check across options names its field first: "expected_answer: ...".
-        named, _, rest = message.partition(": ")
-        if field_name == "body" and named in RunRequest.model_fields and rest:
-            field_name, message = named, rest
-        if first["type"] == "extra_forbidden":
-            message = "is not a run option; check its spelling against the README's list"
-        raise RequestError(field_name, message) from error
+        raise RequestError(*describe_validation_error(error)) from error
 
 
 def check_budget(spec: RunRequest, cells: list[Cell] | None = None, reply_tokens: int = 0) -> None:

@@ -16,6 +16,7 @@ from niah.core.report_page import (
     ERROR_COLOUR,
     HARNESS_SCALE,
     PERCENT_SCALE,
+    REPORT_PAGE_FILE,
     Scale,
     heatmap_cells,
     percent_table,
@@ -170,7 +171,7 @@ def write_report_files(
     files = {
         "heatmap": ("heatmap.png", heatmap, "image/png"),
         "html": (
-            "report.html",
+            REPORT_PAGE_FILE,
             # Drawn once every cell is in: complete, as the run is marked when it is stored.
             render_run_page(run | {"status": "complete"}, cells, summary).encode(),
             "text/html; charset=utf-8",

@@ -1,0 +1,5 @@
+"""``python -m niah.cli``: the ``niah`` command."""
+
+from niah.cli.main import main
+
+main()

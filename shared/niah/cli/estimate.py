@@ -1,0 +1,132 @@
+"""``niah run --estimate``: a grid's tokens and cost, calling no model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from niah.cli.backend import blob_store
+from niah.cli.output import count, usage_error
+from niah.cli.run_options import in_cli_words
+
+
+def check_request(payload: dict[str, Any]) -> None:
+    """Exit 2 in the CLI's words if the request's own checks refuse it.
+
+    The dispatcher checks again, with its deployment's budgets and bucket; these are
+    the checks of the request alone, the same wherever they run.
+    """
+    from niah.errors import RequestError
+    from niah.service.dispatch import parse_request
+
+    try:
+        parse_request(payload)
+    except RequestError as error:
+        usage_error(in_cli_words(error.field, error.message))
+
+
+def estimate(payload: dict[str, Any]) -> str:
+    """Tokens and cost of a grid, from the price table, without calling any model."""
+    return format_estimate(estimate_figures(payload))
+
+
+def _usd(value: float | None, model_name: str | None) -> str:
+    return f"${value:.4f}" if value is not None else f"unknown (no price for {model_name})"
+
+
+def format_estimate(figures: dict[str, Any]) -> str:
+    """The estimate's figures as text: the same figures ``--json`` prints."""
+    samples = figures["samples_per_cell"]
+    model, call = figures["model_name"], figures["per_call"]
+    naive, aware, judge = figures["naive"], figures["cache_aware"], figures["judge"]
+    bases = ", ".join(f"{count} {basis}" for basis, count in figures["prompt_tokens_basis"].items())
+    lines = [
+        f"{model}, task {figures['task']}: {count(figures['cells'], 'cell')} "
+        f"({count(figures['lengths'], 'length')} x {count(figures['depths'], 'depth')}"
+        + (f" x {count(samples, 'sample')})" if samples > 1 else ")"),
+        f"prompt tokens: {figures['prompt_tokens']:,} ({bases}); output tokens at most: "
+        f"{figures['output_tokens_at_most']:,}",
+        f"per call: max_output_tokens {call['max_output_tokens']:,} = answer room "
+        f"{call['answer_tokens']:,} + thinking room {call['thinking_tokens']:,}",
+    ]
+    if figures["long_context_threshold"] is not None:
+        lines.append(
+            f"long-context rate (prompt above {figures['long_context_threshold']:,} tokens): "
+            f"{count(figures['long_context_cells'], 'cell')}"
+        )
+    lines.append(f"model calls, naive (nothing cached): {_usd(naive['cost_usd'], model)}")
+    saving = (
+        f", saving {_usd(aware['saving_usd'], model)} ({aware['saving_share']:.1%})"
+        if aware["saving_share"] is not None
+        else ""
+    )
+    lines.append(
+        f"model calls, cache-aware (primer {aware['primer_cell_id']} first; "
+        f"{count(aware['cached_tokens'], 'cached token')} in "
+        f"{count(aware['cells_with_cache_hits'], 'cell')}): "
+        f"{_usd(aware['cost_usd'], model)}{saving}"
+    )
+    if judge:
+        lines.append(
+            f"judge {judge['model_name']}: {count(judge['calls'], 'call')}, prompt tokens at most "
+            f"{judge['prompt_tokens_at_most']:,}, output tokens at most "
+            f"{judge['output_tokens_at_most']:,}: {_usd(judge['cost_usd'], judge['model_name'])}"
+        )
+    total = figures["total"]
+    if figures["cost_usd_at_most"] is not None:
+        lines.append(
+            f"cost at most: ${figures['cost_usd_at_most']:.4f}"
+            + (" (judge included)" if judge else "")
+            + f"; cache-aware: ${total['cache_aware_usd']:.4f}"
+        )
+    else:
+        lines.append("cost: unknown (set NIAH_PRICE_TABLE)")
+    lines += [f"note: {note}" for note in figures["notes"]]
+    lines += [f"warning: {warning}" for warning in figures["warnings"]]
+    return "\n".join(lines)
+
+
+def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
+    """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
+    from niah.core import estimate as estimating
+    from niah.core.sample import Sample
+    from niah.errors import ConfigurationError, RequestError
+    from niah.models.providers import provider_class
+    from niah.service.dispatch import (
+        check_budget,
+        parse_request,
+        resolve_mrcr_source,
+        source_cells,
+    )
+    from niah.tasks import get_task
+
+    try:
+        spec = parse_request(payload)
+        source = resolve_mrcr_source(spec, blob_store()) if spec.mrcr_source else None
+        cells = source_cells(source.rows) if source else spec.cells()
+        check_budget(spec, cells)
+    except RequestError as error:
+        usage_error(in_cli_words(error.field, error.message))
+    if source:
+        # Published rows are sent whole; their text stays in the bucket (megabytes a row).
+        samples = [
+            Sample((), "", (), answer_tokens=source.reply_tokens, prompt="",
+                   prompt_tokens=cell.context_length)
+            for cell in cells
+        ]  # fmt: skip
+    else:
+        task = get_task(spec.task)
+        samples = [task.sample(spec, cell) for cell in cells]
+    try:
+        from niah.models.tokenizer import get_tokenizer
+
+        tokenizer = get_tokenizer()
+    except (ConfigurationError, ImportError):
+        tokenizer = None  # without the developer set-up: bytes bound the template
+    run = estimating.estimate_run(
+        spec,
+        cells,
+        samples,
+        default_template=provider_class(spec.provider()).default_template,
+        tokenizer=tokenizer,
+    )
+    return estimating.estimate_figures(run)

@@ -1,0 +1,124 @@
+"""The ``niah`` command line: every command's options, apart from what the commands do."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from niah.cli.compare import cmd_compare
+from niah.cli.run import cmd_run, cmd_wait
+from niah.cli.run_options import add_run_options
+from niah.cli.show import EXPORT_FORMATS, cmd_export, cmd_list, cmd_report, cmd_status
+from niah.cli.syntax import BooleanFlag, Parser
+
+DESCRIPTION = """\
+start runs, follow them, and fetch their results.
+
+``niah run`` takes the NIAH harness's options (``--context_lengths_max 4000`` or
+``--context-lengths-max 4000``), posts them to the dispatcher and, with ``--wait``,
+follows the run in Firestore until its report is written.
+"""
+
+
+def _at_least_one(word: str) -> int:
+    try:
+        value = int(word)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{word!r}: give a whole number of runs, 1 or more")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``niah`` command line."""
+    parser = Parser(
+        prog="niah", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    _add_run_commands(commands)
+    _add_show_commands(commands)
+    compare = commands.add_parser("compare", help="runs side by side on their shared grid")
+    compare.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    compare.add_argument(
+        "--out", type=Path, required=True, help="the HTML page (a PNG is written beside it)"
+    )
+    compare.set_defaults(handler=cmd_compare)
+    return parser
+
+
+def _add_run_commands(commands: Any) -> None:
+    """``run`` (the run options, then what the command does with them) and ``wait``."""
+    run = commands.add_parser("run", help="submit a run")
+    add_run_options(run)
+    # The run command's own flags: where to send the request and what to do after.
+    # A flag that picks several requests at once (a suite) belongs here too.
+    run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
+    run.add_argument(
+        "--wait", action=BooleanFlag, default=False, help="follow the run until its report"
+    )
+    run.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="finish a run: retry its failed and missing cells, keep the answered ones",
+    )
+    run.add_argument(
+        "--estimate",
+        action=BooleanFlag,
+        default=False,
+        help="print the grid's tokens and cost (naive, cache-aware, judge); call nothing",
+    )
+    run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
+    run.add_argument(
+        "--json",
+        action=BooleanFlag,
+        default=False,
+        help="print JSON for scripts: the submission, or with --wait the final status",
+    )
+    run.set_defaults(handler=cmd_run)
+    wait = commands.add_parser("wait", help="follow a submitted run to its report")
+    wait.add_argument("run_id")
+    wait.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
+    wait.set_defaults(handler=cmd_wait)
+
+
+def _add_show_commands(commands: Any) -> None:
+    """``status``, ``report``, ``export`` and ``list``: what the store holds of runs."""
+    status = commands.add_parser("status", help="a run's progress and scores")
+    status.add_argument("run_id")
+    status.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    status.set_defaults(handler=cmd_status)
+    report = commands.add_parser("report", help="a run's heatmap PNG or HTML report")
+    report.add_argument("run_id")
+    report.add_argument("--out", type=Path, help="download the heatmap PNG here")
+    report.add_argument("--html", type=Path, help="render the HTML report here, from the store")
+    report.set_defaults(handler=cmd_report)
+    export = commands.add_parser("export", help="a run's samples as JSON, CSV or JSONL")
+    export.add_argument("run_id")
+    export.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="json",
+        help="json: a folder of harness-style files (default); csv, jsonl: one file",
+    )
+    export.add_argument("--out", type=Path, required=True)
+    export.set_defaults(handler=cmd_export)
+    listing = commands.add_parser("list", help="recent runs, newest first")
+    listing.add_argument("--limit", type=_at_least_one, default=20, help="runs shown (default 20)")
+    listing.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    listing.set_defaults(handler=cmd_list)
+
+
+def parse_command_line(argv: list[str]) -> argparse.Namespace:
+    """The parsed words; a mistake exits 2, told by the command it was made in.
+
+    argparse leaves words no command took to the top parser, which knows only the
+    command names; the command's own parser knows which of its options was meant.
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args

@@ -1,0 +1,219 @@
+"""A run's results as a person or a script reads them, and the exit code they give."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from typing import Any
+
+from niah.cli.backend import result_store, where_to_look
+from niah.cli.failures import fix_for
+from niah.cli.output import count, to_json
+from niah.core.summary import (
+    cost_summary,
+    failure_reasons,
+    format_cost,
+    format_spend,
+    format_table,
+    score_table,
+    spend_summary,
+)
+
+# Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
+EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
+
+
+def print_results(run_id: str, run: dict[str, Any]) -> int:
+    """Print the run's results; the exit code (``exit_code``)."""
+    store = result_store()
+    cells = store.list_cells(run_id)
+    task = (run.get("spec") or {}).get("task", "single")
+    print(
+        f"\nrun {run_id}: {run.get('model') or 'model not recorded'}, task {task}, "
+        f"{count(int(run.get('done', 0)), 'cell')} answered, {int(run.get('failed', 0))} "
+        f"failed; {score_line(run, task)}"
+    )
+    totals = run.get("totals", {})
+    if totals:
+        cost = cost_summary(totals)
+        cached = f" ({cost['cached_share']:.0%} cached)" if cost["cached_share"] else ""
+        print(
+            f"tokens: {int(totals.get('prompt_tokens', 0)):,} prompt{cached} + "
+            f"{int(totals.get('output_tokens', 0)):,} output + "
+            f"{int(totals.get('thinking_tokens', 0)):,} thinking; {format_cost(cost)}"
+            + (
+                f"; judge {int(totals.get('judge_prompt_tokens', 0)):,} tokens"
+                if totals.get("judge_prompt_tokens")
+                else ""
+            )
+        )
+    calls = store.list_calls(run_id)
+    if calls:
+        print(format_spend(spend_summary(calls, str(run.get("model") or ""))))
+    deviation = run.get("prompt_token_deviation") or {}
+    if deviation.get("mean") is not None:
+        print(
+            f"prompt tokens vs requested length: mean {deviation['mean']:g}, "
+            f"max |deviation| {deviation['max_abs']:g}"
+        )
+    elif deviation:
+        print("prompt tokens vs requested length: not measured (no answer gave its prompt count)")
+    for line in measures_lines(run):
+        print(line)
+    scale = "" if task == "single" else f", task {task}, fraction of 1"
+    print(f"scores ({run.get('scorer', 'exact')}{scale}):")
+    print(format_table(score_table(cells)))
+    for line in where_to_look(run_id, run.get("report"), project=None, bucket=None):
+        print(line)
+    return report_failures(cells, run_id)
+
+
+def score_line(run: dict[str, Any], task: str) -> str:
+    """The run's headline score in the task's own measure, or why there is none yet."""
+    measures = run.get("measures") or {}
+    if not measures:
+        return "scores not determined yet (they are computed when the last cell is in)"
+    outcomes = run.get("outcomes") or {}
+    scored = sum(int(outcomes.get(name, 0)) for name in ("correct", "wrong"))
+    correct = int(outcomes.get("correct", 0))
+    mean = measures.get("mean")
+    if mean is None:
+        return "mean not determined (no sample was scored)"
+    if task == "single":
+        score = run.get("mean_score")
+        retrieved = run.get("retrieved_share")
+        return (
+            (f"mean score {score:g} (1-10), " if score is not None else "")
+            + f"{correct} of {scored} retrieved"
+            + (f" ({100 * retrieved:.1f} %)" if retrieved is not None else "")
+        )
+    if task == "mrcr":
+        # MRCR v2's score is the similarity of the reply to the one asked for (the
+        # report's "mean (%)"); "correct" is a reply reproduced whole.
+        return (
+            f"mean similarity {mean:g} % (MRCR v2's score), {correct} of {scored} reproduced whole"
+        )
+    return f"mean {mean:g} % (the task's score), {correct} of {scored} fully right"
+
+
+def report_failures(cells: list[dict[str, Any]], run_id: str = "RUN_ID") -> int:
+    """Failed and unscored cells, grouped by reason with counts and a fix; the exit code."""
+    reasons = failure_reasons(cells)
+    by_id = {str(cell.get("cell_id")): cell for cell in cells}
+    for reason, cell_ids in reasons.items():
+        print(f"{len(cell_ids)} x {reason}", file=sys.stderr)
+        print(f"  fix: {fix_for(by_id[cell_ids[0]], run_id)}", file=sys.stderr)
+    return exit_code(cells, reasons)
+
+
+def exit_code(cells: list[dict[str, Any]], reasons: dict[str, list[str]]) -> int:
+    """Failed cells 3, else truncated answers 5, else other unscored ones 4, else 0."""
+    if any(cell.get("error") for cell in cells):
+        return EXIT_CELLS_FAILED
+    if any(cell.get("outcome") == "truncated" for cell in cells):
+        return EXIT_CELLS_TRUNCATED
+    return EXIT_CELLS_UNSCORED if reasons else EXIT_ALL_SCORED
+
+
+def measures_lines(run: dict[str, Any]) -> list[str]:
+    """Outcomes and the run's measures, once the report has them; MRCR's bins as a table."""
+    outcomes = run.get("outcomes") or {}
+    measures = run.get("measures") or {}
+    if not measures:
+        return []
+    lines = [
+        f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
+        f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
+        f"mean {_percent(measures.get('mean'), 'no sample was scored')}; "
+        f"{_effective_length(measures.get('effective_length') or {})}; area under the curve "
+        f"{_percent(measures.get('area_under_curve'), 'no length was scored')}",
+    ]
+    if mrcr := run.get("mrcr"):
+        lines += mrcr_table(mrcr)
+    return lines
+
+
+def _percent(value: float | None, why_not: str) -> str:
+    return f"{value:g} %" if value is not None else f"not determined ({why_not})"
+
+
+def _effective_length(effective: dict[str, Any]) -> str:
+    """The effective length and its rule, or why no length passed."""
+    threshold, rule = effective.get("threshold"), effective.get("rule")
+    if effective.get("length") is not None:
+        return (
+            f"effective length {effective['length']:,} tokens (threshold {threshold:g} %, {rule})"
+        )
+    if threshold is None:
+        return "effective length not determined (no length was scored)"
+    return f"effective length not determined (no length scored {threshold:g} % or more; {rule})"
+
+
+def mrcr_table(mrcr: dict[str, Any]) -> list[str]:
+    """MRCR v2's bins in length order, their mean and samples; then its two headline figures."""
+    bins = sorted(mrcr.get("bins") or {}, key=_bin_upper_tokens)
+    samples = mrcr.get("samples_per_bin") or {}
+    width = max([len("tokens"), *(len(name) for name in bins)])
+    lines = [f"MRCR v2 bins ({mrcr.get('samples')}):"]
+    lines.append(f"  {'tokens'.ljust(width)}  {'mean %':>7}  {'samples':>7}")
+    for name in bins:
+        value = mrcr["bins"][name]
+        shown = "--" if value is None else f"{value:.1f}"
+        lines.append(f"  {name.ljust(width)}  {shown:>7}  {samples.get(name, 0):>7}")
+    lines.append(
+        f"cumulative to 128K: {_percent(mrcr.get('cumulative_128k'), 'no sample up to 128K')}; "
+        f"at 1M: {_percent(mrcr.get('at_1m'), 'no sample between 512K and 1M')}"
+    )
+    return lines
+
+
+def _bin_upper_tokens(name: str) -> int:
+    """4096 for "<=4K", 8192 for "4K-8K", 1,048,576 for "512K-1M": the bins' order."""
+    upper = name.rpartition("-")[2].removeprefix("<=")
+    scale = {"K": 1024, "M": 1_048_576}.get(upper[-1:], 1)
+    digits = upper.rstrip("KM")
+    return int(digits) * scale if digits.isdigit() else 0
+
+
+def print_status_json(run_id: str, run: dict[str, Any]) -> int:
+    """The run's state and figures as one JSON document; the same exit code as the text."""
+    store = result_store()
+    cells = store.list_cells(run_id)
+    reasons = failure_reasons(cells)
+    document = run_line(run | {"run_id": run_id}) | {
+        "scorer": run.get("scorer", "exact"),
+        "mean_score": run.get("mean_score"),
+        "retrieved_share": run.get("retrieved_share"),
+        "outcomes": run.get("outcomes"),
+        "measures": run.get("measures"),
+        **({"mrcr": run["mrcr"]} if run.get("mrcr") else {}),
+        **(cost_summary(run["totals"]) if run.get("totals") else {}),
+        "totals": run.get("totals") or {},
+        "spend": spend_summary(store.list_calls(run_id), str(run.get("model") or "")),
+        "report": run.get("report"),
+        "updated_at": run.get("updated_at"),
+        "completed_at": run.get("completed_at"),
+        "failures": {reason: len(ids) for reason, ids in reasons.items()},
+        "exit_code": (code := exit_code(cells, reasons)),
+    }
+    print(to_json(document))
+    return code
+
+
+def run_line(run: dict[str, Any]) -> dict[str, Any]:
+    """What ``niah list`` and ``niah status --json`` say of a run."""
+    totals = run.get("totals") or {}
+    created = run.get("created_at")
+    return {
+        "run_id": run.get("run_id"),
+        "model": run.get("model"),
+        "task": (run.get("spec") or {}).get("task", "single"),
+        "status": run.get("status"),
+        "total": int(run.get("total", 0)),
+        "done": int(run.get("done", 0)),
+        "failed": int(run.get("failed", 0)),
+        "finished": int(run.get("done", 0)) + int(run.get("failed", 0)),
+        "mean_percent": (run.get("measures") or {}).get("mean"),
+        "cost_usd": cost_summary(totals)["cost_usd"] if totals else None,
+        "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
+    }

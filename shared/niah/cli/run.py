@@ -1,0 +1,98 @@
+"""``niah run`` and ``niah wait``: submit a run, follow it to its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from niah.cli.backend import dispatcher_url, result_store, submit, where_to_look
+from niah.cli.estimate import check_request, estimate, estimate_figures
+from niah.cli.output import count, to_json
+from niah.cli.results import print_results, print_status_json
+from niah.cli.run_options import run_payload
+
+
+def _wait(run_id: str, timeout: float) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    store = result_store()
+    deadline = time.monotonic() + timeout
+    run = store.get_run(run_id) or {}
+    with tqdm(total=int(run.get("total", 0)), unit="cell", desc=run_id) as bar:
+        while True:
+            run = store.get_run(run_id) or {}
+            finished = int(run.get("done", 0)) + int(run.get("failed", 0))
+            bar.update(finished - bar.n)
+            if run.get("status") == "complete" and run.get("report"):
+                return run
+            if time.monotonic() > deadline:
+                sys.exit(
+                    f"niah: run {run_id} not complete after {timeout:.0f} s "
+                    f"({finished} of {count(int(run.get('total', 0)), 'cell')}); check "
+                    f"`niah status {run_id}`"
+                )
+            time.sleep(1)
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    """Submit a run (and follow it with --wait), or only estimate it (--estimate)."""
+    payload = run_payload(args)
+    if args.estimate:
+        print(to_json(estimate_figures(payload)) if args.json else estimate(payload))
+        return
+    if args.resume:
+        # The same spec names the same run: answered cells are kept, failed and
+        # missing ones are published again.
+        previous = result_store().get_run(args.resume)
+        if previous is None:
+            sys.exit(f"niah: no run {args.resume}")
+        payload = dict(previous["spec"])
+    else:
+        check_request(payload)  # here, before any network: a mistake exits 2 at once
+    url = dispatcher_url(args)
+    body = submit(url + ("?resume=true" if args.resume else ""), payload)
+    run_id = body["run_id"]
+    for warning in body.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        if args.wait:
+            _follow(run_id, args.timeout, as_json=True)
+        print(to_json(body))
+        return
+    print(
+        f"run {run_id}: {count(int(body['cells']), 'cell')}"
+        + (" (already complete)" if body.get("already_complete") else "")
+        + (f", {body['reused']} already answered" if body.get("reused") else "")
+        + (
+            f", {count(int(body['retried']), 'failed cell')} retried" if body.get("retried") else ""
+        ),
+        flush=True,  # the run ID is out before any wait (a script or test reads it)
+    )
+    bucket = str(body.get("report_prefix", "")).removeprefix("gs://").partition("/")[0]
+    for line in where_to_look(run_id, None, project=body.get("project"), bucket=bucket or None):
+        print(line, flush=True)
+    if args.wait:
+        _follow(run_id, args.timeout)
+
+
+def _follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
+    """Follow a run to its report; Ctrl-C stops following, not the run."""
+    try:
+        run = _wait(run_id, timeout)
+    except KeyboardInterrupt:
+        print(
+            f"\nniah: stopped following {run_id}; the run goes on. Follow it again with: "
+            f"niah wait {run_id}",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    sys.exit(print_status_json(run_id, run) if as_json else print_results(run_id, run))
+
+
+def cmd_wait(args: argparse.Namespace) -> None:
+    """Follow a run already submitted, publishing nothing."""
+    if result_store().get_run(args.run_id) is None:
+        sys.exit(f"niah: no run {args.run_id}; `niah run` prints the run ID")
+    _follow(args.run_id, args.timeout)

@@ -1,0 +1,207 @@
+"""The run options on the command line: RunRequest's fields, in the harness's syntax.
+
+Each field is an option in both spellings (``--context_lengths``, ``--context-lengths``);
+the harness's options that are spelt otherwise here, or mean nothing to a service, are
+taken and answered. A request the checks refuse is told in the CLI's words (option
+names), the same check the HTTP API answers with the field's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+import types
+import typing
+from typing import Any
+
+from niah.cli.output import usage_error
+from niah.cli.syntax import BooleanFlag, ListOption
+from niah.core.spec import OPTION_HELP, RunRequest, TaskName
+
+# The harness's options that mean nothing to a service, and what takes their place.
+HARNESS_ONLY_OPTIONS = {
+    "save_results": "results are always saved (Firestore; `niah export` writes files)",
+    "print_ongoing_status": "progress is always shown with --wait (and `niah status`)",
+    "seconds_to_sleep_between_completions": (
+        "pacing is the worker's parallelism (worker max instances x concurrency)"
+    ),
+    "gcp_project_id": "the project is the deployment's (NIAH_PROJECT or GOOGLE_CLOUD_PROJECT)",
+}
+# The harness's options that are spelt differently here: refused, naming the new one.
+RENAMED_OPTIONS = {
+    "provider": "--model_provider (local, gemini or openai_compatible; inferred from the name)",
+    "model_to_test": "--model_name",
+    "evaluator": "--scorer judge with --evaluator_model_name",
+}
+MULTI_NEEDLE_TASK = "multi_needle"
+
+
+def _option_type(annotation: Any) -> tuple[Any, bool]:
+    """The argparse type of a RunRequest field, and whether it takes a list."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    if typing.get_origin(annotation) is list:
+        return typing.get_args(annotation)[0], True
+    if typing.get_origin(annotation) is typing.Literal:
+        return str, False
+    return annotation, False
+
+
+def _needle_texts(word: str) -> list[str]:
+    """The harness's ``--needles '["...", "..."]'``: a JSON (or Python) list of sentences."""
+    try:
+        value = json.loads(word)
+    except ValueError:
+        try:
+            value = ast.literal_eval(word)
+        except (ValueError, SyntaxError):
+            value = None
+    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        raise argparse.ArgumentTypeError(
+            f"{word!r} is not a list of needle sentences; write --needles "
+            '\'["first needle.", "second needle."]\', or --task multi_needle --num_needles N'
+        )
+    return value
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """One option per RunRequest field (both spellings), and the harness's own ones."""
+    for name in (*HARNESS_ONLY_OPTIONS, *RENAMED_OPTIONS):
+        parser.add_argument(
+            f"--{name}", dest=f"harness_{name}", nargs="?", const=True, help=argparse.SUPPRESS
+        )
+    # The harness's LLMMultiNeedleHaystackTester: here the multi_needle task.
+    parser.add_argument(
+        "--multi_needle",
+        "--multi-needle",
+        dest="harness_multi_needle",
+        action=BooleanFlag,
+        default=None,
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--needles", dest="harness_needles", type=_needle_texts, help=argparse.SUPPRESS
+    )
+    for name, field in RunRequest.model_fields.items():
+        flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
+        kind, many = _option_type(field.annotation)
+        help_text = f"{OPTION_HELP[name]} (default: {field.default!r})"
+        if kind is bool:
+            parser.add_argument(*flags, dest=name, action=BooleanFlag, default=None, help=help_text)
+        elif many:
+            parser.add_argument(
+                *flags, dest=name, type=kind, action=ListOption, default=None, help=help_text
+            )
+        else:
+            choices = (
+                typing.get_args(typing.get_args(field.annotation)[0])
+                if typing.get_origin(field.annotation) in (typing.Union, types.UnionType)
+                else typing.get_args(field.annotation)
+            )
+            literal = all(isinstance(c, str) for c in choices) and choices
+            parser.add_argument(
+                *flags,
+                dest=name,
+                type=kind if kind in (int, float) else str,
+                default=None,
+                choices=list(choices) if literal else None,
+                help=help_text,
+            )
+
+
+def run_payload(args: argparse.Namespace) -> dict[str, Any]:
+    """The run request the options ask for, the harness's spellings turned into ours."""
+    for name, instead in RENAMED_OPTIONS.items():
+        if getattr(args, f"harness_{name}", None) is not None:
+            usage_error(f"--{name} is the harness's; here it is {instead}")
+    for name, instead in HARNESS_ONLY_OPTIONS.items():
+        if getattr(args, f"harness_{name}", None) is not None:
+            print(f"niah: --{name} is not needed here: {instead}; ignored", file=sys.stderr)
+    payload = {
+        name: getattr(args, name)
+        for name in RunRequest.model_fields
+        if getattr(args, name) is not None
+    }
+    return _multi_needle(args, payload)
+
+
+def _multi_needle(args: argparse.Namespace, payload: dict[str, Any]) -> dict[str, Any]:
+    """``--multi_needle True`` and ``--needles [...]`` as the multi_needle task.
+
+    The task writes its own needles (seeded "special magic {city} number" sentences,
+    so each is scored exactly); the harness's needle texts count its needles.
+    """
+    wanted, texts = args.harness_multi_needle, args.harness_needles
+    if wanted is False:
+        if texts is not None:
+            print("niah: --needles ignored: --multi_needle is False", file=sys.stderr)
+        return payload
+    if wanted is None and texts is None:
+        return payload
+    task = payload.get("task", MULTI_NEEDLE_TASK)
+    if task != MULTI_NEEDLE_TASK:
+        given = "--multi_needle True" if wanted else "--needles"
+        usage_error(f"{given} means --task {MULTI_NEEDLE_TASK}, not --task {task}; give one")
+    count = payload.get("num_needles")
+    if texts is not None:
+        if count is not None and count != len(texts):
+            usage_error(
+                f"--needles lists {len(texts)} needles and --num_needles says {count}; give one"
+            )
+        count = len(texts)
+    given = "--multi_needle True" if wanted else "--needles"
+    noun = "needle" if count == 1 else "needles"
+    print(
+        f"niah: {given}: here that is --task {MULTI_NEEDLE_TASK}"
+        + (
+            f" --num_needles {count}; the task writes its own {count} {noun} (seeded "
+            "'special magic {city} number' sentences, scored exactly), not the texts given"
+            if texts is not None
+            else ""
+        ),
+        file=sys.stderr,
+    )
+    return payload | {"task": MULTI_NEEDLE_TASK} | ({"num_needles": count} if count else {})
+
+
+# The option names a message may hold: those with an underscore are never plain words
+# ("needle" and "task" are, in the checks' sentences).
+_OPTION_NAMES = re.compile(
+    r"(?<![\w-])("
+    + "|".join(sorted((n for n in RunRequest.model_fields if "_" in n), key=len, reverse=True))
+    + r")\b"
+)
+
+
+# Options named by a plain word ("task", "scorer"), as the checks write them: after
+# "set", "leave" or "use", or before a value ("task mrcr", "scorer 'judge'").
+_PLAIN_NAMES = "|".join(n for n in RunRequest.model_fields if "_" not in n)
+_AFTER_VERB = re.compile(rf"\b(set|leave|use) ({_PLAIN_NAMES})\b")
+_BEFORE_VALUE = re.compile(
+    rf"(?<![\w-])({_PLAIN_NAMES})(?= '| (?:{'|'.join(typing.get_args(TaskName))})\b)"
+)
+
+
+def in_cli_words(field: str, message: str) -> str:
+    """A refused request in the command line's words: options, not body fields.
+
+    ``("document_depth_percent_max", "must be at most 100")`` reads
+    ``--document_depth_percent_max must be at most 100``.
+    """
+    option = field.split(".")[0]
+    text = _OPTION_NAMES.sub(r"--\1", message)
+    text = _BEFORE_VALUE.sub(r"--\1", _AFTER_VERB.sub(r"\1 --\2", text))
+    if option not in RunRequest.model_fields:
+        return text
+    flag = f"--{option}"
+    if text.startswith(f"{option} "):
+        text = flag + text[len(option) :]
+    if text.startswith(flag):
+        return text
+    if text.startswith(("must ", "is ", "needs ", "applies ")):
+        return f"{flag} {text}"
+    return f"{flag}: {text}"

@@ -1,0 +1,132 @@
+"""``niah status``, ``report``, ``export`` and ``list``: what a stored run holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from niah.cli.backend import blob_store, result_store
+from niah.cli.output import count, to_json, usage_error, writable_file, write_file
+from niah.cli.results import print_results, print_status_json, run_line
+from niah.core.summary import (
+    summarize,
+)
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    """Show a run's progress and, when done, its score table."""
+    run = result_store().get_run(args.run_id)
+    if run is None:
+        sys.exit(f"niah: no run {args.run_id}")
+    if args.json:
+        sys.exit(print_status_json(args.run_id, run))
+    print(
+        f"run {args.run_id}: {run.get('status') or 'status not recorded'}, "
+        f"{int(run.get('done', 0))} answered + {int(run.get('failed', 0))} failed of "
+        f"{count(int(run.get('total', 0)), 'cell')}"
+    )
+    sys.exit(print_results(args.run_id, run))
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """Download the run's heatmap PNG (``--out``), or render its HTML report (``--html``)."""
+    if not args.out and not args.html:
+        usage_error("report: give --out FILE.png (the heatmap) or --html FILE.html or both")
+    for path, option in ((args.out, "--out"), (args.html, "--html")):
+        if path:
+            writable_file(path, option)
+    store = result_store()
+    run = store.get_run(args.run_id)
+    if run is None:
+        sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
+    if args.html:
+        from niah.core.report_page import render_run_page
+
+        cells = store.list_cells(args.run_id)
+        if not cells:
+            sys.exit(f"niah: run {args.run_id} has no stored cells yet")
+        run = run | {"run_id": args.run_id}
+        summary = summarize(run, cells, store.list_calls(args.run_id))
+        page = render_run_page(run, cells, summary)
+        write_file(args.html, page.encode())
+    if args.out:
+        if not run.get("report"):
+            sys.exit(
+                f"niah: run {args.run_id} has no heatmap yet (it is drawn when the last cell "
+                f"is in); see `niah status {args.run_id}`, or render --html now"
+            )
+        name = run["report"]["heatmap_uri"].split("/", 3)[3]
+        write_file(args.out, blob_store().read(name))
+
+
+EXPORT_FORMATS = ("json", "csv", "jsonl")
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    """Write the run's samples and its summary.
+
+    ``json`` (the default): a folder of one JSON file per cell, in the harness's result
+    format. ``csv`` and ``jsonl``: one file, one row (or line) per sample. The run's
+    summary goes beside the folder or file, as ``<name>.summary.json``.
+    """
+    from niah.core.sample_rows import cells_jsonl, rows_csv
+
+    out: Path = args.out
+    if args.format == "json" and out.exists() and not out.is_dir():
+        usage_error(f"export --format json writes a folder; {out} is a file")
+    if args.format != "json":
+        writable_file(out, f"export --format {args.format} --out")
+    store = result_store()
+    run = store.get_run(args.run_id)
+    if run is None:
+        sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
+    cells = store.list_cells(args.run_id)
+    if not cells:
+        sys.exit(f"niah: run {args.run_id} has no stored cells yet")
+    summary = summarize(run | {"run_id": args.run_id}, cells, store.list_calls(args.run_id))
+    if args.format == "json":
+        out.mkdir(parents=True, exist_ok=True)
+        for cell in cells:
+            name = f"{cell['cell_id']}_results.json"
+            (out / name).write_text(json.dumps(cell, indent=2, default=str))
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = rows_csv(cells) if args.format == "csv" else cells_jsonl(cells)
+        # UTF-8 with a byte-order mark for CSV, so a spreadsheet reads accents right;
+        # bytes, so the CSV's own CRLF line ends are kept as they are on every system.
+        out.write_bytes(text.encode("utf-8-sig" if args.format == "csv" else "utf-8"))
+    # Beside the folder or file, not in it: tools that read every *.json of a results
+    # folder as a cell (the harness's notebooks) never meet it.
+    summary_path = out.with_name(out.name.removesuffix(out.suffix) + ".summary.json")
+    summary_path.write_text(to_json(summary))
+    print(f"{count(len(cells), 'sample')} written to {out}; summary in {summary_path}")
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    """Recent runs, newest first: ID, model, task, status, progress, mean, cost, created."""
+    runs = [run_line(run) for run in result_store().recent_runs(args.limit)]
+    if args.json:
+        print(to_json(runs))
+        return
+    if not runs:
+        print("no runs yet; start one with `niah run`")
+        return
+    header = ("run", "model", "task", "status", "progress", "mean %", "cost", "created (UTC)")
+    rows = [
+        (
+            r["run_id"],
+            r["model"] or "-",
+            r["task"],
+            r["status"] or "-",
+            f"{r['finished']}/{r['total']}",
+            "-" if r["mean_percent"] is None else f"{r['mean_percent']:g}",
+            "unknown" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}",
+            (r["created_at"] or "")[:19].replace("T", " "),
+        )
+        for r in runs
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(value).ljust(width) for value, width in zip(row, widths, strict=True)))

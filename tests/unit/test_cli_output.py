@@ -1,0 +1,305 @@
+"""What ``niah status``, ``list`` and ``run`` print for a person: no None, plurals, fixes.
+
+The commands read a store in memory here (the stack's Firestore in
+``tests/integration/test_cli_stack.py``); the closed pipe and the missing credentials
+are real subprocesses, as a user meets them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from niah.cli import results, run, show
+from niah.cli.main import main
+from niah.core.summary import summarize
+from tests import REPO
+from tests.fakes import MemoryStore, json_server
+
+
+def cell(length: int, depth: float, **fields: Any) -> dict[str, Any]:
+    """A stored sample, scored right unless ``fields`` say otherwise."""
+    return {
+        "context_length": length,
+        "depth_percent": depth,
+        "status": "answered",
+        "outcome": "correct",
+        "score": 10,
+        "exact_score": 10,
+        "task_score": 1.0,
+        **fields,
+    }
+
+
+def stored(
+    cells: list[dict[str, Any]], *, task: str = "single", reported: bool = True
+) -> MemoryStore:
+    """A store holding run ``run-t`` and its cells, with the report's figures if reported."""
+    store = MemoryStore()
+    run_doc: dict[str, Any] = {
+        "model": "gemini-2.5-flash",
+        "spec": {"task": task},
+        "status": "complete" if reported else "running",
+        "total": len(cells),
+        "done": sum(c.get("status") == "answered" for c in cells),
+        "failed": sum(c.get("status") == "failed" for c in cells),
+        "scorer": "exact" if task == "single" else "task",
+        "created_at": dt.datetime(2026, 11, 26, tzinfo=dt.UTC),
+    }
+    store.runs["run-t"] = run_doc
+    store.cells["run-t"] = {
+        f"L{c['context_length']:08d}-D{round(c['depth_percent'] * 1000):06d}": c for c in cells
+    }
+    if reported:
+        summary = summarize(run_doc | {"run_id": "run-t"}, store.list_cells("run-t"))
+        run_doc |= {
+            key: summary[key]
+            for key in ("mean_score", "measures", "outcomes", "retrieved_share",
+                        "prompt_token_deviation")
+        } | ({"mrcr": summary["mrcr"]} if "mrcr" in summary else {})  # fmt: skip
+        run_doc["report"] = {
+            "heatmap_uri": "gs://niah-local/reports/run-t/heatmap.png",
+            "html_url": "http://127.0.0.1:4443/download/storage/v1/b/niah-local/o/report.html",
+        }
+    return store
+
+
+@pytest.fixture
+def use_store(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def use(store: MemoryStore) -> None:
+        for module in (results, show, run):
+            monkeypatch.setattr(module, "result_store", lambda: store)
+
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:8471")
+    from niah.settings import get_settings
+
+    get_settings.cache_clear()
+    yield use
+    get_settings.cache_clear()
+
+
+def status(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(["status", "run-t", *words])
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def test_a_run_in_progress_says_what_is_not_determined_yet(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    use_store(stored([cell(1000, 50)], reported=False))
+    code, out, _ = status(capsys)
+    assert "None" not in out
+    assert "of 1 cell\n" in out and "1 cell answered" in out
+    assert "scores not determined yet (they are computed when the last cell is in)" in out
+    assert "report (written when the last cell is in): " in out
+    assert "Firestore (emulator): http://127.0.0.1:8471/v1/projects/" in out
+    assert code == 0
+
+
+def test_no_effective_length_is_said_with_why(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    missed = {"outcome": "wrong", "score": 1, "exact_score": 1, "task_score": 0.0}
+    use_store(stored([cell(4000, 0, **missed), cell(8000, 0, **missed), cell(8000, 50)]))
+    _, out, _ = status(capsys)
+    assert "None" not in out
+    assert "effective length not determined (no length scored 85.6 % or more; ruler: 85.6)" in out
+    assert "1 of 3 retrieved (33.3 %)" in out and "3 cells answered" in out
+
+
+def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_store: Any) -> None:
+    use_store(stored([cell(1000, 0), cell(1000, 100), cell(2000, 0), cell(2000, 100)]))
+    code, out, err = status(capsys)
+    assert code == 0 and err == ""
+    assert "mean score 10 (1-10), 4 of 4 retrieved (100.0 %)" in out
+    assert "effective length 2,000 tokens (threshold" in out
+    assert "heatmap: gs://niah-local/reports/run-t/heatmap.png" in out
+    assert "report: http://127.0.0.1:4443/" in out
+    assert "None" not in out
+
+
+def test_mrcr_has_its_own_measure_and_its_bins_as_a_table_in_bin_order(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    lengths = [150_000, 3000, 9000, 5000, 20_000, 6000]
+    samples = [cell(n, 0, score=1.0) for n in lengths]
+    for sample in samples:
+        del sample["exact_score"]  # the single needle's check, not MRCR's
+    store = stored(samples, task="mrcr")
+    # Firestore hands maps back sorted by key: "128K-256K" before "<=4K".
+    mrcr = store.runs["run-t"]["mrcr"]
+    mrcr["bins"] = dict(sorted(mrcr["bins"].items()))
+    use_store(store)
+    _, out, _ = status(capsys)
+    assert "retrieved" not in out
+    assert "mean similarity 100 % (MRCR v2's score), 6 of 6 reproduced whole" in out
+    assert "{" not in out  # no Python dict
+    rows = re.findall(r"^  (\S+)\s+([\d.-]+)\s+(\d+)$", out, flags=re.M)
+    assert [name for name, _, _ in rows] == ["<=4K", "4K-8K", "8K-16K", "16K-32K", "128K-256K"]
+    assert [int(n) for _, _, n in rows] == [1, 2, 1, 1, 1]
+    assert "at 1M: not determined (no sample between 512K and 1M)" in out
+
+
+@pytest.mark.parametrize(
+    ("failure", "fix"),
+    [
+        (
+            {"status": "failed", "outcome": "unscored", "score": None, "task_score": None,
+             "error": {"kind": "run", "message": "403 PERMISSION_DENIED: Permission "
+                       "'aiplatform.endpoints.predict' denied"}},
+            "grant roles/aiplatform.user to niah-worker@niah-local.iam.gserviceaccount.com",
+        ),
+        (
+            {"outcome": "truncated", "score": None, "task_score": None,
+             "unscored_reason": "cut off at the output budget of 300 tokens (MAX_TOKENS: 0 "
+             "answer tokens after 300 thinking tokens; the answer needs up to 60); raise "
+             "max_output_tokens, or lower thinking_budget / thinking_level"},
+            "fix: raise --max_output_tokens, or lower --thinking_budget / --thinking_level",
+        ),
+        (
+            {"status": "failed", "outcome": "unscored", "score": None, "task_score": None,
+             "error": {"kind": "run", "message": "no quota for this model (429 "
+                       "RESOURCE_EXHAUSTED: limit: 0)"}},
+            "ask for it (Google Cloud console, IAM & Admin > Quotas)",
+        ),
+    ],
+)  # fmt: skip
+def test_each_failure_reason_comes_with_its_fix(
+    capsys: pytest.CaptureFixture[str],
+    use_store: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: dict[str, Any],
+    fix: str,
+) -> None:
+    monkeypatch.setenv("NIAH_PROJECT", "niah-local")
+    use_store(stored([cell(1000, 0, **failure), cell(1000, 50)]))
+    code, _, err = status(capsys)
+    assert fix in err
+    assert code in (3, 5)
+
+
+def test_plurals_are_right_in_list_and_estimate(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    use_store(stored([cell(1000, 50)]))
+    main(["list"])
+    out = capsys.readouterr().out
+    assert "None" not in out and "run-t" in out
+    main(["run", "--context_lengths", "1000", "--document_depth_percents", "50",
+          "--samples_per_cell", "2", "--estimate"])  # fmt: skip
+    assert "2 cells (1 length x 1 depth x 2 samples)" in capsys.readouterr().out
+
+
+# A subprocess's niah, reading a store in memory that holds many runs and a big grid:
+# more output than a pipe holds, so the reader's going away is met mid-write.
+MANY = """
+import datetime as dt, sys
+from niah.cli import results, show
+from niah.cli.main import main
+from tests.fakes import MemoryStore, json_server
+store = MemoryStore()
+for n in range(3000):
+    store.runs[f"run-{n:05d}"] = {"model": "gemini-2.5-flash", "status": "complete",
+        "total": 1, "done": 1, "created_at": dt.datetime(2026, 1, 1, tzinfo=dt.UTC)}
+store.runs["run-big"] = {"model": "gemini-2.5-flash", "status": "running", "total": 14400}
+store.cells["run-big"] = {
+    f"L{length:08d}-D{depth:06d}": {"context_length": length, "depth_percent": depth / 1000,
+        "status": "answered", "score": 10}
+    for length in range(1000, 121000, 1000) for depth in range(0, 120000, 1000)}
+for module in (results, show):
+    module.result_store = lambda: store
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("words", [["list", "--limit", "3000"], ["status", "run-big"]])
+def test_a_closed_pipe_ends_quietly_with_exit_0(words: list[str]) -> None:
+    piped = subprocess.run(
+        ["bash", "-c", '"$0" -c "$1" "${@:2}" | head -1; exit "${PIPESTATUS[0]}"',
+         sys.executable, MANY, *words],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, "FIRESTORE_EMULATOR_HOST": "127.0.0.1:9"},
+    )  # fmt: skip
+    assert (piped.returncode, piped.stderr) == (0, "")
+    assert len(piped.stdout.splitlines()) == 1
+
+
+def test_missing_credentials_are_one_line_with_the_fix(tmp_path: Path) -> None:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_EMULATOR_HOST") and key != "GOOGLE_APPLICATION_CREDENTIALS"
+    } | {
+        "HOME": str(tmp_path),  # no gcloud application-default credentials there
+        "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
+        "GCE_METADATA_HOST": "127.0.0.1:9",  # no metadata server to ask
+        "GCE_METADATA_IP": "127.0.0.1:9",
+    }
+    for words in (["list"], ["status", "run-x"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "niah.cli", *words],
+            capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
+        )  # fmt: skip
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "niah: no Google Cloud credentials. For the local stack: scripts/local_up.sh, then "
+            "`source .local/env` in this shell; for Google Cloud: "
+            "`gcloud auth application-default login`"
+        ]
+
+
+def test_a_deployed_run_links_the_firestore_console_and_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from niah.cli.backend import where_to_look
+    from niah.settings import get_settings
+
+    for name in ("FIRESTORE_EMULATOR_HOST", "STORAGE_EMULATOR_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    try:
+        lines = where_to_look("run-t", None, project="my-proj", bucket="my-proj-niah")
+    finally:
+        get_settings.cache_clear()
+    assert lines == [
+        # As scripts/start_run.sh prints it.
+        "Firestore: https://console.cloud.google.com/firestore/databases/-default-/data/panel/"
+        "runs/run-t?project=my-proj",
+        "report (written when the last cell is in): "
+        "https://storage.cloud.google.com/my-proj-niah/reports/run-t/report.html",
+    ]
+
+
+def test_niah_run_url_prints_the_console_link_and_where_the_report_will_be(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niah.settings import get_settings
+
+    for name in ("FIRESTORE_EMULATOR_HOST", "STORAGE_EMULATOR_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()
+    # A deployed dispatcher's answer to a run request (functions/dispatcher/main.py).
+    answer = {"run_id": "run-abc", "cells": 1, "project": "p1",
+              "report_prefix": "gs://p1-niah/reports/run-abc/"}  # fmt: skip
+    try:
+        with json_server(202, answer) as url:
+            main(["run", "--context_lengths", "1000", "--document_depth_percents", "50",
+                  "--url", url])  # fmt: skip
+    finally:
+        get_settings.cache_clear()
+    assert capsys.readouterr().out.splitlines() == [
+        "run run-abc: 1 cell",
+        "Firestore: https://console.cloud.google.com/firestore/databases/-default-/data/panel/"
+        "runs/run-abc?project=p1",
+        "report (written when the last cell is in): "
+        "https://storage.cloud.google.com/p1-niah/reports/run-abc/report.html",
+    ]
