@@ -121,7 +121,17 @@ def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_stor
     code, out, err = status(capsys)
     assert code == 0 and err == ""
     assert "mean score 10 (1-10), 4 of 4 retrieved (100.0 %)" in out
-    assert "effective length 2,000 tokens (threshold" in out
+    # Two right samples a length: Wilson 34.2-100 %, which cannot place 2,000 above
+    # NoLiMa's 85 % of the base (100 % at 1,000 tokens).
+    assert "mean 100 % (95 %: 51-100 %)" in out
+    assert (
+        "mean per length: 1,000: 100 % (95 %: 34.2-100 %), 2,000: 100 % (95 %: 34.2-100 %)" in out
+    )
+    assert (
+        "effective length not determined: 2,000 tokens by the means, but the 95 % intervals "
+        "allow none to 2,000 (threshold 85 %, nolima: 85% of the mean at lengths <= 1,000; "
+        "more samples per point narrow them)"
+    ) in out
     assert "heatmap: gs://niah-local/reports/run-t/heatmap.png" in out
     assert "report: http://127.0.0.1:4443/" in out
     assert "None" not in out
@@ -303,3 +313,34 @@ def test_niah_run_url_prints_the_console_link_and_where_the_report_will_be(
         "report (written when the last cell is in): "
         "https://storage.cloud.google.com/p1-niah/reports/run-abc/report.html",
     ]
+
+
+def test_latest_names_the_most_recent_run_wherever_a_run_id_goes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 24: the README's quickstart says `niah status latest`, pasted as it is."""
+    import argparse
+
+    from niah.cli import backend
+
+    class Store:
+        def __init__(self, runs: list[dict[str, Any]]) -> None:
+            self.runs = runs
+
+        def recent_runs(self, limit: int) -> list[dict[str, Any]]:
+            return self.runs[:limit]
+
+    monkeypatch.setattr(backend, "result_store", lambda: Store([{"run_id": "run-new"}]))
+    args = argparse.Namespace(run_id="latest", resume=None)
+    backend.name_latest(args)
+    assert args.run_id == "run-new"
+    listed = argparse.Namespace(run_ids=["run-old", "latest"])
+    backend.name_latest(listed)
+    assert listed.run_ids == ["run-old", "run-new"]
+    kept = argparse.Namespace(run_id="run-x")
+    monkeypatch.setattr(backend, "result_store", lambda: pytest.fail("no store read"))
+    backend.name_latest(kept)
+    assert kept.run_id == "run-x"
+    monkeypatch.setattr(backend, "result_store", lambda: Store([]))
+    with pytest.raises(SystemExit, match="no runs yet"):
+        backend.name_latest(argparse.Namespace(run_id="latest"))

@@ -173,3 +173,27 @@ def where_to_look(
             f"{browser_url(bucket or settings.bucket, page)}"
         )
     return lines
+
+
+LATEST = "latest"
+
+
+def name_latest(args: argparse.Namespace) -> None:
+    """Put the most recent run's ID where the command line says ``latest``.
+
+    So a quickstart runs as pasted: ``niah status latest`` after ``niah run``.
+    """
+    named = [name for name in ("run_id", "resume") if getattr(args, name, None) == LATEST]
+    listed = [
+        i for i, run_id in enumerate(getattr(args, "run_ids", None) or []) if run_id == LATEST
+    ]
+    if not named and not listed:
+        return
+    recent = result_store().recent_runs(1)
+    if not recent:
+        sys.exit("niah: no runs yet, so no `latest`; start one with `niah run`")
+    latest = str(recent[0]["run_id"])
+    for name in named:
+        setattr(args, name, latest)
+    for index in listed:
+        args.run_ids[index] = latest

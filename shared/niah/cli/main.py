@@ -6,6 +6,7 @@ import os
 import sys
 from typing import NoReturn
 
+from niah.cli.backend import name_latest
 from niah.cli.parser import parse_command_line
 
 # Google's client libraries' errors for credentials that are missing or no longer valid
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         try:
             args = parse_command_line([word for word in argv if word != "--debug"])
+            name_latest(args)
             args.handler(args)
         finally:
             # Here, not at the interpreter's exit: a reader that went away is met below.

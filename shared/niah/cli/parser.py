@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_commands(commands)
     _add_show_commands(commands)
     compare = commands.add_parser("compare", help="runs side by side on their shared grid")
-    compare.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    compare.add_argument(
+        "run_ids", nargs="+", metavar="RUN_ID", help="runs' IDs (latest: the most recent run)"
+    )
     compare.add_argument(
         "--out", type=Path, required=True, help="the HTML page (a PNG is written beside it)"
     )
@@ -71,6 +73,11 @@ def _add_run_commands(commands: Any) -> None:
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
     run.add_argument(
+        "--suite",
+        choices=["ruler"],
+        help="one run per RULER task the service has (with --wait: RULER's table)",
+    )
+    run.add_argument(
         "--json",
         action=BooleanFlag,
         default=False,
@@ -78,7 +85,7 @@ def _add_run_commands(commands: Any) -> None:
     )
     run.set_defaults(handler=cmd_run)
     wait = commands.add_parser("wait", help="follow a submitted run to its report")
-    wait.add_argument("run_id")
+    wait.add_argument("run_id", help="a run's ID, or latest for the most recent run")
     wait.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
     wait.set_defaults(handler=cmd_wait)
 
@@ -86,16 +93,16 @@ def _add_run_commands(commands: Any) -> None:
 def _add_show_commands(commands: Any) -> None:
     """``status``, ``report``, ``export`` and ``list``: what the store holds of runs."""
     status = commands.add_parser("status", help="a run's progress and scores")
-    status.add_argument("run_id")
+    status.add_argument("run_id", help="a run's ID, or latest for the most recent run")
     status.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
     status.set_defaults(handler=cmd_status)
     report = commands.add_parser("report", help="a run's heatmap PNG or HTML report")
-    report.add_argument("run_id")
+    report.add_argument("run_id", help="a run's ID, or latest for the most recent run")
     report.add_argument("--out", type=Path, help="download the heatmap PNG here")
     report.add_argument("--html", type=Path, help="render the HTML report here, from the store")
     report.set_defaults(handler=cmd_report)
     export = commands.add_parser("export", help="a run's samples as JSON, CSV or JSONL")
-    export.add_argument("run_id")
+    export.add_argument("run_id", help="a run's ID, or latest for the most recent run")
     export.add_argument(
         "--format",
         choices=EXPORT_FORMATS,

@@ -124,10 +124,20 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
     lines = [
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
-        f"mean {_percent(measures.get('mean'), 'no sample was scored')}; "
+        f"mean {_percent(measures.get('mean'), 'no sample was scored')}"
+        f"{_interval(measures.get('mean_interval'))}; "
         f"{_effective_length(measures.get('effective_length') or {})}; area under the curve "
         f"{_percent(measures.get('area_under_curve'), 'no length was scored')}",
     ]
+    intervals = measures.get("by_length_interval") or {}
+    if by_length := measures.get("by_length"):
+        lines.append(
+            "mean per length: "
+            + ", ".join(
+                f"{int(length):,}: {value:g} %{_interval(intervals.get(length))}"
+                for length, value in by_length.items()
+            )
+        )
     if mrcr := run.get("mrcr"):
         lines += mrcr_table(mrcr)
     return lines
@@ -137,9 +147,22 @@ def _percent(value: float | None, why_not: str) -> str:
     return f"{value:g} %" if value is not None else f"not determined ({why_not})"
 
 
+def _interval(bounds: list[float] | None) -> str:
+    """The 95 % interval after a mean, like " (95 %: 52.1-79 %)"; nothing without one."""
+    return f" (95 %: {bounds[0]:.3g}-{bounds[1]:.3g} %)" if bounds else ""
+
+
 def _effective_length(effective: dict[str, Any]) -> str:
-    """The effective length and its rule, or why no length passed."""
+    """The effective length and its rule, or why no length passed (or why it is unsure)."""
     threshold, rule = effective.get("threshold"), effective.get("rule")
+    bounds = effective.get("interval")
+    if effective.get("length") is not None and bounds and not effective.get("determined"):
+        low, high = (f"{n:,}" if n is not None else "none" for n in (bounds["low"], bounds["high"]))
+        return (
+            f"effective length not determined: {effective['length']:,} tokens by the means, "
+            f"but the 95 % intervals allow {low} to {high} (threshold {threshold:g} %, {rule}; "
+            "more samples per point narrow them)"
+        )
     if effective.get("length") is not None:
         return (
             f"effective length {effective['length']:,} tokens (threshold {threshold:g} %, {rule})"

@@ -39,6 +39,18 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> None:
     """Submit a run (and follow it with --wait), or only estimate it (--estimate)."""
     payload = run_payload(args)
+    if args.suite:  # one run per task of the suite (niah.suite)
+        from niah.suite import run_suite
+
+        sys.exit(
+            run_suite(
+                args,
+                payload,
+                submit=lambda body: submit(dispatcher_url(args), body),
+                wait=_wait,
+                store=result_store,
+            )
+        )
     if args.estimate:
         print(to_json(estimate_figures(payload)) if args.json else estimate(payload))
         return
