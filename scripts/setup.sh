@@ -45,7 +45,12 @@ step ".venv (pinned packages)"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 stamp=$VENV/.requirements.sha
 want=$(cat requirements.txt requirements-dev.txt pyproject.toml devtools/pyproject.toml | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+if [ -L "$VENV" ]; then
+  # A link to another checkout's virtualenv (a git worktree, the quickstart test's copy):
+  # installing here would point its editable packages at this checkout. Leave it be.
+  [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] ||
+    echo "setup: .venv links to $(readlink "$VENV"), made from other requirements; run scripts/setup.sh in that checkout" >&2
+elif [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-dev.txt
   "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -e .
   echo "$want" > "$stamp"

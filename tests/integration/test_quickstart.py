@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,12 @@ def repository_copy(target: Path) -> Path:
     return target
 
 
+def editable_installs() -> dict[str, str]:
+    """Where the virtualenv's editable packages point: the copy must not move them."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    return {path.name: path.read_text() for path in sorted(site.glob("__editable__*"))}
+
+
 def session(commands: list[str]) -> str:
     """One bash script that runs each command and stops at the first that fails, naming it."""
     lines = ["set -uo pipefail"]
@@ -74,6 +81,7 @@ def test_the_readme_quickstart_runs_as_pasted(tmp_path: Path) -> None:
         # The copy's code, not the checkout the virtualenv was installed from.
         "PYTHONPATH": f"{copy / 'shared'}:{copy / 'devtools'}",
     }
+    installed = editable_installs()
     done = subprocess.run(
         ["bash", "-c", session(commands)],
         cwd=copy,
@@ -86,6 +94,9 @@ def test_the_readme_quickstart_runs_as_pasted(tmp_path: Path) -> None:
     subprocess.run(["scripts/local_down.sh"], cwd=copy, env=env, capture_output=True, check=False)
     ran = [line.removeprefix("QUICKSTART OK: ") for line in done.stdout.splitlines()
            if line.startswith("QUICKSTART OK: ")]  # fmt: skip
+    # Before: the copy's set-up reinstalled the linked virtualenv, pointing its editable
+    # packages at the copy (a temporary directory) for every later test.
+    assert editable_installs() == installed
     assert done.returncode == 0, f"{done.stderr[-3000:]}\n(ran: {ran})"
     assert ran == commands
     assert (copy / "heatmap.png").stat().st_size > 10_000
