@@ -224,6 +224,9 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as at a terminal, however the suite was started: a shell starts a
+        # background job with SIGINT ignored, and Python then leaves it ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert follow.stdout is not None
     first = follow.stdout.readline()  # "run run-...: 4 cells"
