@@ -344,3 +344,20 @@ def test_latest_names_the_most_recent_run_wherever_a_run_id_goes(
     monkeypatch.setattr(backend, "result_store", lambda: Store([]))
     with pytest.raises(SystemExit, match="no runs yet"):
         backend.name_latest(argparse.Namespace(run_id="latest"))
+
+
+def test_the_means_per_length_are_in_length_order_as_firestore_may_not_keep_them() -> None:
+    """Seen in the demo: a map read back from Firestore listed 3,000 before 1,000."""
+    run = {
+        "outcomes": {"correct": 4},
+        "measures": {
+            "mean": 100.0,
+            "by_length": {"3000": 100.0, "1000": 100.0, "4000": 100.0, "2000": 100.0},
+            "by_length_interval": {"1000": [34.2, 100.0]},
+            "effective_length": {},
+        },
+    }
+    (line,) = [line for line in results.measures_lines(run) if line.startswith("mean per length")]
+    assert line == (
+        "mean per length: 1,000: 100 % (95 %: 34.2-100 %), 2,000: 100 %, 3,000: 100 %, 4,000: 100 %"
+    )

@@ -135,7 +135,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
             "mean per length: "
             + ", ".join(
                 f"{int(length):,}: {value:g} %{_interval(intervals.get(length))}"
-                for length, value in by_length.items()
+                for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
     if mrcr := run.get("mrcr"):

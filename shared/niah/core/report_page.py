@@ -387,7 +387,9 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
             "mean per length (%)",
             " · ".join(
                 f"{int(length):,}: {with_interval(value, intervals.get(length))}"
-                for length, value in measures["by_length"].items()
+                for length, value in sorted(
+                    measures["by_length"].items(), key=lambda item: int(item[0])
+                )
             ),
         ),
         ("effective length (tokens)", effective_length_text(effective)),
