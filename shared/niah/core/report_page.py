@@ -469,7 +469,7 @@ def _scale_note(summary: dict[str, Any], table: ScoreTable) -> str:
     )
     spread = (
         f"; up to {repeats} samples per point: squares show their mean, the tooltip their "
-        "standard deviation"
+        "standard deviation and 95 % interval"
         if repeats > 1
         else ""
     )
