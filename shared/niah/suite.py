@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from niah.cli.output import count
 from niah.core.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
 
 Submit = Callable[[dict[str, Any]], dict[str, Any]]
@@ -43,7 +44,8 @@ def run_suite(
         reply = submit(body)
         submitted[name] = str(reply["run_id"])
         if not args.json:
-            print(f"{name}: run {reply['run_id']}, {reply['cells']} cells", flush=True)
+            cells = count(int(reply["cells"]), "cell")
+            print(f"{name}: run {reply['run_id']}, {cells}", flush=True)
     if not args.json:
         for name, reason in LEFT_OUT.items():
             print(f"{name}: left out, {reason}")

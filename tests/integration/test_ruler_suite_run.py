@@ -59,7 +59,7 @@ def test_the_standin_scores_every_ruler_task_in_full_at_two_lengths(stack: Stack
     for name, values in rows.items():
         assert values == ["100.0", "100.0"], (name, out)
     assert "effective length: 3,000" in out
-    run_ids = re.findall(r"^\w+: run (run-\w+), \d+ cells$", out, re.MULTILINE)
+    run_ids = re.findall(r"^\w+: run (run-\w+), \d+ cells?$", out, re.MULTILINE)
     assert len(run_ids) == len(RULER_RUNS)
     for run_id in run_ids:
         cells = FirestoreStore().list_cells(run_id)
@@ -82,6 +82,8 @@ def test_the_local_model_completes_every_ruler_task(stack: Stack) -> None:
     for name, values in rows.items():
         # A rambling base model is truncated (never scored): "-" then, not a score.
         assert values == ["-"] or 0.0 <= float(values[0]) <= 100.0, (name, out)
-    for run_id in re.findall(r"^\w+: run (run-\w+), \d+ cells$", out, re.MULTILINE):
+    run_ids = re.findall(r"^\w+: run (run-\w+), 1 cell$", out, re.MULTILINE)
+    assert len(run_ids) == len(RULER_RUNS), out  # one cell each: "1 cell", not "1 cells"
+    for run_id in run_ids:
         run = FirestoreStore().get_run(run_id)
         assert run["status"] == "complete" and run["failed"] == 0, run_id
