@@ -40,10 +40,6 @@ class Interval:
         """``[low, high]`` as stored in summaries (rounded to 0.01 of a percent)."""
         return [round(self.low, 2), round(self.high, 2)]
 
-    def contains(self, value: float) -> bool:
-        """Whether ``value`` (percent) lies in the interval, ends included."""
-        return self.low <= value <= self.high
-
 
 def interval(scores: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
     """The ``confidence`` interval of the mean of ``scores`` (each in [0, 1]), in percent.
