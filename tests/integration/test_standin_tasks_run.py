@@ -65,3 +65,44 @@ def test_gemini_on_the_standin_scores_every_task_in_full(
         assert (cell["outcome"], cell["task_score"]) == ("correct", 1.0), cell["model_response"]
     assert run["outcomes"] == {"correct": 4, "wrong": 0, "unscored": 0, "truncated": 0}
     assert run["measures"]["mean"] == 100.0
+
+
+# The harness's --needles, written in the form the stand-in reads (as a good model would).
+OWN_NEEDLES = {
+    "task": "multi_needle",
+    "needles": [
+        "The special magic Lisbon number is: 4417302.",
+        "The special magic Oslo number is: 9081126.",
+    ],
+    "retrieval_question": (
+        "What are the special magic numbers for Lisbon, Oslo? Give each city with its number."
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("scoring", "scorer"),
+    [
+        ({"expected_answers": ["4417302", "9081126"]}, "task"),
+        ({"scorer": "judge", "evaluator_model_name": "gemini-2.5-flash"}, "judge"),
+    ],
+)
+def test_the_users_own_needles_are_hidden_asked_and_scored_on_the_stack(
+    stack: Stack, scoring: dict[str, Any], scorer: str
+) -> None:
+    run_id = submit(
+        stack,
+        {
+            "model_name": "gemini-2.5-flash",
+            "context_lengths": [2000],
+            "document_depth_percents": [30],
+            **OWN_NEEDLES,
+            **scoring,
+        },
+    )
+    run = wait_complete(run_id, timeout=300)
+    [cell] = FirestoreStore().list_cells(run_id)
+    assert all(needle in cell["needle"] for needle in OWN_NEEDLES["needles"])
+    assert "4417302" in cell["model_response"] and "9081126" in cell["model_response"]
+    assert (cell["scorer"], cell["outcome"], cell["score"]) == (scorer, "correct", 1.0)
+    assert run["measures"]["mean"] == 100.0

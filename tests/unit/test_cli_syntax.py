@@ -106,33 +106,73 @@ def test_the_command_s_own_flags_take_them_too_and_a_run_id_stays_a_run_id() -> 
     assert parse_command_line(["status", "run-x", "--json", "True"]).json is True
 
 
-def test_the_harness_s_multi_needle_options_are_the_multi_needle_task(
+PIZZA = [
+    "Figs are one of the secret ingredients needed to build the perfect pizza.",
+    "Prosciutto is one of the secret ingredients needed to build the perfect pizza.",
+    "Goat cheese is one of the secret ingredients needed to build the perfect pizza.",
+]
+PIZZA_QUESTION = ("--retrieval_question", "What are the secret ingredients of the perfect pizza?")
+PIZZA_ANSWERS = ("--expected_answers", json.dumps(["figs", "prosciutto", "goat cheese"]))
+
+
+def test_the_harness_s_multi_needle_options_are_the_multi_needle_task_with_its_needles(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    needles = json.dumps(["Figs are one.", "Prosciutto is two.", "Goat cheese is three."])
-    mapped = payload("--multi_needle", "True", "--needles", needles)
-    assert (mapped["task"], mapped["num_needles"]) == ("multi_needle", 3)
-    err = capsys.readouterr().err
-    assert "here that is --task multi_needle --num_needles 3" in err
-    assert "not the texts given" in err  # said, not silently swapped
+    needles = json.dumps(PIZZA)
+    mapped = payload("--multi_needle", "True", "--needles", needles, *PIZZA_QUESTION)
+    assert mapped["task"] == "multi_needle"
+    assert mapped["needles"] == PIZZA  # the harness's texts are the needles, in order
+    assert "num_needles" not in mapped
+    assert "here that is --task multi_needle" in capsys.readouterr().err
+    assert payload("--needles", needles, *PIZZA_QUESTION)["task"] == "multi_needle"
+    # One needle per use, and a Python list, as the harness's shell users write them.
+    assert payload("--needles", PIZZA[0], "--needles", PIZZA[1])["needles"] == PIZZA[:2]
+    assert payload("--needles", repr(PIZZA))["needles"] == PIZZA
     assert payload("--multi_needle=true")["task"] == "multi_needle"
-    assert "num_needles" not in payload("--multi_needle=true")  # the task's default, 3
-    assert "task" not in payload("--multi_needle", "False", "--needles", needles)
-    assert "--needles ignored" in capsys.readouterr().err
+    assert "needles" not in payload("--multi_needle=true")  # the task's own, 3
     code, out, err = cli(
-        capsys, "run", "--multi_needle", "True", "--needles", needles, *SMALL_GRID, "--estimate"
+        capsys,
+        "run",
+        "--needles",
+        needles,
+        *PIZZA_QUESTION,
+        *PIZZA_ANSWERS,
+        *SMALL_GRID,
+        "--estimate",
     )
     assert code == 0, err
     assert "task multi_needle" in out
+    assert "(one cell, no primer;" in out  # not "primer None"
 
 
 @pytest.mark.parametrize(
     ("words", "said"),
     [
         (["--multi_needle", "True", "--task", "mrcr"], "--multi_needle True means --task"),
-        (["--needles", '["a.", "b."]', "--num_needles", "5"], "--needles lists 2 needles"),
+        (["--multi_needle", "False", "--needles", "a."], "--multi_needle is False"),
+        (
+            [
+                "--needles",
+                '["a.", "b."]',
+                *PIZZA_QUESTION,
+                "--expected_answers",
+                "a",
+                "--num_needles",
+                "5",
+            ],
+            "--num_needles (5) differs from the 2 needles given; leave --num_needles out",
+        ),
         (["--needles", '["a.", "b."'], "argument --needles: "),
         (["--needles", "[]"], "argument --needles: "),
+        (["--needles", "a.", "--expected_answers", "a"], "--retrieval_question: your needles need"),
+        (["--needles", "a.", *PIZZA_QUESTION], "--expected_answers: say what a right answer"),
+        (
+            ["--needles", "a.", *PIZZA_QUESTION, "--expected_answers", '["a", "b"]'],
+            "--expected_answers has 2 items for 1 needles",
+        ),
+        (["--task", "multi_needle", "--expected_answers", "a"], "expected_answers go with needles"),
+        (["--needles", "a.", "--task", "multi_key"], "--needles means --task multi_needle, not"),
+        (["--needles", "a.", *PIZZA_QUESTION, "--scorer", "judge"], "needs --evaluator_model_name"),
     ],
 )
 def test_multi_needle_options_that_cannot_be_meant_are_refused(

@@ -9,6 +9,7 @@ an hour of benchmarks). A new command that is neither fails this test.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -159,7 +160,7 @@ def test_the_docs_run_commands_are_accepted(command: str) -> None:
     A ``--wait`` example is estimated instead of run (the tasks' runs are tested on the
     stack); the estimate checks the request as the dispatcher does.
     """
-    words = command.split()
+    words = shlex.split(command)  # as the shell reads it: quoted needles are one word
     assert words[:2] == ["niah", "run"]
     args = [word for word in words[2:] if word != "--wait"]
     if "--estimate" not in args:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -38,6 +40,54 @@ def test_multi_needle_scores_the_share_found() -> None:
     assert verdict.details == {"retrieved": 2, "needles": 3}
     everything = get_task("multi_needle").score(sample, " ".join(sample.expected))
     assert (everything.outcome, everything.score) == ("correct", 1.0)
+
+
+OWN_NEEDLES: dict[str, Any] = {
+    "needles": [
+        " Figs are one of the secret ingredients needed to build the perfect pizza. ",
+        "Prosciutto is one of the secret ingredients needed to build the perfect pizza.",
+        "Goat cheese is one of the secret ingredients needed to build the perfect pizza.",
+    ],
+    "retrieval_question": "What are the secret ingredients needed to build the perfect pizza?",
+    "expected_answers": ["figs", "prosciutto", "goat cheese"],
+}
+
+
+def test_the_harness_s_own_needles_are_placed_in_order_as_given_and_scored_by_their_answers() -> (
+    None
+):
+    sample = sample_of("multi_needle", depth=40, **OWN_NEEDLES)
+    assert [i.text for i in sample.insertions] == OWN_NEEDLES["needles"]  # byte for byte
+    assert [i.depth_percent for i in sample.insertions] == [40.0, 60.0, 80.0]  # the harness's
+    assert sample.question == OWN_NEEDLES["retrieval_question"]
+    assert sample.expected == ("figs", "prosciutto", "goat cheese")
+    # Every cell and sample has the same needles: they are the user's, not seeded.
+    assert sample_of("multi_needle", depth=40, index=3, **OWN_NEEDLES) == sample
+    verdict = get_task("multi_needle").score(sample, "Figs and goat cheese.")
+    assert (verdict.outcome, verdict.score) == ("wrong", pytest.approx(2 / 3))
+    assert verdict.details == {"retrieved": 2, "needles": 3}
+
+
+def test_own_needles_name_their_own_run_and_a_plain_multi_needle_run_keeps_its_id() -> None:
+    plain = RunRequest(task="multi_needle", context_lengths=[1000])
+    own = RunRequest(task="multi_needle", context_lengths=[1000], **OWN_NEEDLES)
+    other = RunRequest(
+        task="multi_needle",
+        context_lengths=[1000],
+        **(OWN_NEEDLES | {"needles": ["x.", "y.", "z."]}),
+    )
+    assert len({plain.run_id(), own.run_id(), other.run_id()}) == 3
+    # Options added later, unset, are not in the hash: the ID runs had before them.
+    assert {"needles", "expected_answers"}.isdisjoint(json.loads(plain.canonical_json()))
+    assert own.needle_count() == 3 and own.scorer_name() == "task"
+    judged = RunRequest(
+        task="multi_needle",
+        context_lengths=[1000],
+        scorer="judge",
+        evaluator_model_name="gemini-2.5-flash",
+        **{k: v for k, v in OWN_NEEDLES.items() if k != "expected_answers"},
+    )
+    assert judged.scorer_name() == "judge"
 
 
 def test_multi_key_counts_a_distractors_value_as_a_hit_and_scores_it_zero() -> None:
@@ -226,6 +276,48 @@ def test_nonliteral_needles_share_no_content_word_with_their_question() -> None:
     ("payload", "field_hint"),
     [
         ({"num_needles": 5}, "num_needles applies to task multi_needle"),
+        ({"needles": ["a."]}, "needles applies to task multi_needle, not single"),
+        ({"task": "multi_needle", "needles": []}, "needles give at least one"),
+        ({"task": "multi_needle", "needles": ["  "]}, "needles item 1 is empty"),
+        ({"task": "multi_needle", "needles": ["a {context}"]}, "template placeholder {context}"),
+        (
+            {"task": "multi_needle", "needles": ["a."], "expected_answers": ["a"]},
+            "retrieval_question",
+        ),
+        (
+            {"task": "multi_needle", "needles": ["a."], "retrieval_question": "q?"},
+            "expected_answers say what a right answer names",
+        ),
+        (
+            {
+                "task": "multi_needle",
+                "needles": ["a.", "b."],
+                "retrieval_question": "q?",
+                "expected_answers": ["a"],
+            },
+            "expected_answers has 1 items for 2 needles",
+        ),
+        (
+            {
+                "task": "multi_needle",
+                "needles": ["a."],
+                "retrieval_question": "q?",
+                "expected_answers": ["a"],
+                "num_needles": 2,
+            },
+            "num_needles (2) differs from the 1 needles given",
+        ),
+        (
+            {
+                "task": "multi_needle",
+                "needles": ["a."],
+                "retrieval_question": "q?",
+                "scorer": "both",
+                "evaluator_model_name": "gemini-2.5-flash",
+            },
+            "scorer 'both' applies to task single",
+        ),
+        ({"task": "multi_needle", "retrieval_question": "q?"}, "unless you give needles"),
         ({"task": "multi_key", "num_values": 3}, "num_values applies to task multi_value"),
         ({"task": "absent", "needle": "x"}, "needle applies to task single"),
         (

@@ -375,14 +375,10 @@ def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
     assert world["store"].list_cells(world["run_id"]) == []
 
 
-def test_a_judge_that_gives_no_score_leaves_the_sample_unscored_saying_why(
-    essay_blobs: MemoryBlobs,
-) -> None:
-    world = dispatch_task(
-        essay_blobs, scorer="judge", evaluator_model_name="gemini-2.5-flash", context_lengths=[1000]
-    )
-    model = ScriptedProvider(echo_needle_number)
-    judge = ScriptedProvider(lambda prompt: "Looks fine to me.")
+def judged_cell(
+    world: dict[str, Any], model: ScriptedProvider, judge: ScriptedProvider
+) -> dict[str, Any]:
+    """The one cell of ``world``, answered by ``model`` and then graded by ``judge``."""
 
     def provider_for(kind: ProviderName, name: str) -> Provider:
         return judge if model.prompts else model
@@ -397,9 +393,46 @@ def test_a_judge_that_gives_no_score_leaves_the_sample_unscored_saying_why(
         tokenizer_for=get_tokenizer,
     )
     [cell] = world["store"].list_cells(world["run_id"])
+    return cell
+
+
+def test_a_judge_that_gives_no_score_leaves_the_sample_unscored_saying_why(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    world = dispatch_task(
+        essay_blobs, scorer="judge", evaluator_model_name="gemini-2.5-flash", context_lengths=[1000]
+    )
+    model = ScriptedProvider(echo_needle_number)
+    judge = ScriptedProvider(lambda prompt: "Looks fine to me.")
+    cell = judged_cell(world, model, judge)
     assert (cell["outcome"], cell["score"], cell["judge_score"]) == ("unscored", None, None)
     assert "the judge's reply held no score" in cell["unscored_reason"]
     assert "Looks fine to me." in cell["judge_error"]
+
+
+def test_the_judge_grades_the_users_own_needles_against_all_of_them_on_the_tasks_scale(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    needles = ["Figs are in the perfect pizza.", "Prosciutto is in the perfect pizza."]
+    world = dispatch_task(
+        essay_blobs,
+        task="multi_needle",
+        needles=needles,
+        retrieval_question="What is in the perfect pizza?",
+        scorer="judge",
+        evaluator_model_name="gemini-2.5-flash",
+        context_lengths=[1000],
+    )
+    model = ScriptedProvider(lambda prompt: "Figs and prosciutto.")
+    judge = ScriptedProvider(lambda prompt: "Score: 8\nBoth named.")
+    cell = judged_cell(world, model, judge)
+    assert all(needle in model.prompts[0] for needle in needles)
+    [judged] = judge.prompts
+    assert all(needle in judged for needle in needles)  # the reference is every needle
+    assert "What is in the perfect pizza?" in judged
+    assert (cell["scorer"], cell["judge_score"], cell["outcome"]) == ("judge", 8, "correct")
+    # The heatmap of multi_needle shows fractions: 8 on 1-10 is 7/9.
+    assert (cell["score"], cell["task_score"]) == (round(7 / 9, 6), pytest.approx(7 / 9))
 
 
 def test_an_answer_the_store_refuses_is_kept_and_stored_without_a_second_call(

@@ -59,8 +59,10 @@ def format_estimate(figures: dict[str, Any]) -> str:
         if aware["saving_share"] is not None
         else ""
     )
+    primer = aware["primer_cell_id"]
+    first = f"primer {primer} first" if primer else "one cell, no primer"
     lines.append(
-        f"model calls, cache-aware (primer {aware['primer_cell_id']} first; "
+        f"model calls, cache-aware ({first}; "
         f"{count(aware['cached_tokens'], 'cached token')} in "
         f"{count(aware['cells_with_cache_hits'], 'cell')}): "
         f"{_usd(aware['cost_usd'], model)}{saving}"

@@ -9,8 +9,6 @@ names), the same check the HTTP API answers with the field's name.
 from __future__ import annotations
 
 import argparse
-import ast
-import json
 import re
 import sys
 import types
@@ -18,7 +16,7 @@ import typing
 from typing import Any
 
 from niah.cli.output import usage_error
-from niah.cli.syntax import BooleanFlag, ListOption
+from niah.cli.syntax import BooleanFlag, ListOption, TextListOption
 from niah.core.spec import OPTION_HELP, RunRequest, TaskName
 
 # The harness's options that mean nothing to a service, and what takes their place.
@@ -51,23 +49,6 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _needle_texts(word: str) -> list[str]:
-    """The harness's ``--needles '["...", "..."]'``: a JSON (or Python) list of sentences."""
-    try:
-        value = json.loads(word)
-    except ValueError:
-        try:
-            value = ast.literal_eval(word)
-        except (ValueError, SyntaxError):
-            value = None
-    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
-        raise argparse.ArgumentTypeError(
-            f"{word!r} is not a list of needle sentences; write --needles "
-            '\'["first needle.", "second needle."]\', or --task multi_needle --num_needles N'
-        )
-    return value
-
-
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """One option per RunRequest field (both spellings), and the harness's own ones."""
     for name in (*HARNESS_ONLY_OPTIONS, *RENAMED_OPTIONS):
@@ -83,15 +64,16 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=argparse.SUPPRESS,
     )
-    parser.add_argument(
-        "--needles", dest="harness_needles", type=_needle_texts, help=argparse.SUPPRESS
-    )
     for name, field in RunRequest.model_fields.items():
         flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
         kind, many = _option_type(field.annotation)
         help_text = f"{OPTION_HELP[name]} (default: {field.default!r})"
         if kind is bool:
             parser.add_argument(*flags, dest=name, action=BooleanFlag, default=None, help=help_text)
+        elif many and kind is str:
+            parser.add_argument(
+                *flags, dest=name, action=TextListOption, default=None, help=help_text
+            )
         elif many:
             parser.add_argument(
                 *flags, dest=name, type=kind, action=ListOption, default=None, help=help_text
@@ -130,15 +112,15 @@ def run_payload(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _multi_needle(args: argparse.Namespace, payload: dict[str, Any]) -> dict[str, Any]:
-    """``--multi_needle True`` and ``--needles [...]`` as the multi_needle task.
+    """The harness's ``--multi_needle True`` and ``--needles [...]``: the multi_needle task.
 
-    The task writes its own needles (seeded "special magic {city} number" sentences,
-    so each is scored exactly); the harness's needle texts count its needles.
+    The harness's needle list is the needles, asked for by ``--retrieval_question``; the
+    task's own seeded needles are used when only ``--multi_needle True`` is given.
     """
-    wanted, texts = args.harness_multi_needle, args.harness_needles
+    wanted, texts = args.harness_multi_needle, payload.get("needles")
     if wanted is False:
         if texts is not None:
-            print("niah: --needles ignored: --multi_needle is False", file=sys.stderr)
+            usage_error("--needles goes with the multi-needle test; --multi_needle is False")
         return payload
     if wanted is None and texts is None:
         return payload
@@ -146,26 +128,11 @@ def _multi_needle(args: argparse.Namespace, payload: dict[str, Any]) -> dict[str
     if task != MULTI_NEEDLE_TASK:
         given = "--multi_needle True" if wanted else "--needles"
         usage_error(f"{given} means --task {MULTI_NEEDLE_TASK}, not --task {task}; give one")
-    count = payload.get("num_needles")
-    if texts is not None:
-        if count is not None and count != len(texts):
-            usage_error(
-                f"--needles lists {len(texts)} needles and --num_needles says {count}; give one"
-            )
-        count = len(texts)
-    given = "--multi_needle True" if wanted else "--needles"
-    noun = "needle" if count == 1 else "needles"
-    print(
-        f"niah: {given}: here that is --task {MULTI_NEEDLE_TASK}"
-        + (
-            f" --num_needles {count}; the task writes its own {count} {noun} (seeded "
-            "'special magic {city} number' sentences, scored exactly), not the texts given"
-            if texts is not None
-            else ""
-        ),
-        file=sys.stderr,
-    )
-    return payload | {"task": MULTI_NEEDLE_TASK} | ({"num_needles": count} if count else {})
+    if wanted and "task" not in payload:
+        print(
+            f"niah: --multi_needle True: here that is --task {MULTI_NEEDLE_TASK}", file=sys.stderr
+        )
+    return payload | {"task": MULTI_NEEDLE_TASK}
 
 
 # The option names a message may hold: those with an underscore are never plain words

@@ -10,7 +10,9 @@ the options it may have meant.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
+import json
 import re
 import typing
 from collections.abc import Callable, Sequence
@@ -92,6 +94,45 @@ class ListOption(argparse.Action):
                 self, f"{text!r} is not a list of numbers; {example}"
             ) from None
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *parsed])
+
+
+class TextListOption(argparse.Action):
+    """A list of sentences: the harness's ``'["first.", "second."]'``, or one per use.
+
+    A word that starts with ``[`` is read as a JSON (or Python) list of strings; any
+    other word is one item, so ``--needles "first." --needles "second."`` works too.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.pop("type", None)
+        super().__init__(option_strings, dest, nargs=1, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """Add this use's sentences to the option's list."""
+        word = str(values[0])
+        items: Any = [word]
+        if word.lstrip().startswith("["):
+            try:
+                items = json.loads(word)
+            except ValueError:
+                try:
+                    items = ast.literal_eval(word)
+                except (ValueError, SyntaxError):
+                    items = None
+        if not (isinstance(items, list) and items and all(isinstance(i, str) for i in items)):
+            option = self.option_strings[0]
+            raise argparse.ArgumentError(
+                self,
+                f"{word!r} is not a closed list of sentences; write {option} "
+                f'\'["first.", "second."]\' (JSON), or {option} "first." {option} "second."',
+            )
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *items])
 
 
 class Parser(argparse.ArgumentParser):

@@ -67,7 +67,11 @@ def answer_room(spec: RunRequest) -> int:
             if spec.dynamic_needle
             else len(spec.needle.encode()) + len((spec.expected_answer or "").encode())
         ),
-        "multi_needle": spec.needle_count() * (NEEDLE_LINE + CITY_BYTES + VALUE_BYTES["numbers"]),
+        "multi_needle": (
+            sum(len(t.encode()) for t in [*spec.needles, *(spec.expected_answers or [])])
+            if spec.needles is not None
+            else spec.needle_count() * (NEEDLE_LINE + CITY_BYTES + VALUE_BYTES["numbers"])
+        ),
         "multi_key": ruler_line,
         "multi_value": spec.num_values * ruler_line,
         "multi_query": spec.num_queries * ruler_line,

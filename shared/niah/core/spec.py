@@ -47,7 +47,7 @@ NeedleType = Literal["words", "numbers", "uuids"]
 # mistake the user hears about (``--num_needles`` means nothing to ``multi_key``).
 TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "single": (),
-    "multi_needle": ("num_needles",),
+    "multi_needle": ("num_needles", "needles", "expected_answers"),
     "multi_key": ("num_distractors", "needle_key_type", "needle_value_type"),
     "multi_value": ("num_values", "needle_key_type", "needle_value_type"),
     "multi_query": ("num_queries", "needle_key_type", "needle_value_type"),
@@ -67,7 +67,9 @@ DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
 MRCR_NEEDLES = (2, 4, 8)
 ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
 # Run options added after runs were first named by their options' hash.
-ADDED_OPTIONS = ("thinking_level",)
+ADDED_OPTIONS = ("thinking_level", "needles", "expected_answers")
+# At most this many needles (a user's own, or generated).
+MAX_NEEDLES = 100
 # Options of the single task's harness-style needle, meaningless to the others.
 SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
 
@@ -90,6 +92,14 @@ OPTION_HELP: dict[str, str] = {
         "variable_tracking, common_words or frequent_words"
     ),
     "num_needles": "multi_needle: needles (1-100, default 3); mrcr: 2, 4 or 8 (default 8)",
+    "needles": (
+        "multi_needle: your own needle sentences, as the harness's --needles "
+        '\'["first.", "second."]\' (with retrieval_question)'
+    ),
+    "expected_answers": (
+        "multi_needle with needles: what a right answer names for each needle, in order "
+        "(scored exact); or a judge (scorer judge)"
+    ),
     "num_distractors": "multi_key: needles of the same form with other keys",
     "num_values": "multi_value: values of the one key",
     "num_queries": "multi_query: keys asked in one question",
@@ -106,7 +116,7 @@ OPTION_HELP: dict[str, str] = {
     "samples_per_cell": "independent samples per grid point, each stored on its own",
     "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
     "needle": "a static needle (with --no-dynamic_needle)",
-    "retrieval_question": "the static needle's question",
+    "retrieval_question": "the static needle's question (or your own needles')",
     "expected_answer": "what a right answer to the static needle contains (scored exact)",
     "seed": "seeds every generated needle, key and sample",
     "haystack_dir": (
@@ -167,7 +177,11 @@ class RunRequest(BaseModel):
 
     # The test kind (see niah.tasks); "single" is the harness's one needle.
     task: TaskName = "single"
-    num_needles: int | None = Field(default=None, ge=1, le=100)
+    num_needles: int | None = Field(default=None, ge=1, le=MAX_NEEDLES)
+    # The harness's multi-needle list: the user's own sentences, asked for by
+    # retrieval_question, scored by expected_answers (one per needle) or the judge.
+    needles: list[str] | None = Field(default=None, max_length=MAX_NEEDLES)
+    expected_answers: list[str] | None = Field(default=None, max_length=MAX_NEEDLES)
     num_distractors: int = Field(default=3, ge=0, le=100)
     num_values: int = Field(default=4, ge=1, le=100)
     num_queries: int = Field(default=4, ge=1, le=100)
@@ -294,6 +308,21 @@ class RunRequest(BaseModel):
                 )
         return value
 
+    @field_validator("needles", "expected_answers")
+    @classmethod
+    def _check_texts(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one, or leave it out")
+        for number, text in enumerate(value, 1):
+            if not text.strip():
+                raise ValueError(f"item {number} is empty; each needs words")
+            if len(text) > 2000:
+                raise ValueError(f"item {number} has {len(text)} characters; at most 2000")
+            cls._check_no_placeholder(text)
+        return value
+
     @model_validator(mode="after")
     def _check_ranges(self) -> RunRequest:
         if self.context_lengths is None and self.context_lengths_min > self.context_lengths_max:
@@ -342,10 +371,14 @@ class RunRequest(BaseModel):
                 f"{name} applies to task {' or '.join(users)}, not {self.task}; "
                 f"set task or leave {name} out"
             )
+        if self.needles is not None or self.expected_answers is not None:
+            self._check_own_needles()
         if self.task != "single":
-            for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS)):
+            own = {"retrieval_question"} if self.needles is not None else set()
+            for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS) - own):
                 raise ValueError(
                     f"{name} applies to task single; task {self.task} makes its own needles"
+                    + ("" if self.task != "multi_needle" else " (unless you give needles)")
                 )
             for length in (1, RULER_SHORT_LENGTH) if self.task == "common_words" else ():
                 common, uncommon = self.common_word_repeats(length)
@@ -358,14 +391,55 @@ class RunRequest(BaseModel):
                     )
             if self.task == "mrcr" and self.needle_count() not in MRCR_NEEDLES:
                 raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
-            if self.scorer in ("judge", "both"):
+            # The user's own needles may be graded by the judge (against the needles).
+            own_judged = self.scorer == "judge" and self.needles is not None
+            if self.scorer in ("judge", "both") and not own_judged:
                 raise ValueError(
                     f"task {self.task} scores its own answers; the judge applies to task "
                     "single (leave scorer out)"
                 )
 
+    def _check_own_needles(self) -> None:
+        """The harness's needle list: its question, and how its answers are scored."""
+        if self.needles is None:
+            raise ValueError(
+                "expected_answers go with needles (one per needle); give needles, or leave "
+                "expected_answers out"
+            )
+        count = len(self.needles)
+        if self.num_needles is not None and self.num_needles != count:
+            raise ValueError(
+                f"num_needles ({self.num_needles}) differs from the {count} needles given; "
+                "leave num_needles out"
+            )
+        if "retrieval_question" not in self.model_fields_set:
+            raise ValueError(
+                "retrieval_question: your needles need the question that asks for them "
+                "(as the harness's --retrieval_question)"
+            )
+        if self.expected_answers is not None and len(self.expected_answers) != count:
+            raise ValueError(
+                f"expected_answers has {len(self.expected_answers)} items for {count} needles; "
+                "give one per needle, in order"
+            )
+        if self.scorer == "both":
+            raise ValueError("scorer 'both' applies to task single; use exact or judge")
+        if self.expected_answers is None and self.scorer != "judge":
+            raise ValueError(
+                "expected_answers: say what a right answer names for each needle (one per "
+                "needle, scored exact), or grade with a judge (scorer 'judge' and "
+                "evaluator_model_name)"
+            )
+        if self.scorer == "judge" and not self.evaluator_model_name:
+            raise ValueError(
+                "scorer 'judge' needs evaluator_model_name (the judge model), or give "
+                "expected_answers"
+            )
+
     def needle_count(self) -> int:
-        """``num_needles``, or the task's default (3 for multi_needle, 8 for mrcr)."""
+        """The needles given, ``num_needles``, or the task's default (multi_needle 3, mrcr 8)."""
+        if self.needles is not None:
+            return len(self.needles)
         return self.num_needles or DEFAULT_NEEDLES.get(self.task, 1)
 
     def common_word_repeats(self, context_length: int) -> tuple[int, int]:
@@ -384,10 +458,11 @@ class RunRequest(BaseModel):
 
         Exact for dynamic needles, as the Gemini 1.5 report does, and for a static
         needle with an ``expected_answer``; otherwise the LLM judge. Every other task
-        scores its own answers ("task").
+        scores its own answers ("task"), but for multi_needle with the user's own needles
+        the judge may grade instead.
         """
         if self.task != "single":
-            return "task"
+            return "judge" if self.needles is not None and self.scorer == "judge" else "task"
         if self.scorer:
             return self.scorer
         return "exact" if self.dynamic_needle or self.expected_answer else "judge"

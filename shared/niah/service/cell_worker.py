@@ -825,7 +825,8 @@ def _score(
     """The sample's outcome and scores, and the judge's call where there was one.
 
     ``task_score`` is in [0, 1] for every task; ``score`` is what the heatmap shows: the
-    harness's 1-10 scale for ``single``, the task's fraction for the others. A blocked
+    harness's 1-10 scale for ``single``, the task's fraction for the others (the judge
+    grades the user's own multi_needle needles on 1-10, shown as a fraction). A blocked
     answer is unscored; one cut off by the budget is truncated: never a miss.
     """
     reason = truncated_reason(answer, budget)
@@ -835,7 +836,7 @@ def _score(
     if reason is not None:
         return {"outcome": "unscored", "unscored_reason": reason, "score": None}, None
     task = get_task(spec.task)
-    if spec.task != "single":
+    if spec.scorer_name() == "task":
         verdict = task.score(sample, answer.text)
         return {
             "scorer": "task",
@@ -859,7 +860,11 @@ def _score(
         fields["score"] = fields.get("judge_score") or fields.get("exact_score")
     else:
         fields["score"] = fields.get("exact_score")
-    return fields | _outcome_on_the_harness_scale(fields["score"], fields), judged
+    fields |= _outcome_on_the_harness_scale(fields["score"], fields)
+    if spec.task != "single" and fields.get("task_score") is not None:
+        # A judged multi_needle run keeps its task's scale: the heatmap shows fractions.
+        fields["score"] = round(fields["task_score"], 6)
+    return fields, judged
 
 
 def _outcome_on_the_harness_scale(score: float | None, fields: dict[str, Any]) -> dict[str, Any]:

@@ -349,10 +349,11 @@ def minimum_context_length(spec: RunRequest) -> int:
     """A safe lower bound on the prompt's own size in tokens, without a tokenizer.
 
     The built-in templates, question and needle take under 128 tokens; a custom
-    template or needle is estimated at one token per 3 characters.
+    template or needle (or the user's needles) is estimated at one token per 3 characters.
     """
     own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
     own_text += 0 if spec.dynamic_needle else len(spec.needle)
+    own_text += sum(len(text) for text in spec.needles or [])
     return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
 
 

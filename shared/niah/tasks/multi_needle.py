@@ -2,6 +2,8 @@
 
 The first needle sits at the cell's depth and the rest are evenly spaced after it toward
 the end, as gkamradt's multi-needle harness places them; the score is the share found.
+The harness's own list (``needles``, with ``retrieval_question``) is placed the same way,
+and scored by ``expected_answers`` or the judge.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ class MultiNeedle:
     name = "multi_needle"
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
-        """Distinct cities and numbers, spread from the cell's depth to the end."""
+        """Distinct cities and numbers (or the user's needles), spread to the end."""
+        if spec.needles is not None:
+            return self._own_sample(spec, cell)
         rng = sample_rng(spec, cell, self.name)
         count = spec.needle_count()
         cities = rng.sample(CITIES, count)
@@ -43,6 +47,20 @@ class MultiNeedle:
             ),
             expected=tuple(numbers),
             details={"keys": cities},
+        )
+
+    @staticmethod
+    def _own_sample(spec: RunRequest, cell: Cell) -> Sample:
+        """The harness's ``needles`` in their order, each text as given (as the harness)."""
+        needles = spec.needles or []
+        depths = spread_depths(cell.depth_percent, len(needles))
+        return Sample(
+            insertions=tuple(
+                Insertion(text, depth) for text, depth in zip(needles, depths, strict=True)
+            ),
+            question=spec.retrieval_question,
+            expected=tuple(spec.expected_answers or ()),
+            details={"own_needles": len(needles)},
         )
 
     def score(self, sample: Sample, answer: str) -> Verdict:
