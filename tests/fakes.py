@@ -9,7 +9,7 @@ import io
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
 from niah.core.interfaces import (
@@ -29,6 +29,7 @@ class MemoryBlobs:
     def __init__(self, bucket: str = "test-bucket") -> None:
         self.bucket = bucket
         self.objects: dict[str, bytes] = {}
+        self.generations: dict[str, int] = {}
         self.writes: list[str] = []
         self._lock = threading.Lock()
 
@@ -45,13 +46,27 @@ class MemoryBlobs:
     def open(self, name: str) -> BinaryIO:
         return io.BytesIO(self.objects[name])
 
-    def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
+    def write(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        content_type: str,
+        if_absent: bool = False,
+        if_generation: int | None = None,
+    ) -> bool:
         with self._lock:
-            if if_absent and name in self.objects:
+            wanted = 0 if if_absent else if_generation
+            if wanted is not None and self.generation(name) != wanted:
                 return False
             self.objects[name] = data
+            self.generations[name] = self.generation(name) + 1
             self.writes.append(name)
             return True
+
+    def generation(self, name: str) -> int:
+        # An object put into ``objects`` directly is at generation 1.
+        return self.generations.get(name, 1 if name in self.objects else 0)
 
     def browser_url(self, name: str) -> str:
         return f"memory://{self.bucket}/{name}"
@@ -208,6 +223,13 @@ class MemoryStoreExtras:
             run | {"run_id": rid}
             for rid, run in self.runs.items()
             if run.get("status") == "running"
+        ]
+
+    def index_runs(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        tops = {field.split(".")[0] for field in fields}
+        return [
+            {k: v for k, v in run.items() if k in tops} | {"run_id": run_id}
+            for run_id, run in self.runs.items()
         ]
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:

@@ -400,3 +400,60 @@ def test_a_10000_sample_report_is_light_paged_and_filters_and_sorts_all_of_it(
     first = page.locator("#samples tbody tr td:nth-child(2)").all_text_contents()
     assert set(first) == {"1900"}
     page.close()
+
+
+def test_two_runs_finishing_together_both_appear_in_the_runs_index(stack: Stack) -> None:
+    """Two one-cell runs at once: their reports finish together, and neither is lost."""
+    pair = [
+        submit(
+            stack,
+            {
+                "model_name": "gemini-2.5-flash",
+                "context_lengths": [600],
+                "document_depth_percents": [depth],
+                "seed": 41,
+            },
+        )
+        for depth in (10, 90)
+    ]
+    for run_id in pair:
+        wait_complete(run_id, timeout=300)
+    blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
+    listed = [run["run_id"] for run in json.loads(blobs.read("reports/index.json"))["runs"]]
+    assert all(listed.count(run_id) == 1 for run_id in pair), listed
+
+
+def test_the_runs_index_lists_every_run_of_the_stack_once(
+    stack: Stack, runs: dict[str, str], browser: Any
+) -> None:
+    blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
+    index = json.loads(blobs.read("reports/index.json"))
+    listed = [run["run_id"] for run in index["runs"]]
+    assert len(listed) == len(set(listed))
+    # Every run created before the index was last written is in it.
+    stored = FirestoreStore().index_runs(["created_at"])
+    written = index["generated_at"]
+    assert {r["run_id"] for r in stored if r["created_at"].isoformat() < written} <= set(listed)
+    assert set(runs.values()) <= set(listed)
+    url = blobs.browser_url("reports/index.html")
+    page, requested = open_page(browser, url, "index.png")
+    assert requested == [url]  # nothing leaves the page
+    assert sorted(page.locator("#runs td.id").all_text_contents()) == sorted(listed)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # Filtered by task, only that task's runs stay.
+    multi = sum(1 for run in index["runs"] if run["task"] == "multi_needle")
+    page.select_option("#task", "multi_needle")
+    assert page.locator("#runs tbody tr:visible").count() == multi >= 1
+    assert page.text_content("#shown") == f"{multi} of {len(listed)} runs"
+    page.select_option("#task", "")
+    # Sorted by the mean, numbers as numbers (a run not yet reported sorts first).
+    page.locator("#runs thead th", has_text="mean").click()
+    means = [run["mean"] for run in index["runs"]]
+    shown = page.locator("#runs tbody tr td:nth-child(6)").evaluate_all(
+        "cells => cells.map(c => parseFloat(c.dataset.sort))"
+    )
+    assert shown == sorted(-1 if m is None else m for m in means)
+    # The single needle's leaderboard: the local model and Gemini, each on its own row.
+    board = page.locator("table.leaderboard[data-task=single] tbody tr td:first-child")
+    assert {"gemma-3-270m-local", "gemini-2.5-flash"} <= set(board.all_text_contents())
+    page.close()

@@ -9,7 +9,14 @@ from typing import Any
 from niah.cli.compare import cmd_compare
 from niah.cli.run import cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
-from niah.cli.show import EXPORT_FORMATS, cmd_export, cmd_list, cmd_report, cmd_status
+from niah.cli.show import (
+    EXPORT_FORMATS,
+    cmd_export,
+    cmd_index,
+    cmd_list,
+    cmd_report,
+    cmd_status,
+)
 from niah.cli.syntax import BooleanFlag, Parser
 
 DESCRIPTION = """\
@@ -91,7 +98,7 @@ def _add_run_commands(commands: Any) -> None:
 
 
 def _add_show_commands(commands: Any) -> None:
-    """``status``, ``report``, ``export`` and ``list``: what the store holds of runs."""
+    """``status``, ``report``, ``export``, ``list`` and ``index``: the store's runs."""
     status = commands.add_parser("status", help="a run's progress and scores")
     status.add_argument("run_id", help="a run's ID, or latest for the most recent run")
     status.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
@@ -115,6 +122,10 @@ def _add_show_commands(commands: Any) -> None:
     listing.add_argument("--limit", type=_at_least_one, default=20, help="runs shown (default 20)")
     listing.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
     listing.set_defaults(handler=cmd_list)
+    index = commands.add_parser("index", help="the page of every run, as the bucket keeps it")
+    index.add_argument("--out", type=Path, required=True, help="write the HTML page here")
+    index.add_argument("--json", type=Path, help="and the index as JSON here")
+    index.set_defaults(handler=cmd_index)
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:

@@ -130,3 +130,18 @@ def cmd_list(args: argparse.Namespace) -> None:
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(value).ljust(width) for value, width in zip(row, widths, strict=True)))
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    """Write the runs index (the page the report function keeps in the bucket) locally."""
+    from niah.core.run_index import INDEX_FIELDS, build_index, index_json, render_index_page
+
+    writable_file(args.out, "--out")
+    if args.json:
+        writable_file(args.json, "--json")
+    index = build_index(result_store().index_runs(INDEX_FIELDS))
+    write_file(args.out, render_index_page(index).encode())
+    if args.json:
+        write_file(args.json, index_json(index))
+    runs = len(index["runs"])
+    print(f"{count(runs, 'run')} listed")

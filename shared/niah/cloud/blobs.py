@@ -73,19 +73,35 @@ class GcsBlobStore:
             raise KeyError(name) from error
         return cast(BinaryIO, blob.open("rb", chunk_size=4 * 1024 * 1024))
 
-    def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
-        """Store ``data`` (create-if-absent with ``if_generation_match=0``)."""
+    def write(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        content_type: str,
+        if_absent: bool = False,
+        if_generation: int | None = None,
+    ) -> bool:
+        """Store ``data`` (create-if-absent is ``if_generation_match=0``)."""
         from google.api_core.exceptions import PreconditionFailed
 
         blob = self._bucket.blob(name)
         metering.count(GCS_CLASS_A)
         try:
             blob.upload_from_string(
-                data, content_type=content_type, if_generation_match=0 if if_absent else None
+                data,
+                content_type=content_type,
+                if_generation_match=0 if if_absent else if_generation,
             )
         except PreconditionFailed:
             return False
         return True
+
+    def generation(self, name: str) -> int:
+        """The object's generation from its metadata (a class B operation), 0 if absent."""
+        metering.count(GCS_CLASS_B)
+        blob = self._bucket.get_blob(name)
+        return int(blob.generation) if blob is not None and blob.generation else 0
 
     def browser_url(self, name: str) -> str:
         """A link a signed-in reader with access opens (``browser_url``)."""

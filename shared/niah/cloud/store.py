@@ -19,6 +19,7 @@ sum them (``get_run``).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from niah.cloud import metering
@@ -581,6 +582,13 @@ class FirestoreStore:
             {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
             for doc in docs
         ]
+
+    def index_runs(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """Every run's ``fields`` (a projection), one read per run, no counts."""
+        query = self._db.collection(RUNS).select(list(fields))
+        docs = list(query.stream())
+        metering.reads(len(docs))
+        return [{**(doc.to_dict() or {}), "run_id": doc.id} for doc in docs]
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:
         """The ``limit`` most recently created runs, newest first, with their counts."""

@@ -8,6 +8,7 @@ receive them; unit tests pass small fakes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
@@ -44,11 +45,24 @@ class BlobStore(Protocol):
         """The object as a stream read in chunks (for files too large to hold whole)."""
         ...
 
-    def write(self, name: str, data: bytes, *, content_type: str, if_absent: bool = False) -> bool:
-        """Store ``data``; with ``if_absent``, only if no object has that name yet.
+    def write(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        content_type: str,
+        if_absent: bool = False,
+        if_generation: int | None = None,
+    ) -> bool:
+        """Store ``data``, unless a precondition finds the object otherwise (False).
 
-        Returns False when ``if_absent`` found the object already there.
+        ``if_absent``: only if no object has that name yet; ``if_generation``: only if
+        the object is still at that generation (0: absent).
         """
+        ...
+
+    def generation(self, name: str) -> int:
+        """The object's generation (it changes on every write), 0 if it does not exist."""
         ...
 
     def browser_url(self, name: str) -> str:
@@ -221,6 +235,10 @@ class ResultStore(Protocol):
 
     def running_runs(self) -> list[dict[str, Any]]:
         """Every run whose status is still "running"."""
+        ...
+
+    def index_runs(self, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """Every run with only ``fields`` (dotted paths) and its ID: no counts."""
         ...
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:

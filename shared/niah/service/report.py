@@ -32,6 +32,7 @@ from niah.core.summary import (
 from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.service.run_completion import REPORT_LEASE_SECONDS
+from niah.service.runs_index import refresh_index
 from niah.settings import get_settings
 
 
@@ -250,4 +251,5 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
             raise ReportPendingError(f"the report of {run_id} went stale; rendering again")
         return None
     log("report written", run_id=run_id, **location)
+    refresh_index(store, blobs)
     return location

@@ -1,0 +1,154 @@
+"""The index of every run: one page and one JSON beside the reports in the bucket.
+
+Every run with its label, model, task, status, mean with its 95 % interval, effective
+length, spend, creation time and links; and per task a leaderboard of models against
+lengths, as RULER's table (each model's latest complete run). Built from the run
+documents alone (one read per run, no counter shards), so any report, or ``niah
+index``, can rebuild it whole: there is no partial update to lose.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from niah.core.report_page import effective_length_text, with_interval
+
+# The run document's fields the index reads (a Firestore projection: nothing else).
+INDEX_FIELDS = (
+    "model",
+    "label",
+    "spec.task",
+    "status",
+    "measures",
+    "spend",
+    "created_at",
+    "report",
+    "total",
+)
+INDEX_JSON = "index.json"
+INDEX_HTML = "index.html"
+_TEMPLATES = Path(__file__).parent / "templates"
+
+
+def default_label(model: str | None, task: str) -> str:
+    """A run's label when none was given: "model · task"."""
+    return f"{model or 'unknown model'} · {task}"
+
+
+def index_entry(run: dict[str, Any]) -> dict[str, Any]:
+    """What the index says of one run document."""
+    measures = run.get("measures") or {}
+    task = str((run.get("spec") or {}).get("task", "single"))
+    created = run.get("created_at")
+    effective = measures.get("effective_length")
+    report = run.get("report") or {}
+    spend = run.get("spend") or {}
+    return {
+        "run_id": run["run_id"],
+        "label": run.get("label") or default_label(run.get("model"), task),
+        "model": run.get("model"),
+        "task": task,
+        "status": run.get("status") or "unknown",
+        "samples": int(run.get("total", 0)),
+        "mean": measures.get("mean"),
+        "mean_interval": measures.get("mean_interval"),
+        "mean_text": with_interval(measures.get("mean"), measures.get("mean_interval"))
+        if measures
+        else "not yet (no report)",
+        "effective_length": effective.get("length") if effective else None,
+        "effective_length_text": effective_length_text(effective) if effective else "",
+        "by_length": {int(k): v for k, v in (measures.get("by_length") or {}).items()},
+        "spend_usd": spend.get("usd"),
+        "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
+        "report_url": report.get("html_url"),
+        "heatmap_url": report.get("heatmap_url"),
+    }
+
+
+def leaderboards(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per task: models (rows) against lengths (columns), each model's latest complete run."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in sorted(entries, key=lambda e: str(e["created_at"] or "")):
+        if entry["status"] == "complete" and entry["by_length"]:
+            latest[(entry["task"], str(entry["model"]))] = entry
+    boards: dict[str, dict[str, Any]] = {}
+    for (task, model), entry in sorted(latest.items()):
+        board = boards.setdefault(task, {"lengths": set(), "rows": []})
+        board["lengths"].update(entry["by_length"])
+        board["rows"].append(
+            {
+                "model": model,
+                "run_id": entry["run_id"],
+                "scores": entry["by_length"],
+                "mean": entry["mean"],
+            }
+        )
+    for board in boards.values():
+        board["lengths"] = sorted(board["lengths"])
+        board["rows"].sort(key=lambda row: -(row["mean"] or 0))
+    return boards
+
+
+def build_index(runs: list[dict[str, Any]], now: dt.datetime | None = None) -> dict[str, Any]:
+    """The index of ``runs`` (run documents with ``run_id``): newest first."""
+    entries = sorted(
+        (index_entry(run) for run in runs),
+        key=lambda e: str(e["created_at"] or ""),
+        reverse=True,
+    )
+    return {
+        "generated_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
+        "runs": entries,
+        "leaderboards": leaderboards(entries),
+    }
+
+
+def index_json(index: dict[str, Any]) -> bytes:
+    """The index as the bucket's ``index.json`` holds it."""
+    return json.dumps(index, indent=1, default=str).encode()
+
+
+@cache
+def _environment() -> Any:
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["number"] = lambda v: "–" if v is None else f"{v:.1f}"
+    environment.filters["usd"] = lambda v: "unknown" if v is None else f"${v:,.4f}"
+    environment.filters["grouped"] = lambda v: "–" if v is None else f"{v:,}"
+    return environment
+
+
+# Stands for the policy while the page is rendered: the policy holds the script's hash.
+_POLICY_SLOT = "CSP-POLICY-SLOT"
+
+
+def render_index_page(index: dict[str, Any]) -> str:
+    """The index page: runs table (sortable, filterable) and a leaderboard per task.
+
+    Its policy allows its one inline script by hash, and no request leaves the page.
+    """
+    page = str(
+        _environment().get_template("runs_index.html").render(index=index, policy=_POLICY_SLOT)
+    )
+    script = re.search(r"<script>(.*?)</script>", page, re.DOTALL)
+    digest = hashlib.sha256((script.group(1) if script else "").encode()).digest()
+    policy = (
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src "
+        f"'sha256-{base64.b64encode(digest).decode()}'; img-src data:; base-uri 'none'; "
+        "form-action 'none'"
+    )
+    return page.replace(_POLICY_SLOT, policy, 1)
