@@ -336,9 +336,9 @@ def test_a_run_over_published_files_has_one_cell_per_row(
     assert prompts[0] == transcript(PREFIX, REPLY, "Essay.")  # sent whole, as eval_hub does
 
 
-def test_the_summary_and_title_say_generated_samples_are_not_comparable() -> None:
+def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> None:
     from niah.core.summary import GENERATED_MRCR_NOTE, summarize
-    from niah.service.report import heatmap_title
+    from niah.service.report import heatmap_notes
 
     cells = [
         {
@@ -355,10 +355,10 @@ def test_the_summary_and_title_say_generated_samples_are_not_comparable() -> Non
     summary = summarize(run, cells)
     assert summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE
     assert summary["mrcr"]["bins"] == {"4K-8K": 50.0}
-    assert "not comparable to model cards" in heatmap_title(summary)
+    assert "not comparable to model cards" in heatmap_notes(summary, "r", run)
     published = summarize(run | {"spec": {"task": "mrcr", "mrcr_source": "gs://b/m/"}}, cells)
     assert published["mrcr"]["samples"] == "Google's published MRCR v2 files"
-    assert "not comparable" not in heatmap_title(published)
+    assert "not comparable" not in heatmap_notes(published, "r", run)
 
 
 def test_the_generated_requests_and_questions_use_the_right_article() -> None:

@@ -64,6 +64,26 @@ def test_heatmap_is_a_png_with_a_grey_error_cell() -> None:
     assert grey in {colour for _, colour in colours}
 
 
+def test_the_picture_s_title_is_one_line_and_its_notes_never_cut_a_uri() -> None:
+    from niah.core.summary import summarize
+    from niah.service.report import heatmap_notes, heatmap_title, wrap_notes
+
+    cells = [c | {"task_score": 1.0 if c["score"] == 10 else 0.0} for c in CELLS if c["score"]]
+    uri = "gs://a-rather-long-bucket-name-for-needles/haystacks/paul_graham_essays/"
+    run = {"run_id": "r", "model": "gemini-2.5-flash", "spec": {}, "haystack_uri": uri}
+    summary = summarize(run, cells)
+    title = heatmap_title(summary, run)
+    assert title == "gemini-2.5-flash · single · mean (%) 66.7 (95 %: 20.8-93.8)"
+    assert heatmap_title(summary, run | {"label": "flash, try 2"}).startswith("flash, try 2 · ")
+    notes = heatmap_notes(summary, "r", run)
+    assert f"haystack {uri}" in notes and "exact score" in notes
+    png = render_heatmap(score_table(cells), title=title, notes=notes * 3)
+    assert png.startswith(b"\x89PNG")
+    # The notes as drawn: wrapped between words only, so the URI stays whole on a line.
+    lines = wrap_notes(notes, 6.0)
+    assert len(lines) > 1 and sum(line.count(uri) for line in lines) == 1
+
+
 def test_report_waits_for_the_last_cell_and_is_safe_twice() -> None:
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 4, "model": "m", "spec": {"scorer": "exact"}})

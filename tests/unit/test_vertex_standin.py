@@ -276,7 +276,7 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
     from niah.core.summary import summarize
-    from niah.service.report import heatmap_title
+    from niah.service.report import heatmap_notes
 
     store, run_id, _ = run_one_gemini_cell(essay_blobs, model_name="gemini-9-ultra")
     [cell] = store.list_cells(run_id)
@@ -285,7 +285,8 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     assert run["totals"]["unpriced_cells"] == 1 and "cost_usd" not in run["totals"]
     summary = summarize(run | {"run_id": run_id}, store.list_cells(run_id))
     assert summary["cost_usd"] is None and summary["unpriced_cells"] == 1
-    assert "cost unknown" in heatmap_title(summary) and "$0.0000" not in heatmap_title(summary)
+    notes = heatmap_notes(summary, run_id, run)
+    assert "cost unknown" in notes and "$0.0000" not in notes
 
 
 def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(

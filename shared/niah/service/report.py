@@ -21,7 +21,9 @@ from niah.core.report_page import (
     heatmap_cells,
     percent_table,
     render_run_page,
+    with_interval,
 )
+from niah.core.run_index import default_label
 from niah.core.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -37,12 +39,13 @@ from niah.settings import get_settings
 
 
 def render_heatmap(
-    table: ScoreTable, *, title: str, fraction: bool = False, subtitle: str = ""
+    table: ScoreTable, *, title: str, fraction: bool = False, notes: str = ""
 ) -> bytes:
     """The harness's heatmap: x context length, y depth, red-yellow-green, grey errors.
 
     ``fraction``: scores in [0, 1] (every task but ``single``), drawn as 0-100 %;
-    otherwise the harness's 1-10 scale. Repeats show their mean.
+    otherwise the harness's 1-10 scale. Repeats show their mean. The title is one
+    line; ``notes`` go below the plot, wrapped between words (a URI is never cut).
     """
     import matplotlib
 
@@ -52,11 +55,19 @@ def render_heatmap(
     shown = percent_table(table) if fraction else table
     scale = PERCENT_SCALE if fraction else HARNESS_SCALE
     figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
-    # Wrapped to the figure's width: a narrow grid must not cut the title off.
-    width_chars = int(figure.get_figwidth() * 8.5)
-    lines = textwrap.wrap(title, width_chars) + textwrap.wrap(subtitle, width_chars + 10)
-    _draw_heatmap(figure, axes, shown, scale, "\n".join(lines))
-    return _png(figure)
+    lines = wrap_notes(notes, figure.get_figwidth())
+    _draw_heatmap(figure, axes, shown, scale, title)
+    axes.title.set_fontsize(11)
+    if lines:
+        figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, color="#444", va="bottom")
+        figure.tight_layout(rect=(0, 0.03 + 0.035 * len(lines), 1, 1))
+    return _png(figure, laid_out=bool(lines))
+
+
+def wrap_notes(notes: str, figure_inches: float) -> list[str]:
+    """The notes in lines that fit the figure, broken between words only (URIs whole)."""
+    width = int(figure_inches * 15)  # characters of the 7.5 pt notes per inch
+    return textwrap.wrap(notes, width, break_long_words=False, break_on_hyphens=False)
 
 
 def render_comparison_png(comparison: Comparison) -> bytes:
@@ -120,36 +131,44 @@ def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title
         )
 
 
-def _png(figure: Any) -> bytes:
+def _png(figure: Any, *, laid_out: bool = False) -> bytes:
     import matplotlib.pyplot as plt
 
-    figure.tight_layout()
+    if not laid_out:
+        figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     plt.close(figure)
     return buffer.getvalue()
 
 
-def heatmap_title(summary: dict[str, Any]) -> str:
-    """Model, task, scorer, the mean and effective length, unscored samples and cost."""
+def heatmap_title(summary: dict[str, Any], run: dict[str, Any]) -> str:
+    """One line: the run's label (model · task), and its mean with the 95 % interval."""
+    measures = summary["measures"]
+    label = run.get("label") or default_label(summary["model"], summary["task"])
+    return f"{label} · mean (%) {with_interval(measures['mean'], measures.get('mean_interval'))}"
+
+
+def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> str:
+    """Under the plot: scorer, effective length, what was not scored, cost, and provenance.
+
+    So a shared picture says where it came from (run, haystack, day).
+    """
     effective = summary["measures"]["effective_length"]["length"]
-    task = "" if summary["task"] == "single" else f" · {summary['task']}"
+    notes = [
+        f"{summary['scorer']} score",
+        f"effective length {f'{effective:,}' if effective is not None else 'none'}",
+        f"{summary['failed']} failed",
+        f"{summary['outcomes']['unscored'] - summary['failed']} unscored",
+        f"{summary['outcomes'].get('truncated', 0)} truncated",
+        format_cost(summary),
+    ]
     if summary["task"] == "mrcr" and summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE:
-        task += " (generated samples, not comparable to model cards)"
-    return (
-        f"{summary['model']}{task} · {summary['scorer']} score · mean {summary['mean_score']}"
-        f" · effective length {effective if effective is not None else '-'}"
-        f" · {summary['failed']} failed · "
-        f"{summary['outcomes']['unscored'] - summary['failed']} unscored · "
-        f"{summary['outcomes'].get('truncated', 0)} truncated · {format_cost(summary)}"
-    )
-
-
-def heatmap_subtitle(run_id: str, run: dict[str, Any]) -> str:
-    """Which run, haystack and day, so a shared picture says where it came from."""
+        notes.append("MRCR generated samples, not comparable to model cards")
     created = run.get("created_at")
     day = f"{created:%Y-%m-%d}" if isinstance(created, dt.datetime) else "date unknown"
-    return f"{run_id} · haystack {run.get('haystack_uri')} · {day}"
+    notes += [run_id, f"haystack {run.get('haystack_uri')}", day]
+    return " · ".join(notes)
 
 
 def write_report_files(
@@ -165,9 +184,9 @@ def write_report_files(
     fraction = summary["score_scale"] == "fraction"
     heatmap = render_heatmap(
         score_table(heatmap_cells(cells, summary["task"])),
-        title=heatmap_title(summary),
+        title=heatmap_title(summary, run),
         fraction=fraction,
-        subtitle=heatmap_subtitle(run_id, run),
+        notes=heatmap_notes(summary, run_id, run),
     )
     files = {
         "heatmap": ("heatmap.png", heatmap, "image/png"),
