@@ -114,6 +114,10 @@ def test_no_effective_length_is_said_with_why(
     assert "None" not in out
     assert "effective length not determined (no length scored 85.6 % or more; ruler: 85.6)" in out
     assert "1 of 3 retrieved (33.3 %)" in out and "3 cells answered" in out
+    # NoLiMa's rule over a base of 0 %: not "no length scored 0 % or more".
+    use_store(stored([cell(1000, 0, **missed), cell(2000, 0, **missed)]))
+    _, out, _ = status(capsys)
+    assert "effective length not determined (no length scored above 0 %; nolima:" in out
 
 
 def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_store: Any) -> None:

@@ -169,6 +169,8 @@ def _effective_length(effective: dict[str, Any]) -> str:
         )
     if threshold is None:
         return "effective length not determined (no length was scored)"
+    if not threshold:  # NoLiMa's share of a base that scored nothing: nothing can pass
+        return f"effective length not determined (no length scored above 0 %; {rule})"
     return f"effective length not determined (no length scored {threshold:g} % or more; {rule})"
 
 
