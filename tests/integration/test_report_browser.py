@@ -457,3 +457,50 @@ def test_the_runs_index_lists_every_run_of_the_stack_once(
     board = page.locator("table.leaderboard[data-task=single] tbody tr td:first-child")
     assert {"gemma-3-270m-local", "gemini-2.5-flash"} <= set(board.all_text_contents())
     page.close()
+
+
+@pytest.mark.parametrize(
+    ("task", "lengths", "depths"),
+    [("single", 4, 5), ("multi_needle", 4, 5), ("single", 15, 15), ("multi_needle", 15, 15)],
+)
+def test_the_report_leads_with_the_answer_and_fits_1280_px(
+    browser: Any, tmp_path: Path, task: str, lengths: int, depths: int
+) -> None:
+    """Headline first, a heatmap at least 600 px wide, key columns within the page."""
+    from niah.core.report_page import render_run_page
+    from niah.core.summary import summarize
+    from tests.unit.test_report_page import cell, run_doc
+
+    grid = [(1000 * (n + 1), 100 * d / (depths - 1)) for n in range(lengths) for d in range(depths)]
+    outcomes = [(i % 5 != 0) if i % 17 else None for i in range(len(grid))]
+    cells = [
+        cell(length, depth, ok, model_response="x " * 200)
+        # The other tasks' heatmaps show fractions: right is 1.0, wrong 0.0.
+        | ({"score": float(ok)} if task != "single" and ok is not None else {})
+        for (length, depth), ok in zip(grid, outcomes, strict=True)
+    ]
+    run = run_doc("run-layout", task=task)
+    path = tmp_path / "report.html"
+    path.write_text(render_run_page(run, cells, summarize(run, cells, [])))
+    name = f"report-{task.replace('_', '-')}-{lengths}x{depths}.png"
+    page, requested = open_page(browser, f"file://{path}", name)
+    assert requested == [f"file://{path}"]
+    # The answer first: the headline comes before the heatmap, and says the mean.
+    order = page.evaluate(
+        "[...document.querySelectorAll('dl.headline, #section-heatmap, #section-samples,"
+        " #section-run-settings')].map(e => e.className || e.id)"
+    )
+    assert order == ["headline", "section-heatmap", "section-samples", "section-run-settings"]
+    assert "(95 %:" in page.text_content("dd[data-fact='mean (%)']")
+    width = page.locator("svg.heatmap").bounding_box()["width"]
+    assert width >= 600, width
+    # Nothing overflows the page, and the samples table's key columns need no scrolling.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    scroll = "document.querySelector('#section-samples .scroll')"
+    assert page.evaluate(f"{scroll}.scrollWidth <= {scroll}.clientWidth")
+    # The other columns are a click away; the settings are folded.
+    assert page.locator("#samples thead th:visible").count() == 9
+    page.click("#columns")
+    assert page.locator("#samples thead th:visible").count() == 21
+    assert not page.locator("#section-run-settings dl").is_visible()
+    page.close()

@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import html
 import json
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -80,6 +81,10 @@ def percent_table(table: ScoreTable) -> ScoreTable:
     )
 
 
+# The heatmap's least width in pixels (a 4 x 5 grid drew 330 px wide, hard to read).
+HEATMAP_MIN_PX = 640
+
+
 def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
     """The grid as an SVG heatmap: lengths across, depths down, with margin means.
 
@@ -87,8 +92,10 @@ def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
     mean over depths, the corner their overall mean (of grid points, not samples). Each
     square's tooltip gives the mean, the standard deviation and the number of samples.
     """
-    cell_w, cell_h, left, top, gap = 64, 26, 70, 28, 10
+    cell_h, left, top, gap = 26, 70, 28, 10
     columns, rows = len(table.lengths), len(table.depths)
+    # Wide enough to read at any grid size: squares grow until the map is HEATMAP_MIN_PX.
+    cell_w = max(64, math.ceil((HEATMAP_MIN_PX - left - gap - 150) / (columns + 1)))
     width = left + (columns + 1) * cell_w + gap + 150
     height = top + (rows + 1) * cell_h + gap + 46
     parts = [
@@ -299,11 +306,11 @@ def render_run_page(
     shown = table if scale is HARNESS_SCALE else percent_table(table)
     task = summary["task"]
     title = f"{summary['model']} · {task} · {summary['run_id']}"
+    label = run.get("label") or f"{summary['model']} · {task}"
     body = [
-        f"<header><h1>{_e(summary['model'])} <small>· task {_e(task)}</small></h1>"
+        f"<header><h1>{_e(label)}</h1>"
         f"<p class=sub>{_e(summary['run_id'])} · {_e(summary['scorer'])} score · "
-        f"{_e(run.get('status'))}</p></header>",
-        _section("Run", _definitions(_run_facts(run, summary))),
+        f"{_e(run.get('status'))}</p>{_headline(run, summary)}</header>",
         _section(
             "Heatmap",
             heatmap_svg(shown, scale, label=f"heatmap of {summary['run_id']}")
@@ -313,8 +320,37 @@ def render_run_page(
         _section("Tokens and cost", _definitions(_cost_facts(summary))),
         _section("Failures", _failures(cells)),
         _section(f"Samples ({len(cells)})", _samples_table(cells)),
+        _section(
+            "Run settings",
+            "<details><summary>model, haystack, times, budget, seed and the rest</summary>"
+            f"{_definitions(_run_facts(run, summary))}</details>",
+        ),
     ]
     return page(title, "".join(body))
+
+
+def _headline(run: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The answer first: model, task, mean with its interval, effective length, outcomes."""
+    measures, outcomes = summary["measures"], summary["outcomes"]
+    facts = [
+        ("model", summary["model"]),
+        ("task", summary["task"]),
+        ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
+        ("effective length", effective_length_text(measures["effective_length"])),
+        (
+            "outcomes",
+            f"{outcomes['correct']} correct · {outcomes['wrong']} wrong · "
+            f"{outcomes['unscored']} unscored · {outcomes.get('truncated', 0)} truncated "
+            f"of {summary['samples']}",
+        ),
+        ("cost", format_cost(summary).removeprefix("cost ")),
+        ("status", str(run.get("status") or "")),
+    ]
+    items = "".join(
+        f'<div><dt>{_e(name)}</dt><dd data-fact="{_e(name)}">{_e(value)}</dd></div>'
+        for name, value in facts
+    )
+    return f'<dl class="headline">{items}</dl>'
 
 
 def heatmap_cells(cells: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
@@ -505,7 +541,8 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
     descriptions = dict(SAMPLE_COLUMNS)
     header = "".join(
         f'<th title="{_e(descriptions[name])}" data-column="{name}"'
-        f"{' data-numeric' if name in NUMERIC_COLUMNS else ''}>"
+        f"{' data-numeric' if name in NUMERIC_COLUMNS else ''}"
+        f"{'' if name in KEY_COLUMNS else ' class=extra'}>"
         f"{_e(name.replace('_', ' '))}</th>"
         for name in COLUMN_NAMES
     )
@@ -515,7 +552,13 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         [_data_value(name, row[name], limit) for name in COLUMN_NAMES]
         for row in map(sample_row, ordered)
     ]
-    data = {"columns": COLUMN_NAMES, "numeric": sorted(NUMERIC_COLUMNS), "rows": rows}
+    extra = [name for name in COLUMN_NAMES if name not in KEY_COLUMNS]
+    data = {
+        "columns": COLUMN_NAMES,
+        "numeric": sorted(NUMERIC_COLUMNS),
+        "extra": extra,
+        "rows": rows,
+    }
     controls = (
         '<div class="controls"><label>filter <input type=search id=filter '
         'placeholder="any text: a needle, an answer, an error"></label> '
@@ -524,7 +567,8 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         "<option>truncated</option>"
         "</select></label> <span id=shown></span> "
         "<button type=button id=previous>‹ previous</button> <span id=page></span> "
-        "<button type=button id=next>next ›</button></div>"
+        "<button type=button id=next>next ›</button> "
+        f"<button type=button id=columns>all {len(COLUMN_NAMES)} columns</button></div>"
         "<p class=note>A text ending “… [+N]” is cut: the export has its N more "
         "characters.</p>"
     )
@@ -537,6 +581,21 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
 
 # Rows the samples table shows at a time; the rest are a page away (or printed whole).
 PAGE_ROWS = 100
+# The samples table's columns shown at first, so they fit 1,280 px; the others are a
+# click away ("all columns"), printed, and in every export.
+KEY_COLUMNS = frozenset(
+    {
+        "cell_id",
+        "context_length",
+        "depth_percent",
+        "sample",
+        "expected_answer",
+        "model_response",
+        "score",
+        "outcome",
+        "error",
+    }
+)
 
 
 def script_json(data: Any) -> str:
@@ -614,6 +673,12 @@ td.none{color:#aaa}tr[data-outcome=wrong] td{background:#fff4f4}
 tr[data-outcome=truncated] td{background:#fff8e6}
 tr[data-failed] td{background:#f2f2f2}table.small{font-size:13px}
 .controls{margin:8px 0}.controls input{width:280px}#shown{color:#555}
+#samples:not(.all) .extra{display:none}
+dl.headline{display:flex;flex-wrap:wrap;gap:10px 28px;margin:14px 0 0;padding:12px 16px;
+background:#f6f8fa;border:1px solid #e1e4e8;border-radius:6px}
+dl.headline div{min-width:120px}dl.headline dt{font-size:12px}
+dl.headline dd{font-size:16px;font-weight:600}
+details summary{cursor:pointer;color:#555}
 .failures .ids{color:#777;font-size:12px}
 .runs td,.runs th{font-size:13px}.runs td{max-width:300px}
 .runs td:first-child{white-space:nowrap}
@@ -621,6 +686,7 @@ tr[data-failed] td{background:#f2f2f2}table.small{font-size:13px}
 footer{color:#888;font-size:12px;margin-top:32px}
 @page{size:A4 landscape;margin:10mm}
 @media print{body{max-width:none;margin:0;font-size:11px}.controls{display:none}
+#samples .extra{display:table-cell}
 th{position:static;white-space:normal}.scroll{overflow:visible}
 #samples{width:100%;font-size:7px}th,td,td.text,td.num,td.id{max-width:none;min-width:0;
 white-space:normal;overflow-wrap:anywhere;padding:2px}section{break-inside:avoid-page}
@@ -633,7 +699,7 @@ _SCRIPT = """
 (function(){
 const table=document.getElementById('samples');if(!table)return;
 const data=JSON.parse(document.getElementById('sample-data').textContent);
-const columns=data.columns,numeric=new Set(data.numeric),all=data.rows;
+const columns=data.columns,numeric=new Set(data.numeric),extra=new Set(data.extra),all=data.rows;
 const size=parseInt(table.dataset.pageRows,10),body=table.tBodies[0];
 const heads=table.tHead.rows[0].cells,at=function(name){return columns.indexOf(name);};
 const outcomeAt=at('outcome'),errorAt=at('error_kind');
@@ -644,10 +710,14 @@ const shown=document.getElementById('shown'),label=document.getElementById('page
 const previous=document.getElementById('previous'),next=document.getElementById('next');
 let order=all.map(function(_,i){return i;}),view=order,page=0,printing=false;
 function td(name,value){const cell=document.createElement('td');
-if(value===null){cell.className='none';cell.textContent='\u2013';return cell;}
-if(numeric.has(name)){cell.className='num';cell.dataset.sort=value;}
+if(value===null){cell.className='none';cell.textContent='\u2013';}
+else if(numeric.has(name)){cell.className='num';cell.dataset.sort=value;}
 else cell.className=name==='cell_id'?'id':'text';
-cell.textContent=String(value);return cell;}
+if(value!==null)cell.textContent=String(value);
+if(extra.has(name))cell.classList.add('extra');return cell;}
+const toggle=document.getElementById('columns'),few=toggle.textContent;
+toggle.addEventListener('click',function(){const wide=table.classList.toggle('all');
+toggle.textContent=wide?'key columns':few;});
 function render(){const pages=Math.max(1,Math.ceil(view.length/size));
 page=Math.min(page,pages-1);
 const slice=printing?view:view.slice(page*size,(page+1)*size);
