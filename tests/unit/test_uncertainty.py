@@ -96,3 +96,12 @@ def test_measures_carry_every_mean_s_interval() -> None:
     table = score_table(cells)
     assert table.intervals is not None
     assert table.intervals[0][0] == [round(100 * b, 2) for b in wilson_by_hand(1, 1)]
+
+
+def test_a_mean_with_its_interval_reads_the_same_on_the_page_and_in_the_terminal() -> None:
+    from niah.core.uncertainty import with_interval
+
+    assert with_interval(66.66667, [52.1234, 79.0]) == "66.7 (95 %: 52.1-79)"
+    assert with_interval(66.66667, [52.1234, 79.0], unit=" %") == "66.7 % (95 %: 52.1-79 %)"
+    assert with_interval(1234.5, None) == "1,234"  # thousands written out, no interval
+    assert with_interval(None, [1.0, 2.0]) == "not determined (nothing scored)"

@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--out", type=Path, required=True, help="the HTML page (a PNG is written beside it)"
     )
+    compare.add_argument(
+        "--json",
+        action=BooleanFlag,
+        default=False,
+        help="print the paired tests, the difference and the disagreements as JSON",
+    )
     compare.set_defaults(handler=cmd_compare)
     return parser
 

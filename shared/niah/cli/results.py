@@ -18,6 +18,7 @@ from niah.core.summary import (
     score_table,
     spend_summary,
 )
+from niah.core.uncertainty import with_interval
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
@@ -124,8 +125,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
     lines = [
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
-        f"mean {_percent(measures.get('mean'), 'no sample was scored')}"
-        f"{_interval(measures.get('mean_interval'))}; "
+        f"mean {_mean(measures.get('mean'), measures.get('mean_interval'))}; "
         f"{_effective_length(measures.get('effective_length') or {})}; area under the curve "
         f"{_percent(measures.get('area_under_curve'), 'no length was scored')}",
     ]
@@ -134,7 +134,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
         lines.append(
             "mean per length: "
             + ", ".join(
-                f"{int(length):,}: {value:g} %{_interval(intervals.get(length))}"
+                f"{int(length):,}: {with_interval(value, intervals.get(length), unit=' %')}"
                 for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
@@ -147,9 +147,11 @@ def _percent(value: float | None, why_not: str) -> str:
     return f"{value:g} %" if value is not None else f"not determined ({why_not})"
 
 
-def _interval(bounds: list[float] | None) -> str:
-    """The 95 % interval after a mean, like " (95 %: 52.1-79 %)"; nothing without one."""
-    return f" (95 %: {bounds[0]:.3g}-{bounds[1]:.3g} %)" if bounds else ""
+def _mean(value: float | None, bounds: list[float] | None) -> str:
+    """The run's mean with its interval, "66.7 % (95 %: 52.1-79 %)", or why there is none."""
+    if value is None:
+        return _percent(value, "no sample was scored")
+    return with_interval(value, bounds, unit=" %")
 
 
 def _effective_length(effective: dict[str, Any]) -> str:

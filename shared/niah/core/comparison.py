@@ -3,6 +3,8 @@
 Every run is read on one scale, the task's score in percent (``task_score`` x 100), so a
 ``single`` run (1-10 on its own heatmap) sits beside a multi-needle run. Only the
 (length, depth) points every run has are compared; runs that share none are refused.
+Every run after the first is tested against the first, sample by sample
+(``niah.core.paired``): whether a difference is more than noise.
 """
 
 from __future__ import annotations
@@ -10,6 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from niah.core.paired import (
+    METHOD_NAMES,
+    NO_DIFFERENCE,
+    PairedComparison,
+    PairedTest,
+    p_figure,
+    paired_comparison,
+    points_text,
+    round_points,
+)
 from niah.core.report_page import (
     DIFFERENCE_SCALE,
     PERCENT_SCALE,
@@ -47,6 +59,8 @@ class Comparison:
     # Samples of the first two runs at a shared point that the other run lacks (a
     # point sampled 2 times in one and once in the other): means, not pairs, there.
     unpaired_samples: int
+    # Each later run tested against the first, overall and per length.
+    paired: list[PairedComparison]
 
 
 def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Comparison:
@@ -87,6 +101,10 @@ def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Com
         unpaired_samples=len(
             {str(c["cell_id"]) for c in first.cells} ^ {str(c["cell_id"]) for c in second.cells}
         ),
+        paired=[
+            paired_comparison((first.run_id, first.cells), (other.run_id, other.cells))
+            for other in compared[1:]
+        ],
     )
 
 
@@ -102,9 +120,16 @@ def _describe(points: set[Point]) -> str:
 
 
 def _difference(first: ScoreTable, second: ScoreTable) -> ScoreTable:
-    """The second table minus the first, point by point; None where either has no score."""
+    """The second table minus the first, point by point; None where either has no score.
+
+    Rounded to a tenth of a point (``round_points``): two means of the same samples can
+    differ in their last bits, and a map of such noise (``5e-05``) says nothing.
+    """
     scores = [
-        [None if a is None or b is None else b - a for a, b in zip(row_a, row_b, strict=True)]
+        [
+            None if a is None or b is None else round_points(b - a)
+            for a, b in zip(row_a, row_b, strict=True)
+        ]
         for row_a, row_b in zip(first.scores, second.scores, strict=True)
     ]
     counts = [
@@ -192,26 +217,80 @@ def render_comparison_page(comparison: Comparison) -> str:
         f"{heatmap_svg(c.table, PERCENT_SCALE, label=f'heatmap of {c.run_id}')}</figure>"
         for c in comparison.runs
     )
+    tested = comparison.paired[0]
     difference = heatmap_svg(
         comparison.difference,
         DIFFERENCE_SCALE,
         label=f"difference {second.run_id} minus {first.run_id}",
+        marked=frozenset(n for n, test in tested.by_length.items() if test.significant),
     )
     ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
     body = (
         f"<header><h1>Comparison of {len(comparison.runs)} runs</h1>"
         f"<p class=sub>every run on one scale: the task's score in percent</p></header>"
         f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
+        + significance_section(comparison.paired)
         + (_ruler_section(ruler) if ruler else "")
         + f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
         "</div></section>"
         f'<section id="section-difference"><h2>Difference: {escape(second.run_id)} minus '
-        f"{escape(first.run_id)}</h2>{difference}<p class=note>Green: the second run scores "
-        "higher; red: lower; grey: either has nothing scored.</p></section>"
+        f"{escape(first.run_id)}</h2>{difference}<p class=note>Points of percent, to a tenth. "
+        "Green: the second run scores higher; red: lower; grey: either has nothing scored. "
+        "<b>*</b>: a length where the paired test finds a significant difference (p &lt; "
+        "0.05); elsewhere the difference may be noise.</p></section>"
         f'<section id="section-disagreements"><h2>Where they disagree '
         f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
     )
     return page(f"Comparison: {', '.join(c.run_id for c in comparison.runs)}", body)
+
+
+def significance_section(tests: list[PairedComparison]) -> str:
+    """Each later run against the first: the paired tests, overall and per length."""
+    parts = []
+    for paired in tests:
+        heading = f"<h3>{escape(paired.second)} minus {escape(paired.first)}</h3>"
+        if paired.overall is None:
+            parts.append(f"{heading}<p>No sample is scored in both runs: nothing to test.</p>")
+            continue
+        rows = [("all lengths", paired.overall)] + [
+            (f"{length:,}", test) for length, test in paired.by_length.items()
+        ]
+        table = runs_table(
+            rows,
+            [
+                ("length (tokens)", lambda row: row[0]),
+                ("pairs", lambda row: row[1].pairs),
+                (f"{paired.first} (%)", lambda row: f"{row[1].mean_first:.1f}"),
+                (f"{paired.second} (%)", lambda row: f"{row[1].mean_second:.1f}"),
+                ("difference (points)", lambda row: points_text(row[1].effect)),
+                ("95 % interval", lambda row: _bounds_text(row[1])),
+                ("p", lambda row: p_figure(row[1].p_value)),
+                ("verdict", lambda row: row[1].verdict),
+            ],
+        )
+        unscored = (
+            f"<p class=note>{paired.unscored_pairs} shared samples are scored in one run "
+            "only (failed, unscored or truncated in the other) and are left out.</p>"
+            if paired.unscored_pairs
+            else ""
+        )
+        parts.append(
+            f"{heading}{table}<p class=note>{escape(METHOD_NAMES[paired.overall.method])}; "
+            "samples paired by length, depth and sample index; p &lt; 0.05 is significant, "
+            f"else &ldquo;{NO_DIFFERENCE}&rdquo;. Each length is tested on its own.</p>"
+            f"{unscored}"
+        )
+    return (
+        '<section id="section-significance"><h2>Is the difference real?</h2>'
+        + "".join(parts)
+        + "</section>"
+    )
+
+
+def _bounds_text(test: PairedTest) -> str:
+    if test.low is None or test.high is None:
+        return "none (one pair)"
+    return f"{points_text(test.low)} to {points_text(test.high)}"
 
 
 def _ruler_section(table: RulerTable) -> str:

@@ -27,6 +27,9 @@ from niah.core.summary import (
     mrcr_bin_upper,
     score_table,
 )
+from niah.core.uncertainty import figure as _number
+from niah.core.uncertainty import interval_range as _range
+from niah.core.uncertainty import with_interval
 
 # The harness's red-yellow-green scale; grey for a point with nothing scored.
 # The page's file name under the run's report prefix (the CLI links it before it exists).
@@ -80,12 +83,15 @@ def percent_table(table: ScoreTable) -> ScoreTable:
     )
 
 
-def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
+def heatmap_svg(
+    table: ScoreTable, scale: Scale, *, label: str, marked: frozenset[int] = frozenset()
+) -> str:
     """The grid as an SVG heatmap: lengths across, depths down, with margin means.
 
     The right column holds each depth's mean over lengths, the bottom row each length's
     mean over depths, the corner their overall mean (of grid points, not samples). Each
     square's tooltip gives the mean, the standard deviation and the number of samples.
+    Lengths in ``marked`` carry a star (a comparison's significant difference).
     """
     cell_w, cell_h, left, top, gap = 64, 26, 70, 28, 10
     columns, rows = len(table.lengths), len(table.depths)
@@ -98,7 +104,10 @@ def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
     ]
     for col, length in enumerate(table.lengths):
         x = left + col * cell_w + cell_w / 2
-        parts.append(f'<text x="{x}" y="{top - 8}" text-anchor="middle">{length:,}</text>')
+        star = (
+            ' <tspan class="significant" font-weight="bold">*</tspan>' if length in marked else ""
+        )
+        parts.append(f'<text x="{x}" y="{top - 8}" text-anchor="middle">{length:,}{star}</text>')
     mean_x = left + columns * cell_w + gap
     parts.append(
         f'<text x="{mean_x + cell_w / 2}" y="{top - 8}" text-anchor="middle" '
@@ -232,17 +241,6 @@ def _interval_text(bounds: list[float] | None) -> str:
     return f"; 95 % interval {_range(bounds)} %" if bounds else ""
 
 
-def _range(bounds: list[float]) -> str:
-    return f"{_number(bounds[0])}-{_number(bounds[1])}"
-
-
-def with_interval(value: float | None, bounds: list[float] | None) -> str:
-    """A mean in percent with its 95 % interval: "66.7 (95 %: 52.1-79)"."""
-    if value is None:
-        return "not determined (nothing scored)"
-    return f"{_number(value)} (95 %: {_range(bounds)})" if bounds else _number(value)
-
-
 def effective_length_text(effective: dict[str, Any]) -> str:
     """The effective length, or why it is not determined, in words."""
     length = effective["length"]
@@ -261,13 +259,6 @@ def effective_length_text(effective: dict[str, Any]) -> str:
 def _mean_of(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present else None
-
-
-def _number(value: float | None) -> str:
-    """Three significant digits; thousands written out, never as 1.2e+03."""
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def escape(value: Any) -> str:

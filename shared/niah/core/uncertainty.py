@@ -50,23 +50,41 @@ def interval(scores: Sequence[float], confidence: float = CONFIDENCE) -> Interva
     if not scores:
         return None
     if all(score in (0.0, 1.0) for score in scores):
-        from scipy.stats import binomtest
+        low, high = wilson_bounds(int(sum(scores)), len(scores), confidence)
+        return Interval(100 * low, 100 * high, "wilson")
+    found = bootstrap_interval(scores, confidence)
+    return None if found is None else Interval(100 * found[0], 100 * found[1], "bootstrap")
 
-        found = binomtest(int(sum(scores)), len(scores)).proportion_ci(
-            confidence_level=confidence, method="wilson"
-        )
-        return Interval(100 * float(found.low), 100 * float(found.high), "wilson")
-    if len(scores) < 2:
+
+def wilson_bounds(
+    successes: int, trials: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The Wilson score interval of ``successes / trials``, as fractions."""
+    from scipy.stats import binomtest
+
+    found = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(found.low), float(found.high)
+
+
+def bootstrap_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of the mean of ``values``, in their own unit.
+
+    None with fewer than two values. A paired comparison bootstraps its differences
+    (-1 to 1) with it, so it knows nothing of percent or of right/wrong scores.
+    """
+    if len(values) < 2:
         return None
     import numpy as np
     from scipy.stats import bootstrap
 
-    values = np.asarray(scores, dtype=float)
-    if np.all(values == values[0]):
+    data = np.asarray(values, dtype=float)
+    if np.all(data == data[0]):
         # Every resample has the same mean; scipy warns of a degenerate distribution.
-        return Interval(100 * float(values[0]), 100 * float(values[0]), "bootstrap")
+        return float(data[0]), float(data[0])
     result = bootstrap(
-        (values,),
+        (data,),
         np.mean,
         confidence_level=confidence,
         n_resamples=BOOTSTRAP_RESAMPLES,
@@ -74,4 +92,28 @@ def interval(scores: Sequence[float], confidence: float = CONFIDENCE) -> Interva
         rng=np.random.default_rng(BOOTSTRAP_SEED),
     )
     found = result.confidence_interval
-    return Interval(100 * float(found.low), 100 * float(found.high), "bootstrap")
+    return float(found.low), float(found.high)
+
+
+def figure(value: float | None) -> str:
+    """Three significant digits; thousands written out, never as 1.2e+03; None as "–"."""
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def interval_range(bounds: list[float], unit: str = "") -> str:
+    """Stored ``[low, high]`` bounds as "52.1-79" (with ``unit``: "52.1-79 %")."""
+    return f"{figure(bounds[0])}-{figure(bounds[1])}{unit}"
+
+
+def with_interval(value: float | None, bounds: list[float] | None, *, unit: str = "") -> str:
+    """A mean with its 95 % interval, as the report and ``niah status`` both write it.
+
+    "66.7 (95 %: 52.1-79)"; with ``unit=" %"``, "66.7 % (95 %: 52.1-79 %)"; the mean
+    alone without bounds.
+    """
+    if value is None:
+        return "not determined (nothing scored)"
+    shown = f"{figure(value)}{unit}"
+    return f"{shown} (95 %: {interval_range(bounds, unit)})" if bounds else shown
