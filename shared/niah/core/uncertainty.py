@@ -20,6 +20,7 @@ not two.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -117,3 +118,32 @@ def with_interval(value: float | None, bounds: list[float] | None, *, unit: str 
         return "not determined (nothing scored)"
     shown = f"{figure(value)}{unit}"
     return f"{shown} (95 %: {interval_range(bounds, unit)})" if bounds else shown
+
+
+def z_value(confidence: float = CONFIDENCE) -> float:
+    """The two-sided normal quantile of ``confidence`` (1.959964 at 95 %)."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def samples_for_margin(
+    margin_points: float, score_percent: float = 50.0, confidence: float = CONFIDENCE
+) -> int:
+    """Samples a mean needs for its ``confidence`` interval to be ± ``margin_points``.
+
+    The normal approximation, n = z² p (1 - p) / m², rounded up; p = 50 % is the worst
+    case (the widest interval). Near 0 or 100 % and at a few samples the Wilson interval
+    the report draws is a little different, so take this as the order of magnitude.
+    """
+    p, margin = score_percent / 100, margin_points / 100
+    needed = z_value(confidence) ** 2 * p * (1 - p) / margin**2
+    return max(1, math.ceil(needed - 1e-9))  # 1e-9: an exact integer stays itself
+
+
+def margin_for_samples(
+    samples: int, score_percent: float = 50.0, confidence: float = CONFIDENCE
+) -> float:
+    """The ± margin, in points, a mean of ``samples`` samples has (the inverse of above)."""
+    p = score_percent / 100
+    return 100 * z_value(confidence) * math.sqrt(p * (1 - p) / samples)
