@@ -40,7 +40,7 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
     wrong = {"answer": "The special magic number is: 0."}
     requests.post(configure, json=wrong, timeout=5).raise_for_status()
     try:
-        worse = submit(stack, GRID | {"seed": 43})
+        worse = submit(stack, GRID | {"seed": 43, "label": "answers 0"})
         wait_complete(worse, timeout=300)
     finally:
         requests.post(configure, json={}, timeout=5).raise_for_status()
@@ -51,6 +51,10 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
     document = json.loads(result.stdout)
     noise, real = document["paired"]
     assert (noise["second"], real["second"]) == (again, worse)
+    # Runs are called by their labels: "model · task" by default, with the run ID where
+    # two compared runs share one.
+    assert real["second_label"] == "answers 0"
+    assert noise["first_label"] == f"gemini-2.5-flash · single ({first})"
     assert noise["overall"]["pairs"] == real["overall"]["pairs"] == 6
     assert noise["overall"]["verdict"] == "no significant difference"
     assert noise["overall"]["p_value"] == 1.0 and noise["overall"]["effect"] == 0.0
@@ -67,3 +71,6 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
     assert "6 samples disagree" in text.stdout
     assert "400 tokens: -100 points (95 %: " in text.stdout
     assert text.stdout.rstrip().endswith("p = 0.031, 6 pairs: significant")
+    assert "answers 0 minus gemini-2.5-flash · single (exact McNemar" in text.stdout
+    status = niah(stack, "status", worse)
+    assert f"\nrun {worse} (answers 0): gemini-2.5-flash, task single" in status.stdout

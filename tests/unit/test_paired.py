@@ -124,8 +124,11 @@ def test_the_page_marks_significant_lengths_and_says_where_there_is_no_differenc
     a = [cell(n, d, False, s) for n in (1000, 2000) for d in (0, 50, 100) for s in (0, 1)]
     b = [cell(1000, d, True, s) for d in (0, 50, 100) for s in (0, 1)]
     b += [cell(2000, d, False, s) for d in (0, 50, 100) for s in (0, 1)]
-    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
+    runs = [run_doc("run-a") | {"label": "Flash <old>"}, run_doc("run-b", "gemini-2.5-pro")]
+    comparison = compare_runs([(runs[0], a), (runs[1], b)])
     page = render_comparison_page(comparison)
+    # Each run by its label (escaped); without one, "model · task".
+    assert "<h3>gemini-2.5-pro · single minus Flash &lt;old&gt;</h3>" in page
     section = page.split('id="section-significance"')[1].split("</section>")[0]
     rows = re.findall(r"<tr><td>(.*?)</td>.*?<td>([^<]*)</td></tr>", section)
     # 12 pairs, b = 0, c = 6: p = 2/64 overall and at 1,000; 2,000 agrees everywhere.
@@ -162,19 +165,22 @@ def test_niah_compare_prints_the_tests_and_its_json_holds_them(
     first = [cell(500, d, True, s) for d in (0, 100) for s in (0, 1, 2)]
     second = [cell(500, d, False, s) for d in (0, 100) for s in (0, 1, 2)]
     for run_id, cells in (("run-a", first), ("run-b", second)):
-        store.runs[run_id] = run_doc(run_id)
+        store.runs[run_id] = run_doc(run_id) | {"label": f"model {run_id[-1].upper()}"}
         store.cells[run_id] = {c["cell_id"]: c for c in cells}
     monkeypatch.setattr(compare, "result_store", lambda: store)
     out = tmp_path / "c.html"
     main(["compare", "run-a", "run-b", "--out", str(out)])
     printed = capsys.readouterr().out.splitlines()
     assert "6 samples disagree between run-a and run-b" in printed
+    assert any(line.startswith("model B minus model A (exact McNemar") for line in printed)
     assert "  overall: -100 points (95 %: " in "\n".join(printed)
     assert printed[-1].endswith("p = 0.031, 6 pairs: significant")
     main(["compare", "run-a", "run-b", "--out", str(out), "--json"])
     document = json.loads(capsys.readouterr().out)
     [paired] = document["paired"]
     assert (paired["first"], paired["second"]) == ("run-a", "run-b")
+    assert (paired["first_label"], paired["second_label"]) == ("model A", "model B")
+    assert document["runs"][0] == {"run_id": "run-a", "label": "model A"}
     assert paired["overall"]["discordant"] == [6, 0]
     assert paired["by_length"]["500"]["verdict"] == "significant"
     assert document["difference"]["points"] == [[-100.0], [-100.0]]

@@ -58,7 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
 def comparison_document(comparison: Comparison, out: Path) -> dict[str, Any]:
     """What ``niah compare --json`` prints: the runs, the tests, the disagreements, files."""
     return {
-        "runs": [c.run_id for c in comparison.runs],
+        "runs": [{"run_id": c.run_id, "label": c.name} for c in comparison.runs],
         "paired": [paired.as_dict() for paired in comparison.paired],
         "difference": {
             "lengths": comparison.difference.lengths,

@@ -9,6 +9,7 @@ from typing import Any
 from niah.cli.backend import result_store, where_to_look
 from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
+from niah.core.spec import run_label
 from niah.core.summary import (
     cost_summary,
     failure_reasons,
@@ -30,7 +31,8 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
     cells = store.list_cells(run_id)
     task = (run.get("spec") or {}).get("task", "single")
     print(
-        f"\nrun {run_id}: {run.get('model') or 'model not recorded'}, task {task}, "
+        f"\nrun {run_id} ({run_label(run)}): {run.get('model') or 'model not recorded'}, "
+        f"task {task}, "
         f"{count(int(run.get('done', 0)), 'cell')} answered, {int(run.get('failed', 0))} "
         f"failed; {score_line(run, task)}"
     )
@@ -231,6 +233,7 @@ def run_line(run: dict[str, Any]) -> dict[str, Any]:
     created = run.get("created_at")
     return {
         "run_id": run.get("run_id"),
+        "label": run_label(run),
         "model": run.get("model"),
         "task": (run.get("spec") or {}).get("task", "single"),
         "status": run.get("status"),

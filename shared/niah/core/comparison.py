@@ -9,7 +9,7 @@ Every run after the first is tested against the first, sample by sample
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from niah.core.paired import (
@@ -32,6 +32,7 @@ from niah.core.report_page import (
     runs_table,
 )
 from niah.core.ruler_suite import RulerTable, ruler_table
+from niah.core.spec import run_label
 from niah.core.summary import ScoreTable, cost_summary, format_cost, measures, score_table
 from niah.errors import ComparisonError
 
@@ -46,6 +47,9 @@ class ComparedRun:
     run: dict[str, Any]
     cells: list[dict[str, Any]]
     table: ScoreTable
+    # Its label (``niah run --label``, else "model · task"), with the run ID when two
+    # compared runs share a label.
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,11 @@ def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Com
         )
         for run, cells in runs
     ]
+    labels = [run_label(c.run) for c in compared]
+    compared = [
+        replace(c, name=label if labels.count(label) == 1 else f"{label} ({c.run_id})")
+        for c, label in zip(compared, labels, strict=True)
+    ]
     first, second = compared[0], compared[1]
     return Comparison(
         runs=compared,
@@ -102,7 +111,11 @@ def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Com
             {str(c["cell_id"]) for c in first.cells} ^ {str(c["cell_id"]) for c in second.cells}
         ),
         paired=[
-            paired_comparison((first.run_id, first.cells), (other.run_id, other.cells))
+            paired_comparison(
+                (first.run_id, first.cells),
+                (other.run_id, other.cells),
+                names=(first.name, other.name),
+            )
             for other in compared[1:]
         ],
     )
@@ -180,6 +193,7 @@ def render_comparison_page(comparison: Comparison) -> str:
     overview = runs_table(
         comparison.runs,
         [
+            ("label", lambda c: c.name),
             ("run", lambda c: c.run_id),
             ("model", lambda c: c.run.get("model")),
             ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
@@ -205,15 +219,15 @@ def render_comparison_page(comparison: Comparison) -> str:
         if comparison.dropped_points
         else ""
     ) + (
-        f"<p class=note>{comparison.unpaired_samples} samples of {escape(first.run_id)} and "
-        f"{escape(second.run_id)} have no partner in the other run (different samples per "
+        f"<p class=note>{comparison.unpaired_samples} samples of {escape(first.name)} and "
+        f"{escape(second.name)} have no partner in the other run (different samples per "
         "point): their points are compared by mean, and they are not in the table of "
         "disagreements.</p>"
         if comparison.unpaired_samples
         else ""
     )
     heatmaps = "".join(
-        f"<figure><figcaption>{escape(c.run_id)} · {escape(c.run.get('model'))}</figcaption>"
+        f"<figure><figcaption>{escape(c.name)} <small>{escape(c.run_id)}</small></figcaption>"
         f"{heatmap_svg(c.table, PERCENT_SCALE, label=f'heatmap of {c.run_id}')}</figure>"
         for c in comparison.runs
     )
@@ -221,7 +235,7 @@ def render_comparison_page(comparison: Comparison) -> str:
     difference = heatmap_svg(
         comparison.difference,
         DIFFERENCE_SCALE,
-        label=f"difference {second.run_id} minus {first.run_id}",
+        label=f"difference {second.name} minus {first.name}",
         marked=frozenset(n for n, test in tested.by_length.items() if test.significant),
     )
     ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
@@ -233,22 +247,23 @@ def render_comparison_page(comparison: Comparison) -> str:
         + (_ruler_section(ruler) if ruler else "")
         + f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
         "</div></section>"
-        f'<section id="section-difference"><h2>Difference: {escape(second.run_id)} minus '
-        f"{escape(first.run_id)}</h2>{difference}<p class=note>Points of percent, to a tenth. "
+        f'<section id="section-difference"><h2>Difference: {escape(second.name)} minus '
+        f"{escape(first.name)}</h2>{difference}<p class=note>Points of percent, to a tenth. "
         "Green: the second run scores higher; red: lower; grey: either has nothing scored. "
         "<b>*</b>: a length where the paired test finds a significant difference (p &lt; "
         "0.05); elsewhere the difference may be noise.</p></section>"
         f'<section id="section-disagreements"><h2>Where they disagree '
         f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
     )
-    return page(f"Comparison: {', '.join(c.run_id for c in comparison.runs)}", body)
+    return page(f"Comparison: {' · '.join(c.name for c in comparison.runs)}", body)
 
 
 def significance_section(tests: list[PairedComparison]) -> str:
     """Each later run against the first: the paired tests, overall and per length."""
     parts = []
     for paired in tests:
-        heading = f"<h3>{escape(paired.second)} minus {escape(paired.first)}</h3>"
+        first, second = paired.names()
+        heading = f"<h3>{escape(second)} minus {escape(first)}</h3>"
         if paired.overall is None:
             parts.append(f"{heading}<p>No sample is scored in both runs: nothing to test.</p>")
             continue
@@ -260,8 +275,8 @@ def significance_section(tests: list[PairedComparison]) -> str:
             [
                 ("length (tokens)", lambda row: row[0]),
                 ("pairs", lambda row: row[1].pairs),
-                (f"{paired.first} (%)", lambda row: f"{row[1].mean_first:.1f}"),
-                (f"{paired.second} (%)", lambda row: f"{row[1].mean_second:.1f}"),
+                (f"{first} (%)", lambda row: f"{row[1].mean_first:.1f}"),
+                (f"{second} (%)", lambda row: f"{row[1].mean_second:.1f}"),
                 ("difference (points)", lambda row: points_text(row[1].effect)),
                 ("95 % interval", lambda row: _bounds_text(row[1])),
                 ("p", lambda row: p_figure(row[1].p_value)),
@@ -320,7 +335,7 @@ def _ruler_section(table: RulerTable) -> str:
 def _disagreement_table(comparison: Comparison) -> str:
     if not comparison.disagreements:
         return "<p>None: every shared sample has the same outcome and score.</p>"
-    first, second = comparison.runs[0].run_id, comparison.runs[1].run_id
+    first, second = comparison.runs[0].name, comparison.runs[1].name
     return runs_table(
         comparison.disagreements,
         [

@@ -93,19 +93,28 @@ class PairedTest:
 class PairedComparison:
     """Two runs' pairs tested overall and per length, and the samples left unpaired."""
 
-    first: str
+    first: str  # run IDs
     second: str
     overall: PairedTest | None  # None: no pair scored in both runs
     by_length: dict[int, PairedTest]
     # Shared samples that are scored in one run only (failed, unscored or truncated in
     # the other): they are in neither mean here.
     unscored_pairs: int
+    # What people call the two runs (their labels; the IDs when not given).
+    first_name: str = ""
+    second_name: str = ""
+
+    def names(self) -> tuple[str, str]:
+        """The first and second run as a reader knows them."""
+        return self.first_name or self.first, self.second_name or self.second
 
     def as_dict(self) -> dict[str, Any]:
         """The comparison as ``niah compare --json`` prints it."""
         return {
             "first": self.first,
             "second": self.second,
+            "first_label": self.names()[0],
+            "second_label": self.names()[1],
             "difference": "second minus first, in points of percent",
             "overall": self.overall.as_dict() if self.overall else None,
             "by_length": {str(n): test.as_dict() for n, test in self.by_length.items()},
@@ -124,14 +133,17 @@ def pair_key(cell: dict[str, Any]) -> tuple[int, float, int]:
 
 
 def paired_comparison(
-    first: tuple[str, list[dict[str, Any]]], second: tuple[str, list[dict[str, Any]]]
+    first: tuple[str, list[dict[str, Any]]],
+    second: tuple[str, list[dict[str, Any]]],
+    *,
+    names: tuple[str, str] = ("", ""),
 ) -> PairedComparison:
     """Test ``second``'s samples against ``first``'s, overall and per length.
 
-    Each is (run ID, cells). Samples pair by ``pair_key``; a pair counts when both
-    samples have a ``task_score``. Right/wrong or graded is decided once for the whole
-    comparison (graded if any score of either run is neither 0 nor 1), so every length
-    is tested the same way.
+    Each is (run ID, cells); ``names`` what a reader calls them (their labels).
+    Samples pair by ``pair_key``; a pair counts when both samples have a ``task_score``.
+    Right/wrong or graded is decided once for the whole comparison (graded if any score
+    of either run is neither 0 nor 1), so every length is tested the same way.
     """
     theirs = {pair_key(c): c for c in second[1]}
     pairs: list[tuple[int, float, float]] = []
@@ -155,6 +167,8 @@ def paired_comparison(
         overall=paired_test([(a, b) for _, a, b in pairs], binary=binary) if pairs else None,
         by_length={n: paired_test(p, binary=binary) for n, p in by_length.items()},
         unscored_pairs=unscored,
+        first_name=names[0],
+        second_name=names[1],
     )
 
 
@@ -296,13 +310,13 @@ METHOD_NAMES = {
 
 def comparison_lines(paired: PairedComparison) -> list[str]:
     """The comparison as text: the method, overall, then each length."""
+    first, second = paired.names()
     if paired.overall is None:
         return [
-            f"{paired.second} minus {paired.first}: no sample is scored in both runs, "
-            "so nothing can be tested"
+            f"{second} minus {first}: no sample is scored in both runs, so nothing can be tested"
         ]
     lines = [
-        f"{paired.second} minus {paired.first} ({METHOD_NAMES[paired.overall.method]}, "
+        f"{second} minus {first} ({METHOD_NAMES[paired.overall.method]}, "
         f"samples paired by length, depth and sample index):",
         f"  overall: {effect_text(paired.overall)}",
     ]

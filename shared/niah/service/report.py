@@ -71,9 +71,8 @@ def render_comparison_png(comparison: Comparison) -> bytes:
         1, panels, figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0), squeeze=False
     )
     for axis, run in zip(axes[0], comparison.runs, strict=False):
-        model = run.run.get("model")
-        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.run_id}\n{model}")
-    first, second = comparison.runs[0].run_id, comparison.runs[1].run_id
+        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.name}\n{run.run_id}")
+    first, second = comparison.runs[0].name, comparison.runs[1].name
     _draw_heatmap(
         figure, axes[0][-1], comparison.difference, DIFFERENCE_SCALE, f"{second}\nminus {first}"
     )
