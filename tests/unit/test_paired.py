@@ -185,3 +185,31 @@ def test_niah_compare_prints_the_tests_and_its_json_holds_them(
     assert paired["by_length"]["500"]["verdict"] == "significant"
     assert document["difference"]["points"] == [[-100.0], [-100.0]]
     assert len(document["disagreements"]) == 6 and document["html"] == str(out)
+
+
+def test_the_page_overlays_one_curve_per_run_with_its_interval_band() -> None:
+    lengths = (1000, 2000, 4000)
+    a = [cell(n, d, n < 4000, s) for n in lengths for d in (0, 100) for s in (0, 1)]
+    b = [cell(n, d, n < 2000, s) for n in lengths for d in (0, 100) for s in (0, 1)]
+    c = [cell(n, d, True, s) for n in lengths for d in (0, 100) for s in (0, 1)]
+    runs = [
+        (run_doc(f"run-{x}") | {"label": f"run {x}"}, cs)
+        for x, cs in zip("abc", (a, b, c), strict=True)
+    ]
+    page = render_comparison_page(compare_runs(runs))
+    [svg] = re.findall(r'<svg class="curves".*?</svg>', page, flags=re.S)
+    assert re.findall(r'<polyline class="curve" data-run="([^"]+)"', svg) == [
+        "run a",
+        "run b",
+        "run c",
+    ]
+    assert svg.count('<g class="band">') == 3 and "http" not in svg.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )
+    # Run a: 100, 100, 0 % at its three lengths; 4 right of 4 has Wilson's 51-100 %.
+    dots = re.findall(r'data-value="([^"]+)"><title>run a, ([\d,]+) tokens: ([^<]+)</title>', svg)
+    assert dots == [
+        ("100", "1,000", "100 % (95 %: 51-100 %)"),
+        ("100", "2,000", "100 % (95 %: 51-100 %)"),
+        ("0", "4,000", "0 % (95 %: 0-49 %)"),
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from niah.core.curves import Curve, curve_svg
 from niah.core.paired import (
     METHOD_NAMES,
     NO_DIFFERENCE,
@@ -238,12 +239,27 @@ def render_comparison_page(comparison: Comparison) -> str:
         label=f"difference {second.name} minus {first.name}",
         marked=frozenset(n for n, test in tested.by_length.items() if test.significant),
     )
+    curves = curve_svg(
+        [
+            Curve(
+                c.name,
+                {int(n): v for n, v in measured[c.run_id]["by_length"].items()},
+                {int(n): b for n, b in measured[c.run_id]["by_length_interval"].items()},
+            )
+            for c in comparison.runs
+        ],
+        label="mean score against context length, one curve per run",
+    )
     ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
     body = (
         f"<header><h1>Comparison of {len(comparison.runs)} runs</h1>"
         f"<p class=sub>every run on one scale: the task's score in percent</p></header>"
         f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
         + significance_section(comparison.paired)
+        + f'<section id="section-curves"><h2>Score against length</h2>{curves}'
+        "<p class=note>Each run's mean per length on the shared grid, with its 95 % interval "
+        "as a band (Wilson for right/wrong outcomes, bootstrap for graded scores). Bands "
+        "that overlap do not settle it either way: the paired tests above do.</p></section>"
         + (_ruler_section(ruler) if ruler else "")
         + f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
         "</div></section>"

@@ -593,7 +593,7 @@ border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}h3{font-size:15p
 .sub{color:#555;margin:4px 0 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:8px 0}
 dt{color:#555}dd{margin:0;word-break:break-word}
-.heatmap{max-width:100%;height:auto}.heatmap .margin rect{stroke:#555;stroke-width:.5}
+.heatmap,.curves{max-width:100%;height:auto}.heatmap .margin rect{stroke:#555;stroke-width:.5}
 .note{color:#555;font-size:13px}.warn{color:#a00;font-weight:bold}
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:12px}
 th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
