@@ -26,6 +26,7 @@ from niah.core.paired import (
 from niah.core.report_page import (
     DIFFERENCE_SCALE,
     PERCENT_SCALE,
+    effective_length_text,
     escape,
     heatmap_svg,
     page,
@@ -35,6 +36,7 @@ from niah.core.report_page import (
 from niah.core.ruler_suite import RulerTable, ruler_table
 from niah.core.spec import run_label
 from niah.core.summary import ScoreTable, cost_summary, format_cost, measures, score_table
+from niah.core.uncertainty import with_interval
 from niah.errors import ComparisonError
 
 Point = tuple[int, float]
@@ -200,10 +202,15 @@ def render_comparison_page(comparison: Comparison) -> str:
             ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
             ("scorer", lambda c: c.run.get("scorer", "exact")),
             ("samples compared", lambda c: len(c.cells)),
-            ("mean on the shared grid (%)", lambda c: measured[c.run_id]["mean"]),
+            (
+                "mean on the shared grid (%)",
+                lambda c: with_interval(
+                    measured[c.run_id]["mean"], measured[c.run_id]["mean_interval"]
+                ),
+            ),
             (
                 "effective length",
-                lambda c: measured[c.run_id]["effective_length"]["length"] or "none",
+                lambda c: effective_length_text(measured[c.run_id]["effective_length"]),
             ),
             (
                 "cost of the run",
