@@ -201,6 +201,13 @@ def test_the_comparison_of_two_models_shows_their_difference(
     page, requested = open_page(browser, out.as_uri(), "compare.png")
     assert requested == [out.as_uri()]
     assert page.locator("svg.heatmap").count() == 3 + 1  # three runs and one difference
+    # One score-against-length curve per run, each with its interval band; the paired
+    # tests of the second and third run against the first.
+    assert page.locator("svg.curves polyline.curve").count() == 3
+    assert page.locator("svg.curves g.band").count() == 3
+    assert page.locator("#section-significance h3").count() == 2
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 1280, "the comparison page overflows a 1280 px window"
     rows = page.locator("#section-disagreements tbody tr")
     assert rows.count() == len(differ)
     assert sorted(rows.locator("td:first-child").all_text_contents()) == sorted(differ)

@@ -8,6 +8,7 @@ are real subprocesses, as a user meets them.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import subprocess
@@ -124,6 +125,8 @@ def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_stor
     use_store(stored([cell(1000, 0), cell(1000, 100), cell(2000, 0), cell(2000, 100)]))
     code, out, err = status(capsys)
     assert code == 0 and err == ""
+    # A run without a label of its own is called "model · task".
+    assert "\nrun run-t (gemini-2.5-flash · single): gemini-2.5-flash, task single" in out
     assert "mean score 10 (1-10), 4 of 4 retrieved (100.0 %)" in out
     # Two right samples a length: Wilson 34.2-100 %, which cannot place 2,000 above
     # NoLiMa's 85 % of the base (100 % at 1,000 tokens).
@@ -365,3 +368,15 @@ def test_the_means_per_length_are_in_length_order_as_firestore_may_not_keep_them
     assert line == (
         "mean per length: 1,000: 100 % (95 %: 34.2-100 %), 2,000: 100 %, 3,000: 100 %, 4,000: 100 %"
     )
+
+
+def test_status_calls_a_run_by_its_label_in_text_and_json(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    store = stored([cell(1000, 0)])
+    store.runs["run-t"]["label"] = "Flash, long prompts"
+    use_store(store)
+    _, out, _ = status(capsys)
+    assert "\nrun run-t (Flash, long prompts): gemini-2.5-flash, task single" in out
+    _, out, _ = status(capsys, "--json")
+    assert json.loads(out)["label"] == "Flash, long prompts"

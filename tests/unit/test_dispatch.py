@@ -33,6 +33,16 @@ def test_a_repeated_request_names_the_same_run(essay_blobs: MemoryBlobs) -> None
     store.update_run(first.run_id, {"status": "complete"})
     done = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
     assert done.already_complete and done.published == 0
+    # A label names the run for people, not what it measures: the same run, relabelled.
+    assert store.runs[first.run_id]["label"] == "gemma-3-270m-local · single"
+    labelled = dispatch_run(
+        body | {"label": "  baseline "}, store=store, publisher=publisher, blobs=essay_blobs
+    )
+    assert labelled.run_id == first.run_id and labelled.published == 0
+    assert store.runs[first.run_id]["label"] == "baseline"
+    with pytest.raises(RequestError) as blank:
+        dispatch_run(body | {"label": " "}, store=store, publisher=publisher, blobs=essay_blobs)
+    assert blank.value.field == "label" and "not blank" in blank.value.message
 
 
 @pytest.mark.parametrize(

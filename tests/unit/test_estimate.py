@@ -254,3 +254,29 @@ def test_without_a_tokenizer_the_cached_prefixes_are_never_longer() -> None:
     for short, exact in zip(by_bytes.cells, counted.cells, strict=True):
         assert short.cached_tokens <= exact.cached_tokens
     assert any("no tokenizer" in note for note in by_bytes.notes)
+
+
+def test_a_margin_says_the_samples_it_needs_and_what_this_grid_gives() -> None:
+    grid = ("--model_name", "gemini-2.5-flash", "--context_lengths", "1000", "2000",
+            "--document_depth_percents", "0", "50", "100", "--samples_per_cell", "4")  # fmt: skip
+    text = niah("run", *grid, "--estimate", "--margin", "5", "--expected_score", "90")
+    assert text.returncode == 0, text.stderr
+    assert (
+        "samples per point for a 95 % interval of ± 5 points: 385 samples at the worst case "
+        "(a 50 % score); 139 samples at an expected 90 %"
+    ) in text.stdout
+    # 1.959964 x sqrt(0.9 x 0.1 / n) for n = 4, 12 and 24 samples.
+    assert (
+        "this grid, at 90 %: ± 29.4 points per point (4 samples), ± 17 per length (12), "
+        "± 12 over the run (24)"
+    ) in text.stdout
+    data = niah("run", *grid, "--estimate", "--margin", "5", "--json")
+    margin = json.loads(data.stdout)["margin"]
+    assert margin["worst_case"]["samples_per_point"] == 385 and margin["expected"] is None
+    assert margin["this_grid"]["margin_per_point"] == 49.0  # 1.959964 x 0.5 / 2
+    refused = niah("run", *grid, "--margin", "5")
+    assert refused.returncode == 2 and "--margin and --expected_score go with --estimate" in (
+        refused.stderr
+    )
+    zero = niah("run", *grid, "--estimate", "--margin", "0")
+    assert zero.returncode == 2 and "argument --margin: '0': give a margin" in zero.stderr

@@ -221,6 +221,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "reset_failed_cells": lambda s: s.reset_failed_cells("r"),
     "running_runs": lambda s: s.running_runs(),
     "recent_runs": lambda s: s.recent_runs(10),
+    "index_runs": lambda s: s.index_runs(["status"]),
 }
 PUBLISHER_CALLS: dict[str, Callable[[PubSubPublisher], object]] = {
     "publish_cells": lambda p: p.publish_cells([{"run_id": "r", "cell_id": "c"}]),
@@ -231,6 +232,7 @@ BLOBS_CALLS: dict[str, Callable[[GcsBlobStore], object]] = {
     "read": lambda b: b.read("a.txt"),
     "open": lambda b: b.open("a.txt"),
     "write": lambda b: b.write("a.txt", b"a", content_type="text/plain"),
+    "generation": lambda b: b.generation("a.txt"),
 }
 ADAPTER_CALLS: list[tuple[Callable[[Client], Any], dict[str, Callable[[Any], object]]]] = [
     (lambda client: FirestoreStore(client=client), STORE_CALLS),

@@ -284,7 +284,9 @@ def test_unpaired_samples_are_counted_and_said() -> None:
     b = [cell(1000, 0.0, False)]
     comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
     assert comparison.unpaired_samples == 1
-    assert "1 samples of run-a and run-b have no partner" in render_comparison_page(comparison)
+    # Both runs are "gemini-2.5-flash · single": their run IDs tell them apart.
+    names = "gemini-2.5-flash · single (run-a) and gemini-2.5-flash · single (run-b)"
+    assert f"1 samples of {names} have no partner" in render_comparison_page(comparison)
 
 
 def test_comparison_gradients_have_ids_of_their_own() -> None:

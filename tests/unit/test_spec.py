@@ -48,6 +48,7 @@ def test_run_id_names_what_the_run_measures() -> None:
         save_contexts=True,
         num_concurrent_requests=8,
         count_tokens_check=True,
+        label="a name for people",
     )
     assert same.run_id() == base.run_id()
     for other in (

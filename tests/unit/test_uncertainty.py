@@ -96,3 +96,39 @@ def test_measures_carry_every_mean_s_interval() -> None:
     table = score_table(cells)
     assert table.intervals is not None
     assert table.intervals[0][0] == [round(100 * b, 2) for b in wilson_by_hand(1, 1)]
+
+
+def test_a_mean_with_its_interval_reads_the_same_on_the_page_and_in_the_terminal() -> None:
+    from niah.core.uncertainty import with_interval
+
+    assert with_interval(66.66667, [52.1234, 79.0]) == "66.7 (95 %: 52.1-79)"
+    assert with_interval(66.66667, [52.1234, 79.0], unit=" %") == "66.7 % (95 %: 52.1-79 %)"
+    assert with_interval(1234.5, None) == "1,234"  # thousands written out, no interval
+    assert with_interval(None, [1.0, 2.0]) == "not determined (nothing scored)"
+
+
+Z95 = 1.959964  # the two-sided 95 % normal quantile, to 6 decimals
+
+
+@pytest.mark.parametrize(
+    ("margin", "score", "by_hand"),
+    [
+        # n = z² p (1 - p) / m², rounded up.
+        (5, 50, 385),  # 3.841459 x 0.25 / 0.0025 = 384.15
+        (5, 90, 139),  # 3.841459 x 0.09 / 0.0025 = 138.29
+        (10, 50, 97),  # 96.04
+        (3, 50, 1068),  # 1067.07
+        (20, 95, 5),  # 4.56
+    ],
+)
+def test_samples_for_a_margin_follow_the_normal_formula_worked_by_hand(
+    margin: float, score: float, by_hand: int
+) -> None:
+    from niah.core.uncertainty import margin_for_samples, samples_for_margin, z_value
+
+    assert z_value() == pytest.approx(Z95, abs=1e-6)
+    p, m = score / 100, margin / 100
+    assert math.ceil(Z95**2 * p * (1 - p) / m**2) == by_hand
+    assert samples_for_margin(margin, score) == by_hand
+    # The inverse: that many samples give a margin of at most ``margin``, one fewer more.
+    assert margin_for_samples(by_hand, score) <= margin < margin_for_samples(by_hand - 1, score)

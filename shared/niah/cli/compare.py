@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from niah.cli.backend import result_store
-from niah.cli.output import count, usage_error, writable_file, write_file
+from niah.cli.output import count, to_json, usage_error, writable_file, write_file
+from niah.core.paired import comparison_lines
+
+if TYPE_CHECKING:
+    from niah.core.comparison import Comparison
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -35,10 +40,34 @@ def cmd_compare(args: argparse.Namespace) -> None:
     except ComparisonError as error:
         sys.exit(f"niah: compare: {error}")
     out: Path = args.out
-    write_file(out, render_comparison_page(comparison).encode())
-    write_file(out.with_suffix(".png"), render_comparison_png(comparison))
+    write_file(out, render_comparison_page(comparison).encode(), quiet=args.json)
+    write_file(out.with_suffix(".png"), render_comparison_png(comparison), quiet=args.json)
+    if args.json:
+        print(to_json(comparison_document(comparison, out)))
+        return
     disagreeing = len(comparison.disagreements)
     print(
         f"{count(disagreeing, 'sample')} {'disagrees' if disagreeing == 1 else 'disagree'} "
         f"between {args.run_ids[0]} and {args.run_ids[1]}"
     )
+    for paired in comparison.paired:
+        for line in comparison_lines(paired):
+            print(line)
+
+
+def comparison_document(comparison: Comparison, out: Path) -> dict[str, Any]:
+    """What ``niah compare --json`` prints: the runs, the tests, the disagreements, files."""
+    return {
+        "runs": [{"run_id": c.run_id, "label": c.name} for c in comparison.runs],
+        "paired": [paired.as_dict() for paired in comparison.paired],
+        "difference": {
+            "lengths": comparison.difference.lengths,
+            "depths": comparison.difference.depths,
+            "points": comparison.difference.scores,
+        },
+        "disagreements": comparison.disagreements,
+        "unpaired_samples": comparison.unpaired_samples,
+        "dropped_points": comparison.dropped_points,
+        "html": str(out),
+        "png": str(out.with_suffix(".png")),
+    }

@@ -24,11 +24,6 @@ def check_request(payload: dict[str, Any]) -> None:
         usage_error(in_cli_words(error.field, error.message))
 
 
-def estimate(payload: dict[str, Any]) -> str:
-    """Tokens and cost of a grid, from the price table, without calling any model."""
-    return format_estimate(estimate_figures(payload))
-
-
 def _usd(value: float | None, model_name: str | None) -> str:
     return f"${value:.4f}" if value is not None else f"unknown (no price for {model_name})"
 
@@ -82,6 +77,8 @@ def format_estimate(figures: dict[str, Any]) -> str:
         )
     else:
         lines.append("cost: unknown (set NIAH_PRICE_TABLE)")
+    if "margin" in figures:
+        lines += margin_lines(figures["margin"])
     lines += [f"note: {note}" for note in figures["notes"]]
     lines += [f"warning: {warning}" for warning in figures["warnings"]]
     return "\n".join(lines)
@@ -132,3 +129,62 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         tokenizer=tokenizer,
     )
     return estimating.estimate_figures(run)
+
+
+def margin_figures(
+    margin: float, expected: float | None, figures: dict[str, Any]
+) -> dict[str, Any]:
+    """``--margin``: samples per point for a ± ``margin`` interval, and this grid's margins.
+
+    At the worst case (a 50 % score) and at ``expected`` if given; the grid's margins
+    are for a mean per point, per length (its depths' samples) and over the run.
+    """
+    from niah.core.uncertainty import (
+        CONFIDENCE,
+        margin_for_samples,
+        samples_for_margin,
+        z_value,
+    )
+
+    per_point = int(figures["samples_per_cell"])
+    per_length = per_point * int(figures["depths"])
+    score = 50.0 if expected is None else expected
+    return {
+        "margin_points": margin,
+        "confidence": CONFIDENCE,
+        "z": round(z_value(), 6),
+        "method": "normal approximation: n = z² p (1 - p) / margin², rounded up",
+        "worst_case": {"score_percent": 50.0, "samples_per_point": samples_for_margin(margin)},
+        "expected": None
+        if expected is None
+        else {"score_percent": expected, "samples_per_point": samples_for_margin(margin, expected)},
+        "this_grid": {
+            "score_percent": score,
+            "samples_per_point": per_point,
+            "samples_per_length": per_length,
+            "samples": int(figures["cells"]),
+            "margin_per_point": round(margin_for_samples(per_point, score), 1),
+            "margin_per_length": round(margin_for_samples(per_length, score), 1),
+            "margin_overall": round(margin_for_samples(int(figures["cells"]), score), 1),
+        },
+    }
+
+
+def margin_lines(margin: dict[str, Any]) -> list[str]:
+    """The ``--margin`` figures as text."""
+    worst, expected, grid = margin["worst_case"], margin["expected"], margin["this_grid"]
+    at_expected = (
+        f"; {count(expected['samples_per_point'], 'sample')} at an expected "
+        f"{expected['score_percent']:g} %"
+        if expected
+        else ""
+    )
+    return [
+        f"samples per point for a 95 % interval of ± {margin['margin_points']:g} points: "
+        f"{count(worst['samples_per_point'], 'sample')} at the worst case (a 50 % score)"
+        f"{at_expected} (normal approximation, z = {margin['z']:.6g})",
+        f"this grid, at {grid['score_percent']:g} %: ± {grid['margin_per_point']:g} points per "
+        f"point ({count(grid['samples_per_point'], 'sample')}), "
+        f"± {grid['margin_per_length']:g} per length ({grid['samples_per_length']:,}), "
+        f"± {grid['margin_overall']:g} over the run ({grid['samples']:,})",
+    ]

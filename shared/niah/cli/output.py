@@ -28,11 +28,12 @@ def writable_file(path: Path, option: str) -> None:
         usage_error(f"{option} takes a file name; {path} is a folder")
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """Write ``data`` (making the folder) and print where it went."""
+def write_file(path: Path, data: bytes, *, quiet: bool = False) -> None:
+    """Write ``data`` (making the folder) and print where it went (unless ``quiet``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    print(path)
+    if not quiet:
+        print(path)
 
 
 def to_json(value: Any) -> str:

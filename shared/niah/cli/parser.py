@@ -38,6 +38,22 @@ def _at_least_one(word: str) -> int:
     return value
 
 
+def _points(low: float, high: float, what: str) -> Any:
+    """An argparse type: a number above ``low`` and up to ``high`` (below 100 for a score)."""
+
+    def parse(word: str) -> float:
+        try:
+            value = float(word)
+        except ValueError:
+            value = float("nan")
+        inside = low < value < high if high == 100 else low < value <= high
+        if not inside:
+            raise argparse.ArgumentTypeError(f"{word!r}: give {what}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``niah`` command line."""
     parser = Parser(
@@ -52,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--out", type=Path, required=True, help="the HTML page (a PNG is written beside it)"
+    )
+    compare.add_argument(
+        "--json",
+        action=BooleanFlag,
+        default=False,
+        help="print the paired tests, the difference and the disagreements as JSON",
     )
     compare.set_defaults(handler=cmd_compare)
     return parser
@@ -77,6 +99,19 @@ def _add_run_commands(commands: Any) -> None:
         action=BooleanFlag,
         default=False,
         help="print the grid's tokens and cost (naive, cache-aware, judge); call nothing",
+    )
+    run.add_argument(
+        "--margin",
+        type=_points(0, 50, "a margin in points of percent, more than 0 and at most 50"),
+        metavar="POINTS",
+        help="with --estimate: the samples per point a 95 %% interval of ± POINTS needs",
+    )
+    run.add_argument(
+        "--expected_score",
+        "--expected-score",
+        type=_points(0, 100, "a score in percent, more than 0 and less than 100"),
+        metavar="PERCENT",
+        help="with --margin: the score you expect (default: the worst case, 50 %%)",
     )
     run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
     run.add_argument(

@@ -9,6 +9,7 @@ from typing import Any
 from niah.cli.backend import result_store, where_to_look
 from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
+from niah.core.spec import run_label
 from niah.core.summary import (
     cost_summary,
     failure_reasons,
@@ -18,6 +19,7 @@ from niah.core.summary import (
     score_table,
     spend_summary,
 )
+from niah.core.uncertainty import with_interval
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
@@ -29,7 +31,8 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
     cells = store.list_cells(run_id)
     task = (run.get("spec") or {}).get("task", "single")
     print(
-        f"\nrun {run_id}: {run.get('model') or 'model not recorded'}, task {task}, "
+        f"\nrun {run_id} ({run_label(run)}): {run.get('model') or 'model not recorded'}, "
+        f"task {task}, "
         f"{count(int(run.get('done', 0)), 'cell')} answered, {int(run.get('failed', 0))} "
         f"failed; {score_line(run, task)}"
     )
@@ -124,8 +127,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
     lines = [
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
-        f"mean {_percent(measures.get('mean'), 'no sample was scored')}"
-        f"{_interval(measures.get('mean_interval'))}; "
+        f"mean {_mean(measures.get('mean'), measures.get('mean_interval'))}; "
         f"{_effective_length(measures.get('effective_length') or {})}; area under the curve "
         f"{_percent(measures.get('area_under_curve'), 'no length was scored')}",
     ]
@@ -134,7 +136,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
         lines.append(
             "mean per length: "
             + ", ".join(
-                f"{int(length):,}: {value:g} %{_interval(intervals.get(length))}"
+                f"{int(length):,}: {with_interval(value, intervals.get(length), unit=' %')}"
                 for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
@@ -147,9 +149,11 @@ def _percent(value: float | None, why_not: str) -> str:
     return f"{value:g} %" if value is not None else f"not determined ({why_not})"
 
 
-def _interval(bounds: list[float] | None) -> str:
-    """The 95 % interval after a mean, like " (95 %: 52.1-79 %)"; nothing without one."""
-    return f" (95 %: {bounds[0]:.3g}-{bounds[1]:.3g} %)" if bounds else ""
+def _mean(value: float | None, bounds: list[float] | None) -> str:
+    """The run's mean with its interval, "66.7 % (95 %: 52.1-79 %)", or why there is none."""
+    if value is None:
+        return _percent(value, "no sample was scored")
+    return with_interval(value, bounds, unit=" %")
 
 
 def _effective_length(effective: dict[str, Any]) -> str:
@@ -231,6 +235,7 @@ def run_line(run: dict[str, Any]) -> dict[str, Any]:
     created = run.get("created_at")
     return {
         "run_id": run.get("run_id"),
+        "label": run_label(run),
         "model": run.get("model"),
         "task": (run.get("spec") or {}).get("task", "single"),
         "status": run.get("status"),

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from niah.cli.backend import dispatcher_url, result_store, submit, where_to_look
-from niah.cli.estimate import check_request, estimate, estimate_figures
-from niah.cli.output import count, to_json
+from niah.cli.estimate import check_request, estimate_figures, format_estimate, margin_figures
+from niah.cli.output import count, to_json, usage_error
 from niah.cli.results import print_results, print_status_json
 from niah.cli.run_options import run_payload
 
@@ -51,8 +51,15 @@ def cmd_run(args: argparse.Namespace) -> None:
                 store=result_store,
             )
         )
+    if (args.margin or args.expected_score) and not args.estimate:
+        usage_error("--margin and --expected_score go with --estimate (they submit nothing)")
+    if args.expected_score and not args.margin:
+        usage_error("--expected_score goes with --margin: say the ± points, e.g. --margin 5")
     if args.estimate:
-        print(to_json(estimate_figures(payload)) if args.json else estimate(payload))
+        figures = estimate_figures(payload)
+        if args.margin:
+            figures["margin"] = margin_figures(args.margin, args.expected_score, figures)
+        print(to_json(figures) if args.json else format_estimate(figures))
         return
     if args.resume:
         # The same spec names the same run: answered cells are kept, failed and

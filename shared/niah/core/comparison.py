@@ -3,16 +3,30 @@
 Every run is read on one scale, the task's score in percent (``task_score`` x 100), so a
 ``single`` run (1-10 on its own heatmap) sits beside a multi-needle run. Only the
 (length, depth) points every run has are compared; runs that share none are refused.
+Every run after the first is tested against the first, sample by sample
+(``niah.core.paired``): whether a difference is more than noise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from niah.core.curves import Curve, curve_svg
+from niah.core.paired import (
+    METHOD_NAMES,
+    NO_DIFFERENCE,
+    PairedComparison,
+    PairedTest,
+    p_figure,
+    paired_comparison,
+    points_text,
+    round_points,
+)
 from niah.core.report_page import (
     DIFFERENCE_SCALE,
     PERCENT_SCALE,
+    effective_length_text,
     escape,
     heatmap_svg,
     page,
@@ -20,7 +34,9 @@ from niah.core.report_page import (
     runs_table,
 )
 from niah.core.ruler_suite import RulerTable, ruler_table
+from niah.core.spec import run_label
 from niah.core.summary import ScoreTable, cost_summary, format_cost, measures, score_table
+from niah.core.uncertainty import with_interval
 from niah.errors import ComparisonError
 
 Point = tuple[int, float]
@@ -34,6 +50,9 @@ class ComparedRun:
     run: dict[str, Any]
     cells: list[dict[str, Any]]
     table: ScoreTable
+    # Its label (``niah run --label``, else "model · task"), with the run ID when two
+    # compared runs share a label.
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,6 +66,8 @@ class Comparison:
     # Samples of the first two runs at a shared point that the other run lacks (a
     # point sampled 2 times in one and once in the other): means, not pairs, there.
     unpaired_samples: int
+    # Each later run tested against the first, overall and per length.
+    paired: list[PairedComparison]
 
 
 def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Comparison:
@@ -76,6 +97,11 @@ def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Com
         )
         for run, cells in runs
     ]
+    labels = [run_label(c.run) for c in compared]
+    compared = [
+        replace(c, name=label if labels.count(label) == 1 else f"{label} ({c.run_id})")
+        for c, label in zip(compared, labels, strict=True)
+    ]
     first, second = compared[0], compared[1]
     return Comparison(
         runs=compared,
@@ -87,6 +113,14 @@ def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Com
         unpaired_samples=len(
             {str(c["cell_id"]) for c in first.cells} ^ {str(c["cell_id"]) for c in second.cells}
         ),
+        paired=[
+            paired_comparison(
+                (first.run_id, first.cells),
+                (other.run_id, other.cells),
+                names=(first.name, other.name),
+            )
+            for other in compared[1:]
+        ],
     )
 
 
@@ -102,9 +136,16 @@ def _describe(points: set[Point]) -> str:
 
 
 def _difference(first: ScoreTable, second: ScoreTable) -> ScoreTable:
-    """The second table minus the first, point by point; None where either has no score."""
+    """The second table minus the first, point by point; None where either has no score.
+
+    Rounded to a tenth of a point (``round_points``): two means of the same samples can
+    differ in their last bits, and a map of such noise (``5e-05``) says nothing.
+    """
     scores = [
-        [None if a is None or b is None else b - a for a, b in zip(row_a, row_b, strict=True)]
+        [
+            None if a is None or b is None else round_points(b - a)
+            for a, b in zip(row_a, row_b, strict=True)
+        ]
         for row_a, row_b in zip(first.scores, second.scores, strict=True)
     ]
     counts = [
@@ -155,15 +196,21 @@ def render_comparison_page(comparison: Comparison) -> str:
     overview = runs_table(
         comparison.runs,
         [
+            ("label", lambda c: c.name),
             ("run", lambda c: c.run_id),
             ("model", lambda c: c.run.get("model")),
             ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
             ("scorer", lambda c: c.run.get("scorer", "exact")),
             ("samples compared", lambda c: len(c.cells)),
-            ("mean on the shared grid (%)", lambda c: measured[c.run_id]["mean"]),
+            (
+                "mean on the shared grid (%)",
+                lambda c: with_interval(
+                    measured[c.run_id]["mean"], measured[c.run_id]["mean_interval"]
+                ),
+            ),
             (
                 "effective length",
-                lambda c: measured[c.run_id]["effective_length"]["length"] or "none",
+                lambda c: effective_length_text(measured[c.run_id]["effective_length"]),
             ),
             (
                 "cost of the run",
@@ -180,38 +227,108 @@ def render_comparison_page(comparison: Comparison) -> str:
         if comparison.dropped_points
         else ""
     ) + (
-        f"<p class=note>{comparison.unpaired_samples} samples of {escape(first.run_id)} and "
-        f"{escape(second.run_id)} have no partner in the other run (different samples per "
+        f"<p class=note>{comparison.unpaired_samples} samples of {escape(first.name)} and "
+        f"{escape(second.name)} have no partner in the other run (different samples per "
         "point): their points are compared by mean, and they are not in the table of "
         "disagreements.</p>"
         if comparison.unpaired_samples
         else ""
     )
     heatmaps = "".join(
-        f"<figure><figcaption>{escape(c.run_id)} · {escape(c.run.get('model'))}</figcaption>"
+        f"<figure><figcaption>{escape(c.name)} <small>{escape(c.run_id)}</small></figcaption>"
         f"{heatmap_svg(c.table, PERCENT_SCALE, label=f'heatmap of {c.run_id}')}</figure>"
         for c in comparison.runs
     )
+    tested = comparison.paired[0]
     difference = heatmap_svg(
         comparison.difference,
         DIFFERENCE_SCALE,
-        label=f"difference {second.run_id} minus {first.run_id}",
+        label=f"difference {second.name} minus {first.name}",
+        marked=frozenset(n for n, test in tested.by_length.items() if test.significant),
+    )
+    curves = curve_svg(
+        [
+            Curve(
+                c.name,
+                {int(n): v for n, v in measured[c.run_id]["by_length"].items()},
+                {int(n): b for n, b in measured[c.run_id]["by_length_interval"].items()},
+            )
+            for c in comparison.runs
+        ],
+        label="mean score against context length, one curve per run",
     )
     ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
     body = (
         f"<header><h1>Comparison of {len(comparison.runs)} runs</h1>"
         f"<p class=sub>every run on one scale: the task's score in percent</p></header>"
         f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
+        + significance_section(comparison.paired)
+        + f'<section id="section-curves"><h2>Score against length</h2>{curves}'
+        "<p class=note>Each run's mean per length on the shared grid, with its 95 % interval "
+        "as a band (Wilson for right/wrong outcomes, bootstrap for graded scores). Bands "
+        "that overlap do not settle it either way: the paired tests above do.</p></section>"
         + (_ruler_section(ruler) if ruler else "")
         + f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
         "</div></section>"
-        f'<section id="section-difference"><h2>Difference: {escape(second.run_id)} minus '
-        f"{escape(first.run_id)}</h2>{difference}<p class=note>Green: the second run scores "
-        "higher; red: lower; grey: either has nothing scored.</p></section>"
+        f'<section id="section-difference"><h2>Difference: {escape(second.name)} minus '
+        f"{escape(first.name)}</h2>{difference}<p class=note>Points of percent, to a tenth. "
+        "Green: the second run scores higher; red: lower; grey: either has nothing scored. "
+        "<b>*</b>: a length where the paired test finds a significant difference (p &lt; "
+        "0.05); elsewhere the difference may be noise.</p></section>"
         f'<section id="section-disagreements"><h2>Where they disagree '
         f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
     )
-    return page(f"Comparison: {', '.join(c.run_id for c in comparison.runs)}", body)
+    return page(f"Comparison: {' · '.join(c.name for c in comparison.runs)}", body)
+
+
+def significance_section(tests: list[PairedComparison]) -> str:
+    """Each later run against the first: the paired tests, overall and per length."""
+    parts = []
+    for paired in tests:
+        first, second = paired.names()
+        heading = f"<h3>{escape(second)} minus {escape(first)}</h3>"
+        if paired.overall is None:
+            parts.append(f"{heading}<p>No sample is scored in both runs: nothing to test.</p>")
+            continue
+        rows = [("all lengths", paired.overall)] + [
+            (f"{length:,}", test) for length, test in paired.by_length.items()
+        ]
+        table = runs_table(
+            rows,
+            [
+                ("length (tokens)", lambda row: row[0]),
+                ("pairs", lambda row: row[1].pairs),
+                (f"{first} (%)", lambda row: f"{row[1].mean_first:.1f}"),
+                (f"{second} (%)", lambda row: f"{row[1].mean_second:.1f}"),
+                ("difference (points)", lambda row: points_text(row[1].effect)),
+                ("95 % interval", lambda row: _bounds_text(row[1])),
+                ("p", lambda row: p_figure(row[1].p_value)),
+                ("verdict", lambda row: row[1].verdict),
+            ],
+        )
+        unscored = (
+            f"<p class=note>{paired.unscored_pairs} shared samples are scored in one run "
+            "only (failed, unscored or truncated in the other) and are left out.</p>"
+            if paired.unscored_pairs
+            else ""
+        )
+        parts.append(
+            f"{heading}{table}<p class=note>{escape(METHOD_NAMES[paired.overall.method])}; "
+            "samples paired by length, depth and sample index; p &lt; 0.05 is significant, "
+            f"else &ldquo;{NO_DIFFERENCE}&rdquo;. Each length is tested on its own.</p>"
+            f"{unscored}"
+        )
+    return (
+        '<section id="section-significance"><h2>Is the difference real?</h2>'
+        + "".join(parts)
+        + "</section>"
+    )
+
+
+def _bounds_text(test: PairedTest) -> str:
+    if test.low is None or test.high is None:
+        return "none (one pair)"
+    return f"{points_text(test.low)} to {points_text(test.high)}"
 
 
 def _ruler_section(table: RulerTable) -> str:
@@ -241,7 +358,7 @@ def _ruler_section(table: RulerTable) -> str:
 def _disagreement_table(comparison: Comparison) -> str:
     if not comparison.disagreements:
         return "<p>None: every shared sample has the same outcome and score.</p>"
-    first, second = comparison.runs[0].run_id, comparison.runs[1].run_id
+    first, second = comparison.runs[0].name, comparison.runs[1].name
     return runs_table(
         comparison.disagreements,
         [

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.sample_rows import COLUMN_NAMES, NUMERIC_COLUMNS, SAMPLE_COLUMNS, sample_row
+from niah.core.spec import run_label
 from niah.core.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -28,6 +29,9 @@ from niah.core.summary import (
     mrcr_bin_upper,
     score_table,
 )
+from niah.core.uncertainty import figure as _number
+from niah.core.uncertainty import interval_range as _range
+from niah.core.uncertainty import with_interval
 
 # The harness's red-yellow-green scale; grey for a point with nothing scored.
 # The page's file name under the run's report prefix (the CLI links it before it exists).
@@ -85,12 +89,15 @@ def percent_table(table: ScoreTable) -> ScoreTable:
 HEATMAP_MIN_PX = 640
 
 
-def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
+def heatmap_svg(
+    table: ScoreTable, scale: Scale, *, label: str, marked: frozenset[int] = frozenset()
+) -> str:
     """The grid as an SVG heatmap: lengths across, depths down, with margin means.
 
     The right column holds each depth's mean over lengths, the bottom row each length's
     mean over depths, the corner their overall mean (of grid points, not samples). Each
     square's tooltip gives the mean, the standard deviation and the number of samples.
+    Lengths in ``marked`` carry a star (a comparison's significant difference).
     """
     cell_h, left, top, gap = 26, 70, 28, 10
     columns, rows = len(table.lengths), len(table.depths)
@@ -105,7 +112,10 @@ def heatmap_svg(table: ScoreTable, scale: Scale, *, label: str) -> str:
     ]
     for col, length in enumerate(table.lengths):
         x = left + col * cell_w + cell_w / 2
-        parts.append(f'<text x="{x}" y="{top - 8}" text-anchor="middle">{length:,}</text>')
+        star = (
+            ' <tspan class="significant" font-weight="bold">*</tspan>' if length in marked else ""
+        )
+        parts.append(f'<text x="{x}" y="{top - 8}" text-anchor="middle">{length:,}{star}</text>')
     mean_x = left + columns * cell_w + gap
     parts.append(
         f'<text x="{mean_x + cell_w / 2}" y="{top - 8}" text-anchor="middle" '
@@ -239,17 +249,6 @@ def _interval_text(bounds: list[float] | None) -> str:
     return f"; 95 % interval {_range(bounds)} %" if bounds else ""
 
 
-def _range(bounds: list[float]) -> str:
-    return f"{_number(bounds[0])}-{_number(bounds[1])}"
-
-
-def with_interval(value: float | None, bounds: list[float] | None) -> str:
-    """A mean in percent with its 95 % interval: "66.7 (95 %: 52.1-79)"."""
-    if value is None:
-        return "not determined (nothing scored)"
-    return f"{_number(value)} (95 %: {_range(bounds)})" if bounds else _number(value)
-
-
 def effective_length_text(effective: dict[str, Any]) -> str:
     """The effective length, or why it is not determined, in words."""
     length = effective["length"]
@@ -268,13 +267,6 @@ def effective_length_text(effective: dict[str, Any]) -> str:
 def _mean_of(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present else None
-
-
-def _number(value: float | None) -> str:
-    """Three significant digits; thousands written out, never as 1.2e+03."""
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def escape(value: Any) -> str:
@@ -306,7 +298,7 @@ def render_run_page(
     shown = table if scale is HARNESS_SCALE else percent_table(table)
     task = summary["task"]
     title = f"{summary['model']} · {task} · {summary['run_id']}"
-    label = run.get("label") or f"{summary['model']} · {task}"
+    label = run_label(run)
     body = [
         f"<header><h1>{_e(label)}</h1>"
         f"<p class=sub>{_e(summary['run_id'])} · {_e(summary['scorer'])} score · "
@@ -661,7 +653,7 @@ border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}h3{font-size:15p
 .sub{color:#555;margin:4px 0 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:8px 0}
 dt{color:#555}dd{margin:0;word-break:break-word}
-.heatmap{max-width:100%;height:auto}.heatmap .margin rect{stroke:#555;stroke-width:.5}
+.heatmap,.curves{max-width:100%;height:auto}.heatmap .margin rect{stroke:#555;stroke-width:.5}
 .note{color:#555;font-size:13px}.warn{color:#a00;font-weight:bold}
 .scroll{overflow-x:auto}table{border-collapse:collapse;font-size:12px}
 th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}

@@ -18,7 +18,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from niah.core.report_page import effective_length_text, with_interval
+from niah.core.report_page import effective_length_text
+from niah.core.spec import run_label
+from niah.core.uncertainty import with_interval
 
 # The run document's fields the index reads (a Firestore projection: nothing else).
 INDEX_FIELDS = (
@@ -37,11 +39,6 @@ INDEX_HTML = "index.html"
 _TEMPLATES = Path(__file__).parent / "templates"
 
 
-def default_label(model: str | None, task: str) -> str:
-    """A run's label when none was given: "model · task"."""
-    return f"{model or 'unknown model'} · {task}"
-
-
 def index_entry(run: dict[str, Any]) -> dict[str, Any]:
     """What the index says of one run document."""
     measures = run.get("measures") or {}
@@ -52,7 +49,7 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
     spend = run.get("spend") or {}
     return {
         "run_id": run["run_id"],
-        "label": run.get("label") or default_label(run.get("model"), task),
+        "label": run_label(run),
         "model": run.get("model"),
         "task": task,
         "status": run.get("status") or "unknown",

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -132,6 +132,7 @@ OPTION_HELP: dict[str, str] = {
     "thinking_budget": "Gemini 2.5 thinking tokens: 0 off (Flash), -1 dynamic, N a cap",
     "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
+    "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
 }
 
 # The prompt template's placeholders, each filled once by one pass (prompts.render).
@@ -224,6 +225,10 @@ class RunRequest(BaseModel):
     # a model takes is in the catalog. None: the model's default level.
     thinking_level: Literal["minimal", "low", "medium", "high", "xhigh"] | None = None
     prompt_template: str | None = Field(default=None, max_length=20_000)
+    # A name for people (compare, status): it measures nothing, so it is not part of the
+    # run's ID (NOT_RESULT_FIELDS), and the same run asked again with another label is
+    # relabelled. None: "model · task" (``niah.core.summary.run_label``).
+    label: str | None = Field(default=None, min_length=1, max_length=120)
 
     @field_validator("context_lengths")
     @classmethod
@@ -283,6 +288,17 @@ class RunRequest(BaseModel):
         ):
             raise ValueError("must not contain control, format or private-use characters")
         return value
+
+    @field_validator("label")
+    @classmethod
+    def _check_label(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip() or any(unicodedata.category(ch).startswith("C") for ch in value):
+            raise ValueError(
+                "must be a line of text: not blank, without control or format characters"
+            )
+        return value.strip()
 
     @field_validator("prompt_template")
     @classmethod
@@ -543,6 +559,7 @@ class RunRequest(BaseModel):
 
 # Options that change how a run is carried out or recorded, not what it measures.
 NOT_RESULT_FIELDS = {
+    "label",
     "context_lengths",
     "context_lengths_min",
     "context_lengths_max",
@@ -578,6 +595,17 @@ class Cell:
         """
         point = f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
         return f"{point}-S{self.sample:03d}" if self.sample else point
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """What a person calls a stored run: its ``--label``, else "model · task".
+
+    Runs stored before labels existed have none, and read as the default.
+    """
+    if run.get("label"):
+        return str(run["label"])
+    task = (run.get("spec") or {}).get("task", "single")
+    return f"{run.get('model') or 'model not recorded'} · {task}"
 
 
 def primer_cell(cells: Sequence[Cell]) -> Cell | None:

@@ -27,7 +27,7 @@ from niah.core.haystack_files import content_fingerprint, haystack_files, haysta
 from niah.core.interfaces import BlobInfo, BlobStore, Publisher, ResultStore
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.request_errors import describe_validation_error
-from niah.core.spec import Cell, RunRequest, primer_cell
+from niah.core.spec import Cell, RunRequest, primer_cell, run_label
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.service.run_completion import request_report_if_complete
@@ -448,6 +448,7 @@ def run_record(
         "stamp": uuid.uuid4().hex[:16],
         "spec": spec.model_dump(mode="json"),
         "model": spec.model_name,
+        "label": spec.label or run_label({"model": spec.model_name, "spec": {"task": spec.task}}),
         "version": spec.results_version,
         "scorer": spec.scorer_name(),
         "haystack_uri": haystack_uri,
@@ -538,6 +539,10 @@ def dispatch_run(
     if primer is not None:  # until it is answered, the run's dispatch is in progress
         record["primer_cell"] = primer["cell_id"]
     created = store.create_run(run_id, record)
+    if not created and spec.label is not None:
+        # The label names the run for people, not its results: asked again under
+        # another, the run is relabelled (and nothing else changes).
+        store.update_run(run_id, {"label": spec.label})
     progress = (
         _Progress(set(), 0, False, run=record)
         if created

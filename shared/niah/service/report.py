@@ -21,9 +21,8 @@ from niah.core.report_page import (
     heatmap_cells,
     percent_table,
     render_run_page,
-    with_interval,
 )
-from niah.core.run_index import default_label
+from niah.core.spec import run_label
 from niah.core.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -31,6 +30,7 @@ from niah.core.summary import (
     score_table,
     summarize,
 )
+from niah.core.uncertainty import with_interval
 from niah.errors import ReportPendingError
 from niah.logs import log
 from niah.service.run_completion import REPORT_LEASE_SECONDS
@@ -83,9 +83,8 @@ def render_comparison_png(comparison: Comparison) -> bytes:
         1, panels, figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0), squeeze=False
     )
     for axis, run in zip(axes[0], comparison.runs, strict=False):
-        model = run.run.get("model")
-        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.run_id}\n{model}")
-    first, second = comparison.runs[0].run_id, comparison.runs[1].run_id
+        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.name}\n{run.run_id}")
+    first, second = comparison.runs[0].name, comparison.runs[1].name
     _draw_heatmap(
         figure, axes[0][-1], comparison.difference, DIFFERENCE_SCALE, f"{second}\nminus {first}"
     )
@@ -145,8 +144,8 @@ def _png(figure: Any, *, laid_out: bool = False) -> bytes:
 def heatmap_title(summary: dict[str, Any], run: dict[str, Any]) -> str:
     """One line: the run's label (model · task), and its mean with the 95 % interval."""
     measures = summary["measures"]
-    label = run.get("label") or default_label(summary["model"], summary["task"])
-    return f"{label} · mean (%) {with_interval(measures['mean'], measures.get('mean_interval'))}"
+    mean = with_interval(measures["mean"], measures.get("mean_interval"))
+    return f"{run_label(run)} · mean (%) {mean}"
 
 
 def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> str:
