@@ -501,6 +501,11 @@ def test_the_report_leads_with_the_answer_and_fits_1280_px(
     assert "(95 %:" in page.text_content("dd[data-fact='mean (%)']")
     width = page.locator("svg.heatmap").bounding_box()["width"]
     assert width >= 600, width
+    # The score against length: one curve and its band, a point per length.
+    curve = page.locator("#section-score-against-length svg.curves")
+    assert curve.locator("polyline.curve").count() == 1
+    assert curve.locator("g.band").count() == 1
+    assert curve.locator("circle").count() == lengths
     # Nothing overflows the page, and the samples table's key columns need no scrolling.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     scroll = "document.querySelector('#section-samples .scroll')"

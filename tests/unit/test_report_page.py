@@ -265,18 +265,25 @@ def test_only_the_pages_own_script_may_run() -> None:
     assert "script-src 'unsafe-inline'" not in CONTENT_SECURITY_POLICY
 
 
-def test_mrcr_samples_are_binned_on_the_heatmap_and_other_tasks_show_percent() -> None:
+def test_mrcr_is_drawn_as_its_bins_curve_and_other_tasks_as_heatmap_and_curve() -> None:
     lengths = [3000, 5000, 6000, 7000, 12000]
-    cells = [cell(n, 0.0, True, score=1.0) for n in lengths]  # a task's score is a fraction
+    oks = [True, True, False, True, True]
+    cells = [cell(n, 0.0, ok, score=float(ok)) for n, ok in zip(lengths, oks, strict=True)]
     page = page_of(run_doc("run-m", task="mrcr"), cells, [])
-    points = re.findall(r'<g class="point"><title>(.*?)</title>', page)
-    assert points == [
-        "4,096 tokens, depth 0 %: mean 100 over 1 sample",
-        "8,192 tokens, depth 0 %: mean 100 ± 0 over 3 samples",
-        "16,384 tokens, depth 0 %: mean 100 over 1 sample",
+    # No one-row heatmap at "0 %": MRCR v2's bins, each a point with its interval.
+    assert 'class="heatmap"' not in page and 'id="section-mrcr-v2-bins"' in page
+    dots = re.findall(r'<circle [^>]*data-value="([^"]+)"><title>([^<]*)</title>', page)
+    assert [(value, title.split(": ")[0]) for value, title in dots] == [
+        ("100", "gemini-2.5-flash · mrcr, 4,096 tokens"),
+        ("66.6667", "gemini-2.5-flash · mrcr, 8,192 tokens"),
+        ("100", "gemini-2.5-flash · mrcr, 16,384 tokens"),
     ]
+    assert page.count('<polyline class="curve"') == 1 and page.count('<g class="band">') == 1
     assert "retrieved (exact)" not in page and "mean score (1-10)" not in page
-    assert "mean score (1-10)" in page_of(run_doc("run-s"), CELLS, [])
+    single = page_of(run_doc("run-s"), CELLS, [])
+    assert "mean score (1-10)" in single
+    assert 'class="heatmap"' in single and 'id="section-score-against-length"' in single
+    assert single.count('<polyline class="curve"') == 1
 
 
 def test_unpaired_samples_are_counted_and_said() -> None:

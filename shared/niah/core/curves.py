@@ -8,10 +8,10 @@ of any kind, so the page's Content Security Policy holds.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from niah.core.report_page import escape
 from niah.core.uncertainty import with_interval
 
 # Okabe and Ito's colour-blind-safe palette ("Color Universal Design", 2008), darkest
@@ -127,6 +127,11 @@ def _line(curve: Curve, colour: str, dash: str, x: Position, y: Height) -> str:
         for n, m in points
     )
     return f'<g class="run">{line}{dots}</g>'
+
+
+def escape(value: str) -> str:
+    """Text made safe for SVG text and attribute values."""
+    return html.escape(value, quote=True)
 
 
 def _shorten(name: str, limit: int = 40) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from niah.core.curves import Curve, curve_svg
 from niah.core.sample_rows import COLUMN_NAMES, NUMERIC_COLUMNS, SAMPLE_COLUMNS, sample_row
 from niah.core.spec import run_label
 from niah.core.summary import (
@@ -303,11 +304,7 @@ def render_run_page(
         f"<header><h1>{_e(label)}</h1>"
         f"<p class=sub>{_e(summary['run_id'])} · {_e(summary['scorer'])} score · "
         f"{_e(run.get('status'))}</p>{_headline(run, summary)}</header>",
-        _section(
-            "Heatmap",
-            heatmap_svg(shown, scale, label=f"heatmap of {summary['run_id']}")
-            + f"<p class=note>{_e(_scale_note(summary, table))}</p>",
-        ),
+        _picture(summary, label, cells, shown, scale, table),
         _section("Measures", _definitions(_measure_facts(summary)) + _mrcr_table(summary)),
         _section("Tokens and cost", _definitions(_cost_facts(summary))),
         _section("Failures", _failures(cells)),
@@ -319,6 +316,53 @@ def render_run_page(
         ),
     ]
     return page(title, "".join(body))
+
+
+def _picture(
+    summary: dict[str, Any],
+    label: str,
+    cells: list[dict[str, Any]],
+    shown: ScoreTable,
+    scale: Scale,
+    table: ScoreTable,
+) -> str:
+    """The heatmap and the score-against-length curve; for MRCR v2, its bins' curve.
+
+    An MRCR sample has no depth: a heatmap of it is one row at "0 %", so MRCR is drawn
+    as the model cards draw it, the mean per length bin with its 95 % interval.
+    """
+    if summary["task"] == "mrcr":
+        bins = score_table(heatmap_cells(cells, "mrcr"), field="task_score")
+        curve = Curve(
+            label,
+            {
+                n: None if v is None else 100 * v
+                for n, v in zip(bins.lengths, bins.scores[0], strict=True)
+            },
+            dict(zip(bins.lengths, (bins.intervals or [[]])[0], strict=False)),
+        )
+        return _section(
+            "MRCR v2 bins",
+            curve_svg([curve], label=f"MRCR v2 score per length bin of {summary['run_id']}")
+            + "<p class=note>Each point is a bin, named by its upper end in tokens (MRCR "
+            "v2's bins), with its 95 % interval.</p>",
+        )
+    measures = summary["measures"]
+    curve = Curve(
+        label,
+        {int(n): v for n, v in measures["by_length"].items()},
+        {int(n): b for n, b in (measures.get("by_length_interval") or {}).items()},
+    )
+    return _section(
+        "Heatmap",
+        heatmap_svg(shown, scale, label=f"heatmap of {summary['run_id']}")
+        + f"<p class=note>{_e(_scale_note(summary, table))}</p>",
+    ) + _section(
+        "Score against length",
+        curve_svg([curve], label=f"mean score against context length of {summary['run_id']}")
+        + "<p class=note>The mean over every depth and sample at each length, with its "
+        "95 % interval as the band.</p>",
+    )
 
 
 def _headline(run: dict[str, Any], summary: dict[str, Any]) -> str:
