@@ -388,3 +388,13 @@ def test_the_measures_show_each_mean_with_its_interval_and_an_undetermined_lengt
     )
     sure = {"length": 4000, "interval": {"low": 4000, "high": 4000}, "determined": True}
     assert effective_length_text(sure) == "4,000"
+
+
+def test_the_report_template_escapes_every_text_a_user_or_model_wrote() -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    run = run_doc("run-x") | {"label": hostile, "haystack_uri": hostile}
+    cells = [cell(1000, 0.0, None, error={"kind": "cell", "message": hostile})]
+    page = page_of(run, cells, [])
+    assert hostile not in page
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 3  # title, h1, settings, failure
+    assert "<h1>&lt;img src=x onerror=alert(1)&gt;</h1>" in page

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.curves import Curve, curve_svg
+from niah.core.pages import markup, render
 from niah.core.sample_rows import COLUMN_NAMES, NUMERIC_COLUMNS, SAMPLE_COLUMNS, sample_row
 from niah.core.spec import run_label
 from niah.core.summary import (
@@ -300,22 +301,22 @@ def render_run_page(
     task = summary["task"]
     title = f"{summary['model']} · {task} · {summary['run_id']}"
     label = run_label(run)
-    body = [
-        f"<header><h1>{_e(label)}</h1>"
-        f"<p class=sub>{_e(summary['run_id'])} · {_e(summary['scorer'])} score · "
-        f"{_e(run.get('status'))}</p>{_headline(run, summary)}</header>",
-        _picture(summary, label, cells, shown, scale, table),
-        _section("Measures", _definitions(_measure_facts(summary)) + _mrcr_table(summary)),
-        _section("Tokens and cost", _definitions(_cost_facts(summary))),
-        _section("Failures", _failures(cells)),
-        _section(f"Samples ({len(cells)})", _samples_table(cells)),
-        _section(
-            "Run settings",
-            "<details><summary>model, haystack, times, budget, seed and the rest</summary>"
-            f"{_definitions(_run_facts(run, summary))}</details>",
-        ),
-    ]
-    return page(title, "".join(body))
+    return render(
+        "run_report.html",
+        **_shell(title),
+        label=label,
+        run_id=summary["run_id"],
+        scorer=summary["scorer"],
+        status=run.get("status"),
+        headline=_headline(run, summary),
+        picture=markup(_picture(summary, label, cells, shown, scale, table)),
+        measure_facts=_measure_facts(summary),
+        mrcr=_mrcr_bins(summary),
+        cost_facts=_cost_facts(summary),
+        failures=list(failure_reasons(cells).items()),
+        samples=_samples_table(cells),
+        run_facts=_run_facts(run, summary),
+    )
 
 
 def _picture(
@@ -365,7 +366,7 @@ def _picture(
     )
 
 
-def _headline(run: dict[str, Any], summary: dict[str, Any]) -> str:
+def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The answer first: model, task, mean with its interval, effective length, outcomes."""
     measures, outcomes = summary["measures"], summary["outcomes"]
     facts = [
@@ -382,11 +383,7 @@ def _headline(run: dict[str, Any], summary: dict[str, Any]) -> str:
         ("cost", format_cost(summary).removeprefix("cost ")),
         ("status", str(run.get("status") or "")),
     ]
-    items = "".join(
-        f'<div><dt>{_e(name)}</dt><dd data-fact="{_e(name)}">{_e(value)}</dd></div>'
-        for name, value in facts
-    )
-    return f'<dl class="headline">{items}</dl>'
+    return facts
 
 
 def heatmap_cells(cells: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
@@ -482,30 +479,22 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return facts
 
 
-def _mrcr_table(summary: dict[str, Any]) -> str:
+def _mrcr_bins(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """MRCR v2's bins in their order, its two headline figures, and whether generated."""
     mrcr = summary.get("mrcr")
     if not mrcr:
-        return ""
-    warning = (
-        f"<p class=warn>{_e(GENERATED_MRCR_NOTE)}</p>"
-        if mrcr.get("samples") == GENERATED_MRCR_NOTE
-        else ""
-    )
-    rows = "".join(
-        f"<tr><td>{_e(name)}</td><td class=num>{_number(value)}</td>"
-        f"<td class=num>{mrcr['samples_per_bin'].get(name, 0)}</td></tr>"
-        for name, value in mrcr["bins"].items()
-    )
-    return (
-        f"<h3>MRCR v2 bins</h3>{warning}<table class=small><thead><tr><th>tokens</th>"
-        f"<th>mean (%)</th><th>samples</th></tr></thead><tbody>{rows}</tbody></table>"
-        + _definitions(
-            [
-                ("cumulative to 128K (%)", _number(mrcr["cumulative_128k"])),
-                ("at 1M (%)", _number(mrcr["at_1m"])),
-            ]
-        )
-    )
+        return None
+    return {
+        "generated": GENERATED_MRCR_NOTE if mrcr.get("samples") == GENERATED_MRCR_NOTE else "",
+        "bins": [
+            (name, _number(value), mrcr["samples_per_bin"].get(name, 0))
+            for name, value in mrcr["bins"].items()
+        ],
+        "headline": [
+            ("cumulative to 128K (%)", _number(mrcr["cumulative_128k"])),
+            ("at 1M (%)", _number(mrcr["at_1m"])),
+        ],
+    }
 
 
 def _cost_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -555,33 +544,14 @@ def _scale_note(summary: dict[str, Any], table: ScoreTable) -> str:
     )
 
 
-def _failures(cells: list[dict[str, Any]]) -> str:
-    reasons = failure_reasons(cells)
-    if not reasons:
-        return "<p>None: every sample was answered and scored.</p>"
-    items = "".join(
-        f"<li><b>{len(ids)} ×</b> {_e(reason)}<br><span class=ids>{_e(', '.join(ids[:20]))}"
-        f"{' …' if len(ids) > 20 else ''}</span></li>"
-        for reason, ids in reasons.items()
-    )
-    return f'<ul class="failures">{items}</ul>'
-
-
-def _samples_table(cells: list[dict[str, Any]]) -> str:
-    """The samples table: its head, and every row as data the page's script shows by pages.
+def _samples_table(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The samples table: its columns, and every row as data the page's script shows.
 
     At 10,000 samples a table of markup is over 8 MB and slow to open; as one JSON array
     of rows (numbers to 6 significant digits, long texts cut at ``TEXT_LIMIT``) it is a
     few MB, and the script renders ``PAGE_ROWS`` at a time (all of them to print).
     """
     descriptions = dict(SAMPLE_COLUMNS)
-    header = "".join(
-        f'<th title="{_e(descriptions[name])}" data-column="{name}"'
-        f"{' data-numeric' if name in NUMERIC_COLUMNS else ''}"
-        f"{'' if name in KEY_COLUMNS else ' class=extra'}>"
-        f"{_e(name.replace('_', ' '))}</th>"
-        for name in COLUMN_NAMES
-    )
     ordered = sorted(cells, key=lambda c: str(c.get("cell_id")))
     limit = text_limit(len(ordered))
     rows = [
@@ -595,24 +565,20 @@ def _samples_table(cells: list[dict[str, Any]]) -> str:
         "extra": extra,
         "rows": rows,
     }
-    controls = (
-        '<div class="controls"><label>filter <input type=search id=filter '
-        'placeholder="any text: a needle, an answer, an error"></label> '
-        "<label>outcome <select id=outcome><option value=''>all</option>"
-        "<option>correct</option><option>wrong</option><option>unscored</option>"
-        "<option>truncated</option>"
-        "</select></label> <span id=shown></span> "
-        "<button type=button id=previous>‹ previous</button> <span id=page></span> "
-        "<button type=button id=next>next ›</button> "
-        f"<button type=button id=columns>all {len(COLUMN_NAMES)} columns</button></div>"
-        "<p class=note>A text ending “… [+N]” is cut: the export has its N more "
-        "characters.</p>"
-    )
-    return (
-        f'{controls}<div class="scroll"><table id="samples" data-page-rows="{PAGE_ROWS}">'
-        f"<thead><tr>{header}</tr></thead><tbody></tbody></table></div>"
-        f'<script type="application/json" id="sample-data">{script_json(data)}</script>'
-    )
+    return {
+        "count": len(cells),
+        "page_rows": PAGE_ROWS,
+        "columns": [
+            {
+                "name": name,
+                "title": descriptions[name],
+                "numeric": name in NUMERIC_COLUMNS,
+                "extra": name not in KEY_COLUMNS,
+            }
+            for name in COLUMN_NAMES
+        ],
+        "data": markup(script_json(data)),
+    }
 
 
 # Rows the samples table shows at a time; the rest are a page away (or printed whole).
@@ -676,17 +642,20 @@ def _section(title: str, content: str) -> str:
     return f'<section id="{anchor}"><h2>{_e(title)}</h2>{content}</section>'
 
 
+def _shell(title: str) -> dict[str, Any]:
+    """What the page template's shell needs: title, policy, style, script, the time."""
+    return {
+        "title": title,
+        "policy": markup(CONTENT_SECURITY_POLICY),
+        "style": markup(_STYLE),
+        "script": markup(_SCRIPT),
+        "generated": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC}",
+    }
+
+
 def page(title: str, body: str) -> str:
-    """A whole page: the policy that forbids requests, the styles, the table script."""
-    return (
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
-        '<meta name=viewport content="width=device-width, initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>"
-        f"<body>{body}<footer>needle-service · generated "
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC}</footer>"
-        f"<script>{_SCRIPT}</script></body></html>"
-    )
+    """A whole page around ``body`` (markup built and escaped by the caller)."""
+    return render("page.html", **_shell(title), body=markup(body))
 
 
 _STYLE = """

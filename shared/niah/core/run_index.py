@@ -14,10 +14,9 @@ import datetime as dt
 import hashlib
 import json
 import re
-from functools import cache
-from pathlib import Path
 from typing import Any
 
+from niah.core.pages import render
 from niah.core.report_page import effective_length_text
 from niah.core.spec import run_label
 from niah.core.uncertainty import with_interval
@@ -36,7 +35,6 @@ INDEX_FIELDS = (
 )
 INDEX_JSON = "index.json"
 INDEX_HTML = "index.html"
-_TEMPLATES = Path(__file__).parent / "templates"
 
 
 def index_entry(run: dict[str, Any]) -> dict[str, Any]:
@@ -112,23 +110,6 @@ def index_json(index: dict[str, Any]) -> bytes:
     return json.dumps(index, indent=1, default=str).encode()
 
 
-@cache
-def _environment() -> Any:
-    import jinja2
-
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters["number"] = lambda v: "–" if v is None else f"{v:.1f}"
-    environment.filters["usd"] = lambda v: "unknown" if v is None else f"${v:,.4f}"
-    environment.filters["grouped"] = lambda v: "–" if v is None else f"{v:,}"
-    return environment
-
-
 # Stands for the policy while the page is rendered: the policy holds the script's hash.
 _POLICY_SLOT = "CSP-POLICY-SLOT"
 
@@ -138,9 +119,7 @@ def render_index_page(index: dict[str, Any]) -> str:
 
     Its policy allows its one inline script by hash, and no request leaves the page.
     """
-    page = str(
-        _environment().get_template("runs_index.html").render(index=index, policy=_POLICY_SLOT)
-    )
+    page = render("runs_index.html", index=index, policy=_POLICY_SLOT)
     script = re.search(r"<script>(.*?)</script>", page, re.DOTALL)
     digest = hashlib.sha256((script.group(1) if script else "").encode()).digest()
     policy = (
