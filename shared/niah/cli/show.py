@@ -10,6 +10,7 @@ from pathlib import Path
 from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
+from niah.core.interfaces import RUN_CANCELLED
 from niah.core.summary import (
     summarize,
 )
@@ -27,6 +28,11 @@ def cmd_status(args: argparse.Namespace) -> None:
         f"{int(run.get('done', 0))} answered + {int(run.get('failed', 0))} failed of "
         f"{count(int(run.get('total', 0)), 'cell')}"
     )
+    if run.get("status") == RUN_CANCELLED:
+        print(
+            "cancelled: no further cell is asked (calls under way when it was cancelled are "
+            f"stored). Resume it with: niah run --resume {args.run_id}"
+        )
     sys.exit(print_results(args.run_id, run))
 
 

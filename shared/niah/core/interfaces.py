@@ -16,6 +16,11 @@ if TYPE_CHECKING:  # the dispatcher imports these interfaces and must not load n
     import numpy.typing as npt
 
 ReportClaim = Literal["claimed", "done", "held"]
+# What ``ResultStore.cancel_run`` found: the run cancelled now, cancelled before,
+# complete (nothing left to stop), or no such run.
+CancelOutcome = Literal["cancelled", "already_cancelled", "complete", "missing"]
+# A run's status while it may still spend, once stopped, and once its report is written.
+RUN_RUNNING, RUN_CANCELLED, RUN_COMPLETE = "running", "cancelled", "complete"
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,10 @@ class ResultStore(Protocol):
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         """Merge ``fields`` into the run document."""
+        ...
+
+    def cancel_run(self, run_id: str) -> CancelOutcome:
+        """Mark a running run cancelled (a guarded transition); what it found."""
         ...
 
     def record_cell(

@@ -466,6 +466,10 @@ class RunRequest(BaseModel):
         return f"run-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
 
 
+# What ``RunRequest.run_id`` names: anything else names no run.
+RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")
+
+
 # Options that change how a run is carried out or recorded, not what it measures.
 NOT_RESULT_FIELDS = {
     "context_lengths",

@@ -21,6 +21,7 @@ from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
     CLAIM_STORED,
+    RUN_CANCELLED,
     BlobInfo,
     BlobStore,
     ModelAnswer,
@@ -66,7 +67,9 @@ from niah.settings import get_settings
 from niah.tasks import Sample, get_task
 from niah.tasks.mrcr import published_sample
 
-Outcome = Literal["answered", "failed", "duplicate", "orphan", "rejected", "republished"]
+Outcome = Literal[
+    "answered", "failed", "duplicate", "orphan", "rejected", "republished", "cancelled"
+]
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
 MAX_STORED_ANSWER_BYTES = 100_000
 ProviderFactory = Callable[[ProviderName, str], Provider]
@@ -157,6 +160,9 @@ class _Run:
     total: int  # the run's cells: whether a stored cell was its last
     # How many cells each counter shard counts (None: a run from before they were kept).
     shard_totals: dict[str, int] | None = None
+    # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
+    # the run document every delivery reads anyway: no read more per cell.
+    cancelled: bool = False
 
 
 def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _Run | None:
@@ -184,6 +190,7 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _
         files,
         int(run.get("total", 0)),
         {str(k): int(v) for k, v in totals.items()} if totals else None,
+        cancelled=run.get("status") == RUN_CANCELLED,
     )
 
 
@@ -230,7 +237,7 @@ def process_cell(
     except RetryableError:
         _release_if_primer(task, store=store, publisher=publisher)
         raise
-    if outcome not in ("orphan", "rejected"):  # a duplicate too: a release may have failed
+    if outcome not in ("orphan", "rejected", "cancelled"):  # a duplicate too: a release may fail
         _release_if_primer(task, store=store, publisher=publisher)
     return outcome
 
@@ -258,6 +265,9 @@ def _process_cell(
     if run is None:
         log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
         return "orphan"
+    if run.cancelled:
+        log("cell of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
+        return "cancelled"
     spec = run.spec
     problem = _not_of_the_run(task, spec)
     if problem is not None:
@@ -909,9 +919,13 @@ def record_dead_letter(
     (``max_cell_failures``). A paid answer an earlier delivery kept is stored. A
     primer's dead letter releases its run's other cells.
     """
-    spec = _run_spec(store, task.run_id, task.run_stamp)
-    if spec is None:
+    run = _current_run(store, task.run_id, task.run_stamp)
+    if run is None:
         return "orphan"
+    if run.cancelled:  # not published again, not stored failed: a resume publishes it
+        log("dead letter of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
+        return "cancelled"
+    spec = run.spec
     kept = _kept_answer(task, blobs)
     if kept is not None:
         log("kept answer stored from a dead letter", run_id=task.run_id, cell_id=task.cell_id)

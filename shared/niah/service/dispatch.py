@@ -24,7 +24,15 @@ from niah.catalog.models import (
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.counters import shard_totals
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
-from niah.core.interfaces import BlobInfo, BlobStore, Publisher, ResultStore
+from niah.core.interfaces import (
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    RUN_RUNNING,
+    BlobInfo,
+    BlobStore,
+    Publisher,
+    ResultStore,
+)
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.request_errors import describe_validation_error
 from niah.core.spec import Cell, RunRequest, primer_cell
@@ -51,6 +59,8 @@ class Dispatched:
     reused: int = 0
     retried: int = 0
     warnings: list[str] = field(default_factory=list)
+    # The run is cancelled and was left so (a request without resume publishes nothing).
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,8 @@ class _Progress:
     in_progress: bool = False
     # The run document as stored (its stamp goes into every message).
     run: dict[str, Any] = field(default_factory=dict)
+    # Cancelled, and not resumed by this request: publish nothing.
+    cancelled: bool = False
 
 
 def decode_body(data: bytes) -> Any:
@@ -450,7 +462,7 @@ def run_record(
         "version": spec.results_version,
         "scorer": spec.scorer_name(),
         "haystack_uri": haystack_uri,
-        "status": "running",
+        "status": RUN_RUNNING,
         # How the model is called, stated with every result (MRCR v2's README asks it).
         "call_settings": {
             "temperature": temperature_for(spec.model_name),
@@ -479,7 +491,11 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     finished run with nothing failed is left as it is. Nothing paid for is asked again.
     """
     existing = store.get_run(run_id) or {}
-    finished = existing.get("status") == "complete"
+    if existing.get("status") == RUN_CANCELLED:
+        if not resume:
+            return _Progress(set(), 0, already_complete=False, cancelled=True, run=existing)
+        return _resume_cancelled(run_id, existing, store=store)
+    finished = existing.get("status") == RUN_COMPLETE
     retried = 0
     if int(existing.get("failed", 0)) > 0 and (finished or resume):
         retried = store.reset_failed_cells(run_id)
@@ -488,6 +504,22 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     elif dispatch_in_progress(existing):
         return _Progress(set(), 0, already_complete=False, in_progress=True, run=existing)
     return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=existing)
+
+
+def _resume_cancelled(run_id: str, run: dict[str, Any], *, store: ResultStore) -> _Progress:
+    """Set a cancelled run running again: its missing and failed cells are published.
+
+    Running before anything is published, so no worker drops the new messages. Its
+    primer counts as released: whatever the cancel held back is published now, at once
+    (a primer left unanswered is published with the rest).
+    """
+    store.update_run(
+        run_id,
+        {"status": RUN_RUNNING, "primer_released": True, "resumed_at": dt.datetime.now(dt.UTC)},
+    )
+    retried = store.reset_failed_cells(run_id) if int(run.get("failed", 0)) > 0 else 0
+    log("cancelled run resumed", run_id=run_id)
+    return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=run)
 
 
 def dispatch_in_progress(run: dict[str, Any]) -> bool:
@@ -545,6 +577,15 @@ def dispatch_run(
     if progress.already_complete:
         log("run already complete", run_id=run_id)
         return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
+    if progress.cancelled:
+        log("cancelled run asked again: nothing published", run_id=run_id)
+        note = (
+            f"run {run_id} is cancelled: nothing was published. Resume it with "
+            f"`niah run --resume {run_id}` (answered cells are kept)"
+        )
+        return Dispatched(
+            run_id, total, 0, False, created=False, warnings=[*warnings, note], cancelled=True
+        )
     if progress.in_progress:
         log("run being dispatched: nothing published again", run_id=run_id)
         note = (
@@ -644,6 +685,9 @@ def release_after_primer(
     """
     run = store.get_run(run_id, counts=False)
     if run is None or run.get("primer_released"):
+        return 0
+    if run.get("status") == RUN_CANCELLED:  # left unreleased: a resume publishes the rest
+        log("cells not released: the run is cancelled", run_id=run_id)
         return 0
     published = publish_missing(
         run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
