@@ -67,7 +67,7 @@ DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
 MRCR_NEEDLES = (2, 4, 8)
 ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
 # Run options added after runs were first named by their options' hash.
-ADDED_OPTIONS = ("thinking_level",)
+ADDED_OPTIONS = ("thinking_level", "execution")
 # Options of the single task's harness-style needle, meaningless to the others.
 SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
 
@@ -122,6 +122,7 @@ OPTION_HELP: dict[str, str] = {
     "thinking_budget": "Gemini 2.5 thinking tokens: 0 off (Flash), -1 dynamic, N a cap",
     "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
+    "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
 }
 
 # The prompt template's placeholders, each filled once by one pass (prompts.render).
@@ -210,6 +211,20 @@ class RunRequest(BaseModel):
     # a model takes is in the catalog. None: the model's default level.
     thinking_level: Literal["minimal", "low", "medium", "high", "xhigh"] | None = None
     prompt_template: str | None = Field(default=None, max_length=20_000)
+    # How the model is called: online, each cell as its message comes (the default), or
+    # batch, the whole grid as Vertex AI batch jobs at half the online price. Part of
+    # the run's identity (a batch run is a run of its own); "online" is the default
+    # spelt out, so it names the same run as leaving it out.
+    execution: Literal["online", "batch"] | None = None
+
+    @field_validator("execution")
+    @classmethod
+    def _online_is_the_default(cls, value: str | None) -> str | None:
+        return None if value == "online" else value
+
+    def is_batch(self) -> bool:
+        """Whether the run goes to Vertex AI as batch jobs, not call by call."""
+        return self.execution == "batch"
 
     @field_validator("context_lengths")
     @classmethod
@@ -306,6 +321,12 @@ class RunRequest(BaseModel):
                 "document_depth_percent_min must not exceed document_depth_percent_max"
             )
         self._check_task_options()
+        if self.is_batch() and self.provider() != "gemini":
+            raise ValueError(
+                "execution: batch is Vertex AI's batch prediction, for gemini-* models; "
+                f"{self.model_name} is served by the {self.provider()} provider: leave "
+                "execution out (online)"
+            )
         if not self.dynamic_needle and not self.expected_answer and not self.evaluator_model_name:
             raise ValueError(
                 "expected_answer: a static needle (dynamic_needle false) needs "

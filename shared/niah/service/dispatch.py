@@ -152,9 +152,25 @@ def check_budget(spec: RunRequest, cells: list[Cell] | None = None, reply_tokens
             f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
         )
     check_model(spec)
+    check_execution(spec)
     check_output_budget(spec, reply_tokens)
     if spec.mrcr_source is None:  # published samples are as long as Google made them
         check_lengths(spec, cells)
+
+
+def check_execution(spec: RunRequest) -> None:
+    """Refuse ``execution: batch`` until the service submits and ingests batch jobs.
+
+    The option, its identity and its prices exist (``--estimate`` shows batch); a run
+    posted now would be called online and priced as batch, which would lie.
+    """
+    if spec.is_batch():
+        raise RequestError(
+            "execution",
+            "batch runs are not served by this deployment yet (submitting and ingesting "
+            "Vertex AI batch jobs is not built); leave execution out to run online, or use "
+            "--estimate to see the batch price",
+        )
 
 
 def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:
