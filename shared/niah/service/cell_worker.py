@@ -29,6 +29,7 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
     Tokenizer,
+    Turn,
     gs_uri,
 )
 from niah.core.mrcr_files import read_row
@@ -355,7 +356,7 @@ def _answer_claimed(
     cell, spec = task.cell, run.spec
     started = time.monotonic()
     try:
-        sample = _sample(task, spec, cell, blobs)
+        sample = cell_sample(task, spec, cell, blobs)
     except HaystackError as error:  # a published file replaced or gone: nothing to ask
         failed = _failed_cell(task, spec, error)
         return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
@@ -416,7 +417,7 @@ def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
     return None
 
 
-def _sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
+def cell_sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
     """The cell's sample: made by its task, or read from a published MRCR v2 row."""
     if task.source_file is not None and task.row is not None:
         row = read_row(blobs, task.source_file, task.row, task.span)
@@ -643,19 +644,16 @@ def _answer_cell(
     started = time.monotonic()
     call_id = f"{task.cell_id}.C{claim:03d}"
     provider = provider_for(spec.provider(), spec.model_name)
-    built = (
-        BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
-        if sample.prompt is not None
-        else build_cell_prompt(
-            spec,
-            cell,
-            sample,
-            default_template=provider.default_template,
-            tokenizer=tokenizer_for(provider.tokenizer_name),
-            blobs=blobs,
-            haystack_files=haystack_files,
-        )
+    built = build_cell_prompt(
+        spec,
+        cell,
+        sample,
+        default_template=provider.default_template,
+        tokenizer=tokenizer_for(provider.tokenizer_name),
+        blobs=blobs,
+        haystack_files=haystack_files,
     )
+    turns = cell_turns(built, sample)
     fields: dict[str, Any] = {
         "planned_prompt_tokens": built.planned_prompt_tokens,
         "insertion_depth_percent": round(built.actual_depth_percent, 3),
@@ -665,7 +663,6 @@ def _answer_cell(
         fields["context_uri"] = _save_prompt(task, built.prompt, blobs)
     if spec.count_tokens_check:
         fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
-    turns = split_transcript(built.prompt) if sample.conversational else None
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     # The note checks the lease is still this claim's: after a store stall longer than
     # the lease, another delivery may hold the cell, and then only it calls.
@@ -765,6 +762,11 @@ def _cost_totals(cost: Cost) -> dict[str, float]:
     return {"cost_usd": cost.usd, "cost_without_cache_usd": cost.usd_without_cache}
 
 
+def cell_turns(built: BuiltPrompt, sample: Sample) -> tuple[Turn, ...] | None:
+    """A conversational sample's prompt as its turns (MRCR); None for one prompt."""
+    return split_transcript(built.prompt) if sample.conversational else None
+
+
 def build_cell_prompt(
     spec: RunRequest,
     cell: Cell,
@@ -775,10 +777,13 @@ def build_cell_prompt(
     blobs: BlobStore,
     haystack_files: list[BlobInfo] | None = None,
 ) -> BuiltPrompt:
-    """The cell's prompt, token-exact in ``tokenizer`` (the worker's, and the benchmarks').
+    """The cell's prompt, token-exact in ``tokenizer``: online calls', batch lines', benches'.
 
+    A sample that comes with its prompt (a published MRCR row) is sent as it is.
     ``haystack_files``: the run's listing; without it the haystack's prefix is listed.
     """
+    if sample.prompt is not None:
+        return BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
     template = sample.template or spec.prompt_template or default_template
     if sample.context_maker is not None:  # the task's own context: no haystack read
         return build_generated_prompt(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.catalog.models import GEMMA3_TOKENIZER, temperature_for
+from niah.catalog.models import GEMMA3_TOKENIZER
 from niah.core.interfaces import ModelAnswer, Turn
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.errors import (
@@ -20,14 +20,12 @@ from niah.errors import (
     RetryableError,
     classify_http_error,
 )
-from niah.settings import Settings, get_settings
-
-HARM_CATEGORIES = (
-    "HARM_CATEGORY_HARASSMENT",
-    "HARM_CATEGORY_HATE_SPEECH",
-    "HARM_CATEGORY_SEXUALLY_EXPLICIT",
-    "HARM_CATEGORY_DANGEROUS_CONTENT",
+from niah.models.providers.gemini_request import (
+    HARM_CATEGORIES,
+    SAFETY_THRESHOLD,
+    generation_for,
 )
+from niah.settings import Settings, get_settings
 
 
 def _api_value(value: Any) -> str | None:
@@ -95,18 +93,25 @@ class GeminiProvider:
     def _config(
         self, max_output_tokens: int, thinking_budget: int | None, thinking_level: str | None
     ) -> Any:
+        """The SDK's config from the one ``Generation`` batch lines are built from too."""
         types = self._types
-        thinking = None
-        if thinking_budget is not None:
-            thinking = types.ThinkingConfig(thinking_budget=thinking_budget)
-        elif thinking_level is not None:  # the API refuses the two together
-            thinking = types.ThinkingConfig(thinking_level=thinking_level.upper())
-        return types.GenerateContentConfig(
-            temperature=temperature_for(self.model_name),
+        generation = generation_for(
+            self.model_name,
             max_output_tokens=max_output_tokens,
+            thinking_budget=thinking_budget,
+            thinking_level=thinking_level,
+        )
+        thinking = None
+        if generation.thinking_budget is not None:
+            thinking = types.ThinkingConfig(thinking_budget=generation.thinking_budget)
+        elif generation.thinking_level is not None:  # the API refuses the two together
+            thinking = types.ThinkingConfig(thinking_level=generation.thinking_level)
+        return types.GenerateContentConfig(
+            temperature=generation.temperature,
+            max_output_tokens=generation.max_output_tokens,
             thinking_config=thinking,
             safety_settings=[
-                types.SafetySetting(category=category, threshold="BLOCK_NONE")
+                types.SafetySetting(category=category, threshold=SAFETY_THRESHOLD)
                 for category in HARM_CATEGORIES
             ],
         )
