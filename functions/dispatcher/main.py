@@ -107,9 +107,9 @@ def cancel(request: flask.Request) -> tuple[dict[str, Any], int]:
         run_id = parse_cancel(_json_body(request))
     except RequestError as error:
         return _error(405 if error.field == "method" else 400, error.field, error.message)
-    store, _, _ = _clients()
+    store, publisher, _ = _clients()
     try:
-        result = cancel_run(run_id, store=store)
+        result = cancel_run(run_id, store=store, publisher=publisher)
     except Exception as error:  # Firestore down: the client may retry
         log("cancel failed", severity="ERROR", run_id=run_id, error=repr(error))
         return _error(503, "service", "the run could not be cancelled now; retry (it is safe)")

@@ -68,16 +68,3 @@ def test_niah_run_batch_is_execution_batch_and_the_estimate_shows_batch() -> Non
 
     figures = estimate_figures(GEMINI | {"context_lengths": [1000, 5000]})
     assert figures["batch"]["cost_usd"] == pytest.approx(figures["naive"]["cost_usd"] / 2, abs=1e-6)
-
-
-def test_a_batch_run_is_refused_until_batch_jobs_are_served(essay_blobs: object) -> None:
-    """Not called online and priced as batch: refused, publishing nothing."""
-    from niah.service.dispatch import dispatch_run
-    from tests.fakes import MemoryStore, RecordingPublisher
-
-    store, publisher = MemoryStore(), RecordingPublisher()
-    with pytest.raises(RequestError) as refused:
-        dispatch_run(
-            GEMINI | {"execution": "batch"}, store=store, publisher=publisher, blobs=essay_blobs
-        )
-    assert refused.value.field == "execution" and publisher.cells == [] and store.runs == {}

@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.interfaces import CancelOutcome, ResultStore
+from niah.core.interfaces import CancelOutcome, Publisher, ResultStore
 from niah.core.spec import RUN_ID_PATTERN
 from niah.errors import RequestError
 from niah.logs import log
+from niah.service.dispatch import BATCH_POLL, batch_message
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,17 @@ def parse_cancel(payload: Any) -> str:
     return run_id
 
 
-def cancel_run(run_id: str, *, store: ResultStore) -> Cancelled:
-    """Mark the run cancelled (if it is running); its counts and spend as they stand."""
+def cancel_run(run_id: str, *, store: ResultStore, publisher: Publisher | None = None) -> Cancelled:
+    """Mark the run cancelled (if it is running); its counts and spend as they stand.
+
+    A batch run's jobs are cancelled through Vertex's API by the worker, asked at once
+    with a poll message (``publisher``); the sweep asks again until they are.
+    """
     outcome = store.cancel_run(run_id)
     run = store.get_run(run_id) if outcome != "missing" else None
     log("run cancel", run_id=run_id, outcome=outcome)
+    if run is not None and publisher is not None and run.get("batch_jobs"):
+        publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
     if run is None:
         return Cancelled(run_id, outcome, None, 0, 0, 0, {})
     return Cancelled(

@@ -291,7 +291,7 @@ def _process_cell(
         kept = _kept_answer(task, blobs)
         if kept is not None:
             log("kept answer stored", run_id=task.run_id, cell_id=task.cell_id)
-            return _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+            return store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
     if claim == CLAIM_HELD:
         # Another delivery is calling the model for this cell now: back off, and find
         # the cell stored on redelivery. Never a second paid call.
@@ -303,8 +303,8 @@ def _process_cell(
             "it (crashed, out of memory or killed; NIAH_MAX_CELL_FAILURES); resume the run "
             "to try it again"
         )
-        failed = _failed_cell(task, spec, error)
-        return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+        failed = failed_cell(task, spec, error)
+        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
     try:
         with LeaseKeeper(store, task.run_id, task.cell_id, claim, settings.cell_lease_seconds):
             return _answer_claimed(
@@ -358,8 +358,8 @@ def _answer_claimed(
     try:
         sample = cell_sample(task, spec, cell, blobs)
     except HaystackError as error:  # a published file replaced or gone: nothing to ask
-        failed = _failed_cell(task, spec, error)
-        return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+        failed = failed_cell(task, spec, error)
+        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
     totals: dict[str, float] = {}
     call: Call | None = None
     try:
@@ -381,12 +381,12 @@ def _answer_claimed(
         fields = _retry_or_give_up(task, error, store=store)
     except (PermanentCellError, PermanentRunError) as error:
         fields = _failure(error.kind, str(error))
-    doc = _cell_record(task, spec, cell, sample) | fields
+    doc = cell_record(task, spec, cell, sample) | fields
     doc |= {
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": harness_timestamp(),
     }
-    return _store_cell(
+    return store_cell(
         task,
         doc,
         totals,
@@ -430,7 +430,7 @@ def cell_sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) 
     return get_task(spec.task).sample(spec, cell)
 
 
-def _cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
+def cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
     """The fields every stored cell has, in the harness's result names where they exist."""
     return {
         "run_id": task.run_id,
@@ -471,7 +471,7 @@ def _retry_or_give_up(
     return _failure("retries_exhausted", message)
 
 
-def _store_cell(
+def store_cell(
     task: CellTask,
     doc: dict[str, Any],
     totals: dict[str, float],
@@ -501,7 +501,7 @@ def _store_cell(
         # call it paid for closed, rather than redelivered until it is dead-lettered.
         kept = {key: doc[key] for key in GRID_FIELDS if key in doc}
         refused = kept | _failure(error.kind, f"the store refused the cell's result: {error}")
-        return _store_cell(
+        return store_cell(
             task, refused, totals, call=call, store=store, blobs=blobs, publisher=publisher
         )
     except StoreUnavailableError as error:
@@ -569,7 +569,7 @@ def _keep_answer(
 
 
 def _kept_answer(task: CellTask, blobs: BlobStore) -> dict[str, Any] | None:
-    """A paid answer an earlier delivery could not store, as ``_store_cell``'s arguments."""
+    """A paid answer an earlier delivery could not store, as ``store_cell``'s arguments."""
     name = _kept_answer_name(task)
     if not any(info.name == name for info in blobs.list(name)):
         return None
@@ -596,7 +596,7 @@ GRID_FIELDS = (
 )
 
 
-def _failed_cell(task: CellTask, spec: RunRequest, error: NiahError) -> dict[str, Any]:
+def failed_cell(task: CellTask, spec: RunRequest, error: NiahError) -> dict[str, Any]:
     """A cell failed before it had a sample: its place on the grid and the error."""
     return {
         "run_id": task.run_id,
@@ -703,19 +703,44 @@ def _answer_cell(
         latency_seconds=round(answer.latency_seconds, 3),
         prompt_tokens=answer.prompt_tokens,
     )
-    fields |= _answer_fields(answer, cell) | _keep_whole_answer(task, answer.text, blobs)
+    answered, totals, call_fields = scored_answer(
+        task, spec, sample, answer, budget=budget, blobs=blobs, provider_for=provider_for
+    )
+    return fields | answered, totals, (call_id, call_fields)
+
+
+def scored_answer(
+    task: CellTask,
+    spec: RunRequest,
+    sample: Sample,
+    answer: ModelAnswer,
+    *,
+    budget: CallBudget,
+    blobs: BlobStore,
+    provider_for: ProviderFactory,
+    batch: bool = False,
+) -> tuple[dict[str, Any], dict[str, float], dict[str, Any]]:
+    """An answer (online or a batch line's) scored and priced, as the cell stores it.
+
+    The cell's fields, the run's increments and the call's record. ``batch``: the
+    model's call priced at batch rates (a judge is called online, at its own).
+    """
+    fields = _answer_fields(answer, task.cell) | _keep_whole_answer(task, answer.text, blobs)
+    fields["max_output_tokens"] = budget.max_output_tokens
     score_fields, judged = _score(spec, sample, answer, provider_for, budget)
     fields |= score_fields
-    cost = answer_cost(spec.model_name, answer)
+    cost = answer_cost(spec.model_name, answer, batch=batch)
     totals = _usage_totals("", answer)
     call_fields: dict[str, Any] = {"status": "answered", "usage": answer.usage()}
+    if batch:
+        call_fields["execution"] = "batch"
     if judged is not None and spec.evaluator_model_name:
         fields["judge_usage"] = judged.usage()
         call_fields["judge_usage"] = judged.usage()
         totals |= _usage_totals("judge_", judged)
         cost += answer_cost(spec.evaluator_model_name, judged)
     call_fields |= _cost_fields(cost)
-    return fields | _cost_fields(cost), totals | _cost_totals(cost), (call_id, call_fields)
+    return fields | _cost_fields(cost), totals | _cost_totals(cost), call_fields
 
 
 def _keep_whole_answer(task: CellTask, text: str, blobs: BlobStore) -> dict[str, Any]:
@@ -934,7 +959,7 @@ def record_dead_letter(
     kept = _kept_answer(task, blobs)
     if kept is not None:
         log("kept answer stored from a dead letter", run_id=task.run_id, cell_id=task.cell_id)
-        outcome = _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+        outcome = store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
         _release_if_primer(task, store=store, publisher=publisher)
         return outcome
     in_flight = task.cell_id in store.leased_cells(task.run_id)
@@ -959,7 +984,7 @@ def record_dead_letter(
         f"last error: {reason}"
     )
     stored = store.record_cell(
-        task.run_id, task.cell_id, _failed_cell(task, spec, error), failed=True
+        task.run_id, task.cell_id, failed_cell(task, spec, error), failed=True
     )
     _release_if_primer(task, store=store, publisher=publisher)
     if not stored:

@@ -152,25 +152,9 @@ def check_budget(spec: RunRequest, cells: list[Cell] | None = None, reply_tokens
             f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
         )
     check_model(spec)
-    check_execution(spec)
     check_output_budget(spec, reply_tokens)
     if spec.mrcr_source is None:  # published samples are as long as Google made them
         check_lengths(spec, cells)
-
-
-def check_execution(spec: RunRequest) -> None:
-    """Refuse ``execution: batch`` until the service submits and ingests batch jobs.
-
-    The option, its identity and its prices exist (``--estimate`` shows batch); a run
-    posted now would be called online and priced as batch, which would lie.
-    """
-    if spec.is_batch():
-        raise RequestError(
-            "execution",
-            "batch runs are not served by this deployment yet (submitting and ingesting "
-            "Vertex AI batch jobs is not built); leave execution out to run online, or use "
-            "--estimate to see the batch price",
-        )
 
 
 def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:
@@ -490,6 +474,8 @@ def run_record(
             "answer_tokens": budget.answer_tokens,
             "thinking_tokens": budget.thinking_tokens,
             "tools": False,
+            # Online, call by call, or batch jobs at batch prices.
+            "execution": "batch" if spec.is_batch() else "online",
         },
         "total": len(cells),
         # What each counter shard will count: a worker checks the run only when its
@@ -609,11 +595,14 @@ def dispatch_run(
             "nothing was published again"
         )
         return Dispatched(run_id, total, 0, False, created=False, warnings=[*warnings, note])
+    run_now = progress.run
+    if spec.is_batch() and not created and (resume or progress.retried):
+        run_now = start_batch_round(run_id, run_now, store=store)
     published = (
         publisher.publish_cells([primer])
         if created and primer is not None
         else publish_missing(
-            run_id, spec, progress.stored, store=store, publisher=publisher, run=progress.run
+            run_id, spec, progress.stored, store=store, publisher=publisher, run=run_now
         )
     )
     if not created and published:
@@ -680,7 +669,7 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     (``release_after_primer``), whose prefixes then hit the cache. Runs of published
     MRCR samples share no haystack, and one-cell runs have nothing to gain.
     """
-    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows"):
+    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
         return None
     cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
     first = primer_cell(cells)
@@ -731,10 +720,50 @@ def publish_missing(
     publisher: Publisher,
     run: dict[str, Any],
 ) -> int:
-    """Publish the cells of the run not in ``stored``; if none, ask for the report."""
+    """Publish the cells of the run not in ``stored``; if none, ask for the report.
+
+    A batch run's missing cells go as one message: submit them as batch jobs (the
+    worker does; it submits a round once).
+    """
     messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
     if not messages:
         # Every cell is stored but the report may never have been asked for.
         request_report_if_complete(run_id, store=store, publisher=publisher)
         return 0
+    if spec.is_batch():
+        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
     return publisher.publish_cells(messages)
+
+
+# What a batch message asks of the worker: submit the run's missing cells as batch
+# jobs, or look at its jobs (ingest what is done, cancel them if the run is cancelled).
+BATCH_SUBMIT, BATCH_POLL = "submit", "poll"
+
+
+def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:
+    """A message on the cells topic for a batch run's worker-side step.
+
+    ``batch_round``: which submission (0, then one more per resume), so a redelivered
+    submit of a round submits nothing again.
+    """
+    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
+    return {
+        "run_id": run_id,
+        "batch_action": action,
+        "batch_round": int(run.get("batch_round", 0)),
+        **stamp,
+    }
+
+
+def start_batch_round(run_id: str, run: dict[str, Any], *, store: ResultStore) -> dict[str, Any]:
+    """A resumed batch run's next round: its unfinished jobs are left, its cells submitted anew.
+
+    The run as updated (its ``batch_round`` one more).
+    """
+    jobs = [
+        job | ({"superseded": True} if not (job.get("ingested") or job.get("ended")) else {})
+        for job in run.get("batch_jobs") or []
+    ]
+    fields = {"batch_round": int(run.get("batch_round", 0)) + 1, "batch_jobs": jobs}
+    store.update_run(run_id, fields)
+    return run | fields
