@@ -23,11 +23,19 @@ def cmd_status(args: argparse.Namespace) -> None:
         sys.exit(f"niah: no run {args.run_id}")
     if args.json:
         sys.exit(print_status_json(args.run_id, run))
+    batch = (run.get("spec") or {}).get("execution") == "batch"
     print(
-        f"run {args.run_id}: {run.get('status') or 'status not recorded'}, "
+        f"run {args.run_id}: {run.get('status') or 'status not recorded'}"
+        + (" (batch: Vertex AI batch jobs at batch prices)" if batch else "")
+        + ", "
         f"{int(run.get('done', 0))} answered + {int(run.get('failed', 0))} failed of "
         f"{count(int(run.get('total', 0)), 'cell')}"
     )
+    for job in run.get("batch_jobs") or []:
+        print(
+            f"batch job {job['name']}: {job.get('state')}"
+            + (f" ({job['error']})" if job.get("error") else "")
+        )
     if run.get("status") == RUN_CANCELLED:
         print(
             "cancelled: no further cell is asked (calls under way when it was cancelled are "
