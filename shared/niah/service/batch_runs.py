@@ -261,11 +261,14 @@ def poll_batch(
                 publisher=publisher, provider_for=provider_for,
             )  # fmt: skip
             job["ingested"] = True
-        elif now.state in BATCH_ENDED_WITHOUT_OUTPUT:
-            job |= {"ended": True, "error": now.error}
+        elif now.state in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
+            reason = now.error or (
+                "it named no output folder" if now.state in BATCH_SUCCEEDED else None
+            )
+            job |= {"ended": True, "error": reason}
             error = BatchJobError(
                 f"batch job {job['name']} ended {now.state}"
-                + (f": {now.error}" if now.error else "")
+                + (f": {reason}" if reason else "")
                 + "; resume the run to submit its cells again"
             )
             _fail_cells(
@@ -298,6 +301,7 @@ def ingest_job(
 ) -> dict[str, int]:
     """Store each prediction line of a job as its cell, once; send failed lines online."""
     tasks = {task.cell_id: task for task in _tasks(run_id, spec, run, set())}
+    stored = store.cell_ids(run_id)  # a failed line of a cell stored since goes nowhere
     prefix = output_dir.removeprefix(f"gs://{blobs.bucket}/").rstrip("/") + "/"
     counts = {"lines_stored": 0, "lines_duplicate": 0, "lines_retried_online": 0}
     for info in blobs.list(prefix):
@@ -312,6 +316,8 @@ def ingest_job(
                 log("batch line of no cell of the run", severity="WARNING", run_id=run_id)
                 continue
             if record.get("status") or "response" not in record:
+                if task.cell_id in stored:
+                    continue
                 # Answered online, at the online price (no second batch round for a line).
                 publisher.publish_cells([task.message()])
                 counts["lines_retried_online"] += 1
