@@ -19,7 +19,7 @@ from niah.core.interfaces import ModelAnswer
 from niah.core.pricing import answer_cost
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_cli_stack import niah
-from tests.integration.test_faults import assert_finished_once, standin
+from tests.integration.test_faults import assert_finished_once, publish, standin
 from tests.integration.test_local_stack import post, wait_complete
 
 pytestmark = pytest.mark.integration
@@ -79,6 +79,23 @@ def test_a_batch_grid_completes_one_cell_per_line_at_the_batch_rate(stack: Stack
         f"run {run_id}: complete (batch: Vertex AI batch jobs at batch prices), 6 answered"
     )
     assert "JOB_STATE_SUCCEEDED" in status.stdout
+
+    # The same output delivered again, twice (a redelivered poll of a job not yet marked
+    # ingested): every line is found stored, nothing is stored or counted twice.
+    store = FirestoreStore()
+    store.update_run(run_id, {"batch_jobs": [job | {"ingested": False}]})
+    publish(stack, "niah-cells", {"run_id": run_id, "batch_action": "poll"}, copies=2)
+    wait_for(
+        lambda: (store.get_run(run_id) or {})["batch_jobs"][0].get("ingested"),
+        timeout=60,
+        what="the job ingested again",
+    )
+    time.sleep(3)  # the second copy
+    again = store.get_run(run_id)
+    assert again is not None and again["batch_jobs"][0]["lines_duplicate"] == 5
+    assert (again["done"], again["failed"]) == (6, 0)
+    assert again["totals"]["cost_usd"] == pytest.approx(run["totals"]["cost_usd"])
+    assert store.list_cells(run_id) == cells
 
 
 def test_a_failed_batch_job_ends_its_cells_failed_with_the_reason(stack: Stack) -> None:
