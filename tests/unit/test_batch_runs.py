@@ -137,6 +137,24 @@ def test_a_failed_line_goes_online_and_a_failed_job_fails_its_cells_with_the_rea
     assert "JOB_STATE_EXPIRED: queued past 72 hours" in cells[0]["error"]["message"]
 
 
+def test_a_resume_while_a_job_is_open_submits_nothing_more(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    w = world(standin, essay_blobs, batch_delay_seconds=1.0)
+    w["step"](w["publisher"].cells[0])
+    w["store"].settle(w["run_id"])  # past the dispatch's settle window
+    resumed = dispatch_run(
+        BODY, store=w["store"], publisher=w["publisher"], blobs=essay_blobs, resume=True
+    )
+    assert resumed.published == 1 and len(w["publisher"].cells) == 2
+    submit = w["publisher"].cells[-1]
+    assert submit["batch_round"] == 0 and w["step"](submit) == "duplicate"
+    poll_until_done(w)
+    assert len(w["store"].get_run(w["run_id"])["batch_jobs"]) == 1
+    assert len(w["store"].list_cells(w["run_id"])) == 6
+
+
 def test_a_cancelled_batch_runs_job_is_cancelled_and_resume_submits_a_new_round(
     standin: tuple[str, StandinState],  # noqa: F811
     essay_blobs: MemoryBlobs,

@@ -758,8 +758,15 @@ def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, An
 def start_batch_round(run_id: str, run: dict[str, Any], *, store: ResultStore) -> dict[str, Any]:
     """A resumed batch run's next round: its unfinished jobs are left, its cells submitted anew.
 
-    The run as updated (its ``batch_round`` one more).
+    The run as updated (its ``batch_round`` one more); unchanged while a job of it is
+    still open and not cancelled (a resume of a running batch run would pay twice).
     """
+    if any(
+        not (job.get("ingested") or job.get("ended") or job.get("superseded"))
+        and not job.get("cancel_sent")
+        for job in run.get("batch_jobs") or []
+    ):
+        return run
     jobs = [
         job | ({"superseded": True} if not (job.get("ingested") or job.get("ended")) else {})
         for job in run.get("batch_jobs") or []
