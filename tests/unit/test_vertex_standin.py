@@ -320,6 +320,7 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
         "answer_tokens": budget.answer_tokens,
         "thinking_tokens": budget.thinking_tokens,
         "tools": False,
+        "execution": "online",
     }
 
 
