@@ -187,3 +187,17 @@ resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {
   role     = "roles/run.invoker"
   member   = each.value
 }
+
+# Vertex AI's service agent reads a batch run's input JSONL and writes its predictions
+# (batches/RUN_ID/ in the data bucket): Google's batch page asks that "the AI Platform
+# Service Agent has permission" to the Cloud Storage files (docs.cloud.google.com/
+# vertex-ai/generative-ai/docs/multimodal/batch-prediction-from-cloud-storage, read
+# 2026-11-27). objectUser: read the input, create the output. The agent exists once the
+# Vertex AI API is on (after time_sleep.apis); the worker submits the jobs with its
+# own roles/aiplatform.user.
+resource "google_storage_bucket_iam_member" "vertex_agent_batches" {
+  bucket     = google_storage_bucket.data.name
+  role       = "roles/storage.objectUser"
+  member     = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-aiplatform.iam.gserviceaccount.com"
+  depends_on = [time_sleep.apis]
+}

@@ -7,7 +7,8 @@
 # underscores), each followed by its value or, for lists, its values
 # (--context_lengths 1000 2000, or "[1000, 2000]" as the harness writes it).
 # Also: --url URL (else $DISPATCHER_URL), --resume (retry a run's missing and failed
-# cells), --dry-run (print the request and the curl command; call nothing).
+# cells), --batch (the same as --execution batch: Vertex AI batch jobs at half price),
+# --dry-run (print the request and the curl command; call nothing).
 # Prints the run ID, its Firestore console link and where its report will be.
 set -euo pipefail
 url=${DISPATCHER_URL:-}
@@ -20,7 +21,8 @@ while [ $# -gt 0 ]; do
     --url=*) url=${1#--url=}; shift ;;
     --dry-run) dry_run=1; shift ;;
     --resume) resume=1; shift ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    --batch) options+=(--execution batch); shift ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     *) options+=("$1"); shift ;;
   esac
 done
@@ -36,7 +38,7 @@ LISTS = {"context_lengths", "document_depth_percents"}
 TEXT = {
     "model_name", "model_provider", "evaluator_model_name", "needle", "retrieval_question",
     "expected_answer", "haystack_dir", "mrcr_source", "prompt_template", "task", "scorer",
-    "thinking_level", "needle_key_type", "needle_value_type",
+    "thinking_level", "needle_key_type", "needle_value_type", "execution",
     "document_depth_percent_interval_type",
 }
 

@@ -17,6 +17,7 @@ from niah.core.interfaces import (
     CLAIM_HELD,
     CLAIM_STORED,
     BlobInfo,
+    CancelOutcome,
     ModelAnswer,
     ReportClaim,
     lapses_before_claim,
@@ -279,6 +280,15 @@ class MemoryStore(MemoryStoreExtras):
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         self.runs[run_id].update(fields)
+
+    def cancel_run(self, run_id: str) -> CancelOutcome:
+        run = self.runs.get(run_id)
+        if run is None:
+            return "missing"
+        if run.get("status") in ("complete", "cancelled"):
+            return "complete" if run["status"] == "complete" else "already_cancelled"
+        run.update(status="cancelled", cancelled_at=dt.datetime.now(dt.UTC))
+        return "cancelled"
 
     def record_cell(
         self,

@@ -180,7 +180,8 @@ def up(
             "--implicit-cache",
         ],
         state_dir,
-        base_env,
+        # The emulators' addresses: batch jobs read and write the bucket.
+        {**base_env, **env},
     )
     overrides = dict(worker_env or {})
     _start_functions(state_dir, ports, {**env, **worker_model_env(ports)}, overrides)

@@ -7,6 +7,9 @@ as a good model would (``standin_answers``), thinks as the served model does by 
 and spends ``maxOutputTokens`` on thoughts first (``standin_thinking``); token counts
 come from the Gemma 3 tokenizer (Gemini's vocabulary).
 
+Batch prediction jobs (create, get, list, cancel) are served as ``client.batches``
+sends them (``standin_batch``): each line answered as an online call.
+
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
 failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
 input limit, a thinking table of its own. Every request is counted and kept
@@ -26,6 +29,7 @@ from typing import Any
 
 from niah.core.estimate import IMPLICIT_CACHE_MIN_TOKENS
 from niah_devtools.standin_answers import answer_text as right_answer
+from niah_devtools.standin_batch import BatchJobs
 from niah_devtools.standin_thinking import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     InvalidThinking,
@@ -55,6 +59,8 @@ class StandinState:
         self.config: dict[str, Any] = {}
         # Prompts answered, with when: what the modelled implicit cache holds.
         self.cache: list[tuple[float, bytes]] = []
+        # Batch prediction jobs; they outlive a config reset, as Vertex's outlive a test.
+        self.batch = BatchJobs()
         self.reset()
 
     def reset(self, **config: Any) -> None:
@@ -90,6 +96,12 @@ class StandinState:
                 "cache_window_seconds": 300.0,
                 # A blocked prompt: no candidates, promptFeedback.blockReason.
                 "prompt_block": None,
+                # Batch jobs: seconds from created to done, lines that fail (from 0), a
+                # terminal state the job ends in instead (JOB_STATE_FAILED, _EXPIRED).
+                "batch_delay_seconds": 0.5,
+                "batch_fail_lines": [],
+                "batch_job_fails": None,
+                "batch_job_error": None,
                 **self.defaults,
             }
             for key, value in config.items():
@@ -292,8 +304,11 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (its timeout); nothing to answer
 
     def do_GET(self) -> None:
-        """Inspection: the requests seen so far."""
-        if self.path.startswith("/_standin/requests"):
+        """Inspection: the requests seen so far; and batch jobs, got or listed."""
+        routed = self.state.batch.handle("GET", self.path, {}, self.state.config, self._answer_line)
+        if routed is not None:
+            self._send(*routed)
+        elif self.path.startswith("/_standin/requests"):
             with self.state.lock:
                 self._send(200, {"requests": list(self.state.requests)})
         else:
@@ -306,6 +321,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/_standin/config":
             self.state.reset(**body)
             self._send(200, {"config": self.state.config})
+            return
+        routed = self.state.batch.handle(
+            "POST", self.path, body, self.state.config, self._answer_line
+        )
+        if routed is not None:
+            self._send(*routed)
             return
         with self.state.lock:
             call_index = sum(1 for r in self.state.requests if r["kind"] == "generate")
@@ -337,6 +358,22 @@ class _Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 self.state.cache.append((time.time(), request.prompt.encode()))
         self._send(status, _as_openai(status, reply) if openai else reply)
+
+    def _answer_line(self, body: dict[str, Any], model: str) -> tuple[int, dict[str, Any]]:
+        """A batch line answered as the online call with the same body would be."""
+        path = f"/publishers/google/models/{model}:generateContent"
+        with self.state.lock:
+            call_index = sum(1 for r in self.state.requests if r["kind"] == "generate")
+            self.state.requests.append(
+                {"path": path, "kind": "batch_line", "body": body, "time": time.time()}
+            )
+        request = _ModelRequest.parse(path, body)
+        cached = _cached_prefix_tokens(self.state, request.prompt)
+        status, reply = _generate(self.state, request, call_index, cached)
+        if status == 200 and self.state.config["implicit_cache"]:
+            with self.state.lock:
+                self.state.cache.append((time.time(), request.prompt.encode()))
+        return status, reply
 
 
 def _transcript(contents: list[dict[str, Any]]) -> str:

@@ -32,6 +32,15 @@ def _clients() -> tuple[FirestoreStore, PubSubPublisher, GcsBlobStore]:
     return FirestoreStore(), PubSubPublisher(), GcsBlobStore(get_settings().bucket)
 
 
+def _batch_body(push: Any) -> dict[str, Any] | None:
+    """A batch run's message (submit, poll), which names no cell; None for a cell's."""
+    try:
+        body, _ = decode_event(push)
+    except (MalformedMessageError, KeyError, TypeError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("batch_action") else None
+
+
 def _task(push: Any) -> CellTask | None:
     """The cell a push body carries, with its delivery attempt; None if it never will."""
     try:
@@ -121,7 +130,19 @@ def handle_cell(request: flask.Request) -> tuple[str, int]:
     probe = _probe(request)
     if probe is not None:
         return probe
-    task = _task(request.get_json(silent=True))
+    push = request.get_json(silent=True)
+    batch = _batch_body(push)
+    if batch is not None:
+        from niah.service.batch_runs import handle_batch_message
+
+        store, publisher, blobs = _clients()
+        step = CellTask(str(batch["run_id"]), f"batch-{batch['batch_action']}", 0, 0.0)
+        return _run(
+            step,
+            lambda: handle_batch_message(batch, store=store, blobs=blobs, publisher=publisher),
+            "batch step handled",
+        )
+    task = _task(push)
     if task is None:
         return ACKNOWLEDGED
     store, publisher, blobs = _clients()
@@ -138,7 +159,14 @@ def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
     probe = _probe(request)
     if probe is not None:
         return probe
-    task = _task(request.get_json(silent=True))
+    push = request.get_json(silent=True)
+    batch = _batch_body(push)
+    if batch is not None:
+        # A batch run's step that kept failing: the sweep publishes it again while the
+        # run is open, so dropping it loses nothing.
+        log("batch step dead-lettered; the sweep asks again", run_id=batch.get("run_id"))
+        return ACKNOWLEDGED
+    task = _task(push)
     if task is None:
         return ACKNOWLEDGED
     store, publisher, blobs = _clients()

@@ -89,6 +89,12 @@ class WorkerDiedError(NiahError):
     kind = "worker_died"
 
 
+class BatchJobError(PermanentCellError):
+    """A Vertex AI batch job ended without predictions (failed, expired, cancelled)."""
+
+    kind = "batch_job"
+
+
 class CellInFlightError(RetryableError):
     """Another delivery of this cell holds its lease and is calling the model now."""
 

@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     contexts_prefix: str = "contexts/"
     # Paid answers the store could not take, kept for the next delivery to store.
     kept_answers_prefix: str = "kept-answers/"
+    # Batch runs' input and output JSONL (batches/RUN_ID/input-000.jsonl, output-000/).
+    batches_prefix: str = "batches/"
     cache_dir: Path = Path.home() / ".cache" / "niah"
 
     # Budgets that protect a user's bill; override per deployment.
@@ -127,6 +129,14 @@ class Settings(BaseSettings):
 
     # Seconds a dispatcher waits for all publishes to be acknowledged.
     publish_timeout_seconds: float = 60.0
+
+    # A batch run's input is split into files (one job each) of at most this many lines
+    # and bytes. Google's Gemini batch pages read for this (2026-11-27) name no line or
+    # size limit for Gemini; its embeddings batch (built on the same service) takes up
+    # to 1,000,000 rows and 1 GB a file. The byte cap is lower: the worker holds one file
+    # in memory while it writes it (a 1M-token prompt is about 4 MB of text).
+    batch_max_lines: int = Field(default=10_000, ge=1, le=1_000_000)
+    batch_max_bytes: int = Field(default=256_000_000, ge=1_000, le=1_000_000_000)
 
 
 @lru_cache(maxsize=1)

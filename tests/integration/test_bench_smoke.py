@@ -36,6 +36,9 @@ def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> N
     assert figures["counting"]["samples"] == 20 and "hot_document_ratio" in figures["counting"]
     assert figures["grid_cost"]["naive"]["calls"] == figures["grid_cost"]["cache_aware"]["calls"]
     assert "cache_aware_saving" in figures["grid_cost"]
+    # Batch: at most half of naive (half the rates; cache hits only lower it).
+    assert figures["grid_cost"]["batch"]["calls"] == figures["grid_cost"]["naive"]["calls"]
+    assert 0 < figures["grid_cost"]["batch_share_of_naive"] <= 0.5
     assert figures["local_reuse"]["cells"] == 2 and "model_seconds_ratio" in figures["local_reuse"]
     (scale,) = figures["scale"]["runs"]
     assert (scale["samples"], scale["stored"]) == (100, 100)

@@ -341,6 +341,14 @@ def test_start_run_turns_harness_options_into_the_request(tmp_path: Path) -> Non
     assert calls(tmp_path) == []
 
 
+def test_start_run_batch_asks_for_batch_execution(tmp_path: Path) -> None:
+    env = fake_tools(tmp_path) | {"DISPATCHER_URL": "https://niah-dispatcher.example.run.app"}
+    result = run("start_run.sh", "--batch", "--context_lengths", "4000", "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout.splitlines()[0])
+    assert body == {"execution": "batch", "context_lengths": [4000]}
+
+
 def test_start_run_keeps_dashes_in_values_and_refuses_what_json_cannot_carry(
     tmp_path: Path,
 ) -> None:

@@ -37,6 +37,11 @@ ACCOUNTED: list[tuple[str, str]] = [
         "quickstart",
     ),
     (r"niah run (?!.*gs://).*--estimate", "here"),
+    (
+        r"niah cancel RUN_ID|niah run --resume RUN_ID",
+        "test tests/integration/test_cancel_stack.py::"
+        "test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it",
+    ),
     (r"niah run --task \w+ .*--wait", "here, with --estimate for --wait"),
     (
         r"niah run --suite ruler .*--wait",

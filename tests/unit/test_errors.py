@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 18  # a new error class belongs here, with its kind
+    assert len(classes) == 19  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -41,6 +41,7 @@ def test_every_error_class_has_its_kind() -> None:
     assert kinds["WorkerDiedError"] == "worker_died"
     assert kinds["CloudRefusedError"] == "cloud_refused"
     assert kinds["CloudAccessError"] == "cloud_access"
+    assert kinds["BatchJobError"] == "batch_job"
 
 
 def test_each_retryable_status_is_classified_retryable() -> None:

@@ -200,6 +200,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "count_cells": lambda s: s.count_cells("r"),
     "shard_count": lambda s: s.shard_count("r", "c"),
     "update_run": lambda s: s.update_run("r", {}),
+    "cancel_run": lambda s: s.cancel_run("r"),
     "record_cell": lambda s: s.record_cell("r", "c", {}, failed=False),
     "list_cells": lambda s: s.list_cells("r"),
     "cell_ids": lambda s: s.cell_ids("r"),

@@ -12,7 +12,8 @@ import requests
 from niah.core.answer_budget import answer_room, call_budget
 from niah.core.spec import RunRequest
 from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
-from niah.models.providers.gemini import HARM_CATEGORIES, GeminiProvider, retry_budget_seconds
+from niah.models.providers.gemini import GeminiProvider, retry_budget_seconds
+from niah.models.providers.gemini_request import HARM_CATEGORIES
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
 from niah.models.tokenizer import get_tokenizer
 from niah.settings import get_settings
@@ -320,6 +321,7 @@ def test_an_mrcr_conversation_goes_to_gemini_as_user_and_model_turns(
         "answer_tokens": budget.answer_tokens,
         "thinking_tokens": budget.thinking_tokens,
         "tools": False,
+        "execution": "online",
     }
 
 

@@ -88,3 +88,12 @@ def test_a_cell_not_done_is_one_log_line_and_a_status_not_a_traceback(
         (line,) = [json.loads(text) for text in out.out.splitlines() if text.startswith("{")]
         assert (line["severity"], line["kind"]) == (severity, kind)
         assert "Traceback" not in out.out + out.err
+
+
+def test_a_dead_lettered_batch_step_is_acknowledged_for_the_sweep_to_ask_again() -> None:
+    client = functions_framework.create_app(
+        target="handle_dead_letter", source=SOURCE
+    ).test_client()
+    body = push({"run_id": "run-0123456789abcdef", "batch_action": "submit", "batch_round": 0})
+    response = client.post("/", data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 204

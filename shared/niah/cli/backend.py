@@ -22,12 +22,18 @@ def dispatcher_url(args: argparse.Namespace) -> str:
 
 
 def submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """Post a run request to the dispatcher; its answer, or exit with its error."""
+    """Post a request (a run, a cancel) to the dispatcher; its answer, or exit with its error."""
+    from urllib.parse import urlsplit
+
     import requests
 
     headers = {"Content-Type": "application/json"}
     if url.startswith("https://"):
-        headers["Authorization"] = f"Bearer {identity_token(url)}"
+        # The token's audience is the service's root URL, not a path or query on it
+        # (cloud.google.com/run/docs/samples/cloudrun-service-to-service-auth: "targetURL
+        # and audience will differ for non-root URLs and GET parameters"; read 2026-11-27).
+        parts = urlsplit(url)
+        headers["Authorization"] = f"Bearer {identity_token(f'{parts.scheme}://{parts.netloc}')}"
     try:
         response = requests.post(url, data=json.dumps(payload), headers=headers, timeout=(5, 120))
     except requests.RequestException as unreachable:

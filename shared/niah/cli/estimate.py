@@ -62,6 +62,10 @@ def format_estimate(figures: dict[str, Any]) -> str:
         f"{count(aware['cells_with_cache_hits'], 'cell')}): "
         f"{_usd(aware['cost_usd'], model)}{saving}"
     )
+    lines.append(
+        "model calls, batch (--batch: half the online rates, nothing taken as cached; "
+        f"results within 24 h): {_usd(figures['batch']['cost_usd'], model)}"
+    )
     if judge:
         lines.append(
             f"judge {judge['model_name']}: {count(judge['calls'], 'call')}, prompt tokens at most "

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from niah.cli.compare import cmd_compare
-from niah.cli.run import cmd_run, cmd_wait
+from niah.cli.run import cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
 from niah.cli.show import (
     EXPORT_FORMATS,
@@ -130,6 +130,13 @@ def _add_run_commands(commands: Any) -> None:
     wait.add_argument("run_id", help="a run's ID, or latest for the most recent run")
     wait.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
     wait.set_defaults(handler=cmd_wait)
+    cancel = commands.add_parser(
+        "cancel", help="stop a run: no further cell is asked (niah run --resume goes on)"
+    )
+    cancel.add_argument("run_id", help="a run's ID, or latest for the most recent run")
+    cancel.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
+    cancel.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    cancel.set_defaults(handler=cmd_cancel)
 
 
 def _add_show_commands(commands: Any) -> None:

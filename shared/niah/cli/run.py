@@ -1,4 +1,4 @@
-"""``niah run`` and ``niah wait``: submit a run, follow it to its report."""
+"""``niah run``, ``niah wait`` and ``niah cancel``: submit a run, follow it, stop it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,18 @@ import time
 from typing import Any
 
 from niah.cli.backend import dispatcher_url, result_store, submit, where_to_look
-from niah.cli.estimate import check_request, estimate_figures, format_estimate, margin_figures
+from niah.cli.estimate import (
+    check_request,
+    estimate_figures,
+    format_estimate,
+    margin_figures,
+)
 from niah.cli.output import count, to_json, usage_error
 from niah.cli.results import print_results, print_status_json
 from niah.cli.run_options import run_payload
+from niah.core.interfaces import RUN_CANCELLED
+from niah.core.spec import RUN_ID_PATTERN
+from niah.core.summary import cost_summary
 
 
 def _wait(run_id: str, timeout: float) -> dict[str, Any]:
@@ -26,6 +34,8 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
             finished = int(run.get("done", 0)) + int(run.get("failed", 0))
             bar.update(finished - bar.n)
             if run.get("status") == "complete" and run.get("report"):
+                return run
+            if run.get("status") == RUN_CANCELLED:  # stopped: nothing more will come
                 return run
             if time.monotonic() > deadline:
                 sys.exit(
@@ -115,3 +125,24 @@ def cmd_wait(args: argparse.Namespace) -> None:
     if result_store().get_run(args.run_id) is None:
         sys.exit(f"niah: no run {args.run_id}; `niah run` prints the run ID")
     _follow(args.run_id, args.timeout)
+
+
+def cmd_cancel(args: argparse.Namespace) -> None:
+    """Cancel a run through the dispatcher: nothing more is asked; say what it spent."""
+    if not RUN_ID_PATTERN.fullmatch(args.run_id):
+        usage_error(f"cancel: {args.run_id!r} is not a run ID (run- and 16 hex digits, or latest)")
+    url = dispatcher_url(args)
+    body = submit(url.rstrip("/") + "/cancel", {"run_id": args.run_id})
+    if args.json:
+        print(to_json(body))
+        return
+    cost = cost_summary(body.get("totals") or {})["cost_usd"]
+    spent = "cost unknown (a model without a known price)" if cost is None else f"${cost:.4f}"
+    print(
+        f"run {args.run_id} "
+        + ("cancelled" if body.get("outcome") == "cancelled" else "was already cancelled")
+        + f": {int(body.get('answered', 0))} answered + {int(body.get('failed', 0))} failed of "
+        f"{count(int(body.get('total', 0)), 'cell')}, {spent} spent so far. Calls under way "
+        "finish and are stored; no other cell is asked.\n"
+        f"Resume it with: niah run --resume {args.run_id}"
+    )

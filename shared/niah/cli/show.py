@@ -10,6 +10,7 @@ from pathlib import Path
 from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
+from niah.core.interfaces import RUN_CANCELLED
 from niah.core.summary import (
     summarize,
 )
@@ -22,11 +23,24 @@ def cmd_status(args: argparse.Namespace) -> None:
         sys.exit(f"niah: no run {args.run_id}")
     if args.json:
         sys.exit(print_status_json(args.run_id, run))
+    batch = (run.get("spec") or {}).get("execution") == "batch"
     print(
-        f"run {args.run_id}: {run.get('status') or 'status not recorded'}, "
+        f"run {args.run_id}: {run.get('status') or 'status not recorded'}"
+        + (" (batch: Vertex AI batch jobs at batch prices)" if batch else "")
+        + ", "
         f"{int(run.get('done', 0))} answered + {int(run.get('failed', 0))} failed of "
         f"{count(int(run.get('total', 0)), 'cell')}"
     )
+    for job in run.get("batch_jobs") or []:
+        print(
+            f"batch job {job['name']}: {job.get('state')}"
+            + (f" ({job['error']})" if job.get("error") else "")
+        )
+    if run.get("status") == RUN_CANCELLED:
+        print(
+            "cancelled: no further cell is asked (calls under way when it was cancelled are "
+            f"stored). Resume it with: niah run --resume {args.run_id}"
+        )
     sys.exit(print_results(args.run_id, run))
 
 

@@ -38,7 +38,8 @@ class PubSubPublisher:
                 self._cells_topic,
                 body,
                 run_id=str(message["run_id"]),
-                cell_id=str(message["cell_id"]),
+                # A batch run's step (submit, poll) names no cell: its action instead.
+                cell_id=str(message.get("cell_id") or f"batch-{message.get('batch_action')}"),
             )
             for body, message in zip(bodies, messages, strict=True)
         ]

@@ -30,6 +30,9 @@ from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
     CLAIM_STORED,
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    CancelOutcome,
     ReportClaim,
     lapses_before_claim,
 )
@@ -136,6 +139,40 @@ class FirestoreStore:
         self._run(run_id).set(
             {**fields, "updated_at": self._firestore.SERVER_TIMESTAMP}, merge=True
         )
+
+    def cancel_run(self, run_id: str) -> CancelOutcome:
+        """Mark the run cancelled, unless it is complete, in a transaction on the run.
+
+        Rare (a person's command), so a transaction on the run document is fine. Workers
+        read the status with the run document they read for every delivery anyway.
+        """
+        firestore = self._firestore
+        reference = self._run(run_id)
+
+        @firestore.transactional
+        def cancel(transaction: Any) -> CancelOutcome:
+            metering.reads(1)
+            snapshot = reference.get(transaction=transaction)
+            if not snapshot.exists:
+                return "missing"
+            status = (snapshot.to_dict() or {}).get("status")
+            if status == RUN_COMPLETE:
+                return "complete"
+            if status == RUN_CANCELLED:
+                return "already_cancelled"
+            metering.count(FIRESTORE_WRITES)
+            transaction.update(
+                reference,
+                {
+                    "status": RUN_CANCELLED,
+                    "cancelled_at": firestore.SERVER_TIMESTAMP,
+                    "updated_at": firestore.SERVER_TIMESTAMP,
+                },
+            )
+            return "cancelled"
+
+        outcome: CancelOutcome = cancel(self._db.transaction())
+        return outcome
 
     def record_cell(
         self,

@@ -68,10 +68,11 @@ class CallTokens:
     output_tokens: int = 0
 
 
-def price_calls(model_name: str, calls: Iterable[CallTokens]) -> Cost:
-    """What ``calls`` to ``model_name`` cost; unpriced if the model has no known price.
+def price_calls(model_name: str, calls: Iterable[CallTokens], *, batch: bool = False) -> Cost:
+    """What ``calls`` to ``model_name`` cost, at batch rates with ``batch``; or unpriced.
 
-    The one pricing of a list of calls: the estimate's and the cache benchmark's.
+    Unpriced if the model has no known price. The one pricing of a list of calls: the
+    estimate's and the cache benchmark's.
     """
     total = Cost(0.0, priced=True)
     for call in calls:
@@ -80,6 +81,7 @@ def price_calls(model_name: str, calls: Iterable[CallTokens]) -> Cost:
             call.prompt_tokens,
             call.output_tokens,
             cached_tokens=call.cached_tokens,
+            batch=batch,
         )
     return total
 
@@ -326,6 +328,9 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
     model = spec.model_name
     naive = price_calls(model, run.model_calls(cached=False))
     aware = price_calls(model, run.model_calls(cached=True))
+    # Batch: no order to count on, so nothing is taken as cached (prefixes that do hit
+    # Vertex's implicit cache in a batch only lower it).
+    batch = price_calls(model, run.model_calls(cached=False), batch=True)
     judge_name = spec.evaluator_model_name if run.judge_budget is not None else None
     judge = price_calls(judge_name, run.judge_calls()) if judge_name else Cost(0.0, True)
     prices = prices_for(model)
@@ -365,6 +370,7 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
             if naive.priced and naive.usd
             else None,
         },
+        "batch": {"prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)},
         "judge": {
             "model_name": judge_name,
             "calls": len(run.cells),

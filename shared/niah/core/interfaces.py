@@ -17,6 +17,11 @@ if TYPE_CHECKING:  # the dispatcher imports these interfaces and must not load n
     import numpy.typing as npt
 
 ReportClaim = Literal["claimed", "done", "held"]
+# What ``ResultStore.cancel_run`` found: the run cancelled now, cancelled before,
+# complete (nothing left to stop), or no such run.
+CancelOutcome = Literal["cancelled", "already_cancelled", "complete", "missing"]
+# A run's status while it may still spend, once stopped, and once its report is written.
+RUN_RUNNING, RUN_CANCELLED, RUN_COMPLETE = "running", "cancelled", "complete"
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,10 @@ class ResultStore(Protocol):
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         """Merge ``fields`` into the run document."""
+        ...
+
+    def cancel_run(self, run_id: str) -> CancelOutcome:
+        """Mark a running run cancelled (a guarded transition); what it found."""
         ...
 
     def record_cell(
@@ -351,4 +360,40 @@ class Provider(Protocol):
 
     def count_tokens(self, prompt: str) -> int:
         """The model's own count of ``prompt``'s tokens (an API call where there is one)."""
+        ...
+
+
+# A batch job's states that end it (Vertex's JobState; ``JOB_STATE_PARTIALLY_SUCCEEDED``
+# wrote predictions, as a success does).
+BATCH_SUCCEEDED = ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED")
+BATCH_ENDED_WITHOUT_OUTPUT = ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """A batch prediction job as the API reports it."""
+
+    name: str
+    state: str  # JOB_STATE_*
+    output_dir: str | None = None  # gs:// folder of its predictions, once written
+    error: str | None = None
+
+
+class BatchClient(Protocol):
+    """Vertex AI batch prediction jobs of one model."""
+
+    def submit(self, input_uri: str, output_prefix: str, display_name: str) -> BatchJob:
+        """Create a job over the JSONL at ``input_uri``."""
+        ...
+
+    def get(self, name: str) -> BatchJob:
+        """The job's state now."""
+        ...
+
+    def find(self, display_name: str) -> BatchJob | None:
+        """The job of that display name, if there is one."""
+        ...
+
+    def cancel(self, name: str) -> None:
+        """Ask for the job to be cancelled."""
         ...

@@ -5,6 +5,15 @@ rate for the whole request when the prompt is above ``long_context_threshold`` t
 Thinking tokens are billed at the output rate and cached input at the cached rate
 (Vertex AI's implicit caching is on by default). A model with no known price costs
 "unknown", never $0.
+
+Batch (``execution: batch``): Vertex AI bills Gemini batch requests at 50 % of the
+online price, and implicit caching applies inside a batch with its cached-token
+discount taking precedence over the batch discount; the two do not stack
+(cloud.google.com/vertex-ai/generative-ai/docs/multimodal/batch-prediction-gemini, "Batch
+requests for Gemini models are discounted 50% from standard requests", and its
+caching note "The 90% cache hit discount takes precedence over the batch discount";
+read 2026-11-27). So in batch, uncached input and output are at half their rates and
+cached input at the cached rate, not halved again.
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ class Cost:
 
 
 UNPRICED = Cost(0.0, priced=False)
+# What batch bills of the online input and output rates (see the module's note).
+BATCH_DISCOUNT = 0.5
 
 
 def call_cost(
@@ -41,12 +52,15 @@ def call_cost(
     *,
     cached_tokens: int = 0,
     thinking_tokens: int = 0,
+    batch: bool = False,
 ) -> Cost:
     """The cost of one call at ``prices``, as Google bills it.
 
     Uncached input at the input rate, cached input at the cached rate (the input rate
     where none is listed), answer and thinking tokens at the output rate; the long-context
     tier (by the whole prompt's size) for every part. Unpriced when the price is unknown.
+    ``batch``: input and output at ``BATCH_DISCOUNT`` of their rates, cached input at
+    the cached rate (the cache's discount, not both).
     """
     if prices is None:
         return UNPRICED
@@ -60,6 +74,9 @@ def call_cost(
     )  # fmt: skip
     if cached_rate is None:  # no cache discount listed: billed as input, as genai-prices does
         cached_rate = input_rate
+    if batch:
+        input_rate, output_rate = input_rate * BATCH_DISCOUNT, output_rate * BATCH_DISCOUNT
+        cached_rate = min(cached_rate, input_rate)  # no cache discount listed: batch input
     billed_output = (output_tokens + thinking_tokens) * output_rate
     uncached = prompt_tokens - cached_tokens
     usd = uncached * input_rate + cached_tokens * cached_rate + billed_output
@@ -73,18 +90,20 @@ def cost_of(
     *,
     cached_tokens: int = 0,
     thinking_tokens: int = 0,
+    batch: bool = False,
 ) -> Cost:
-    """The cost of one call to ``model_name``, at the catalog's prices."""
+    """The cost of one call to ``model_name``, at the catalog's prices (batch's with ``batch``)."""
     return call_cost(
         prices_for(model_name),
         prompt_tokens,
         output_tokens,
         cached_tokens=cached_tokens,
         thinking_tokens=thinking_tokens,
+        batch=batch,
     )
 
 
-def answer_cost(model_name: str, answer: ModelAnswer) -> Cost:
+def answer_cost(model_name: str, answer: ModelAnswer, *, batch: bool = False) -> Cost:
     """What one answered call cost, from the usage the API reported."""
     return cost_of(
         model_name,
@@ -92,4 +111,5 @@ def answer_cost(model_name: str, answer: ModelAnswer) -> Cost:
         answer.output_tokens or 0,
         cached_tokens=answer.cached_tokens or 0,
         thinking_tokens=answer.thinking_tokens or 0,
+        batch=batch,
     )

@@ -408,6 +408,12 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
         ("task", summary["task"]),
         ("scorer", summary["scorer"]),
         ("status", run.get("status")),
+        (
+            "execution",
+            "batch (Vertex AI batch jobs, batch prices)"
+            if spec.get("execution") == "batch"
+            else "online",
+        ),
         ("haystack", summary["haystack_uri"]),
         ("created", _when(run.get("created_at"))),
         ("last update", _when(run.get("updated_at"))),

@@ -67,7 +67,7 @@ DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
 MRCR_NEEDLES = (2, 4, 8)
 ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
 # Run options added after runs were first named by their options' hash.
-ADDED_OPTIONS = ("thinking_level", "needles", "expected_answers")
+ADDED_OPTIONS = ("thinking_level", "needles", "expected_answers", "execution")
 # At most this many needles (a user's own, or generated).
 MAX_NEEDLES = 100
 # Options of the single task's harness-style needle, meaningless to the others.
@@ -133,6 +133,7 @@ OPTION_HELP: dict[str, str] = {
     "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
     "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
+    "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
 }
 
 # The prompt template's placeholders, each filled once by one pass (prompts.render).
@@ -229,6 +230,20 @@ class RunRequest(BaseModel):
     # run's ID (NOT_RESULT_FIELDS), and the same run asked again with another label is
     # relabelled. None: "model · task" (``niah.core.summary.run_label``).
     label: str | None = Field(default=None, min_length=1, max_length=120)
+    # How the model is called: online, each cell as its message comes (the default), or
+    # batch, the whole grid as Vertex AI batch jobs at half the online price. Part of
+    # the run's identity (a batch run is a run of its own); "online" is the default
+    # spelt out, so it names the same run as leaving it out.
+    execution: Literal["online", "batch"] | None = None
+
+    @field_validator("execution")
+    @classmethod
+    def _online_is_the_default(cls, value: str | None) -> str | None:
+        return None if value == "online" else value
+
+    def is_batch(self) -> bool:
+        """Whether the run goes to Vertex AI as batch jobs, not call by call."""
+        return self.execution == "batch"
 
     @field_validator("context_lengths")
     @classmethod
@@ -351,6 +366,12 @@ class RunRequest(BaseModel):
                 "document_depth_percent_min must not exceed document_depth_percent_max"
             )
         self._check_task_options()
+        if self.is_batch() and self.provider() != "gemini":
+            raise ValueError(
+                "execution: batch is Vertex AI's batch prediction, for gemini-* models; "
+                f"{self.model_name} is served by the {self.provider()} provider: leave "
+                "execution out (online)"
+            )
         if not self.dynamic_needle and not self.expected_answer and not self.evaluator_model_name:
             raise ValueError(
                 "expected_answer: a static needle (dynamic_needle false) needs "
@@ -555,6 +576,10 @@ class RunRequest(BaseModel):
         """
         canonical = self.canonical_json(haystack_fingerprint)
         return f"run-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+# What ``RunRequest.run_id`` names: anything else names no run.
+RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")
 
 
 # Options that change how a run is carried out or recorded, not what it measures.

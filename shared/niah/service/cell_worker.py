@@ -21,6 +21,7 @@ from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
     CLAIM_STORED,
+    RUN_CANCELLED,
     BlobInfo,
     BlobStore,
     ModelAnswer,
@@ -28,6 +29,7 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
     Tokenizer,
+    Turn,
     gs_uri,
 )
 from niah.core.mrcr_files import read_row
@@ -66,7 +68,9 @@ from niah.settings import get_settings
 from niah.tasks import Sample, get_task
 from niah.tasks.mrcr import published_sample
 
-Outcome = Literal["answered", "failed", "duplicate", "orphan", "rejected", "republished"]
+Outcome = Literal[
+    "answered", "failed", "duplicate", "orphan", "rejected", "republished", "cancelled"
+]
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
 MAX_STORED_ANSWER_BYTES = 100_000
 ProviderFactory = Callable[[ProviderName, str], Provider]
@@ -157,6 +161,9 @@ class _Run:
     total: int  # the run's cells: whether a stored cell was its last
     # How many cells each counter shard counts (None: a run from before they were kept).
     shard_totals: dict[str, int] | None = None
+    # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
+    # the run document every delivery reads anyway: no read more per cell.
+    cancelled: bool = False
 
 
 def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _Run | None:
@@ -184,6 +191,7 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _
         files,
         int(run.get("total", 0)),
         {str(k): int(v) for k, v in totals.items()} if totals else None,
+        cancelled=run.get("status") == RUN_CANCELLED,
     )
 
 
@@ -230,7 +238,7 @@ def process_cell(
     except RetryableError:
         _release_if_primer(task, store=store, publisher=publisher)
         raise
-    if outcome not in ("orphan", "rejected"):  # a duplicate too: a release may have failed
+    if outcome not in ("orphan", "rejected", "cancelled"):  # a duplicate too: a release may fail
         _release_if_primer(task, store=store, publisher=publisher)
     return outcome
 
@@ -258,6 +266,9 @@ def _process_cell(
     if run is None:
         log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
         return "orphan"
+    if run.cancelled:
+        log("cell of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
+        return "cancelled"
     spec = run.spec
     problem = _not_of_the_run(task, spec)
     if problem is not None:
@@ -280,7 +291,7 @@ def _process_cell(
         kept = _kept_answer(task, blobs)
         if kept is not None:
             log("kept answer stored", run_id=task.run_id, cell_id=task.cell_id)
-            return _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+            return store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
     if claim == CLAIM_HELD:
         # Another delivery is calling the model for this cell now: back off, and find
         # the cell stored on redelivery. Never a second paid call.
@@ -292,8 +303,8 @@ def _process_cell(
             "it (crashed, out of memory or killed; NIAH_MAX_CELL_FAILURES); resume the run "
             "to try it again"
         )
-        failed = _failed_cell(task, spec, error)
-        return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+        failed = failed_cell(task, spec, error)
+        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
     try:
         with LeaseKeeper(store, task.run_id, task.cell_id, claim, settings.cell_lease_seconds):
             return _answer_claimed(
@@ -345,10 +356,10 @@ def _answer_claimed(
     cell, spec = task.cell, run.spec
     started = time.monotonic()
     try:
-        sample = _sample(task, spec, cell, blobs)
+        sample = cell_sample(task, spec, cell, blobs)
     except HaystackError as error:  # a published file replaced or gone: nothing to ask
-        failed = _failed_cell(task, spec, error)
-        return _store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+        failed = failed_cell(task, spec, error)
+        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
     totals: dict[str, float] = {}
     call: Call | None = None
     try:
@@ -370,12 +381,12 @@ def _answer_claimed(
         fields = _retry_or_give_up(task, error, store=store)
     except (PermanentCellError, PermanentRunError) as error:
         fields = _failure(error.kind, str(error))
-    doc = _cell_record(task, spec, cell, sample) | fields
+    doc = cell_record(task, spec, cell, sample) | fields
     doc |= {
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": harness_timestamp(),
     }
-    return _store_cell(
+    return store_cell(
         task,
         doc,
         totals,
@@ -406,7 +417,7 @@ def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
     return None
 
 
-def _sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
+def cell_sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
     """The cell's sample: made by its task, or read from a published MRCR v2 row."""
     if task.source_file is not None and task.row is not None:
         row = read_row(blobs, task.source_file, task.row, task.span)
@@ -419,7 +430,7 @@ def _sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> S
     return get_task(spec.task).sample(spec, cell)
 
 
-def _cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
+def cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
     """The fields every stored cell has, in the harness's result names where they exist."""
     return {
         "run_id": task.run_id,
@@ -460,7 +471,7 @@ def _retry_or_give_up(
     return _failure("retries_exhausted", message)
 
 
-def _store_cell(
+def store_cell(
     task: CellTask,
     doc: dict[str, Any],
     totals: dict[str, float],
@@ -490,7 +501,7 @@ def _store_cell(
         # call it paid for closed, rather than redelivered until it is dead-lettered.
         kept = {key: doc[key] for key in GRID_FIELDS if key in doc}
         refused = kept | _failure(error.kind, f"the store refused the cell's result: {error}")
-        return _store_cell(
+        return store_cell(
             task, refused, totals, call=call, store=store, blobs=blobs, publisher=publisher
         )
     except StoreUnavailableError as error:
@@ -558,7 +569,7 @@ def _keep_answer(
 
 
 def _kept_answer(task: CellTask, blobs: BlobStore) -> dict[str, Any] | None:
-    """A paid answer an earlier delivery could not store, as ``_store_cell``'s arguments."""
+    """A paid answer an earlier delivery could not store, as ``store_cell``'s arguments."""
     name = _kept_answer_name(task)
     if not any(info.name == name for info in blobs.list(name)):
         return None
@@ -585,7 +596,7 @@ GRID_FIELDS = (
 )
 
 
-def _failed_cell(task: CellTask, spec: RunRequest, error: NiahError) -> dict[str, Any]:
+def failed_cell(task: CellTask, spec: RunRequest, error: NiahError) -> dict[str, Any]:
     """A cell failed before it had a sample: its place on the grid and the error."""
     return {
         "run_id": task.run_id,
@@ -633,19 +644,16 @@ def _answer_cell(
     started = time.monotonic()
     call_id = f"{task.cell_id}.C{claim:03d}"
     provider = provider_for(spec.provider(), spec.model_name)
-    built = (
-        BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
-        if sample.prompt is not None
-        else build_cell_prompt(
-            spec,
-            cell,
-            sample,
-            default_template=provider.default_template,
-            tokenizer=tokenizer_for(provider.tokenizer_name),
-            blobs=blobs,
-            haystack_files=haystack_files,
-        )
+    built = build_cell_prompt(
+        spec,
+        cell,
+        sample,
+        default_template=provider.default_template,
+        tokenizer=tokenizer_for(provider.tokenizer_name),
+        blobs=blobs,
+        haystack_files=haystack_files,
     )
+    turns = cell_turns(built, sample)
     fields: dict[str, Any] = {
         "planned_prompt_tokens": built.planned_prompt_tokens,
         "insertion_depth_percent": round(built.actual_depth_percent, 3),
@@ -655,7 +663,6 @@ def _answer_cell(
         fields["context_uri"] = _save_prompt(task, built.prompt, blobs)
     if spec.count_tokens_check:
         fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
-    turns = split_transcript(built.prompt) if sample.conversational else None
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     # The note checks the lease is still this claim's: after a store stall longer than
     # the lease, another delivery may hold the cell, and then only it calls.
@@ -696,19 +703,44 @@ def _answer_cell(
         latency_seconds=round(answer.latency_seconds, 3),
         prompt_tokens=answer.prompt_tokens,
     )
-    fields |= _answer_fields(answer, cell) | _keep_whole_answer(task, answer.text, blobs)
+    answered, totals, call_fields = scored_answer(
+        task, spec, sample, answer, budget=budget, blobs=blobs, provider_for=provider_for
+    )
+    return fields | answered, totals, (call_id, call_fields)
+
+
+def scored_answer(
+    task: CellTask,
+    spec: RunRequest,
+    sample: Sample,
+    answer: ModelAnswer,
+    *,
+    budget: CallBudget,
+    blobs: BlobStore,
+    provider_for: ProviderFactory,
+    batch: bool = False,
+) -> tuple[dict[str, Any], dict[str, float], dict[str, Any]]:
+    """An answer (online or a batch line's) scored and priced, as the cell stores it.
+
+    The cell's fields, the run's increments and the call's record. ``batch``: the
+    model's call priced at batch rates (a judge is called online, at its own).
+    """
+    fields = _answer_fields(answer, task.cell) | _keep_whole_answer(task, answer.text, blobs)
+    fields["max_output_tokens"] = budget.max_output_tokens
     score_fields, judged = _score(spec, sample, answer, provider_for, budget)
     fields |= score_fields
-    cost = answer_cost(spec.model_name, answer)
+    cost = answer_cost(spec.model_name, answer, batch=batch)
     totals = _usage_totals("", answer)
     call_fields: dict[str, Any] = {"status": "answered", "usage": answer.usage()}
+    if batch:
+        call_fields["execution"] = "batch"
     if judged is not None and spec.evaluator_model_name:
         fields["judge_usage"] = judged.usage()
         call_fields["judge_usage"] = judged.usage()
         totals |= _usage_totals("judge_", judged)
         cost += answer_cost(spec.evaluator_model_name, judged)
     call_fields |= _cost_fields(cost)
-    return fields | _cost_fields(cost), totals | _cost_totals(cost), (call_id, call_fields)
+    return fields | _cost_fields(cost), totals | _cost_totals(cost), call_fields
 
 
 def _keep_whole_answer(task: CellTask, text: str, blobs: BlobStore) -> dict[str, Any]:
@@ -755,6 +787,11 @@ def _cost_totals(cost: Cost) -> dict[str, float]:
     return {"cost_usd": cost.usd, "cost_without_cache_usd": cost.usd_without_cache}
 
 
+def cell_turns(built: BuiltPrompt, sample: Sample) -> tuple[Turn, ...] | None:
+    """A conversational sample's prompt as its turns (MRCR); None for one prompt."""
+    return split_transcript(built.prompt) if sample.conversational else None
+
+
 def build_cell_prompt(
     spec: RunRequest,
     cell: Cell,
@@ -765,10 +802,13 @@ def build_cell_prompt(
     blobs: BlobStore,
     haystack_files: list[BlobInfo] | None = None,
 ) -> BuiltPrompt:
-    """The cell's prompt, token-exact in ``tokenizer`` (the worker's, and the benchmarks').
+    """The cell's prompt, token-exact in ``tokenizer``: online calls', batch lines', benches'.
 
+    A sample that comes with its prompt (a published MRCR row) is sent as it is.
     ``haystack_files``: the run's listing; without it the haystack's prefix is listed.
     """
+    if sample.prompt is not None:
+        return BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
     template = sample.template or spec.prompt_template or default_template
     if sample.context_maker is not None:  # the task's own context: no haystack read
         return build_generated_prompt(
@@ -914,13 +954,17 @@ def record_dead_letter(
     (``max_cell_failures``). A paid answer an earlier delivery kept is stored. A
     primer's dead letter releases its run's other cells.
     """
-    spec = _run_spec(store, task.run_id, task.run_stamp)
-    if spec is None:
+    run = _current_run(store, task.run_id, task.run_stamp)
+    if run is None:
         return "orphan"
+    if run.cancelled:  # not published again, not stored failed: a resume publishes it
+        log("dead letter of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
+        return "cancelled"
+    spec = run.spec
     kept = _kept_answer(task, blobs)
     if kept is not None:
         log("kept answer stored from a dead letter", run_id=task.run_id, cell_id=task.cell_id)
-        outcome = _store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+        outcome = store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
         _release_if_primer(task, store=store, publisher=publisher)
         return outcome
     in_flight = task.cell_id in store.leased_cells(task.run_id)
@@ -945,7 +989,7 @@ def record_dead_letter(
         f"last error: {reason}"
     )
     stored = store.record_cell(
-        task.run_id, task.cell_id, _failed_cell(task, spec, error), failed=True
+        task.run_id, task.cell_id, failed_cell(task, spec, error), failed=True
     )
     _release_if_primer(task, store=store, publisher=publisher)
     if not stored:

@@ -24,7 +24,15 @@ from niah.catalog.models import (
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.counters import shard_totals
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
-from niah.core.interfaces import BlobInfo, BlobStore, Publisher, ResultStore
+from niah.core.interfaces import (
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    RUN_RUNNING,
+    BlobInfo,
+    BlobStore,
+    Publisher,
+    ResultStore,
+)
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.request_errors import describe_validation_error
 from niah.core.spec import Cell, RunRequest, primer_cell, run_label
@@ -51,6 +59,8 @@ class Dispatched:
     reused: int = 0
     retried: int = 0
     warnings: list[str] = field(default_factory=list)
+    # The run is cancelled and was left so (a request without resume publishes nothing).
+    cancelled: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,8 @@ class _Progress:
     in_progress: bool = False
     # The run document as stored (its stamp goes into every message).
     run: dict[str, Any] = field(default_factory=dict)
+    # Cancelled, and not resumed by this request: publish nothing.
+    cancelled: bool = False
 
 
 def decode_body(data: bytes) -> Any:
@@ -452,7 +464,7 @@ def run_record(
         "version": spec.results_version,
         "scorer": spec.scorer_name(),
         "haystack_uri": haystack_uri,
-        "status": "running",
+        "status": RUN_RUNNING,
         # How the model is called, stated with every result (MRCR v2's README asks it).
         "call_settings": {
             "temperature": temperature_for(spec.model_name),
@@ -464,6 +476,8 @@ def run_record(
             "answer_tokens": budget.answer_tokens,
             "thinking_tokens": budget.thinking_tokens,
             "tools": False,
+            # Online, call by call, or batch jobs at batch prices.
+            "execution": "batch" if spec.is_batch() else "online",
         },
         "total": len(cells),
         # What each counter shard will count: a worker checks the run only when its
@@ -481,7 +495,11 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     finished run with nothing failed is left as it is. Nothing paid for is asked again.
     """
     existing = store.get_run(run_id) or {}
-    finished = existing.get("status") == "complete"
+    if existing.get("status") == RUN_CANCELLED:
+        if not resume:
+            return _Progress(set(), 0, already_complete=False, cancelled=True, run=existing)
+        return _resume_cancelled(run_id, existing, store=store)
+    finished = existing.get("status") == RUN_COMPLETE
     retried = 0
     if int(existing.get("failed", 0)) > 0 and (finished or resume):
         retried = store.reset_failed_cells(run_id)
@@ -490,6 +508,22 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     elif dispatch_in_progress(existing):
         return _Progress(set(), 0, already_complete=False, in_progress=True, run=existing)
     return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=existing)
+
+
+def _resume_cancelled(run_id: str, run: dict[str, Any], *, store: ResultStore) -> _Progress:
+    """Set a cancelled run running again: its missing and failed cells are published.
+
+    Running before anything is published, so no worker drops the new messages. Its
+    primer counts as released: whatever the cancel held back is published now, at once
+    (a primer left unanswered is published with the rest).
+    """
+    store.update_run(
+        run_id,
+        {"status": RUN_RUNNING, "primer_released": True, "resumed_at": dt.datetime.now(dt.UTC)},
+    )
+    retried = store.reset_failed_cells(run_id) if int(run.get("failed", 0)) > 0 else 0
+    log("cancelled run resumed", run_id=run_id)
+    return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=run)
 
 
 def dispatch_in_progress(run: dict[str, Any]) -> bool:
@@ -551,6 +585,15 @@ def dispatch_run(
     if progress.already_complete:
         log("run already complete", run_id=run_id)
         return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
+    if progress.cancelled:
+        log("cancelled run asked again: nothing published", run_id=run_id)
+        note = (
+            f"run {run_id} is cancelled: nothing was published. Resume it with "
+            f"`niah run --resume {run_id}` (answered cells are kept)"
+        )
+        return Dispatched(
+            run_id, total, 0, False, created=False, warnings=[*warnings, note], cancelled=True
+        )
     if progress.in_progress:
         log("run being dispatched: nothing published again", run_id=run_id)
         note = (
@@ -558,11 +601,14 @@ def dispatch_run(
             "nothing was published again"
         )
         return Dispatched(run_id, total, 0, False, created=False, warnings=[*warnings, note])
+    run_now = progress.run
+    if spec.is_batch() and not created and (resume or progress.retried):
+        run_now = start_batch_round(run_id, run_now, store=store)
     published = (
         publisher.publish_cells([primer])
         if created and primer is not None
         else publish_missing(
-            run_id, spec, progress.stored, store=store, publisher=publisher, run=progress.run
+            run_id, spec, progress.stored, store=store, publisher=publisher, run=run_now
         )
     )
     if not created and published:
@@ -629,7 +675,7 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     (``release_after_primer``), whose prefixes then hit the cache. Runs of published
     MRCR samples share no haystack, and one-cell runs have nothing to gain.
     """
-    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows"):
+    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
         return None
     cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
     first = primer_cell(cells)
@@ -650,6 +696,9 @@ def release_after_primer(
     """
     run = store.get_run(run_id, counts=False)
     if run is None or run.get("primer_released"):
+        return 0
+    if run.get("status") == RUN_CANCELLED:  # left unreleased: a resume publishes the rest
+        log("cells not released: the run is cancelled", run_id=run_id)
         return 0
     published = publish_missing(
         run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
@@ -677,10 +726,57 @@ def publish_missing(
     publisher: Publisher,
     run: dict[str, Any],
 ) -> int:
-    """Publish the cells of the run not in ``stored``; if none, ask for the report."""
+    """Publish the cells of the run not in ``stored``; if none, ask for the report.
+
+    A batch run's missing cells go as one message: submit them as batch jobs (the
+    worker does; it submits a round once).
+    """
     messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
     if not messages:
         # Every cell is stored but the report may never have been asked for.
         request_report_if_complete(run_id, store=store, publisher=publisher)
         return 0
+    if spec.is_batch():
+        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
     return publisher.publish_cells(messages)
+
+
+# What a batch message asks of the worker: submit the run's missing cells as batch
+# jobs, or look at its jobs (ingest what is done, cancel them if the run is cancelled).
+BATCH_SUBMIT, BATCH_POLL = "submit", "poll"
+
+
+def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:
+    """A message on the cells topic for a batch run's worker-side step.
+
+    ``batch_round``: which submission (0, then one more per resume), so a redelivered
+    submit of a round submits nothing again.
+    """
+    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
+    return {
+        "run_id": run_id,
+        "batch_action": action,
+        "batch_round": int(run.get("batch_round", 0)),
+        **stamp,
+    }
+
+
+def start_batch_round(run_id: str, run: dict[str, Any], *, store: ResultStore) -> dict[str, Any]:
+    """A resumed batch run's next round: its unfinished jobs are left, its cells submitted anew.
+
+    The run as updated (its ``batch_round`` one more); unchanged while a job of it is
+    still open and not cancelled (a resume of a running batch run would pay twice).
+    """
+    if any(
+        not (job.get("ingested") or job.get("ended") or job.get("superseded"))
+        and not job.get("cancel_sent")
+        for job in run.get("batch_jobs") or []
+    ):
+        return run
+    jobs = [
+        job | ({"superseded": True} if not (job.get("ingested") or job.get("ended")) else {})
+        for job in run.get("batch_jobs") or []
+    ]
+    fields = {"batch_round": int(run.get("batch_round", 0)) + 1, "batch_jobs": jobs}
+    store.update_run(run_id, fields)
+    return run | fields

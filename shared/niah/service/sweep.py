@@ -8,7 +8,14 @@ from typing import Any
 from niah.core.interfaces import Publisher, ResultStore
 from niah.core.spec import RunRequest
 from niah.logs import log
-from niah.service.dispatch import cell_messages, publish_missing, taken_cells
+from niah.service.dispatch import (
+    BATCH_POLL,
+    BATCH_SUBMIT,
+    batch_message,
+    cell_messages,
+    publish_missing,
+    taken_cells,
+)
 from niah.service.run_completion import request_report_if_complete
 
 
@@ -33,6 +40,15 @@ def sweep_stalled_runs(
         run_id = str(run["run_id"])
         try:
             spec = RunRequest.model_validate(run["spec"])
+            if spec.is_batch():
+                last = max(
+                    filter(None, [run.get("updated_at"), run.get("created_at")]), default=None
+                )
+                stalled = last is None or (now - last).total_seconds() >= stalled_after_seconds
+                published += _sweep_batch(
+                    run_id, spec, run, store=store, publisher=publisher, stalled=stalled
+                )
+                continue
             handed_on += _hand_on_lapsed(run_id, spec, run, store=store, publisher=publisher)
             if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
                 request_report_if_complete(run_id, store=store, publisher=publisher)
@@ -61,4 +77,38 @@ def _hand_on_lapsed(
     messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] in lapsed]
     count = publisher.publish_cells(messages) if messages else 0
     log("cells of dead holders handed on", severity="WARNING", run_id=run_id, cells=count)
+    return count
+
+
+def _sweep_batch(
+    run_id: str,
+    spec: RunRequest,
+    run: dict[str, Any],
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    stalled: bool,
+) -> int:
+    """A batch run's turn: poll its open jobs; resubmit a lost submit; finish it.
+
+    Its jobs are polled on every sweep (the worker reads their state and ingests what is
+    done): the sweep itself stays light, with no Vertex client. Messages published.
+    """
+    jobs = run.get("batch_jobs") or []
+    if any(not (j.get("ingested") or j.get("ended") or j.get("superseded")) for j in jobs):
+        return publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
+    if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
+        request_report_if_complete(run_id, store=store, publisher=publisher)
+        return 0
+    if not stalled:
+        return 0
+    round_now = int(run.get("batch_round", 0))
+    if not any(j.get("round") == round_now for j in jobs):
+        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
+    # Every job is done, yet cells are missing: failed lines sent online whose message
+    # was lost. They go online again.
+    taken = taken_cells(run_id, store)
+    missing = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in taken]
+    count = publisher.publish_cells(missing) if missing else 0
+    store.update_run(run_id, {"swept": count})
     return count

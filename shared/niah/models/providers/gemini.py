@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.catalog.models import GEMMA3_TOKENIZER, temperature_for
-from niah.core.interfaces import ModelAnswer, Turn
+from niah.catalog.models import GEMMA3_TOKENIZER
+from niah.core.interfaces import BatchJob, ModelAnswer, Turn
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.errors import (
     RETRYABLE_STATUS_CODES,
@@ -20,14 +20,12 @@ from niah.errors import (
     RetryableError,
     classify_http_error,
 )
-from niah.settings import Settings, get_settings
-
-HARM_CATEGORIES = (
-    "HARM_CATEGORY_HARASSMENT",
-    "HARM_CATEGORY_HATE_SPEECH",
-    "HARM_CATEGORY_SEXUALLY_EXPLICIT",
-    "HARM_CATEGORY_DANGEROUS_CONTENT",
+from niah.models.providers.gemini_request import (
+    HARM_CATEGORIES,
+    SAFETY_THRESHOLD,
+    generation_for,
 )
+from niah.settings import Settings, get_settings
 
 
 def _api_value(value: Any) -> str | None:
@@ -35,6 +33,32 @@ def _api_value(value: Any) -> str | None:
     if value is None:
         return None
     return str(getattr(value, "value", value))
+
+
+def _answer_of(response: Any, latency: float) -> ModelAnswer:
+    """A ``GenerateContentResponse`` as the service's answer: text, finish and usage."""
+    candidates = response.candidates or []
+    finish = _api_value(candidates[0].finish_reason) if candidates else None
+    if not candidates and response.prompt_feedback is not None:
+        finish = f"PROMPT_BLOCKED:{_api_value(response.prompt_feedback.block_reason)}"
+    usage = response.usage_metadata
+    return ModelAnswer(
+        text=response.text or "",  # the SDK leaves thought parts out of .text
+        finish_reason=finish,
+        prompt_tokens=usage.prompt_token_count if usage else None,
+        output_tokens=usage.candidates_token_count if usage else None,
+        latency_seconds=latency,
+        thinking_tokens=usage.thoughts_token_count if usage else None,
+        cached_tokens=usage.cached_content_token_count if usage else None,
+        total_tokens=usage.total_token_count if usage else None,
+    )
+
+
+def answer_from_json(reply: dict[str, Any]) -> ModelAnswer:
+    """A batch prediction's ``response`` (the REST JSON) read as an online reply is read."""
+    from google.genai import types
+
+    return _answer_of(types.GenerateContentResponse.model_validate(reply), 0.0)
 
 
 def retry_budget_seconds(settings: Settings) -> float:
@@ -95,18 +119,25 @@ class GeminiProvider:
     def _config(
         self, max_output_tokens: int, thinking_budget: int | None, thinking_level: str | None
     ) -> Any:
+        """The SDK's config from the one ``Generation`` batch lines are built from too."""
         types = self._types
-        thinking = None
-        if thinking_budget is not None:
-            thinking = types.ThinkingConfig(thinking_budget=thinking_budget)
-        elif thinking_level is not None:  # the API refuses the two together
-            thinking = types.ThinkingConfig(thinking_level=thinking_level.upper())
-        return types.GenerateContentConfig(
-            temperature=temperature_for(self.model_name),
+        generation = generation_for(
+            self.model_name,
             max_output_tokens=max_output_tokens,
+            thinking_budget=thinking_budget,
+            thinking_level=thinking_level,
+        )
+        thinking = None
+        if generation.thinking_budget is not None:
+            thinking = types.ThinkingConfig(thinking_budget=generation.thinking_budget)
+        elif generation.thinking_level is not None:  # the API refuses the two together
+            thinking = types.ThinkingConfig(thinking_level=generation.thinking_level)
+        return types.GenerateContentConfig(
+            temperature=generation.temperature,
+            max_output_tokens=generation.max_output_tokens,
             thinking_config=thinking,
             safety_settings=[
-                types.SafetySetting(category=category, threshold="BLOCK_NONE")
+                types.SafetySetting(category=category, threshold=SAFETY_THRESHOLD)
                 for category in HARM_CATEGORIES
             ],
         )
@@ -160,22 +191,11 @@ class GeminiProvider:
             contents=self._contents(prompt, turns),
             config=self._config(max_output_tokens, thinking_budget, thinking_level),
         )
-        latency = time.monotonic() - started
-        candidates = response.candidates or []
-        finish = _api_value(candidates[0].finish_reason) if candidates else None
-        if not candidates and response.prompt_feedback is not None:
-            finish = f"PROMPT_BLOCKED:{_api_value(response.prompt_feedback.block_reason)}"
-        usage = response.usage_metadata
-        return ModelAnswer(
-            text=response.text or "",  # the SDK leaves thought parts out of .text
-            finish_reason=finish,
-            prompt_tokens=usage.prompt_token_count if usage else None,
-            output_tokens=usage.candidates_token_count if usage else None,
-            latency_seconds=latency,
-            thinking_tokens=usage.thoughts_token_count if usage else None,
-            cached_tokens=usage.cached_content_token_count if usage else None,
-            total_tokens=usage.total_token_count if usage else None,
-        )
+        return _answer_of(response, time.monotonic() - started)
+
+    def batches(self) -> GeminiBatchJobs:
+        """Vertex AI batch jobs through this provider's client (its project and location)."""
+        return GeminiBatchJobs(self._client, self.model_name)
 
     def count_tokens(self, prompt: str) -> int:
         """The API's own count of the prompt's tokens."""
@@ -183,3 +203,64 @@ class GeminiProvider:
         if result.total_tokens is None:
             raise PermanentCellError("countTokens returned no count")
         return int(result.total_tokens)
+
+
+class GeminiBatchJobs:
+    """``niah.core.interfaces.BatchClient`` on google-genai's ``client.batches``.
+
+    google-genai rather than google-cloud-aiplatform's JobServiceClient: the same
+    client, credentials, base URL (the stand-in) and error classes as the online calls,
+    and ``client.batches`` drives Vertex batch prediction jobs directly.
+    """
+
+    def __init__(self, client: Any, model_name: str) -> None:
+        self._client = client
+        self.model_name = model_name
+
+    def _call(self, function: Any, **kwargs: Any) -> Any:
+        from google.genai import errors
+
+        try:
+            return function(**kwargs)
+        except errors.APIError as error:
+            raise classify_http_error(
+                int(error.code or 0), str(error.status or ""), str(error.message or error)
+            ) from error
+
+    def submit(self, input_uri: str, output_prefix: str, display_name: str) -> BatchJob:
+        """Create a job over ``input_uri``; its predictions go under ``output_prefix``."""
+        job = self._call(
+            self._client.batches.create,
+            model=self.model_name,
+            src=input_uri,
+            config={"dest": output_prefix, "display_name": display_name},
+        )
+        return _job_of(job)
+
+    def get(self, name: str) -> BatchJob:
+        """The job's state now."""
+        return _job_of(self._call(self._client.batches.get, name=name))
+
+    def find(self, display_name: str) -> BatchJob | None:
+        """The job of that display name (a submit cut off before it was recorded)."""
+        for job in self._call(self._client.batches.list):
+            if job.display_name == display_name:
+                return _job_of(job)
+        return None
+
+    def cancel(self, name: str) -> None:
+        """Ask Vertex to cancel the job (it ends JOB_STATE_CANCELLED)."""
+        self._call(self._client.batches.cancel, name=name)
+
+
+def _job_of(job: Any) -> BatchJob:
+    output = job.output_info.gcs_output_directory if job.output_info else None
+    if output is None and job.dest is not None:
+        output = job.dest.gcs_uri
+    error = job.error
+    return BatchJob(
+        name=str(job.name),
+        state=_api_value(job.state) or "JOB_STATE_UNSPECIFIED",
+        output_dir=output,
+        error=(error.message if hasattr(error, "message") else str(error)) if error else None,
+    )

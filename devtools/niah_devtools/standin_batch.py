@@ -1,0 +1,201 @@
+"""The Vertex stand-in's batch prediction jobs: create, get, list and cancel.
+
+The routes and bodies are the ones google-genai's ``client.batches`` sends for Vertex
+(read from google-genai 2.x's ``batches.py`` and seen on the wire): ``POST
+.../batchPredictionJobs`` with ``model``, ``inputConfig.gcsSource.uris`` and
+``outputConfig.gcsDestination.outputUriPrefix``; ``GET .../batchPredictionJobs/ID``;
+``GET .../batchPredictionJobs``; ``POST .../batchPredictionJobs/ID:cancel``.
+
+A job reads its input JSONL from Cloud Storage (the emulator, or a test's dict),
+answers each line as an online call would be answered (the implicit cache model
+included), writes ``predictions.jsonl`` under the destination prefix, and moves through
+its states after ``batch_delay_seconds``. Output lines are as Vertex writes them for
+Gemini: ``{"status": "", "processed_time": ..., "request": ..., "response": ...}``,
+a failed line with its error in ``status`` and no response (Vertex AI "Batch inference
+from Cloud Storage", docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/
+batch-prediction-from-cloud-storage, read 2026-11-27).
+
+Faults, through ``/_standin/config``: ``batch_fail_lines`` (line numbers, from 0, that
+fail with a 429-like status), ``batch_job_fails`` (a terminal state such as
+``JOB_STATE_FAILED`` or ``JOB_STATE_EXPIRED``, with ``batch_job_error``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+JOBS_PATH = re.compile(
+    r"^/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+)/batchPredictionJobs"
+    r"(?:/(?P<job>[^/:?]+))?(?P<cancel>:cancel)?(?:\?.*)?$"
+)
+FINAL_STATES = (
+    "JOB_STATE_SUCCEEDED",
+    "JOB_STATE_FAILED",
+    "JOB_STATE_CANCELLED",
+    "JOB_STATE_EXPIRED",
+)
+# What a line answers: (the request's generateContent body, the model) -> (status, reply).
+Answer = Callable[[dict[str, Any], str], tuple[int, dict[str, Any]]]
+
+
+class GcsFiles:
+    """gs:// objects through the Cloud Storage client (the emulator on the local stack)."""
+
+    def read(self, uri: str) -> bytes:
+        """The object's bytes."""
+        bucket, name = _split(uri)
+        return bytes(self._client().bucket(bucket).blob(name).download_as_bytes())
+
+    def write(self, uri: str, data: bytes) -> None:
+        """Store ``data`` at ``uri``."""
+        bucket, name = _split(uri)
+        self._client().bucket(bucket).blob(name).upload_from_string(
+            data, content_type="application/jsonl"
+        )
+
+    def _client(self) -> Any:
+        from google.cloud import storage
+
+        return storage.Client()
+
+
+def _split(uri: str) -> tuple[str, str]:
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    return bucket, name
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+class BatchJobs:
+    """The stand-in's batch jobs, each run on its own thread."""
+
+    def __init__(self, files: Any = None) -> None:
+        self.files = files if files is not None else GcsFiles()
+        self.lock = threading.Lock()
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self._ids = itertools.count(1000)
+
+    def handle(
+        self, method: str, path: str, body: dict[str, Any], config: dict[str, Any], answer: Answer
+    ) -> tuple[int, dict[str, Any]] | None:
+        """A batch route's answer, or None if ``path`` is not one."""
+        match = JOBS_PATH.match(path)
+        if match is None:
+            return None
+        parent, job, cancel = match.group(1), match.group("job"), match.group("cancel")
+        if method == "POST" and job is None:
+            return self.create(parent, body, dict(config), answer)
+        if job is None:
+            with self.lock:
+                listed = [dict(j) for j in self.jobs.values() if j["name"].startswith(parent)]
+            return 200, {"batchPredictionJobs": listed}
+        name = f"{parent}/batchPredictionJobs/{job}"
+        with self.lock:
+            found = self.jobs.get(name)
+            if found is None:
+                return 404, {
+                    "error": {"code": 404, "message": f"{name} not found", "status": "NOT_FOUND"}
+                }
+            if cancel:
+                if found["state"] not in FINAL_STATES:
+                    found["state"] = "JOB_STATE_CANCELLING"
+                    found["cancel_requested"] = True
+                return 200, {}
+            return 200, {k: v for k, v in found.items() if k != "cancel_requested"}
+
+    def create(
+        self, parent: str, body: dict[str, Any], config: dict[str, Any], answer: Answer
+    ) -> tuple[int, dict[str, Any]]:
+        """Record a job in JOB_STATE_PENDING and start running it."""
+        uris = (body.get("inputConfig") or {}).get("gcsSource", {}).get("uris") or []
+        prefix = (body.get("outputConfig") or {}).get("gcsDestination", {}).get("outputUriPrefix")
+        if not uris or not prefix:
+            return 400, {
+                "error": {
+                    "code": 400,
+                    "message": "inputConfig.gcsSource.uris and outputConfig.gcsDestination."
+                    "outputUriPrefix are required",
+                    "status": "INVALID_ARGUMENT",
+                }
+            }
+        name = f"{parent}/batchPredictionJobs/{next(self._ids)}"
+        job = {
+            "name": name,
+            "displayName": body.get("displayName", ""),
+            "model": body.get("model", ""),
+            "inputConfig": body["inputConfig"],
+            "outputConfig": body["outputConfig"],
+            "state": "JOB_STATE_PENDING",
+            "createTime": _now(),
+            "updateTime": _now(),
+        }
+        with self.lock:
+            self.jobs[name] = job
+        threading.Thread(
+            target=self._run, args=(name, uris, prefix, config, answer), daemon=True
+        ).start()
+        return 200, dict(job)
+
+    def _set(self, name: str, **fields: Any) -> bool:
+        """Update the job; False (changing nothing) once it was asked to cancel."""
+        with self.lock:
+            job = self.jobs[name]
+            if job.get("cancel_requested"):
+                job.update(state="JOB_STATE_CANCELLED", endTime=_now(), updateTime=_now())
+                return False
+            job.update(fields, updateTime=_now())
+            return True
+
+    def _run(
+        self, name: str, uris: list[str], prefix: str, config: dict[str, Any], answer: Answer
+    ) -> None:
+        delay = float(config.get("batch_delay_seconds", 0.5))
+        time.sleep(delay / 2)
+        if not self._set(name, state="JOB_STATE_RUNNING", startTime=_now()):
+            return
+        time.sleep(delay / 2)
+        failure = config.get("batch_job_fails")
+        if failure:
+            error = config.get("batch_job_error") or "the job failed (stand-in fault)"
+            self._set(name, state=failure, endTime=_now(), error={"code": 13, "message": error})
+            return
+        model = self.jobs[name]["model"].rpartition("/")[2]
+        fail_lines = set(config.get("batch_fail_lines") or [])
+        out, succeeded, failed = [], 0, 0
+        lines = [line for uri in uris for line in self.files.read(uri).decode().splitlines()]
+        for number, text in enumerate(line for line in lines if line.strip()):
+            if self.jobs[name].get("cancel_requested"):
+                self._set(name)
+                return
+            request = json.loads(text)["request"]
+            status, reply = (
+                (429, {"error": {"message": "Resource exhausted (stand-in fault)"}})
+                if number in fail_lines
+                else answer(request, model)
+            )
+            record: dict[str, Any] = {"status": "", "processed_time": _now(), "request": request}
+            if status == 200:
+                record["response"] = reply
+                succeeded += 1
+            else:
+                record["status"] = json.dumps(reply.get("error", reply))
+                failed += 1
+            out.append(json.dumps(record))
+        directory = f"{prefix.rstrip('/')}/prediction-model-{name.rpartition('/')[2]}"
+        self.files.write(f"{directory}/predictions.jsonl", ("\n".join(out) + "\n").encode())
+        self._set(
+            name,
+            state="JOB_STATE_SUCCEEDED",
+            endTime=_now(),
+            outputInfo={"gcsOutputDirectory": directory},
+            completionStats={"successfulCount": str(succeeded), "failedCount": str(failed)},
+        )
