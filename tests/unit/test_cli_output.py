@@ -380,3 +380,22 @@ def test_status_calls_a_run_by_its_label_in_text_and_json(
     assert "\nrun run-t (Flash, long prompts): gemini-2.5-flash, task single" in out
     _, out, _ = status(capsys, "--json")
     assert json.loads(out)["label"] == "Flash, long prompts"
+
+
+def test_resuming_a_relabelled_run_keeps_its_label(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, use_store: Any
+) -> None:
+    store = stored([cell(1000, 0)])
+    store.runs["run-t"] |= {"spec": {"context_lengths": [1000], "label": "first"}}
+    store.runs["run-t"]["label"] = "renamed"
+    use_store(store)
+    posted: list[dict[str, Any]] = []
+
+    def submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+        posted.append(payload)
+        return {"run_id": "run-t", "cells": 1}
+
+    monkeypatch.setattr(run, "submit", submit)
+    main(["run", "--resume", "run-t", "--url", "http://127.0.0.1:9/"])
+    # The stored spec's label would relabel the run back to "first".
+    assert posted == [{"context_lengths": [1000]}]

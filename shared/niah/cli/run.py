@@ -77,7 +77,9 @@ def cmd_run(args: argparse.Namespace) -> None:
         previous = result_store().get_run(args.resume)
         if previous is None:
             sys.exit(f"niah: no run {args.resume}")
-        payload = dict(previous["spec"])
+        # Not its label: that names the run now (it may have been relabelled since), and
+        # the stored spec holds the one it was created with.
+        payload = {key: value for key, value in previous["spec"].items() if key != "label"}
     else:
         check_request(payload)  # here, before any network: a mistake exits 2 at once
     url = dispatcher_url(args)
