@@ -126,15 +126,19 @@ def test_a_failed_line_goes_online_and_a_failed_job_fails_its_cells_with_the_rea
     retried = [m for m in w["publisher"].cells if "cell_id" in m]
     assert len(retried) == 1  # the failed line, published as an online cell
 
-    failing = world(
-        standin, essay_blobs, batch_delay_seconds=0.1, batch_job_fails="JOB_STATE_EXPIRED",
-        batch_job_error="queued past 72 hours",
-    )  # fmt: skip
-    failing["step"](failing["publisher"].cells[0])
-    poll_until_done(failing)
-    cells = failing["store"].list_cells(failing["run_id"])
-    assert len(cells) == 6 and {c["error"]["kind"] for c in cells} == {"batch_job"}
-    assert "JOB_STATE_EXPIRED: queued past 72 hours" in cells[0]["error"]["message"]
+    for state, reason in (
+        ("JOB_STATE_EXPIRED", "queued past 72 hours"),
+        ("JOB_STATE_FAILED", "INVALID_ARGUMENT: the input file is not JSONL"),
+    ):
+        failing = world(
+            standin, essay_blobs, batch_delay_seconds=0.1, batch_job_fails=state,
+            batch_job_error=reason,
+        )  # fmt: skip
+        failing["step"](failing["publisher"].cells[0])
+        poll_until_done(failing)
+        cells = failing["store"].list_cells(failing["run_id"])
+        assert len(cells) == 6 and {c["error"]["kind"] for c in cells} == {"batch_job"}
+        assert f"{state}: {reason}" in cells[0]["error"]["message"]
 
 
 def test_a_resume_while_a_job_is_open_submits_nothing_more(
