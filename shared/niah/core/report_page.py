@@ -697,7 +697,7 @@ details summary{cursor:pointer;color:#555}
 footer{color:#888;font-size:12px;margin-top:32px}
 @page{size:A4 landscape;margin:10mm}
 @media print{body{max-width:none;margin:0;font-size:11px}.controls{display:none}
-#samples .extra{display:table-cell}
+#samples:not(.all) .extra{display:table-cell}
 th{position:static;white-space:normal}.scroll{overflow:visible}
 #samples{width:100%;font-size:7px}th,td,td.text,td.num,td.id{max-width:none;min-width:0;
 white-space:normal;overflow-wrap:anywhere;padding:2px}section{break-inside:avoid-page}
