@@ -398,3 +398,22 @@ def test_the_report_template_escapes_every_text_a_user_or_model_wrote() -> None:
     assert hostile not in page
     assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 3  # title, h1, settings, failure
     assert "<h1>&lt;img src=x onerror=alert(1)&gt;</h1>" in page
+
+
+def test_the_comparison_template_escapes_labels_and_keeps_every_section() -> None:
+    hostile = "<b onmouseover=alert(1)>x</b>"
+    a = [cell(1000, 0.0, True), cell(2000, 0.0, True)]
+    b = [cell(1000, 0.0, False), cell(2000, 0.0, True)]
+    comparison = compare_runs([(run_doc("run-a") | {"label": hostile}, a), (run_doc("run-b"), b)])
+    page = render_comparison_page(comparison)
+    assert hostile not in page and "&lt;b onmouseover=alert(1)&gt;x&lt;/b&gt;" in page
+    sections = re.findall(r'<section id="(section-[\w-]+)"', page)
+    assert sections == [
+        "section-runs",
+        "section-significance",
+        "section-curves",
+        "section-heatmaps",
+        "section-difference",
+        "section-disagreements",
+    ]
+    assert page.count('<svg class="heatmap"') == 3 and page.count('<svg class="curves"') == 1

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from niah.core.curves import Curve, curve_svg
+from niah.core.pages import markup, render
 from niah.core.paired import (
     METHOD_NAMES,
     NO_DIFFERENCE,
@@ -29,7 +30,7 @@ from niah.core.report_page import (
     effective_length_text,
     escape,
     heatmap_svg,
-    page,
+    page_shell,
     percent_table,
     runs_table,
 )
@@ -220,25 +221,16 @@ def render_comparison_page(comparison: Comparison) -> str:
             ),
         ],
     )
-    dropped = (
-        "<p class=note>Points outside the shared grid were left out: "
-        + escape(", ".join(f"{run_id} {n}" for run_id, n in comparison.dropped_points.items()))
-        + ".</p>"
-        if comparison.dropped_points
-        else ""
-    ) + (
-        f"<p class=note>{comparison.unpaired_samples} samples of {escape(first.name)} and "
-        f"{escape(second.name)} have no partner in the other run (different samples per "
-        "point): their points are compared by mean, and they are not in the table of "
-        "disagreements.</p>"
-        if comparison.unpaired_samples
-        else ""
-    )
-    heatmaps = "".join(
-        f"<figure><figcaption>{escape(c.name)} <small>{escape(c.run_id)}</small></figcaption>"
-        f"{heatmap_svg(c.table, PERCENT_SCALE, label=f'heatmap of {c.run_id}')}</figure>"
-        for c in comparison.runs
-    )
+    notes = []
+    if comparison.dropped_points:
+        left_out = ", ".join(f"{run_id} {n}" for run_id, n in comparison.dropped_points.items())
+        notes.append(f"Points outside the shared grid were left out: {left_out}.")
+    if comparison.unpaired_samples:
+        notes.append(
+            f"{comparison.unpaired_samples} samples of {first.name} and {second.name} have no "
+            "partner in the other run (different samples per point): their points are "
+            "compared by mean, and they are not in the table of disagreements."
+        )
     tested = comparison.paired[0]
     difference = heatmap_svg(
         comparison.difference,
@@ -258,27 +250,30 @@ def render_comparison_page(comparison: Comparison) -> str:
         label="mean score against context length, one curve per run",
     )
     ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
-    body = (
-        f"<header><h1>Comparison of {len(comparison.runs)} runs</h1>"
-        f"<p class=sub>every run on one scale: the task's score in percent</p></header>"
-        f'<section id="section-runs"><h2>Runs</h2>{overview}{dropped}</section>'
-        + significance_section(comparison.paired)
-        + f'<section id="section-curves"><h2>Score against length</h2>{curves}'
-        "<p class=note>Each run's mean per length on the shared grid, with its 95 % interval "
-        "as a band (Wilson for right/wrong outcomes, bootstrap for graded scores). Bands "
-        "that overlap do not settle it either way: the paired tests above do.</p></section>"
-        + (_ruler_section(ruler) if ruler else "")
-        + f'<section id="section-heatmaps"><h2>Heatmaps</h2><div class="side">{heatmaps}'
-        "</div></section>"
-        f'<section id="section-difference"><h2>Difference: {escape(second.name)} minus '
-        f"{escape(first.name)}</h2>{difference}<p class=note>Points of percent, to a tenth. "
-        "Green: the second run scores higher; red: lower; grey: either has nothing scored. "
-        "<b>*</b>: a length where the paired test finds a significant difference (p &lt; "
-        "0.05); elsewhere the difference may be noise.</p></section>"
-        f'<section id="section-disagreements"><h2>Where they disagree '
-        f"({len(comparison.disagreements)})</h2>{_disagreement_table(comparison)}</section>"
+    return render(
+        "comparison.html",
+        **page_shell(f"Comparison: {' · '.join(c.name for c in comparison.runs)}"),
+        runs=[
+            {
+                "name": c.name,
+                "run_id": c.run_id,
+                "heatmap": markup(
+                    heatmap_svg(c.table, PERCENT_SCALE, label=f"heatmap of {c.run_id}")
+                ),
+            }
+            for c in comparison.runs
+        ],
+        overview=markup(overview),
+        notes=notes,
+        significance=markup(significance_section(comparison.paired)),
+        curves=markup(curves),
+        ruler=markup(_ruler_section(ruler) if ruler else ""),
+        first=first.name,
+        second=second.name,
+        difference=markup(difference),
+        disagreements_count=len(comparison.disagreements),
+        disagreements=markup(_disagreement_table(comparison)),
     )
-    return page(f"Comparison: {' · '.join(c.name for c in comparison.runs)}", body)
 
 
 def significance_section(tests: list[PairedComparison]) -> str:

@@ -303,7 +303,7 @@ def render_run_page(
     label = run_label(run)
     return render(
         "run_report.html",
-        **_shell(title),
+        **page_shell(title),
         label=label,
         run_id=summary["run_id"],
         scorer=summary["scorer"],
@@ -648,7 +648,7 @@ def _section(title: str, content: str) -> str:
     return f'<section id="{anchor}"><h2>{_e(title)}</h2>{content}</section>'
 
 
-def _shell(title: str) -> dict[str, Any]:
+def page_shell(title: str) -> dict[str, Any]:
     """What the page template's shell needs: title, policy, style, script, the time."""
     return {
         "title": title,
@@ -657,11 +657,6 @@ def _shell(title: str) -> dict[str, Any]:
         "script": markup(_SCRIPT),
         "generated": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M UTC}",
     }
-
-
-def page(title: str, body: str) -> str:
-    """A whole page around ``body`` (markup built and escaped by the caller)."""
-    return render("page.html", **_shell(title), body=markup(body))
 
 
 _STYLE = """
@@ -774,12 +769,8 @@ def runs_table(
     runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Callable[[Any], Any]]]
 ) -> str:
     """A small table of runs, one row each, the columns given as (header, value of a run)."""
-    header = "".join(f"<th>{_e(name)}</th>" for name, _ in columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{_e(value(run))}</td>" for _, value in columns) + "</tr>"
-        for run in runs
-    )
-    return (
-        f'<div class="scroll"><table class="runs"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{rows}</tbody></table></div>"
+    return render(
+        "runs_table.html",
+        headers=[name for name, _ in columns],
+        rows=[["" if (v := value(run)) is None else v for _, value in columns] for run in runs],
     )
