@@ -7,6 +7,7 @@ report again and again; a deleted run was answered from a process cache.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import replace
@@ -84,14 +85,20 @@ def test_a_dead_holders_lease_lapses_within_one_lease_and_the_cell_is_asked_agai
 
 
 def test_the_keeper_renews_until_closed_and_stops_when_the_lease_is_taken(
-    world: dict[str, Any],
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, task, run_id = world["store"], world["tasks"][0], world["run_id"]
     claim = store.claim_cell(run_id, task.cell_id, 0.3)
+    capsys.readouterr()
     with LeaseKeeper(store, run_id, task.cell_id, claim, 0.3) as keeper:
         time.sleep(1.0)
         assert task.cell_id in store.leased_cells(run_id)
     assert keeper.renewals >= 2 and not keeper.lost
+    # Each renewal is said once (the operations test counts them in a cell's cost).
+    said = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    renewed = [line for line in said if line["message"] == "lease renewed"]
+    assert [line["renewals"] for line in renewed] == list(range(1, keeper.renewals + 1))
+    assert {line["cell_id"] for line in renewed} == {task.cell_id}
     time.sleep(0.4)
     assert task.cell_id not in store.leased_cells(run_id)  # closed: no more renewals
     # Lapsed and claimed by another delivery: the old holder's keeper lets go at once.

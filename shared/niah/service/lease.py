@@ -79,3 +79,10 @@ class LeaseKeeper:
                 )
                 return
             self.renewals += 1
+            # Said, so a long call's kept lease shows (and its operations are accounted).
+            log(
+                "lease renewed",
+                run_id=self._run_id,
+                cell_id=self._cell_id,
+                renewals=self.renewals,
+            )
