@@ -91,26 +91,14 @@ def _standin(latency: float) -> tuple[Any, Any]:
     return server, state
 
 
-class _Files:
-    """The stand-in's gs:// objects in memory (the batch job's input and output)."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    def read(self, uri: str) -> bytes:
-        return self.objects[uri]
-
-    def write(self, uri: str, data: bytes) -> None:
-        self.objects[uri] = data
-
-
 def _batch_answers(prompts: list[tuple[str, str]], latency: float) -> tuple[list[Any], float]:
     """The grid as one batch job through the stand-in; its answers and the job's wall time."""
     from niah.models.providers.gemini import GeminiProvider, answer_from_json
     from niah.models.providers.gemini_request import batch_line, generation_for, request_body
+    from niah_devtools.standin_batch import MemoryFiles
 
     server, state = _standin(latency)
-    files = _Files()
+    files = MemoryFiles()
     state.batch.files = files
     generation = generation_for(MODEL, max_output_tokens=MAX_OUTPUT_TOKENS)
     lines = (

@@ -45,6 +45,21 @@ FINAL_STATES = (
 Answer = Callable[[dict[str, Any], str], tuple[int, dict[str, Any]]]
 
 
+class MemoryFiles:
+    """gs:// objects in a dict: the stand-in's files with no Cloud Storage (tests, bench)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def read(self, uri: str) -> bytes:
+        """The object's bytes."""
+        return self.objects[uri]
+
+    def write(self, uri: str, data: bytes) -> None:
+        """Store ``data`` at ``uri``."""
+        self.objects[uri] = data
+
+
 class GcsFiles:
     """gs:// objects through the Cloud Storage client (the emulator on the local stack)."""
 

@@ -49,6 +49,8 @@ def test_each_run_is_listed_once_newest_first_with_its_label_mean_interval_and_l
     assert (done["label"], running["label"]) == ("gemini-2.5-flash · single", "pro, try 2")
     assert done["mean_text"] == "90 (95 %: 80-100)"
     assert running["mean_text"] == "not yet (no report)"
+    stopped = build_index([runs[1] | {"status": "cancelled"}])["runs"][0]
+    assert stopped["mean_text"] == "none (cancelled)"
     assert (done["effective_length"], done["spend_usd"]) == (2000, 0.25)
     assert done["report_url"] == "https://x/a/report.html"
     assert json.loads(json.dumps(index, default=str))["runs"][1]["created_at"].startswith(

@@ -17,22 +17,10 @@ from niah.models.providers.gemini_request import (
     request_body,
 )
 from niah_devtools.standin import StandinState
+from niah_devtools.standin_batch import MemoryFiles
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 PROMPT = "Some essay text. The special magic Lagos number is: 7304912. More text."
-
-
-class MemoryFiles:
-    """gs:// objects in a dict, in place of the Cloud Storage emulator."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    def read(self, uri: str) -> bytes:
-        return self.objects[uri]
-
-    def write(self, uri: str, data: bytes) -> None:
-        self.objects[uri] = data
 
 
 @functools.cache  # one client a stand-in: a client dropped is closed under its requests
