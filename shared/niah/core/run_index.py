@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from niah.core.interfaces import RUN_CANCELLED
 from niah.core.pages import render
 from niah.core.report_page import effective_length_text
 from niah.core.spec import run_label
@@ -54,9 +55,7 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "samples": int(run.get("total", 0)),
         "mean": measures.get("mean"),
         "mean_interval": measures.get("mean_interval"),
-        "mean_text": with_interval(measures.get("mean"), measures.get("mean_interval"))
-        if measures
-        else "not yet (no report)",
+        "mean_text": _mean_text(run, measures),
         "effective_length": effective.get("length") if effective else None,
         "effective_length_text": effective_length_text(effective) if effective else "",
         "by_length": {int(k): v for k, v in (measures.get("by_length") or {}).items()},
@@ -65,6 +64,13 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "report_url": report.get("html_url"),
         "heatmap_url": report.get("heatmap_url"),
     }
+
+
+def _mean_text(run: dict[str, Any], measures: dict[str, Any]) -> str:
+    """The mean with its interval; or why there is none (cancelled, or not reported yet)."""
+    if measures:
+        return with_interval(measures.get("mean"), measures.get("mean_interval"))
+    return "none (cancelled)" if run.get("status") == RUN_CANCELLED else "not yet (no report)"
 
 
 def leaderboards(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
