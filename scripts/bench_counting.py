@@ -85,7 +85,9 @@ def measure_counting(samples: int = SAMPLES) -> dict[str, Any]:
             batch.commit()
 
         def sharded(run_id: str, cell_id: str) -> None:
-            store.record_cell(run_id, cell_id, doc, failed=False, totals={"cost_usd": 0.001})
+            store.record_cell(
+                run_id, cell_id, doc, failed=False, shards=shards, totals={"cost_usd": 0.001}
+            )
 
         figures: dict[str, Any] = {"samples": samples, "threads": THREADS, "shards": shards}
         for name, store_one in (("one_counter", baseline), ("sharded", sharded)):

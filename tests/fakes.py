@@ -166,11 +166,9 @@ class MemoryStoreExtras:
     def count_cells(self, run_id: str) -> int:
         return len(self.cells.get(run_id, {}))
 
-    def shard_count(self, run_id: str, cell_id: str) -> int:
+    def shard_count(self, run_id: str, cell_id: str, *, shards: int) -> int:
         from niah.core.counters import shard_of
-        from niah.settings import get_settings
 
-        shards = get_settings().counter_shards
         shard = shard_of(cell_id, shards)
         return sum(1 for other in self.cells.get(run_id, {}) if shard_of(other, shards) == shard)
 
@@ -239,7 +237,7 @@ class MemoryStoreExtras:
         newest = sorted(dated, key=lambda item: item[1]["created_at"], reverse=True)
         return [run | {"run_id": rid} for rid, run in newest][:limit]
 
-    def reset_failed_cells(self, run_id: str) -> int:
+    def reset_failed_cells(self, run_id: str, *, shards: int) -> int:
         failed = [cid for cid, doc in self.cells[run_id].items() if doc.get("status") == "failed"]
         for cell_id in failed:
             del self.cells[run_id][cell_id]
@@ -297,6 +295,7 @@ class MemoryStore(MemoryStoreExtras):
         doc: dict[str, Any],
         *,
         failed: bool,
+        shards: int,
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:

@@ -115,10 +115,11 @@ class Settings(BaseSettings):
     # next delivery (the Firestore client's own default deadline is 60 s).
     store_timeout_seconds: float = Field(default=60.0, gt=0, le=600)
 
-    # Documents a run's counts are spread over. Firestore sustains about one write per
-    # second per document; at 1,000 samples a minute (16.7 writes/s) 32 shards take
-    # about 0.52 writes/s each (README, "Counting at scale"). Fixed per deployment: a
-    # reset uncounts a cell on the shard its ID picks under this number.
+    # The most documents a run's counts are spread over (one per 32 cells up to this).
+    # Firestore sustains about one write per second per document; at 1,000 samples a
+    # minute (16.7 writes/s) 32 shards take about 0.52 writes/s each (docs/architecture.md,
+    # "Counting at scale"). Each run keeps its own count (``counter_shards``), so a
+    # change here applies to new runs only.
     counter_shards: int = Field(default=32, ge=1, le=500)
 
     # How a new run's cells are published. "cache_aware": first the one cell whose prompt

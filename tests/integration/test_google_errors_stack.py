@@ -55,4 +55,4 @@ def test_a_cell_over_firestores_size_limit_is_refused_not_retried(stack: Stack) 
     assert store.create_run(run_id, {"total": 1, "status": "running"})
     oversized = {"status": "answered", "answer": "x" * (1024 * 1024 + 1)}
     with pytest.raises(CloudRefusedError, match=r"^InvalidArgument: 400"):
-        store.record_cell(run_id, "c", oversized, failed=False)
+        store.record_cell(run_id, "c", oversized, failed=False, shards=1)

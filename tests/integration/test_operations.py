@@ -73,6 +73,14 @@ def test_a_plain_cell_costs_exactly_its_pinned_operations(stack: Stack) -> None:
     plain = [line for line in lines if line["operations"] == pinned(line["cell_id"])]
     assert len(plain) >= 4
     assert all(line["cpu_seconds"] >= 0 and line["wall_seconds"] > 0 for line in lines)
+    # Six cells count on one shard (one per 32 cells), not the deployment's 32: the
+    # report sums one document, and one completion check counts the run.
+    from niah.cloud.store import COUNTERS, FirestoreStore
+
+    store = FirestoreStore()
+    assert (store.get_run(run_id, counts=False) or {})["counter_shards"] == 1
+    shards = [doc.to_dict() for doc in store._run(run_id).collection(COUNTERS).stream()]
+    assert [(shard["done"], shard.get("failed", 0)) for shard in shards] == [(6, 0)]
 
 
 def test_published_mrcr_rows_are_read_at_their_spans_on_the_stack(stack: Stack) -> None:

@@ -10,7 +10,6 @@ import pytest
 from niah.cloud.store import COUNTERS, FirestoreStore
 from niah.core.counters import shard_of
 from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED
-from niah.settings import get_settings
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
@@ -22,9 +21,13 @@ def fresh_run(store: FirestoreStore, total: int) -> str:
     return run_id
 
 
+# The run's counter shards, as the dispatcher would size them (niah.core.counters).
+SHARDS = 8
+
+
 def same_shard_cells(count: int) -> list[str]:
     """Cell IDs whose counts all land on one shard."""
-    shards = get_settings().counter_shards
+    shards = SHARDS
     found: list[str] = []
     index = 0
     while len(found) < count:
@@ -41,10 +44,16 @@ def test_counts_live_on_shards_and_a_failed_cell_keeps_their_totals(stack: Stack
     run_id = fresh_run(store, 3)
     answered, failed, other = same_shard_cells(3)
     totals = {"cost_usd": 1.5, "prompt_tokens": 1000.0}
-    assert store.record_cell(run_id, answered, {"status": "answered"}, failed=False, totals=totals)
-    assert store.record_cell(run_id, failed, {"status": "failed"}, failed=True)
-    assert store.record_cell(run_id, other, {"status": "answered"}, failed=False, totals=totals)
-    assert not store.record_cell(run_id, other, {"status": "answered"}, failed=False, totals=totals)
+    assert store.record_cell(
+        run_id, answered, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
+    )
+    assert store.record_cell(run_id, failed, {"status": "failed"}, failed=True, shards=SHARDS)
+    assert store.record_cell(
+        run_id, other, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
+    )
+    assert not store.record_cell(
+        run_id, other, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
+    )
     run = store.get_run(run_id) or {}
     assert (run["done"], run["failed"]) == (2, 1)
     assert run["totals"] == {"cost_usd": 3.0, "prompt_tokens": 2000.0}
@@ -62,7 +71,7 @@ def test_a_claim_sees_the_stored_cell_and_a_live_lease(stack: Stack) -> None:
     assert store.claim_cell(run_id, "c", 60) == CLAIM_HELD
     store.release_cell(run_id, "c")
     assert store.claim_cell(run_id, "c", 60) == 2  # call IDs never repeat
-    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False)
+    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False, shards=SHARDS)
     store.release_cell(run_id, "c")
     assert store.claim_cell(run_id, "c", 60) == CLAIM_STORED
 
@@ -87,13 +96,13 @@ def test_a_call_is_noted_only_by_the_claim_holding_the_lease(stack: Stack) -> No
 def test_a_report_claim_dropped_by_a_reset_cannot_mark_the_run_complete(stack: Stack) -> None:
     store = FirestoreStore()
     run_id = fresh_run(store, 1)
-    assert store.record_cell(run_id, "c", {"status": "failed"}, failed=True)
+    assert store.record_cell(run_id, "c", {"status": "failed"}, failed=True, shards=SHARDS)
     assert store.claim_report(run_id, 300, "first") == "claimed"
     assert store.claim_report(run_id, 300, "second") == "held"
-    assert store.reset_failed_cells(run_id) == 1  # a resume while rendering
+    assert store.reset_failed_cells(run_id, shards=SHARDS) == 1  # a resume while rendering
     assert not store.finish_report(run_id, "first", 1, {"report": {"x": "stale"}})
     assert (store.get_run(run_id) or {})["status"] == "running"
-    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False)
+    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False, shards=SHARDS)
     assert store.claim_report(run_id, 300, "third") == "claimed"
     assert not store.finish_report(run_id, "third", 0, {"report": {"x": "short"}})
     assert store.finish_report(run_id, "third", 1, {"report": {"x": "fresh"}})

@@ -77,8 +77,12 @@ def test_a_rerun_keeps_answers_retries_failures_and_publishes_only_the_rest(
     body = {"context_lengths": [1000, 2000], "document_depth_percents": [0, 100]}
     first = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
     ids = [m["cell_id"] for m in publisher.cells]
-    store.record_cell(first.run_id, ids[0], {"status": "answered", "score": 10}, failed=False)
-    store.record_cell(first.run_id, ids[1], {"status": "failed", "score": None}, failed=True)
+    store.record_cell(
+        first.run_id, ids[0], {"status": "answered", "score": 10}, failed=False, shards=1
+    )
+    store.record_cell(
+        first.run_id, ids[1], {"status": "failed", "score": None}, failed=True, shards=1
+    )
     publisher.cells.clear()
     store.settle(first.run_id)
     # A client's retry while the run is going: only the missing cells go out again.
@@ -122,7 +126,7 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
     stalled = dispatch_run(body, store=store, publisher=publisher, blobs=essay_blobs)
     fresh = dispatch_run({**body, "seed": 1}, store=store, publisher=publisher, blobs=essay_blobs)
     ids = [m["cell_id"] for m in publisher.cells[:4]]
-    store.record_cell(stalled.run_id, ids[0], {"status": "answered"}, failed=False)
+    store.record_cell(stalled.run_id, ids[0], {"status": "answered"}, failed=False, shards=1)
     now = dt.datetime.now(dt.UTC)
     store.settle(stalled.run_id, minutes=60)
     store.runs[stalled.run_id]["updated_at"] = now - dt.timedelta(minutes=40)

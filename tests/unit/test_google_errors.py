@@ -198,10 +198,10 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "create_run": lambda s: s.create_run("r", {}),
     "get_run": lambda s: s.get_run("r"),
     "count_cells": lambda s: s.count_cells("r"),
-    "shard_count": lambda s: s.shard_count("r", "c"),
+    "shard_count": lambda s: s.shard_count("r", "c", shards=1),
     "update_run": lambda s: s.update_run("r", {}),
     "cancel_run": lambda s: s.cancel_run("r"),
-    "record_cell": lambda s: s.record_cell("r", "c", {}, failed=False),
+    "record_cell": lambda s: s.record_cell("r", "c", {}, failed=False, shards=1),
     "list_cells": lambda s: s.list_cells("r"),
     "cell_ids": lambda s: s.cell_ids("r"),
     "claim_cell": lambda s: s.claim_cell("r", "c", 60),
@@ -219,7 +219,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "claim_report": lambda s: s.claim_report("r", 60, "claim"),
     "finish_report": lambda s: s.finish_report("r", "claim", 1, {}),
     "reopen_report": lambda s: s.reopen_report("r"),
-    "reset_failed_cells": lambda s: s.reset_failed_cells("r"),
+    "reset_failed_cells": lambda s: s.reset_failed_cells("r", shards=1),
     "running_runs": lambda s: s.running_runs(),
     "recent_runs": lambda s: s.recent_runs(10),
     "index_runs": lambda s: s.index_runs(["status"]),
@@ -278,10 +278,10 @@ def test_the_store_classifies_a_commit_by_the_table() -> None:
     store = FirestoreStore(client=client)
     client.fail(api.InvalidArgument("Document exceeds the maximum size"), at="commit")
     with pytest.raises(CloudRefusedError):
-        store.record_cell("r", "c", {}, failed=False)
+        store.record_cell("r", "c", {}, failed=False, shards=1)
     client.fail(api.RetryError("Timeout of 60.0s exceeded", None), at="commit")
     with pytest.raises(StoreUnavailableError):
-        store.record_cell("r", "c", {}, failed=False)
+        store.record_cell("r", "c", {}, failed=False, shards=1)
 
 
 def test_a_transaction_that_never_began_is_unavailable() -> None:
@@ -307,7 +307,7 @@ def test_the_adapters_own_answers_still_come_first() -> None:
     store_client.fail(api.AlreadyExists("run exists"), at="create")
     assert store.create_run("r", {}) is False
     store_client.fail(api.AlreadyExists("cell exists"), at="commit")
-    assert store.record_cell("r", "c", {}, failed=False) is False
+    assert store.record_cell("r", "c", {}, failed=False, shards=1) is False
     blobs_client.fail(api.NotFound("no object"), at="download_as_bytes")
     with pytest.raises(KeyError):
         blobs.read("a.txt")

@@ -89,6 +89,24 @@ def test_a_haystack_listed_on_the_run_is_not_listed_again_until_the_cache_is_col
         load_haystack(essay_blobs, prefix, tokenizer, changed)
 
 
+def _run_of_120_cells(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch, *, most_shards: int
+) -> dict[str, Any]:
+    """A dispatched run of 120 cells, published in grid order, on at most ``most_shards``."""
+    from niah.settings import get_settings
+    from tests.unit.test_work import dispatch_task
+
+    monkeypatch.setenv("NIAH_COUNTER_SHARDS", str(most_shards))
+    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "naive")
+    get_settings.cache_clear()
+    return dispatch_task(
+        essay_blobs,
+        context_lengths=[300, 400, 500, 600],
+        document_depth_percents=[0, 25, 50, 75, 100],
+        samples_per_cell=6,
+    )
+
+
 def test_only_the_last_cell_of_each_shard_counts_the_run(
     essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,32 +117,11 @@ def test_only_the_last_cell_of_each_shard_counts_the_run(
     for exactly once, at the end.
     """
     from niah.core.counters import shard_of
-    from niah.settings import get_settings
-    from tests.fakes import ScriptedProvider
-    from tests.unit.test_work import dispatch_task, echo_needle_number, run_cell
 
-    monkeypatch.setenv("NIAH_COUNTER_SHARDS", "4")
-    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "naive")
-    get_settings.cache_clear()
-    world = dispatch_task(
-        essay_blobs,
-        context_lengths=[300, 400, 500, 600],
-        document_depth_percents=[0, 25, 50, 75, 100],
-        samples_per_cell=6,
-    )
+    world = _run_of_120_cells(essay_blobs, monkeypatch, most_shards=4)
     store, tasks = world["store"], world["tasks"]
     assert len(tasks) == 120
-    counted = []
-    real_count = store.count_cells
-
-    def count_cells(run_id: str) -> int:
-        counted.append(run_id)
-        return real_count(run_id)
-
-    store.count_cells = count_cells
-    provider = ScriptedProvider(echo_needle_number)
-    for task in tasks:
-        assert run_cell(world, task, provider) == "answered"
+    counted = _run_all_cells_counting_the_run(world)
     assert 1 <= len(counted) <= 4  # the last cell of each shard, at most
     assert world["publisher"].reports == [world["run_id"]]
     totals = store.runs[world["run_id"]]["shard_totals"]
@@ -132,3 +129,76 @@ def test_only_the_last_cell_of_each_shard_counts_the_run(
     assert totals == {
         shard: sum(shard_of(t.cell_id, 4) == shard for t in tasks) for shard in totals
     }
+
+
+def test_a_run_gets_one_counter_shard_per_32_cells_up_to_the_setting() -> None:
+    from niah.core.counters import shards_for
+
+    sizes = [1, 32, 33, 100, 1_000, 1_024, 1_025, 10_000]
+    assert [shards_for(total, 32) for total in sizes] == [1, 1, 2, 4, 32, 32, 32, 32]
+    assert shards_for(0, 32) == 1
+    assert shards_for(10_000, 500) == 313
+
+
+def _run_all_cells_counting_the_run(world: dict[str, Any]) -> list[str]:
+    """Every cell of ``world`` answered; the run IDs the completion checks counted."""
+    from tests.fakes import ScriptedProvider
+    from tests.unit.test_work import echo_needle_number, run_cell
+
+    store = world["store"]
+    counted: list[str] = []
+    real_count = store.count_cells
+
+    def count_cells(run_id: str) -> int:
+        counted.append(run_id)
+        return int(real_count(run_id))
+
+    store.count_cells = count_cells
+    provider = ScriptedProvider(echo_needle_number)
+    for task in world["tasks"]:
+        assert run_cell(world, task, provider) == "answered"
+    return counted
+
+
+def test_a_run_counts_on_its_own_shards_whatever_the_setting_says_later(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of 100 cells gets 4 shards, kept on it.
+
+    A deployment changed meanwhile (``NIAH_COUNTER_SHARDS``) neither stalls it nor has
+    every cell count the run.
+    """
+    from niah.core.counters import shard_of
+    from niah.settings import get_settings
+    from tests.unit.test_work import dispatch_task
+
+    monkeypatch.setenv("NIAH_DISPATCH_ORDER", "naive")
+    get_settings.cache_clear()
+    world = dispatch_task(
+        essay_blobs,
+        context_lengths=[300, 400, 500, 600, 700],
+        document_depth_percents=[0, 25, 50, 75, 100],
+        samples_per_cell=4,
+    )
+    run = world["store"].runs[world["run_id"]]
+    assert (run["total"], run["counter_shards"]) == (100, 4)
+    assert run["shard_totals"] == {
+        shard: sum(shard_of(t.cell_id, 4) == shard for t in world["tasks"])
+        for shard in ("000", "001", "002", "003")
+    }
+    monkeypatch.setenv("NIAH_COUNTER_SHARDS", "7")  # redeployed mid-run
+    get_settings.cache_clear()
+    counted = _run_all_cells_counting_the_run(world)
+    assert 1 <= len(counted) <= 4  # the last cell of each of its 4 shards, at most
+    assert world["publisher"].reports == [world["run_id"]]
+
+
+def test_a_run_stored_before_its_shards_were_kept_counts_on_the_setting(
+    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = _run_of_120_cells(essay_blobs, monkeypatch, most_shards=3)
+    run = world["store"].runs[world["run_id"]]
+    assert run.pop("counter_shards") == 3  # 120 cells, capped at 3: as an older run
+    counted = _run_all_cells_counting_the_run(world)
+    assert 1 <= len(counted) <= 3
+    assert world["publisher"].reports == [world["run_id"]]

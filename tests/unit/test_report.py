@@ -88,9 +88,9 @@ def test_report_waits_for_the_last_cell_and_is_safe_twice() -> None:
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 4, "model": "m", "spec": {"scorer": "exact"}})
     for cell in CELLS[:3]:
-        store.record_cell("r", cell["cell_id"], cell, failed=cell["score"] is None)
+        store.record_cell("r", cell["cell_id"], cell, failed=cell["score"] is None, shards=1)
     assert render_report("r", store=store, blobs=blobs) is None
-    store.record_cell("r", "d", CELLS[3], failed=False)
+    store.record_cell("r", "d", CELLS[3], failed=False, shards=1)
     first = render_report("r", store=store, blobs=blobs)
     second = render_report("r", store=store, blobs=blobs)
     assert first == second and first is not None
@@ -103,7 +103,7 @@ def test_a_held_report_is_a_quiet_no_op_and_a_done_one_is_not_rendered_again() -
     """Before: a held report raised (a traceback and a redelivery per duplicate request)."""
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 1, "model": "m"})
-    store.record_cell("r", "a", CELLS[0], failed=False)
+    store.record_cell("r", "a", CELLS[0], failed=False, shards=1)
     store.runs["r"]["report_claim"] = "another"  # another instance is rendering
     assert render_report("r", store=store, blobs=blobs) is None
     assert "reports/r/heatmap.png" not in blobs.objects
@@ -123,13 +123,13 @@ def test_a_reset_while_rendering_leaves_no_stale_report(
 
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 2, "model": "m", "spec": {}})
-    store.record_cell("r", "a", CELLS[0], failed=False)
-    store.record_cell("r", "c", CELLS[2], failed=True)
+    store.record_cell("r", "a", CELLS[0], failed=False, shards=1)
+    store.record_cell("r", "c", CELLS[2], failed=True, shards=1)
     real_render = report.render_heatmap
 
     def render_then_reset(*args: Any, **kwargs: Any) -> bytes:
         png = real_render(*args, **kwargs)
-        store.reset_failed_cells("r")  # a resume lands while this render runs
+        store.reset_failed_cells("r", shards=1)  # a resume lands while this render runs
         return png
 
     monkeypatch.setattr(report, "render_heatmap", render_then_reset)
@@ -138,7 +138,7 @@ def test_a_reset_while_rendering_leaves_no_stale_report(
     monkeypatch.setattr(report, "render_heatmap", real_render)
     retried = dict(CELLS[2], status="answered", score=10, outcome="correct")
     del retried["error"]
-    store.record_cell("r", "c", retried, failed=False)
+    store.record_cell("r", "c", retried, failed=False, shards=1)
     location = render_report("r", store=store, blobs=blobs)
     assert location is not None and store.runs["r"]["status"] == "complete"
     summary = json.loads(blobs.objects["reports/r/summary.json"])

@@ -228,7 +228,7 @@ def test_the_report_function_writes_the_html_beside_the_heatmap_with_links() -> 
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("run-a", run_doc("run-a") | {"total": len(CELLS), "status": "running"})
     for stored in CELLS:
-        store.record_cell("run-a", stored["cell_id"], stored, failed="error" in stored)
+        store.record_cell("run-a", stored["cell_id"], stored, failed="error" in stored, shards=1)
     location = render_report("run-a", store=store, blobs=blobs)
     assert location is not None
     assert location["html_uri"] == "gs://test-bucket/reports/run-a/report.html"

@@ -126,7 +126,7 @@ def test_the_index_reads_only_its_fields_and_a_report_brings_it_up_to_date() -> 
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 4, "model": "m", "spec": {"scorer": "exact"}})
     for cell in CELLS:
-        store.record_cell("r", cell["cell_id"], cell, failed=cell["score"] is None)
+        store.record_cell("r", cell["cell_id"], cell, failed=cell["score"] is None, shards=1)
     assert render_report("r", store=store, blobs=blobs) is not None
     [entry] = json.loads(blobs.objects["reports/index.json"])["runs"]
     assert (entry["run_id"], entry["status"]) == ("r", "complete")

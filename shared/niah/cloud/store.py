@@ -115,13 +115,12 @@ class FirestoreStore:
         metering.reads(len(shards))
         return shards
 
-    def _shard(self, run_id: str, cell_id: str) -> Any:
-        shard = shard_of(cell_id, get_settings().counter_shards)
-        return self._run(run_id).collection(COUNTERS).document(shard)
+    def _shard(self, run_id: str, cell_id: str, shards: int) -> Any:
+        return self._run(run_id).collection(COUNTERS).document(shard_of(cell_id, shards))
 
-    def shard_count(self, run_id: str, cell_id: str) -> int:
+    def shard_count(self, run_id: str, cell_id: str, *, shards: int) -> int:
         """How many cells (stored and failed) the cell's counter shard has counted."""
-        snapshot = self._shard(run_id, cell_id).get()
+        snapshot = self._shard(run_id, cell_id, shards).get()
         metering.reads(1)
         shard = snapshot.to_dict() or {}
         return int(shard.get("done", 0)) + int(shard.get("failed", 0))
@@ -181,14 +180,16 @@ class FirestoreStore:
         doc: dict[str, Any],
         *,
         failed: bool,
+        shards: int,
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
         """Create the cell, close its call, count it and free its lease, in one atomic batch.
 
         The same batch increments ``done`` or ``failed`` and ``totals.*`` (tokens, cost)
-        on the cell's counter shard, so the run's figures can never disagree with its
-        cells, and no document takes more than its share of the writes.
+        on the cell's counter shard (of the run's ``shards``), so the run's figures can
+        never disagree with its cells, and no document takes more than its share of the
+        writes.
         """
         from google.api_core.exceptions import AlreadyExists
 
@@ -202,7 +203,7 @@ class FirestoreStore:
         }
         if totals:  # an empty map under merge would replace the shard's totals with {}
             counts["totals"] = {key: firestore.Increment(value) for key, value in totals.items()}
-        batch.set(self._shard(run_id, cell_id), counts, merge=True)
+        batch.set(self._shard(run_id, cell_id, shards), counts, merge=True)
         if call is not None:
             batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
         # Stored: the lease has done its job (one write in the batch, not a request more).
@@ -565,8 +566,10 @@ class FirestoreStore:
             }
         )
 
-    def reset_failed_cells(self, run_id: str) -> int:
+    def reset_failed_cells(self, run_id: str, *, shards: int) -> int:
         """Delete the run's failed cells (and their failure counts), uncount them, reopen.
+
+        ``shards``: the run's counter shards, which its cells were counted on.
 
         The run is reopened first, so a reset cut short never leaves a "complete" run
         with cells missing. Each delete requires the cell to exist, so two resets at
@@ -591,7 +594,7 @@ class FirestoreStore:
             for doc in chunk:
                 batch.delete(doc.reference, option=self._db.write_option(exists=True))
                 batch.delete(run.collection(ATTEMPTS).document(doc.id))
-                shard = shard_of(doc.id, get_settings().counter_shards)
+                shard = shard_of(doc.id, shards)
                 per_shard[shard] = per_shard.get(shard, 0) + 1
             for shard, count in per_shard.items():
                 batch.set(

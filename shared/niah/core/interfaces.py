@@ -126,10 +126,13 @@ class ResultStore(Protocol):
         doc: dict[str, Any],
         *,
         failed: bool,
+        shards: int,
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
     ) -> bool:
         """Create the cell's result, count it (adding ``totals``), close ``call``, free its lease.
+
+        Counted on the cell's shard of the run's ``shards`` (``niah.core.counters``).
 
         Atomic. Returns False if the cell was already stored: nothing is counted then,
         but the call is still closed (it was paid for).
@@ -148,7 +151,7 @@ class ResultStore(Protocol):
         """How many cells of the run are stored."""
         ...
 
-    def shard_count(self, run_id: str, cell_id: str) -> int:
+    def shard_count(self, run_id: str, cell_id: str, *, shards: int) -> int:
         """How many cells the cell's counter shard has counted (stored and failed)."""
         ...
 
@@ -238,7 +241,7 @@ class ResultStore(Protocol):
         """Drop a stale report and its claim, so the next request renders afresh."""
         ...
 
-    def reset_failed_cells(self, run_id: str) -> int:
+    def reset_failed_cells(self, run_id: str, *, shards: int) -> int:
         """Delete the run's failed cells (uncounting them) so a rerun retries them."""
         ...
 

@@ -52,11 +52,13 @@ from niah.service.batch_lines import cell_batch_line
 from niah.service.cell_worker import (
     CellTask,
     ProviderFactory,
+    RunView,
     TokenizerFactory,
     cell_record,
     cell_sample,
     failed_cell,
     harness_timestamp,
+    run_view,
     scored_answer,
     store_cell,
 )
@@ -301,6 +303,7 @@ def ingest_job(
 ) -> dict[str, int]:
     """Store each prediction line of a job as its cell, once; send failed lines online."""
     tasks = {task.cell_id: task for task in _tasks(run_id, spec, run, set())}
+    view = run_view(run_id, run)
     stored = store.cell_ids(run_id)  # a failed line of a cell stored since goes nowhere
     prefix = output_dir.removeprefix(f"gs://{blobs.bucket}/").rstrip("/") + "/"
     counts = {"lines_stored": 0, "lines_duplicate": 0, "lines_retried_online": 0}
@@ -324,7 +327,7 @@ def ingest_job(
                 log("failed batch line sent online", run_id=run_id, cell_id=task.cell_id,
                     status=str(record.get("status"))[:300])  # fmt: skip
                 continue
-            outcome = _store_line(task, spec, record["response"], job, store=store, blobs=blobs,
+            outcome = _store_line(task, view, record["response"], job, store=store, blobs=blobs,
                                   publisher=publisher, provider_for=provider_for)  # fmt: skip
             counts["lines_stored" if outcome != "duplicate" else "lines_duplicate"] += 1
     return counts
@@ -332,7 +335,7 @@ def ingest_job(
 
 def _store_line(
     task: CellTask,
-    spec: RunRequest,
+    run: RunView,
     response: dict[str, Any],
     job: dict[str, Any],
     *,
@@ -341,6 +344,7 @@ def _store_line(
     publisher: Publisher,
     provider_for: ProviderFactory,
 ) -> str:
+    spec = run.spec
     sample = cell_sample(task, spec, task.cell, blobs)
     answer = answer_from_json(response)
     budget = call_budget(spec, sample.answer_tokens)
@@ -358,7 +362,8 @@ def _store_line(
         }
     )
     call = (f"{task.cell_id}.B{int(job.get('round', 0)):03d}", call_fields)
-    return store_cell(task, doc, totals, call=call, store=store, blobs=blobs, publisher=publisher)
+    return store_cell(task, doc, totals, call=call, store=store, blobs=blobs, publisher=publisher,
+                      run=run)  # fmt: skip
 
 
 def _fail_cells(
@@ -374,10 +379,11 @@ def _fail_cells(
 ) -> None:
     """Store a job's unanswered cells failed with its reason, so the run finishes."""
     stored = store.cell_ids(run_id)
+    view = run_view(run_id, run)
     for task in _tasks(run_id, spec, run, stored):
         if task.cell_id in cell_ids:
             store_cell(task, failed_cell(task, spec, error), {}, store=store, blobs=blobs,
-                       publisher=publisher)  # fmt: skip
+                       publisher=publisher, run=view)  # fmt: skip
 
 
 def cancel_jobs(

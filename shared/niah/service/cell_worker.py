@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from niah.catalog.models import ProviderName, provider_for_model
 from niah.core.answer_budget import CallBudget, call_budget
-from niah.core.counters import shard_of
+from niah.core.counters import run_shards, shard_of
 from niah.core.generated_context import build_generated_prompt
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import load_haystack
@@ -152,13 +152,15 @@ _specs: ProcessCache[str, RunRequest] = ProcessCache()
 
 
 @dataclass(frozen=True)
-class _Run:
+class RunView:
     """A run as a delivery finds it: its validated spec and its haystack's files."""
 
     spec: RunRequest
     # The listing the run was created with (None: not kept; the worker lists).
     haystack_files: list[BlobInfo] | None
     total: int  # the run's cells: whether a stored cell was its last
+    # The counter shards the run's cells are counted on (niah.core.counters).
+    counter_shards: int
     # How many cells each counter shard counts (None: a run from before they were kept).
     shard_totals: dict[str, int] | None = None
     # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
@@ -166,7 +168,7 @@ class _Run:
     cancelled: bool = False
 
 
-def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _Run | None:
+def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> RunView | None:
     """The run as stored now; None for a run that is gone, or replaced since ``stamp``.
 
     Read from the store each time (one document read): a worker must not answer a run
@@ -177,6 +179,11 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _
         return None
     if stamp is not None and run.get("stamp") not in (None, stamp):
         return None
+    return run_view(run_id, run)
+
+
+def run_view(run_id: str, run: dict[str, Any]) -> RunView:
+    """What a delivery needs of the run document ``run`` (read by the caller)."""
     # Stored by the dispatcher after validation, so it validates again.
     spec = _specs.get(run_id, lambda: RunRequest.model_validate(run["spec"]))
     listed = run.get("haystack_files") or None
@@ -186,10 +193,11 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> _
         else None
     )
     totals = run.get("shard_totals")
-    return _Run(
+    return RunView(
         spec,
         files,
         int(run.get("total", 0)),
+        run_shards(run),
         {str(k): int(v) for k, v in totals.items()} if totals else None,
         cancelled=run.get("status") == RUN_CANCELLED,
     )
@@ -291,7 +299,7 @@ def _process_cell(
         kept = _kept_answer(task, blobs)
         if kept is not None:
             log("kept answer stored", run_id=task.run_id, cell_id=task.cell_id)
-            return store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+            return store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher, run=run)
     if claim == CLAIM_HELD:
         # Another delivery is calling the model for this cell now: back off, and find
         # the cell stored on redelivery. Never a second paid call.
@@ -304,7 +312,7 @@ def _process_cell(
             "to try it again"
         )
         failed = failed_cell(task, spec, error)
-        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher, run=run)
     try:
         with LeaseKeeper(store, task.run_id, task.cell_id, claim, settings.cell_lease_seconds):
             return _answer_claimed(
@@ -343,7 +351,7 @@ def _let_go(task: CellTask, store: ResultStore, claim: int) -> None:
 
 def _answer_claimed(
     task: CellTask,
-    run: _Run,
+    run: RunView,
     claim: int,
     *,
     store: ResultStore,
@@ -359,7 +367,7 @@ def _answer_claimed(
         sample = cell_sample(task, spec, cell, blobs)
     except HaystackError as error:  # a published file replaced or gone: nothing to ask
         failed = failed_cell(task, spec, error)
-        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher)
+        return store_cell(task, failed, {}, store=store, blobs=blobs, publisher=publisher, run=run)
     totals: dict[str, float] = {}
     call: Call | None = None
     try:
@@ -480,11 +488,11 @@ def store_cell(
     store: ResultStore,
     blobs: BlobStore,
     publisher: Publisher,
-    run: _Run | None = None,
+    run: RunView,
 ) -> Outcome:
     """Create the cell and count it on the run; ask for the report if it was the last.
 
-    ``run``: the run as the caller read it (its total and shard totals save reads).
+    ``run``: the run as the caller read it (its shards, total and shard totals).
 
     An answer is paid for: if the store cannot take it, it is kept in the bucket where
     the next delivery stores it, rather than asking the model again.
@@ -492,7 +500,13 @@ def store_cell(
     failed = doc.get("status") == "failed"
     try:
         stored = store.record_cell(
-            task.run_id, task.cell_id, doc, failed=failed, totals=totals, call=call
+            task.run_id,
+            task.cell_id,
+            doc,
+            failed=failed,
+            shards=run.counter_shards,
+            totals=totals,
+            call=call,
         )
     except CloudRefusedError as error:
         if failed:
@@ -502,7 +516,14 @@ def store_cell(
         kept = {key: doc[key] for key in GRID_FIELDS if key in doc}
         refused = kept | _failure(error.kind, f"the store refused the cell's result: {error}")
         return store_cell(
-            task, refused, totals, call=call, store=store, blobs=blobs, publisher=publisher
+            task,
+            refused,
+            totals,
+            call=call,
+            store=store,
+            blobs=blobs,
+            publisher=publisher,
+            run=run,
         )
     except StoreUnavailableError as error:
         if failed:
@@ -528,12 +549,11 @@ def store_cell(
             error=doc["error"],
         )
     if _may_be_last(task, run, store):
-        total = run.total if run is not None else None
-        request_report_if_complete(task.run_id, store=store, publisher=publisher, total=total)
+        request_report_if_complete(task.run_id, store=store, publisher=publisher, total=run.total)
     return "failed" if failed else "answered"
 
 
-def _may_be_last(task: CellTask, run: _Run | None, store: ResultStore) -> bool:
+def _may_be_last(task: CellTask, run: RunView, store: ResultStore) -> bool:
     """Whether the run may be complete now: the cell's shard has all of its cells.
 
     One read of the cell's own counter shard, whatever the run's size (none when the
@@ -541,12 +561,12 @@ def _may_be_last(task: CellTask, run: _Run | None, store: ResultStore) -> bool:
     (an aggregation of one read per 1,000). Counting the run after every cell read
     n/1,000 each: n squared over a run.
     """
-    if run is None or not run.shard_totals:
+    if not run.shard_totals:
         return True
-    expected = run.shard_totals.get(shard_of(task.cell_id, get_settings().counter_shards))
+    expected = run.shard_totals.get(shard_of(task.cell_id, run.counter_shards))
     if expected is None or expected <= 1:  # alone on its shard: its own store filled it
         return True
-    return store.shard_count(task.run_id, task.cell_id) >= expected
+    return store.shard_count(task.run_id, task.cell_id, shards=run.counter_shards) >= expected
 
 
 def _kept_answer_name(task: CellTask) -> str:
@@ -964,7 +984,7 @@ def record_dead_letter(
     kept = _kept_answer(task, blobs)
     if kept is not None:
         log("kept answer stored from a dead letter", run_id=task.run_id, cell_id=task.cell_id)
-        outcome = store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher)
+        outcome = store_cell(task, **kept, store=store, blobs=blobs, publisher=publisher, run=run)
         _release_if_primer(task, store=store, publisher=publisher)
         return outcome
     in_flight = task.cell_id in store.leased_cells(task.run_id)
@@ -989,7 +1009,11 @@ def record_dead_letter(
         f"last error: {reason}"
     )
     stored = store.record_cell(
-        task.run_id, task.cell_id, failed_cell(task, spec, error), failed=True
+        task.run_id,
+        task.cell_id,
+        failed_cell(task, spec, error),
+        failed=True,
+        shards=run.counter_shards,
     )
     _release_if_primer(task, store=store, publisher=publisher)
     if not stored:

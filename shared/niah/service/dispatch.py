@@ -22,7 +22,7 @@ from niah.catalog.models import (
     temperature_for,
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
-from niah.core.counters import shard_totals
+from niah.core.counters import run_shards, shard_totals, shards_for
 from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
 from niah.core.interfaces import (
     RUN_CANCELLED,
@@ -443,6 +443,7 @@ def run_record(
     """
     cells = source_cells(source.rows) if source else spec.cells()
     budget = call_budget(spec, source.reply_tokens if source else 0)
+    shards = shards_for(len(cells), get_settings().counter_shards)
     sourced = (
         # Firestore holds no nested arrays: each row as a map.
         {
@@ -480,9 +481,10 @@ def run_record(
             "execution": "batch" if spec.is_batch() else "online",
         },
         "total": len(cells),
-        # What each counter shard will count: a worker checks the run only when its
-        # shard is full (niah.core.counters).
-        "shard_totals": shard_totals((c.cell_id for c in cells), get_settings().counter_shards),
+        # The counter shards, sized to the run, and what each will count: a worker
+        # checks the run only when its shard is full (niah.core.counters).
+        "counter_shards": shards,
+        "shard_totals": shard_totals((c.cell_id for c in cells), shards),
         "done": 0,
         "failed": 0,
     }
@@ -502,7 +504,7 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     finished = existing.get("status") == RUN_COMPLETE
     retried = 0
     if int(existing.get("failed", 0)) > 0 and (finished or resume):
-        retried = store.reset_failed_cells(run_id)
+        retried = store.reset_failed_cells(run_id, shards=run_shards(existing))
     elif finished:
         return _Progress(set(), 0, already_complete=True, run=existing)
     elif dispatch_in_progress(existing):
@@ -521,7 +523,11 @@ def _resume_cancelled(run_id: str, run: dict[str, Any], *, store: ResultStore) -
         run_id,
         {"status": RUN_RUNNING, "primer_released": True, "resumed_at": dt.datetime.now(dt.UTC)},
     )
-    retried = store.reset_failed_cells(run_id) if int(run.get("failed", 0)) > 0 else 0
+    retried = (
+        store.reset_failed_cells(run_id, shards=run_shards(run))
+        if int(run.get("failed", 0)) > 0
+        else 0
+    )
     log("cancelled run resumed", run_id=run_id)
     return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=run)
 
