@@ -272,9 +272,13 @@ class MemoryStore(MemoryStoreExtras):
         """Make the run's creation ``minutes`` old: its dispatch is over, it may stall."""
         self.runs[run_id]["created_at"] = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes)
 
-    def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
+    def get_run(
+        self, run_id: str, *, counts: bool = True, fields: Sequence[str] | None = None
+    ) -> dict[str, Any] | None:
         run = self.runs.get(run_id)
-        return dict(run) if run is not None else None
+        if run is None:
+            return None
+        return {k: v for k, v in run.items() if k in fields} if fields else dict(run)
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         self.runs[run_id].update(fields)

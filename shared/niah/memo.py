@@ -45,6 +45,11 @@ class ProcessCache(Generic[K, V]):
                     self._values[key] = value
             return value
 
+    def known(self, key: K) -> V | None:
+        """The value for ``key`` if this process has made it; None otherwise."""
+        with self._lock:
+            return self._values.get(key)
+
     def get_or_make(self, key: K, make: Callable[[], V]) -> V:
         """Like ``get`` for a ``make`` that always returns a value."""
         value = self.get(key, make)

@@ -19,14 +19,14 @@ from tests.integration.test_local_stack import post, wait_complete
 pytestmark = pytest.mark.integration
 
 # What one cell that is neither the run's primer nor its last costs, end to end in
-# the worker: the run document read; the claim (a transaction reading the cell and its
-# lease in one request, writing the lease); the spend note (a transaction reading the
-# lease, extending it and writing the note, so only the lease's holder calls); the
-# store (one batch: the cell, its counter shard, its call, its lease's release); the
-# completion check (one count aggregation). No bucket call: the haystack's listing
-# rides on the run document and its tokens are in memory.
+# the worker: the run document read; the claim (the lease created: a cell never leased
+# is neither stored nor held); the spend note (the lease extended, guarded by the update
+# time its creation returned, and the note, in one batch, so only the lease's holder
+# calls); the store (one batch: the cell, its counter shard, its call, its lease's
+# release); the completion check (its counter shard read). No bucket call: the
+# haystack's listing rides on the run document and its tokens are in memory.
 PLAIN_CELL = {
-    "firestore_reads": 5,
+    "firestore_reads": 2,
     "firestore_writes": 7,
     "firestore_deletes": 0,
     "pubsub_messages": 0,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 
 import pytest
 
+from niah.cloud import metering
 from niah.cloud.store import COUNTERS, FirestoreStore
 from niah.core.counters import shard_of
 from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED
@@ -91,6 +93,56 @@ def test_a_call_is_noted_only_by_the_claim_holding_the_lease(stack: Stack) -> No
     assert [call["call_id"] for call in store.list_calls(run_id)] == ["c.C002"]
     store.release_cell(run_id, "c", 2)
     assert store.claim_cell(run_id, "c", 60) == 3
+
+
+def _reads_writes(block: Callable[[], object]) -> tuple[int, int]:
+    """The Firestore reads and writes ``block`` made (it must not return False)."""
+    with metering.metered() as operations:
+        assert block() is not False
+    counts = operations.counts()
+    return counts[metering.FIRESTORE_READS], counts[metering.FIRESTORE_WRITES]
+
+
+def test_a_first_claim_and_its_note_are_one_write_each_guarded_by_the_lease(
+    stack: Stack,
+) -> None:
+    """A never-leased cell's claim is one create, its note one guarded write.
+
+    The note's write is guarded by the lease's update time; any write to the lease
+    since sends the note to the transaction.
+
+    ``first`` and ``second`` are two worker processes (each remembers its own leases).
+    """
+    first, second = FirestoreStore(), FirestoreStore()
+    run_id = fresh_run(first, 3)
+    note = {"status": "started"}
+
+    def claim(store: FirestoreStore, cell: str, lease: float = 60) -> Callable[[], bool]:
+        return lambda: store.claim_cell(run_id, cell, lease) == 1
+
+    def opened(store: FirestoreStore, cell: str, claim: int) -> Callable[[], bool]:
+        return lambda: store.open_call(
+            run_id, f"{cell}.C{claim:03d}", note, cell_id=cell, claim=claim, lease_seconds=60
+        )
+
+    # Plain: no read at all, one write for the claim and two for the note.
+    assert _reads_writes(claim(first, "a")) == (0, 1)
+    assert second.claim_cell(run_id, "a", 60) == CLAIM_HELD  # the create raced and lost
+    assert _reads_writes(opened(first, "a", 1)) == (0, 2)
+    # Renewed before the note: the guard fails, and the transaction notes it (one read).
+    assert _reads_writes(claim(first, "b")) == (0, 1)
+    assert first.renew_lease(run_id, "b", 1, 60)
+    assert _reads_writes(opened(first, "b", 1)) == (1, 2)
+    # Lapsed and claimed by another process: the guard fails and the transaction refuses.
+    assert _reads_writes(claim(first, "c", lease=0.5)) == (0, 1)
+    time.sleep(0.6)
+    assert second.claim_cell(run_id, "c", 60) == 2
+    assert not first.open_call(run_id, "c.C001", note, cell_id="c", claim=1, lease_seconds=60)
+    assert second.open_call(run_id, "c.C002", note, cell_id="c", claim=2, lease_seconds=60)
+    calls = sorted(call["call_id"] for call in first.list_calls(run_id))
+    assert calls == ["a.C001", "b.C001", "c.C002"]
+    lease = first._run(run_id).collection("leases").document("a").get().to_dict() or {}
+    assert (lease["claims"], lease["released"], lease["lapses"]) == (1, False, 0)
 
 
 def test_a_report_claim_dropped_by_a_reset_cannot_mark_the_run_complete(stack: Stack) -> None:

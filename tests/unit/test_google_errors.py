@@ -289,7 +289,7 @@ def test_a_transaction_that_never_began_is_unavailable() -> None:
     store = FirestoreStore(client=client)
     client.fail(ValueError(NO_TRANSACTION_ID), at="transaction")
     with pytest.raises(StoreUnavailableError, match="ValueError: The transaction has no"):
-        store.claim_cell("r", "c", 60)
+        store.renew_lease("r", "c", 1, 60)
 
 
 def test_a_publish_that_times_out_is_unavailable() -> None:

@@ -82,6 +82,10 @@ class FirestoreStore:
 
         self._firestore = firestore
         self._db = client or firestore.Client(project=get_settings().project)
+        # The update time of each lease this process created and has not written since,
+        # by (run, cell): its claim number and the time. The spend note is then one write
+        # guarded by that time, not a transaction (see ``open_call``).
+        self._fresh_leases: dict[tuple[str, str], tuple[int, Any]] = {}
 
     def _run(self, run_id: str) -> Any:
         return self._db.collection(RUNS).document(run_id)
@@ -98,12 +102,15 @@ class FirestoreStore:
             return False
         return True
 
-    def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
+    def get_run(
+        self, run_id: str, *, counts: bool = True, fields: Sequence[str] | None = None
+    ) -> dict[str, Any] | None:
         """The run document, with its counts summed from the shards, or None.
 
         ``counts=False``: the document alone, one read (spec, total, status).
+        ``fields``: only these fields of it (a projection: the same read, fewer bytes).
         """
-        snapshot = self._run(run_id).get()
+        snapshot = self._run(run_id).get(field_paths=list(fields) if fields else None)
         metering.reads(1)
         if not snapshot.exists:
             return None
@@ -194,6 +201,7 @@ class FirestoreStore:
         from google.api_core.exceptions import AlreadyExists
 
         firestore = self._firestore
+        self._fresh_leases.pop((run_id, cell_id), None)
         run = self._run(run_id)
         batch = self._db.batch()
         batch.create(run.collection(CELLS).document(cell_id), doc)
@@ -250,7 +258,13 @@ class FirestoreStore:
         ``CLAIM_ABANDONED`` when ``max_lapses`` holders in a row let the lease lapse
         (each died on the cell: a crash or out of memory), so a cell that kills its
         worker is not paid for forever; the lease is not taken then.
+
+        A cell never leased (its first delivery, nearly always) is claimed by one create
+        instead (``_claim_fresh``): no read, one request where the transaction takes three.
         """
+        if self._claim_fresh(run_id, cell_id, lease_seconds):
+            return 1
+        self._fresh_leases.pop((run_id, cell_id), None)
         firestore = self._firestore
         reference = self._run(run_id).collection(LEASES).document(cell_id)
         cell = self._run(run_id).collection(CELLS).document(cell_id)
@@ -289,11 +303,37 @@ class FirestoreStore:
 
         return int(claim(self._db.transaction()))
 
+    def _claim_fresh(self, run_id: str, cell_id: str, lease_seconds: float) -> bool:
+        """Claim a cell that was never leased: one create, where a transaction takes three.
+
+        A cell is stored only in the batch that also writes its lease (``record_cell``),
+        so a cell with no lease document is neither stored nor held. Of deliveries that
+        race to create it one wins; the others find it exists and take the transaction.
+        """
+        from google.api_core.exceptions import AlreadyExists
+
+        reference = self._run(run_id).collection(LEASES).document(cell_id)
+        lease = {
+            "expires_at": dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds),
+            "claims": 1,
+            "released": False,
+            "handed_on": False,
+            "lapses": 0,
+        }
+        try:
+            written = reference.create(lease)
+        except AlreadyExists:
+            return False
+        metering.count(FIRESTORE_WRITES)
+        self._fresh_leases[(run_id, cell_id)] = (1, written.update_time)
+        return True
+
     def renew_lease(self, run_id: str, cell_id: str, claim: int, lease_seconds: float) -> bool:
         """Extend claim ``claim``'s lease by ``lease_seconds`` from now; False if it is gone.
 
         Gone: released, or lapsed and claimed by another delivery since.
         """
+        self._fresh_leases.pop((run_id, cell_id), None)  # written now: no longer fresh
         firestore = self._firestore
         reference = self._run(run_id).collection(LEASES).document(cell_id)
 
@@ -316,6 +356,7 @@ class FirestoreStore:
         With ``claim``, only if the lease is still that claim's (a transaction): a holder
         that lost its lease never frees the next holder's.
         """
+        self._fresh_leases.pop((run_id, cell_id), None)
         reference = self._run(run_id).collection(LEASES).document(cell_id)
         released = {"expires_at": dt.datetime.now(dt.UTC), "released": True}
         if claim is None:
@@ -401,11 +442,17 @@ class FirestoreStore:
 
         One transaction reads the lease, extends it and writes the note: a holder whose
         lease lapsed while the store was unreachable and was claimed by another delivery
-        meanwhile gets False and makes no call, so two deliveries never both pay.
+        meanwhile gets False and makes no call, so two deliveries never both pay. A lease
+        this process created and has not written since is checked by its update time
+        instead, in the note's own write (``_note_on_fresh_lease``).
         """
         firestore = self._firestore
         lease_ref = self._run(run_id).collection(LEASES).document(cell_id)
         note_ref = self._run(run_id).collection(CALLS).document(call_id)
+        if self._note_on_fresh_lease(
+            run_id, cell_id, claim, lease_ref, note_ref, doc, lease_seconds
+        ):
+            return True
 
         @firestore.transactional
         def note(transaction: Any) -> bool:
@@ -420,6 +467,43 @@ class FirestoreStore:
             return True
 
         return bool(note(self._db.transaction()))
+
+    def _note_on_fresh_lease(
+        self,
+        run_id: str,
+        cell_id: str,
+        claim: int,
+        lease_ref: Any,
+        note_ref: Any,
+        doc: dict[str, Any],
+        lease_seconds: float,
+    ) -> bool:
+        """The spend note in one write, if this process created the lease and nothing since.
+
+        The lease's extension is guarded by the update time its creation returned: any
+        write since (a renewal, a hand-on, another delivery's claim) fails the whole
+        batch, and the transaction decides instead. Unchanged since its creation, the
+        lease is still this claim's, as the transaction would have read it.
+        """
+        from google.api_core.exceptions import FailedPrecondition
+
+        fresh = self._fresh_leases.pop((run_id, cell_id), None)
+        if fresh is None or fresh[0] != claim:
+            return False
+        batch = self._db.batch()
+        expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds)
+        batch.update(
+            lease_ref,
+            {"expires_at": expires},
+            option=self._db.write_option(last_update_time=fresh[1]),
+        )
+        batch.set(note_ref, {**doc, "started_at": self._firestore.SERVER_TIMESTAMP}, merge=True)
+        try:
+            batch.commit()
+        except FailedPrecondition:
+            return False
+        metering.count(FIRESTORE_WRITES, 2)
+        return True
 
     def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
         """Record what a call cost (or that it failed unbilled)."""

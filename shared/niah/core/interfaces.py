@@ -104,10 +104,14 @@ class ResultStore(Protocol):
         """Create the run; False if it already exists (nothing is changed then)."""
         ...
 
-    def get_run(self, run_id: str, *, counts: bool = True) -> dict[str, Any] | None:
+    def get_run(
+        self, run_id: str, *, counts: bool = True, fields: Sequence[str] | None = None
+    ) -> dict[str, Any] | None:
         """The run document with its counts (done, failed, totals), or None.
 
         ``counts=False`` skips the counts: cheaper, for the spec, total and status.
+        ``fields``: only these top-level fields of the document (still one read, but
+        not the whole document's bytes to send and decode).
         """
         ...
 
