@@ -181,8 +181,8 @@ def _current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> R
     Read from the store each time (one document read): a worker must not answer a run
     that was deleted, or deleted and created again, from what its process remembers.
     Once this instance has read the whole run, the read is of its stamp and status
-    only: the run document holds the haystack's listing, whose decoding was most of a
-    delivery's CPU time at 1,000-token cells.
+    only: the whole document holds the haystack's listing (a map per file), which each
+    delivery decoded and copied again.
     """
     known = _created.known((run_id, stamp)) if stamp is not None else None
     if known is not None:
