@@ -70,6 +70,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
     from niah.cloud.blobs import GcsBlobStore
     from niah.cloud.store import FirestoreStore
     from niah.core.service_cost import function_usd, operations_usd
+    from niah_devtools import localstack
 
     body = {
         "model_name": "gemini-2.5-flash",
@@ -140,6 +141,9 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
         "operations_per_sample": {k: round(v / samples, 3) for k, v in sorted(operations.items())},
         "report_render_seconds": max((line["wall_seconds"] for line in reports), default=None),
         "report_html_bytes": len(page),
+        # The report function's highest memory so far (runs go smallest first, so this
+        # is the largest report's): against its 1 GiB in infra/functions.tf.
+        "report_peak_rss_mib": round(localstack.group_rss_mib(state, "report", peak=True), 1),
         "report_open_seconds": round(_open_seconds(page), 2),
         "service_usd_per_1000_samples": round(service_usd / samples * 1000, 5),
     }
@@ -202,6 +206,7 @@ def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> d
                 "worker_cpu_seconds_per_sample",
                 "report_render_seconds",
                 "report_html_bytes",
+                "report_peak_rss_mib",
                 "service_usd_per_1000_samples",
             )
         }

@@ -19,6 +19,7 @@ from niah.core.interfaces import (
     BlobInfo,
     CancelOutcome,
     ModelAnswer,
+    Recorded,
     ReportClaim,
     lapses_before_claim,
 )
@@ -167,6 +168,9 @@ class MemoryStoreExtras:
         return len(self.cells.get(run_id, {}))
 
     def shard_count(self, run_id: str, cell_id: str, *, shards: int) -> int:
+        return self._on_shard(run_id, cell_id, shards)
+
+    def _on_shard(self, run_id: str, cell_id: str, shards: int) -> int:
         from niah.core.counters import shard_of
 
         shard = shard_of(cell_id, shards)
@@ -302,11 +306,11 @@ class MemoryStore(MemoryStoreExtras):
         shards: int,
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
-    ) -> bool:
+    ) -> Recorded:
         if call is not None:
             self.close_call(run_id, *call)
         if cell_id in self.cells[run_id]:
-            return False
+            return Recorded(False)
         self.cells[run_id][cell_id] = dict(doc)
         self.release_cell(run_id, cell_id)
         run = self.runs[run_id]
@@ -315,7 +319,8 @@ class MemoryStore(MemoryStoreExtras):
         run_totals = run.setdefault("totals", {})
         for key, value in (totals or {}).items():
             run_totals[key] = run_totals.get(key, 0) + value
-        return True
+        # As Firestore's commit returns the shard's count: its cells, this one included.
+        return Recorded(True, self._on_shard(run_id, cell_id, shards))
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
         return [doc | {"cell_id": cid} for cid, doc in sorted(self.cells[run_id].items())]

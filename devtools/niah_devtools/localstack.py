@@ -408,19 +408,21 @@ def _group_members(group: int) -> list[int]:
     return members
 
 
-def group_rss_mib(state_dir: Path, name: str) -> float:
+def group_rss_mib(state_dir: Path, name: str, *, peak: bool = False) -> float:
     """Resident memory of a started process's whole group, in MiB.
 
     A function serves requests in a forked gunicorn child: the recorded pid alone is
-    the master, whose memory a request never touches.
+    the master, whose memory a request never touches. ``peak``: each member's highest
+    resident memory so far (VmHWM), summed: at most what the group ever held at once.
     """
+    field = "VmHWM" if peak else "VmRSS"
     total_kib = 0
     for pid in _group_members(pid_of(state_dir, name)):
         try:
             status = Path(f"/proc/{pid}/status").read_text().splitlines()
         except OSError:
             continue  # exited meanwhile
-        total_kib += next((int(line.split()[1]) for line in status if line.startswith("VmRSS")), 0)
+        total_kib += next((int(line.split()[1]) for line in status if line.startswith(field)), 0)
     return total_kib / 1024
 
 

@@ -44,3 +44,4 @@ def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> N
     assert (scale["samples"], scale["stored"]) == (100, 100)
     assert scale["operations_per_sample"]["firestore_writes"] > 0
     assert scale["service_usd_per_1000_samples"] > 0 and scale["report_html_bytes"] > 0
+    assert scale["report_peak_rss_mib"] > 0

@@ -23,10 +23,11 @@ pytestmark = pytest.mark.integration
 # is neither stored nor held); the spend note (the lease extended, guarded by the update
 # time its creation returned, and the note, in one batch, so only the lease's holder
 # calls); the store (one batch: the cell, its counter shard, its call, its lease's
-# release); the completion check (its counter shard read). No bucket call: the
-# haystack's listing rides on the run document and its tokens are in memory.
+# release), whose commit returns the shard's count, so the completion check reads
+# nothing. No bucket call: the haystack's listing rides on the run document and its
+# tokens are in memory.
 PLAIN_CELL = {
-    "firestore_reads": 2,
+    "firestore_reads": 1,
     "firestore_writes": 7,
     "firestore_deletes": 0,
     "pubsub_messages": 0,

@@ -41,21 +41,34 @@ def same_shard_cells(count: int) -> list[str]:
 
 
 def test_counts_live_on_shards_and_a_failed_cell_keeps_their_totals(stack: Stack) -> None:
-    """Before: a failed cell's empty totals map, merged, wiped its shard's totals."""
+    """Before: a failed cell's empty totals map, merged, wiped its shard's totals.
+
+    Each store returns its shard's count after it, from the commit (no read): 1, 2, 3,
+    the failed cell included, and nothing for a cell stored already.
+    """
     store = FirestoreStore()
     run_id = fresh_run(store, 3)
     answered, failed, other = same_shard_cells(3)
     totals = {"cost_usd": 1.5, "prompt_tokens": 1000.0}
-    assert store.record_cell(
-        run_id, answered, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
-    )
-    assert store.record_cell(run_id, failed, {"status": "failed"}, failed=True, shards=SHARDS)
-    assert store.record_cell(
-        run_id, other, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
-    )
-    assert not store.record_cell(
-        run_id, other, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
-    )
+    recorded = [
+        store.record_cell(
+            run_id, answered, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
+        ),
+        store.record_cell(run_id, failed, {"status": "failed"}, failed=True, shards=SHARDS),
+        store.record_cell(
+            run_id, other, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
+        ),
+        store.record_cell(
+            run_id, other, {"status": "answered"}, failed=False, shards=SHARDS, totals=totals
+        ),
+    ]
+    assert [(r.stored, r.shard_counted) for r in recorded] == [
+        (True, 1),
+        (True, 2),
+        (True, 3),
+        (False, None),
+    ]
+    assert store.shard_count(run_id, other, shards=SHARDS) == 3
     run = store.get_run(run_id) or {}
     assert (run["done"], run["failed"]) == (2, 1)
     assert run["totals"] == {"cost_usd": 3.0, "prompt_tokens": 2000.0}
@@ -154,7 +167,9 @@ def test_a_report_claim_dropped_by_a_reset_cannot_mark_the_run_complete(stack: S
     assert store.reset_failed_cells(run_id, shards=SHARDS) == 1  # a resume while rendering
     assert not store.finish_report(run_id, "first", 1, {"report": {"x": "stale"}})
     assert (store.get_run(run_id) or {})["status"] == "running"
-    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False, shards=SHARDS)
+    assert store.shard_count(run_id, "c", shards=SHARDS) == 0  # the reset uncounted it
+    again = store.record_cell(run_id, "c", {"status": "answered"}, failed=False, shards=SHARDS)
+    assert (again.stored, again.shard_counted) == (True, 1)
     assert store.claim_report(run_id, 300, "third") == "claimed"
     assert not store.finish_report(run_id, "third", 0, {"report": {"x": "short"}})
     assert store.finish_report(run_id, "third", 1, {"report": {"x": "fresh"}})

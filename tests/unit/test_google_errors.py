@@ -307,7 +307,7 @@ def test_the_adapters_own_answers_still_come_first() -> None:
     store_client.fail(api.AlreadyExists("run exists"), at="create")
     assert store.create_run("r", {}) is False
     store_client.fail(api.AlreadyExists("cell exists"), at="commit")
-    assert store.record_cell("r", "c", {}, failed=False, shards=1) is False
+    assert store.record_cell("r", "c", {}, failed=False, shards=1).stored is False
     blobs_client.fail(api.NotFound("no object"), at="download_as_bytes")
     with pytest.raises(KeyError):
         blobs.read("a.txt")

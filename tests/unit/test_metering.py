@@ -141,19 +141,27 @@ def test_a_run_gets_one_counter_shard_per_32_cells_up_to_the_setting() -> None:
 
 
 def _run_all_cells_counting_the_run(world: dict[str, Any]) -> list[str]:
-    """Every cell of ``world`` answered; the run IDs the completion checks counted."""
+    """Every cell of ``world`` answered; the run IDs the completion checks counted.
+
+    Each shard read is noted in ``world["shard_reads"]``.
+    """
     from tests.fakes import ScriptedProvider
     from tests.unit.test_work import echo_needle_number, run_cell
 
     store = world["store"]
     counted: list[str] = []
-    real_count = store.count_cells
+    real_count, real_shard_count = store.count_cells, store.shard_count
+    world["shard_reads"] = 0
 
     def count_cells(run_id: str) -> int:
         counted.append(run_id)
         return int(real_count(run_id))
 
-    store.count_cells = count_cells
+    def shard_count(run_id: str, cell_id: str, *, shards: int) -> int:
+        world["shard_reads"] += 1
+        return int(real_shard_count(run_id, cell_id, shards=shards))
+
+    store.count_cells, store.shard_count = count_cells, shard_count
     provider = ScriptedProvider(echo_needle_number)
     for task in world["tasks"]:
         assert run_cell(world, task, provider) == "answered"
@@ -191,6 +199,7 @@ def test_a_run_counts_on_its_own_shards_whatever_the_setting_says_later(
     counted = _run_all_cells_counting_the_run(world)
     assert 1 <= len(counted) <= 4  # the last cell of each of its 4 shards, at most
     assert world["publisher"].reports == [world["run_id"]]
+    assert world["shard_reads"] == 0  # each store returned its shard's count
 
 
 def test_a_run_stored_before_its_shards_were_kept_counts_on_the_setting(
@@ -202,3 +211,5 @@ def test_a_run_stored_before_its_shards_were_kept_counts_on_the_setting(
     counted = _run_all_cells_counting_the_run(world)
     assert 1 <= len(counted) <= 3
     assert world["publisher"].reports == [world["run_id"]]
+    # Its shards never kept ``counted``: each cell not alone on its shard reads it.
+    assert world["shard_reads"] == 120

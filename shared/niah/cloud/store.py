@@ -33,6 +33,7 @@ from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
     CancelOutcome,
+    Recorded,
     ReportClaim,
     lapses_before_claim,
 )
@@ -68,6 +69,25 @@ def add_counts(run: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, A
         merged.setdefault(name, 0)
     merged["totals"] = totals
     return merged
+
+
+# A counter shard's ``done`` plus ``failed``, kept in the same write as each, so the
+# commit that stores a cell also says whether its shard is now full.
+SHARD_COUNTED = "counted"
+
+
+def _counted_after(results: Sequence[Any]) -> int | None:
+    """The shard's ``counted`` after ``record_cell``'s commit, from its write results.
+
+    The shard is the batch's second write. A write's transform results come in the
+    order of its field transforms, which the client sorts by field path: ``counted``
+    sorts before ``done``, ``failed``, ``totals.*`` and ``updated_at``, so it is the
+    first. None if the commit returned no such value.
+    """
+    if len(results) < 2 or not results[1].transform_results:
+        return None
+    value = results[1].transform_results[0]
+    return int(value.integer_value) if "integer_value" in value else None
 
 
 @raises_service_errors(unavailable=StoreUnavailableError)
@@ -190,13 +210,14 @@ class FirestoreStore:
         shards: int,
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
-    ) -> bool:
+    ) -> Recorded:
         """Create the cell, close its call, count it and free its lease, in one atomic batch.
 
         The same batch increments ``done`` or ``failed`` and ``totals.*`` (tokens, cost)
         on the cell's counter shard (of the run's ``shards``), so the run's figures can
         never disagree with its cells, and no document takes more than its share of the
-        writes.
+        writes. It also increments the shard's ``counted`` (done and failed), whose new
+        value the commit returns: whether the shard is full, known without a read.
         """
         from google.api_core.exceptions import AlreadyExists
 
@@ -206,6 +227,7 @@ class FirestoreStore:
         batch = self._db.batch()
         batch.create(run.collection(CELLS).document(cell_id), doc)
         counts: dict[str, Any] = {
+            SHARD_COUNTED: firestore.Increment(1),
             "failed" if failed else "done": firestore.Increment(1),
             "updated_at": firestore.SERVER_TIMESTAMP,
         }
@@ -222,12 +244,12 @@ class FirestoreStore:
         )
         metering.count(FIRESTORE_WRITES, 4 if call is not None else 3)
         try:
-            batch.commit(timeout=get_settings().store_timeout_seconds)
+            results = batch.commit(timeout=get_settings().store_timeout_seconds)
         except AlreadyExists:  # not Conflict: Aborted is one too, and wrote nothing
             if call is not None:  # stored by another delivery; this call still cost
                 self.close_call(run_id, call[0], call[1])
-            return False
-        return True
+            return Recorded(False)
+        return Recorded(True, _counted_after(results))
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
         """Every stored cell of the run, in cell-ID order."""
@@ -683,7 +705,10 @@ class FirestoreStore:
             for shard, count in per_shard.items():
                 batch.set(
                     run.collection(COUNTERS).document(shard),
-                    {"failed": firestore.Increment(-count)},
+                    {
+                        "failed": firestore.Increment(-count),
+                        SHARD_COUNTED: firestore.Increment(-count),
+                    },
                     merge=True,
                 )
             metering.count(FIRESTORE_DELETES, 2 * len(chunk))

@@ -86,6 +86,22 @@ CLAIM_STORED = -1  # the cell is stored: nothing to call
 CLAIM_ABANDONED = -2  # holder after holder died on the cell: store it failed, call nothing
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What storing a cell did: whether it was stored, and its shard's count after it.
+
+    ``shard_counted``: the cells (stored and failed) the cell's counter shard has
+    counted with this one, as the store's commit returned it (None: not known, e.g. a
+    shard of a run from before the count was kept). True as a bool when stored.
+    """
+
+    stored: bool
+    shard_counted: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.stored
+
+
 def lapses_before_claim(lease: dict[str, Any]) -> int:
     """How many holders in a row let a cell's lease lapse, as a new claim finds it.
 
@@ -133,13 +149,13 @@ class ResultStore(Protocol):
         shards: int,
         totals: dict[str, float] | None = None,
         call: tuple[str, dict[str, Any]] | None = None,
-    ) -> bool:
+    ) -> Recorded:
         """Create the cell's result, count it (adding ``totals``), close ``call``, free its lease.
 
         Counted on the cell's shard of the run's ``shards`` (``niah.core.counters``).
 
-        Atomic. Returns False if the cell was already stored: nothing is counted then,
-        but the call is still closed (it was paid for).
+        Atomic. Not stored if the cell was already stored: nothing is counted then, but
+        the call is still closed (it was paid for).
         """
         ...
 

@@ -163,6 +163,8 @@ class RunView:
     counter_shards: int
     # How many cells each counter shard counts (None: a run from before they were kept).
     shard_totals: dict[str, int] | None = None
+    # Its shards keep ``counted``, which storing a cell returns (runs sized per run do).
+    shards_keep_counted: bool = False
     # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
     # the run document every delivery reads anyway: no read more per cell.
     cancelled: bool = False
@@ -218,6 +220,7 @@ def run_view(run_id: str, run: dict[str, Any]) -> RunView:
         int(run.get("total", 0)),
         run_shards(run),
         {str(k): int(v) for k, v in totals.items()} if totals else None,
+        shards_keep_counted=bool(run.get("counter_shards")),
         cancelled=run.get("status") == RUN_CANCELLED,
     )
 
@@ -518,7 +521,7 @@ def store_cell(
     """
     failed = doc.get("status") == "failed"
     try:
-        stored = store.record_cell(
+        recorded = store.record_cell(
             task.run_id,
             task.cell_id,
             doc,
@@ -555,7 +558,7 @@ def store_cell(
     # Stored, its lease freed in the same batch (so a reset of a failed cell can publish
     # and answer it again at once); or stored by another delivery, and this one's
     # claim freed here.
-    if not stored:
+    if not recorded.stored:
         store.release_cell(task.run_id, task.cell_id)
         log("concurrent duplicate suppressed", run_id=task.run_id, cell_id=task.cell_id)
         return "duplicate"
@@ -567,24 +570,27 @@ def store_cell(
             cell_id=task.cell_id,
             error=doc["error"],
         )
-    if _may_be_last(task, run, store):
+    if _may_be_last(task, run, recorded.shard_counted, store):
         request_report_if_complete(task.run_id, store=store, publisher=publisher, total=run.total)
     return "failed" if failed else "answered"
 
 
-def _may_be_last(task: CellTask, run: RunView, store: ResultStore) -> bool:
+def _may_be_last(task: CellTask, run: RunView, counted: int | None, store: ResultStore) -> bool:
     """Whether the run may be complete now: the cell's shard has all of its cells.
 
-    One read of the cell's own counter shard, whatever the run's size (none when the
-    cell is alone on its shard); only the last cell of each shard counts the run's cells
-    (an aggregation of one read per 1,000). Counting the run after every cell read
-    n/1,000 each: n squared over a run.
+    ``counted``: the shard's count that storing the cell returned; no read then. Else
+    (a run from before shards kept it) one read of the cell's own counter shard,
+    whatever the run's size (none when the cell is alone on its shard). Only the last
+    cell of each shard counts the run's cells (an aggregation of one read per 1,000).
+    Counting the run after every cell read n/1,000 each: n squared over a run.
     """
     if not run.shard_totals:
         return True
     expected = run.shard_totals.get(shard_of(task.cell_id, run.counter_shards))
     if expected is None or expected <= 1:  # alone on its shard: its own store filled it
         return True
+    if run.shards_keep_counted and counted is not None:
+        return counted >= expected
     return store.shard_count(task.run_id, task.cell_id, shards=run.counter_shards) >= expected
 
 
@@ -1033,7 +1039,7 @@ def record_dead_letter(
         failed_cell(task, spec, error),
         failed=True,
         shards=run.counter_shards,
-    )
+    ).stored
     _release_if_primer(task, store=store, publisher=publisher)
     if not stored:
         log("dead letter for a stored cell ignored", run_id=task.run_id, cell_id=task.cell_id)
