@@ -23,7 +23,7 @@ variable "vertex_location" {
 variable "default_model" {
   description = "The model a run request that names none is run on."
   type        = string
-  default     = "gemini-2.5-flash"
+  default     = "gemini-3.8-flash"
 }
 
 variable "local_model" {

@@ -257,7 +257,7 @@ def measure_stack(
         figures["grid_121_max_build_seconds"] = max(c.get("build_seconds", 0) for c in cells)
 
         grid = {
-            "model_name": "gemini-2.5-flash",
+            "model_name": "gemini-3.8-flash",
             "context_lengths_min": 1000,
             "context_lengths_max": 8000,
             "context_lengths_num_intervals": cells_side,
@@ -339,7 +339,7 @@ def merge_results(figures: dict[str, Any], results: Path = RESULTS) -> None:
 # no part rots unseen. Its figures say nothing; it shows that each part completes.
 SMOKE_LENGTHS = [1_000, 4_000]
 SMOKE_GRID = {
-    "model_name": "gemini-2.5-pro",
+    "model_name": "gemini-3.1-pro-preview",
     "context_lengths": [3_000, 6_000],
     "document_depth_percents": [0, 100],
 }

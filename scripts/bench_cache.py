@@ -1,6 +1,6 @@
 """Benchmark: a grid's input cost with naive and with cache-aware dispatch.
 
-An 11 x 11 grid from 1,000 to 1,000,000 tokens on gemini-2.5-pro: every cell's prompt
+An 11 x 11 grid from 1,000 to 1,000,000 tokens on gemini-3.1-pro-preview: every cell's prompt
 is built as the worker builds it (the single-needle task's sample, the harness
 template, the default haystack, token-exact) and sent through the real google-genai
 SDK to the Vertex stand-in with its implicit-cache model on (a prefix of at least
@@ -28,7 +28,7 @@ The calls go straight to the stand-in, not through the local stack: the Pub/Sub
 emulator keeps about 5 pushes in flight per subscription, so on the stack a "naive"
 grid trickles through a few cells at a time and its later cells hit the caches of
 earlier ones (measured 2026-11-26: 47 % of prompt tokens cached either way). The input
-cost is priced from the usage the stand-in reported, at the catalog's gemini-2.5-pro
+cost is priced from the usage the stand-in reported, at the catalog's gemini-3.1-pro-preview
 prices (long-context tier above 200K tokens included).
 """
 
@@ -42,7 +42,7 @@ from typing import Any
 
 from bench_grid import grid_prompts
 
-MODEL = "gemini-2.5-pro"
+MODEL = "gemini-3.1-pro-preview"
 MAX_OUTPUT_TOKENS = 20
 GRID = {
     "model_name": MODEL,

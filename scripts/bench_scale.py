@@ -73,7 +73,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
     from niah_devtools import localstack
 
     body = {
-        "model_name": "gemini-2.5-flash",
+        "model_name": "gemini-3.8-flash",
         "context_lengths": LENGTHS,
         "document_depth_percent_intervals": 10,
         "samples_per_cell": samples // 100,

@@ -6,7 +6,7 @@
 # harness's essays), writes the Terraform inputs and runs terraform init and apply.
 #   PROJECT=my-proj BUCKET=my-proj-niah INVOKER=user:me@example.com scripts/deploy.sh [--dry-run] [--yes]
 # Optional: REGION (us-central1), VERTEX_LOCATION (global), WORKER_MAX_INSTANCES (10),
-# WORKER_CONCURRENCY (4), DEFAULT_MODEL (gemini-2.5-flash), LOCAL_MODEL=1 (ship Gemma 3
+# WORKER_CONCURRENCY (4), DEFAULT_MODEL (gemini-3.8-flash), LOCAL_MODEL=1 (ship Gemma 3
 # 270M and llama.cpp in the worker), TERRAFORM (terraform).
 # --dry-run prints the inputs and every command it would run, and what the Terraform
 # creates; it needs no credentials, no network and no terraform, and it only warns of a
@@ -30,7 +30,7 @@ REGION=${REGION:-us-central1}
 VERTEX_LOCATION=${VERTEX_LOCATION:-global}
 WORKER_MAX_INSTANCES=${WORKER_MAX_INSTANCES:-10}
 WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-4}
-DEFAULT_MODEL=${DEFAULT_MODEL:-gemini-2.5-flash}
+DEFAULT_MODEL=${DEFAULT_MODEL:-gemini-3.8-flash}
 LOCAL_MODEL=${LOCAL_MODEL:-0}
 TERRAFORM=${TERRAFORM:-terraform}
 BUILD=$ROOT/build

@@ -2,7 +2,7 @@
 # Starts a run on the deployed dispatcher with your gcloud identity: no Python set-up,
 # only gcloud, curl and python3 (Cloud Shell has all three).
 #   DISPATCHER_URL=https://... PROJECT=my-proj scripts/start_run.sh \
-#     --model_name gemini-2.5-flash --context_lengths 4000 8000 --document_depth_percents 0 50 100
+#     --model_name gemini-3.8-flash --context_lengths 4000 8000 --document_depth_percents 0 50 100
 # Options are the run options of the README (the NIAH harness's names, dashes or
 # underscores), each followed by its value or, for lists, its values
 # (--context_lengths 1000 2000, or "[1000, 2000]" as the harness writes it).

@@ -54,7 +54,7 @@ def test_a_truncated_answer_is_truncated_in_status_report_and_export(
         run_id, finished = run(
             stack,
             {
-                "model_name": "gemini-2.5-flash",
+                "model_name": "gemini-3.8-flash",
                 "context_lengths": [1000],
                 "document_depth_percents": [0, 100],
                 "seed": 11,
@@ -112,7 +112,7 @@ def test_eight_needles_keep_every_value_whole_on_the_standin(stack: Stack) -> No
     run_id, _ = run(
         stack,
         {
-            "model_name": "gemini-2.5-flash",
+            "model_name": "gemini-3.8-flash",
             "task": "multi_needle",
             "num_needles": 8,
             "context_lengths": [2000],

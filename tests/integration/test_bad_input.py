@@ -39,7 +39,7 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("length above the model", {"context_lengths": [40_000]}, JSON, "context_lengths"),
     (
         "gemini above its limit",
-        {"model_name": "gemini-2.5-flash", "context_lengths": [1_500_000]},
+        {"model_name": "gemini-3.8-flash", "context_lengths": [1_500_000]},
         JSON,
         "context_lengths",
     ),
@@ -96,15 +96,15 @@ CASES: list[tuple[str, Any, str, str]] = [
         {
             **OK,
             "model_name": "projects/another/locations/us-central1/publishers/google/models/"
-            "gemini-2.5-flash",
+            "gemini-3.8-flash",
         },
         JSON,
         "model_name",
     ),
-    ("model name with dots", {**OK, "model_name": "gemini-2.5-flash.."}, JSON, "model_name"),
+    ("model name with dots", {**OK, "model_name": "gemini-3.8-flash.."}, JSON, "model_name"),
     (
         "judge in another project",
-        {**OK, "scorer": "judge", "evaluator_model_name": "projects/x/models/gemini-2.5-flash"},
+        {**OK, "scorer": "judge", "evaluator_model_name": "projects/x/models/gemini-3.8-flash"},
         JSON,
         "evaluator_model_name",
     ),
@@ -136,7 +136,7 @@ CASES: list[tuple[str, Any, str, str]] = [
         JSON,
         "context_lengths",
     ),
-    ("model name with a NUL", {**OK, "model_name": "gemini-2.5-flash\u0000"}, JSON, "model_name"),
+    ("model name with a NUL", {**OK, "model_name": "gemini-3.8-flash\u0000"}, JSON, "model_name"),
     ("unknown scorer", {**OK, "scorer": "vibes"}, JSON, "scorer"),
     ("judge without a judge", {**OK, "scorer": "judge"}, JSON, "scorer"),
     ("unknown provider", {**OK, "model_provider": "anthropic"}, JSON, "model_provider"),
@@ -208,7 +208,14 @@ CASES: list[tuple[str, Any, str, str]] = [
         JSON,
         "max_output_tokens",
     ),
-    ("an image model", {**OK, "model_name": "gemini-2.5-flash-image"}, JSON, "model_name"),
+    ("an image model", {**OK, "model_name": "gemini-3.1-flash-image"}, JSON, "model_name"),
+    ("a model Vertex retired", {**OK, "model_name": "gemini-2.5-flash"}, JSON, "model_name"),
+    (
+        "a judge Vertex retired",
+        {**OK, "scorer": "judge", "evaluator_model_name": "gemini-2.5-pro"},
+        JSON,
+        "evaluator_model_name",
+    ),
     ("a TTS model", {**OK, "model_name": "gemini-3.8-flash-tts"}, JSON, "model_name"),
     ("seed a string", {**OK, "seed": "lucky"}, JSON, "seed"),
     ("a JSON array", [1000, 2000], JSON, "body"),
@@ -261,6 +268,12 @@ def test_the_error_message_says_how_to_fix_it(stack: Stack) -> None:
     assert "ask for at least" in response.json()["error"]["message"]
     response = send(stack, {**OK, "contxt_lengths": [1000]}, JSON)
     assert "spelling" in response.json()["error"]["message"]
+    retired = send(stack, {**OK, "model_name": "gemini-2.5-flash"}, JSON)
+    assert retired.json()["error"]["message"] == (
+        "gemini-2.5-flash was retired on Vertex AI on 2026-10-20; Google names "
+        "gemini-3.8-flash or gemini-3.5-flash-lite instead; to call it anyway (a project "
+        "that still has access), set allow_retired"
+    )
     tight = send(stack, {**OK, "task": "multi_needle", "max_output_tokens": 10}, JSON)
     room = answer_room(RunRequest.model_validate({**OK, "task": "multi_needle"}))
     assert tight.status_code == 400
@@ -283,7 +296,7 @@ def test_twenty_grid_bombs_at_once_are_refused_and_leave_the_dispatcher_as_it_wa
         answers = list(pool.map(lambda _: send(stack, bomb, JSON), range(20)))
     bombs_seconds = time.monotonic() - started
     timed = time.monotonic()
-    normal = send(stack, {**OK, "model_name": "gemini-2.5-flash", "seed": 9090}, JSON)
+    normal = send(stack, {**OK, "model_name": "gemini-3.8-flash", "seed": 9090}, JSON)
     normal_seconds = time.monotonic() - timed
     after = localstack.group_rss_mib(stack.state_dir, "dispatcher")
     print(

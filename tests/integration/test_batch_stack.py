@@ -25,7 +25,7 @@ from tests.integration.test_local_stack import post, wait_complete
 pytestmark = pytest.mark.integration
 
 BATCH = {
-    "model_name": "gemini-2.5-flash",
+    "model_name": "gemini-3.8-flash",
     "execution": "batch",
     "document_depth_percents": [0, 50, 100],
 }

@@ -22,7 +22,7 @@ from tests.integration.test_tasks_run import submit
 pytestmark = pytest.mark.integration
 
 GRID = {
-    "model_name": "gemini-2.5-flash",
+    "model_name": "gemini-3.8-flash",
     "context_lengths": [400],
     "document_depth_percents": [0, 100],
     "samples_per_cell": 3,
@@ -54,7 +54,7 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
     # Runs are called by their labels: "model · task" by default, with the run ID where
     # two compared runs share one.
     assert real["second_label"] == "answers 0"
-    assert noise["first_label"] == f"gemini-2.5-flash · single ({first})"
+    assert noise["first_label"] == f"gemini-3.8-flash · single ({first})"
     assert noise["overall"]["pairs"] == real["overall"]["pairs"] == 6
     assert noise["overall"]["verdict"] == "no significant difference"
     assert noise["overall"]["p_value"] == 1.0 and noise["overall"]["effect"] == 0.0
@@ -71,6 +71,6 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
     assert "6 samples disagree" in text.stdout
     assert "400 tokens: -100 points (95 %: " in text.stdout
     assert text.stdout.rstrip().endswith("p = 0.031, 6 pairs: significant")
-    assert "answers 0 minus gemini-2.5-flash · single (exact McNemar" in text.stdout
+    assert "answers 0 minus gemini-3.8-flash · single (exact McNemar" in text.stdout
     status = niah(stack, "status", worse)
-    assert f"\nrun {worse} (answers 0): gemini-2.5-flash, task single" in status.stdout
+    assert f"\nrun {worse} (answers 0): gemini-3.8-flash, task single" in status.stdout

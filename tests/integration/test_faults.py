@@ -27,7 +27,7 @@ from tests.integration.test_local_stack import post, wait_complete
 
 pytestmark = pytest.mark.integration
 
-GEMINI = {"model_name": "gemini-2.5-flash", "document_depth_percents": [0, 50, 100]}
+GEMINI = {"model_name": "gemini-3.8-flash", "document_depth_percents": [0, 50, 100]}
 
 
 def standin(stack: Stack, **config: Any) -> None:

@@ -101,7 +101,7 @@ def test_published_mrcr_rows_are_read_at_their_spans_on_the_stack(stack: Stack) 
     blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
     blobs.write("mrcr-spans/a.csv", published_csv(rows), content_type="text/csv")
     body = {
-        "model_name": "gemini-2.5-flash",
+        "model_name": "gemini-3.8-flash",
         "task": "mrcr",
         "mrcr_source": f"gs://{stack.env['NIAH_BUCKET']}/mrcr-spans/",
     }

@@ -55,12 +55,12 @@ def runs(stack: Stack) -> Iterator[dict[str, str]]:
     requests.post(configure, json=wrong, timeout=5).raise_for_status()
     submitted = {
         "gemma": submit(stack, GRID),
-        "gemini": submit(stack, GRID | {"model_name": "gemini-2.5-flash"}),
+        "gemini": submit(stack, GRID | {"model_name": "gemini-3.8-flash"}),
         "multi": submit(stack, GRID | {"task": "multi_needle", "samples_per_cell": 2}),
         "elsewhere": submit(
             stack,
             {
-                "model_name": "gemini-2.5-flash",
+                "model_name": "gemini-3.8-flash",
                 "context_lengths": [700],
                 "document_depth_percents": [25],
             },
@@ -415,7 +415,7 @@ def test_two_runs_finishing_together_both_appear_in_the_runs_index(stack: Stack)
         submit(
             stack,
             {
-                "model_name": "gemini-2.5-flash",
+                "model_name": "gemini-3.8-flash",
                 "context_lengths": [600],
                 "document_depth_percents": [depth],
                 "seed": 41,
@@ -462,7 +462,7 @@ def test_the_runs_index_lists_every_run_of_the_stack_once(
     assert shown == sorted(-1 if m is None else m for m in means)
     # The single needle's leaderboard: the local model and Gemini, each on its own row.
     board = page.locator("table.leaderboard[data-task=single] tbody tr td:first-child")
-    assert {"gemma-3-270m-local", "gemini-2.5-flash"} <= set(board.all_text_contents())
+    assert {"gemma-3-270m-local", "gemini-3.8-flash"} <= set(board.all_text_contents())
     page.close()
 
 

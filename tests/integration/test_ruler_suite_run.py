@@ -44,7 +44,7 @@ def test_the_standin_scores_every_ruler_task_in_full_at_two_lengths(stack: Stack
     rows, out = run_suite(
         stack,
         "--model_name",
-        "gemini-2.5-flash",
+        "gemini-3.8-flash",
         "--context_lengths",
         "1500",
         "3000",

@@ -39,7 +39,7 @@ def gemini_task_runs(stack: Stack) -> dict[str, str]:
         task: submit(
             stack,
             {
-                "model_name": "gemini-2.5-flash",
+                "model_name": "gemini-3.8-flash",
                 "task": task,
                 "context_lengths": [3000],
                 "document_depth_percents": [10, 60],
@@ -84,7 +84,7 @@ OWN_NEEDLES = {
     ("scoring", "scorer"),
     [
         ({"expected_answers": ["4417302", "9081126"]}, "task"),
-        ({"scorer": "judge", "evaluator_model_name": "gemini-2.5-flash"}, "judge"),
+        ({"scorer": "judge", "evaluator_model_name": "gemini-3.8-flash"}, "judge"),
     ],
 )
 def test_the_users_own_needles_are_hidden_asked_and_scored_on_the_stack(
@@ -93,7 +93,7 @@ def test_the_users_own_needles_are_hidden_asked_and_scored_on_the_stack(
     run_id = submit(
         stack,
         {
-            "model_name": "gemini-2.5-flash",
+            "model_name": "gemini-3.8-flash",
             "context_lengths": [2000],
             "document_depth_percents": [30],
             **OWN_NEEDLES,

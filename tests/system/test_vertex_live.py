@@ -25,7 +25,7 @@ pytestmark = [
         reason="set NIAH_SYSTEM_PROJECT to test against real Vertex AI",
     ),
 ]
-MODEL = os.environ.get("NIAH_SYSTEM_MODEL", "gemini-2.5-flash")
+MODEL = os.environ.get("NIAH_SYSTEM_MODEL", "gemini-3.8-flash")
 PROMPT = (
     "Paul Graham wrote about startups. The special magic Lagos number is: 7304912. "
     "He also wrote about essays.\n\nWhat is the special magic Lagos number?"

@@ -104,7 +104,8 @@ def test_every_gemini_entry_has_limits_thinking_and_a_source() -> None:
         assert "read 2026-11-26" in info.source, info.name
         if info.thinking.control == "level":
             assert info.thinking.default_level in info.thinking.levels, info.name
-            assert info.temperature == 1.0, info.name
+            # 1.0, or none sent where Google says a custom temperature is ignored.
+            assert info.temperature in (1.0, None), info.name
 
 
 @pytest.mark.parametrize(
@@ -124,7 +125,9 @@ def test_current_gemini_models_are_known_with_their_thinking(
     assert info is not None and not info.assumed
     assert (info.input_tokens, info.output_tokens) == (1_048_576, 65_536)
     assert info.thinking.levels == levels and info.thinking.default_level == default
-    assert info.lifecycle.stage == stage and info.temperature == 1.0
+    # G36: 3.6 Flash ignores a custom temperature on Vertex, so none is sent.
+    assert info.lifecycle.stage == stage
+    assert info.temperature == (None if name == "gemini-3.6-flash" else 1.0)
 
 
 def test_an_unlisted_gemini_3_or_later_gets_the_gemini_3_handling_with_a_warning() -> None:
@@ -211,7 +214,12 @@ def test_the_current_models_genai_prices_lacks_are_exactly_these() -> None:
         and not info.lifecycle.retired()
         and prices_for(info.name) is None
     }
-    assert unpriced == {"gemini-4-carbon", "gemini-4-hydrogen", "gemini-4-neon"}
+    assert unpriced == {
+        "gemini-4-carbon",
+        "gemini-4-carbon-cyber-permissive",
+        "gemini-4-hydrogen",
+        "gemini-4-neon",
+    }
 
 
 def test_the_long_context_tier_prices_the_whole_request() -> None:
@@ -294,7 +302,12 @@ def test_a_thinking_budget_the_model_cannot_take_is_refused(
     [("gemini-2.5-pro", -1), ("gemini-2.5-pro", 128), ("gemini-2.5-flash", 0), ("gemini-9", -1)],
 )
 def test_a_thinking_budget_the_model_takes_passes(model: str, budget: int) -> None:
-    check_budget(RunRequest(model_name=model, context_lengths=[1000], thinking_budget=budget))
+    # The budget-controlled models are the retired 2.5 family: run only with allow_retired.
+    check_budget(
+        RunRequest(
+            model_name=model, context_lengths=[1000], thinking_budget=budget, allow_retired=True
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -316,16 +329,20 @@ def test_a_retired_model_is_refused_naming_its_replacement(
     with pytest.raises(RequestError) as caught:
         check_budget(RunRequest(context_lengths=[1000], **options))
     assert caught.value.field == field
-    assert retired in caught.value.message and f"replacement, {replacement}" in caught.value.message
-    # Each replacement here is itself past its date: the message names what is current.
-    assert "current Gemini models: gemini-4-argon" in caught.value.message
+    assert f"retired on Vertex AI on {retired}; Google names {replacement} instead" in (
+        caught.value.message
+    )
+    # Each replacement here is itself retired since: the message names what is current.
+    assert "(all since retired; current: gemini-4-argon" in caught.value.message
 
 
-def test_a_model_past_its_date_without_a_named_replacement_is_warned() -> None:
-    spec = RunRequest(model_name="gemini-2.5-flash", context_lengths=[1000])
+def test_a_model_past_its_date_is_refused_unless_allowed_and_then_warned() -> None:
+    with pytest.raises(RequestError, match="set allow_retired"):
+        check_budget(RunRequest(model_name="gemini-2.5-flash", context_lengths=[1000]))
+    spec = RunRequest(model_name="gemini-2.5-flash", context_lengths=[1000], allow_retired=True)
     check_budget(spec)  # accepted
     (warning,) = model_warnings(spec)
-    assert "2026-10-20" in warning
+    assert "2026-10-20" in warning and "called anyway (allow_retired)" in warning
     assert model_warnings(RunRequest(context_lengths=[1000])) == []
 
 

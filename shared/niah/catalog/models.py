@@ -29,8 +29,28 @@ Sources, read 2026-11-26 (stored copies of Google's pages; Vertex AI is now name
   -1 is dynamic).
 - DEPR: ai.google.dev/gemini-api/docs/deprecations (release and earliest shutdown dates).
 - V25: docs.cloud.google.com/gemini-enterprise-agent-platform/models/gemini/2-5-pro,
-  2-5-flash-lite, 2-0-flash (limits; 2.0 discontinued June 1, 2026) and "Model versions
-  and lifecycle" (2.5: 2026-10-20).
+  2-5-flash-lite, 2-0-flash (limits; 2.0 discontinued June 1, 2026).
+Read 2026-11-27:
+- VLIFE: "Latest available models" (Model versions and lifecycle), docs.cloud.google.com/
+  gemini-enterprise-agent-platform/models/model-versions, the newest stored copy (?hl=hu,
+  the only one with a gemini-3.8-flash row): release and retirement dates ("or later" is
+  the earliest date Google promises), and each retired model's "Replacement model ID"
+  ("gemini-2.5-pro | June 17, 2025 | October 20, 2026 | gemini-3.8-flash or
+  gemini-3.5-flash"). Older copies named other replacements (3.5 Flash, 3.1 Flash-Lite).
+- VNOTES: docs.cloud.google.com/gemini-enterprise-agent-platform/release-notes, November
+  12, 2026: "gemini-4-hydrogen ... is generally available (GA) ... as a short-term
+  release (subject to a minimum 45-day retirement notice policy)".
+- 37FLASH: ai.google.dev/gemini-api/docs/models/gemini-3.7-flash: "All requests to
+  gemini-3.7-flash are automatically routed to gemini-3.8-flash".
+- G4C: docs.cloud.google.com/gemini-enterprise-agent-platform/models/guides/gemini-4-carbon:
+  "LOW, MEDIUM (gemini-4-carbon's default), HIGH (gemini-4-carbon-cyber-permissive's
+  default)".
+- Temperature: G36 says 3.6 Flash ignores a custom one on Vertex. For Gemini 4 no stored
+  Google excerpt says so; a migration guide (dev.to/aihubmix, "gemini-4-neon migration")
+  says Neon ignores temperature, top_p and top_k. Either way none is sent to them, so the
+  run's "model default (ignored)" is true of what was asked.
+- Not found on any stored Google page: gemini-3.5-flash's routing to 3.6 Flash (quoted by
+  users from the Gemini API changelog); whether gemini-3.1-pro-preview is still listed.
 Google publishes no thinking-token figures per model or level (GEM3: levels are
 "relative allowances for thinking rather than strict token guarantees"); the rooms in
 ``THINKING_LEVEL_ROOM`` are this service's choice, not Google's.
@@ -43,12 +63,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from niah.catalog.lifecycle import Lifecycle, lifecycle_warning, retirement_message
 from niah.errors import ConfigurationError
 from niah.settings import get_settings
 
 ProviderName = Literal["local", "gemini", "openai_compatible"]
 ThinkingControl = Literal["none", "budget", "level"]
-LaunchStage = Literal["GA", "Preview", "Deprecated", "Retired", "Local"]
 
 LOCAL_MODEL = "gemma-3-270m-local"
 GEMMA3_TOKENIZER = "gemma3"
@@ -132,20 +152,6 @@ class Thinking:
 
 
 @dataclass(frozen=True)
-class Lifecycle:
-    """Launch stage and published dates (None where none is published)."""
-
-    stage: LaunchStage = "GA"
-    released: dt.date | None = None
-    retires: dt.date | None = None
-    successor: str | None = None
-
-    def retired(self, today: dt.date | None = None) -> bool:
-        """Whether the retirement date has passed."""
-        return self.retires is not None and (today or dt.date.today()) >= self.retires
-
-
-@dataclass(frozen=True)
 class ModelInfo:
     """One model's entry in the catalog; ``source`` says where its facts were read."""
 
@@ -155,7 +161,9 @@ class ModelInfo:
     output_tokens: int | None
     thinking: Thinking = field(default_factory=Thinking)
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
-    temperature: float = TEMPERATURE
+    # None: Google says the model ignores a custom temperature on Vertex AI, so none is
+    # sent and the run records "model default (ignored)".
+    temperature: float | None = TEMPERATURE
     source: str = ""
     # Set on an entry made up for a name the catalog does not know (``find_model``).
     assumed: bool = False
@@ -187,9 +195,15 @@ def _gemini(
     source: str,
     *,
     input_tokens: int = MILLION,
+    temperature_ignored: bool = False,
 ) -> ModelInfo:
-    """A Gemini text model; Gemini 3 and later at Google's advised temperature of 1.0."""
+    """A Gemini text model; Gemini 3 and later at Google's advised temperature of 1.0.
+
+    ``temperature_ignored``: Google says the model ignores a custom temperature on Vertex
+    AI, so none is sent (and none is claimed on the run).
+    """
     major = int(GEMINI_MAJOR.match(name).group(1))  # type: ignore[union-attr]
+    temperature = GEMINI_3_TEMPERATURE if major >= 3 else TEMPERATURE
     return ModelInfo(
         name,
         "gemini",
@@ -197,9 +211,20 @@ def _gemini(
         output_tokens,
         thinking,
         lifecycle,
-        temperature=GEMINI_3_TEMPERATURE if major >= 3 else TEMPERATURE,
+        temperature=None if temperature_ignored else temperature,
         source=f"{source}, {READ}",
     )
+
+
+# VLIFE's "or later": the earliest retirement Google promises, not a date it stops.
+def _served(
+    released: dt.date, earliest_retirement: dt.date, notice: str | None = None
+) -> Lifecycle:
+    return Lifecycle("GA", released, earliest_retirement, or_later=True, notice=notice)
+
+
+def _retired(released: dt.date, retired: dt.date, *instead: str) -> Lifecycle:
+    return Lifecycle("Retired", released, retired, replacements=instead)
 
 
 CATALOG: dict[str, ModelInfo] = {
@@ -207,58 +232,78 @@ CATALOG: dict[str, ModelInfo] = {
     for info in (
         # Gemini 4 (G4): input and output share one 1,048,576-token limit; a non-streaming
         # request returns at most 32,768 tokens on Argon and Carbon, 65,536 on Hydrogen
-        # and Neon. Release dates are published only by third parties: left out.
+        # and Neon. No temperature is sent to them (see the sources' note on temperature).
         _gemini("gemini-4-argon", 32_768, _levels(*NO_MINIMAL, default="medium"),
-                Lifecycle("GA"), "G4"),
+                _served(dt.date(2026, 10, 13), dt.date(2027, 10, 13)), "G4; VLIFE",
+                temperature_ignored=True),
         _gemini("gemini-4-carbon", 32_768, _levels(*NO_MINIMAL, default="medium"),
-                Lifecycle("GA"), "G4 (models/gemini/4-carbon)"),
+                Lifecycle("GA"), "G4; G4C", temperature_ignored=True),
+        # Carbon's cyber-permissive variant thinks at high unless told otherwise (G4C).
+        _gemini("gemini-4-carbon-cyber-permissive", 32_768,
+                _levels(*NO_MINIMAL, default="high"), Lifecycle("GA"), "G4; G4C",
+                temperature_ignored=True),
         _gemini("gemini-4-hydrogen", 65_536, _levels(*GEMINI_4_LEVELS, default="high"),
-                Lifecycle("GA"), "G4 (models/guides/gemini-4-hydrogen)"),
+                Lifecycle("Short-term GA", dt.date(2026, 11, 12),
+                          notice="Google retires it on at least 45 days' notice"),
+                "G4 (models/guides/gemini-4-hydrogen); VNOTES (2026-11-12)",
+                temperature_ignored=True),
         _gemini("gemini-4-neon", 65_536, _levels(*GEMINI_4_LEVELS, default="high"),
-                Lifecycle("GA"), "G4 (models/guides/gemini-4-neon)"),
+                Lifecycle("GA"), "G4 (models/guides/gemini-4-neon)", temperature_ignored=True),
         _gemini("gemini-3.8-flash", 65_536, _levels(*NO_MINIMAL, default="medium"),
-                Lifecycle("GA", dt.date(2026, 9, 2)), "G38; DEPR"),
-        # DEPR: on the Gemini API 3.7 Flash is "deprecated and automatically routed to
-        # Gemini 3.8 Flash"; no Vertex date is published.
+                _served(dt.date(2026, 9, 2), dt.date(2027, 9, 2)), "G38; VLIFE; DEPR"),
+        # 37FLASH: on the Gemini API "All requests to gemini-3.7-flash are automatically
+        # routed to gemini-3.8-flash"; Vertex publishes no date for it.
         _gemini("gemini-3.7-flash", 65_536, _levels(*NO_MINIMAL, default="medium"),
-                Lifecycle("Deprecated", dt.date(2026, 8, 13), successor="gemini-3.8-flash"),
-                "VTHINK; DEPR"),
+                Lifecycle("Deprecated", dt.date(2026, 8, 13), replacements=("gemini-3.8-flash",),
+                          routed_to="gemini-3.8-flash"),
+                "VTHINK; DEPR; 37FLASH"),
         # G36: on Vertex a custom temperature "will be ignored".
         _gemini("gemini-3.6-flash", 65_536, _levels(*ALL_LEVELS, default="medium"),
-                Lifecycle("GA", dt.date(2026, 7, 21)), "VTHINK; G36; DEPR"),
+                Lifecycle("GA", dt.date(2026, 7, 21)), "VTHINK; G36; DEPR",
+                temperature_ignored=True),
+        # On Vertex GA until "May 19, 2027 or later" (VLIFE); the Gemini API deprecated it
+        # and routes it to 3.6 Flash (its changelog, as quoted by users; no stored Google
+        # copy says so): the cells' modelVersion shows what answered.
         _gemini("gemini-3.5-flash", 65_536, _levels(*ALL_LEVELS, default="medium"),
-                Lifecycle("GA", dt.date(2026, 5, 19)), "G35; DEPR"),
+                _served(dt.date(2026, 5, 19), dt.date(2027, 5, 19),
+                        notice="the Gemini API routes it to gemini-3.6-flash"),
+                "G35; VLIFE; DEPR"),
         _gemini("gemini-3.5-flash-lite", 65_536, _levels(*ALL_LEVELS, default="minimal"),
-                Lifecycle("GA", dt.date(2026, 7, 21)), "VTHINK; DEPR"),
+                _served(dt.date(2026, 7, 21), dt.date(2027, 7, 21)), "VTHINK; VLIFE; DEPR"),
         _gemini("gemini-3.1-pro-preview", 65_536, _levels(*NO_MINIMAL, default="high"),
                 Lifecycle("Preview", dt.date(2026, 2, 19)), "G35; DEPR"),
         _gemini("gemini-3.1-flash-lite", 65_536, _levels(*ALL_LEVELS, default="minimal"),
-                Lifecycle("GA", dt.date(2026, 5, 7), dt.date(2027, 5, 7),
-                          "gemini-3.5-flash-lite"), "G35; DEPR"),
+                _served(dt.date(2026, 5, 7), dt.date(2027, 5, 7)), "G35; VLIFE; DEPR"),
         _gemini("gemini-3-flash-preview", 65_536, _levels(*ALL_LEVELS, default="high"),
-                Lifecycle("Preview", dt.date(2025, 12, 17)), "GEM3; DEPR"),
+                Lifecycle("Preview", dt.date(2025, 12, 17), replacements=("gemini-3.5-flash",)),
+                "GEM3; DEPR"),
         _gemini("gemini-3-pro-preview", 65_536, _levels("low", "high", default="high"),
-                Lifecycle("Retired", dt.date(2025, 11, 18), dt.date(2026, 3, 9),
-                          "gemini-3.1-pro-preview"), "GEM3; DEPR"),
+                _retired(dt.date(2025, 11, 18), dt.date(2026, 3, 9), "gemini-3.1-pro-preview"),
+                "GEM3; DEPR"),
+        # VLIFE: the 2.5 family retired on Vertex AI on October 20, 2026. Their thinking
+        # budgets stay: tests that need a budget-controlled model run them with
+        # allow_retired.
         _gemini("gemini-2.5-pro", 65_535, _budget(128, 32_768, off=False),
-                Lifecycle("GA", dt.date(2025, 6, 17), dt.date(2026, 10, 20)), "V25; THINK25"),
+                _retired(dt.date(2025, 6, 17), dt.date(2026, 10, 20), "gemini-3.8-flash",
+                         "gemini-3.5-flash"), "V25; THINK25; VLIFE"),
         _gemini("gemini-2.5-flash", 65_535, _budget(0, 24_576, off=True),
-                Lifecycle("GA", dt.date(2025, 6, 17), dt.date(2026, 10, 20)), "V25; THINK25"),
+                _retired(dt.date(2025, 6, 17), dt.date(2026, 10, 20), "gemini-3.8-flash",
+                         "gemini-3.5-flash-lite"), "V25; THINK25; VLIFE"),
         _gemini("gemini-2.5-flash-lite", 65_536,
                 _budget(512, 24_576, off=True, default_on=False),
-                Lifecycle("GA", dt.date(2025, 7, 22), dt.date(2026, 10, 20)), "V25; THINK25"),
+                _retired(dt.date(2025, 7, 22), dt.date(2026, 10, 20), "gemini-3.8-flash",
+                         "gemini-3.5-flash-lite", "Gemma 4"), "V25; THINK25; VLIFE"),
         _gemini("gemini-2.0-flash", 8_192, Thinking(),
-                Lifecycle("Retired", dt.date(2025, 2, 5), dt.date(2026, 6, 1),
-                          "gemini-2.5-flash"), "V25 (discontinued June 1, 2026); DEPR"),
+                _retired(dt.date(2025, 2, 5), dt.date(2026, 6, 1), "gemini-2.5-flash"),
+                "V25 (discontinued June 1, 2026); DEPR"),
         _gemini("gemini-2.0-flash-lite", 8_192, Thinking(),
-                Lifecycle("Retired", dt.date(2025, 2, 25), dt.date(2026, 6, 1),
-                          "gemini-2.5-flash-lite"), "V25 (discontinued June 1, 2026); DEPR"),
+                _retired(dt.date(2025, 2, 25), dt.date(2026, 6, 1), "gemini-2.5-flash-lite"),
+                "V25 (discontinued June 1, 2026); DEPR"),
         _gemini("gemini-1.5-pro", 8_192, Thinking(),
-                Lifecycle("Retired", dt.date(2024, 9, 24), dt.date(2025, 9, 24),
-                          "gemini-2.5-pro"), "DEPR", input_tokens=2_097_152),
+                _retired(dt.date(2024, 9, 24), dt.date(2025, 9, 24), "gemini-2.5-pro"), "DEPR",
+                input_tokens=2_097_152),
         _gemini("gemini-1.5-flash", 8_192, Thinking(),
-                Lifecycle("Retired", dt.date(2024, 9, 24), dt.date(2025, 9, 24),
-                          "gemini-2.5-flash"), "DEPR"),
+                _retired(dt.date(2024, 9, 24), dt.date(2025, 9, 24), "gemini-2.5-flash"), "DEPR"),
         ModelInfo(
             LOCAL_MODEL,
             "local",
@@ -367,10 +412,46 @@ def output_limit(model_name: str) -> int | None:
     return known.output_tokens if known else None
 
 
-def temperature_for(model_name: str) -> float:
-    """The temperature the model is called at: 0, or Google's advice for the model."""
+def temperature_for(model_name: str) -> float | None:
+    """The temperature the model is called at: 0, Google's advice, or None (ignored)."""
     known = find_model(model_name)
     return known.temperature if known else TEMPERATURE
+
+
+# How a run records the temperature of a model that ignores a custom one.
+IGNORED_TEMPERATURE = "model default (ignored)"
+
+
+def temperature_record(model_name: str) -> float | str:
+    """The temperature as a run states it: the number sent, or ``IGNORED_TEMPERATURE``."""
+    temperature = temperature_for(model_name)
+    return IGNORED_TEMPERATURE if temperature is None else temperature
+
+
+def current_gemini_models(today: dt.date | None = None) -> list[str]:
+    """The catalog's Gemini models that Vertex AI still serves, newest family first."""
+    return [
+        info.name
+        for info in CATALOG.values()
+        if info.provider == "gemini" and not info.lifecycle.retired(today)
+    ]
+
+
+def retired_refusal(model_name: str, today: dt.date | None = None) -> str | None:
+    """The line refusing a model Vertex AI has retired, or None for a served one."""
+    known = find_model(model_name)
+    if known is None or not known.lifecycle.retired(today):
+        return None
+    named = [find_model(r) for r in known.lifecycle.replacements]
+    all_retired = bool(named) and all(r is not None and r.lifecycle.retired(today) for r in named)
+    current = current_gemini_models(today) if all_retired else []
+    return retirement_message(known.name, known.lifecycle, current)
+
+
+def lifecycle_notice(model_name: str, today: dt.date | None = None) -> str | None:
+    """A warning of a served model's deprecation, short-term status or coming retirement."""
+    known = find_model(model_name)
+    return lifecycle_warning(known.name, known.lifecycle, today) if known else None
 
 
 def model_notice(model_name: str) -> str | None:

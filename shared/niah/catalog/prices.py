@@ -5,8 +5,12 @@ Google's prices with the long-context tier and the cached-read rate, each model 
 comment saying where and when they were checked. It keeps one table for Google, citing
 both ai.google.dev/gemini-api/docs/pricing and cloud.google.com/vertex-ai/generative-ai/
 pricing; where the two differ, its figures are the Gemini API's (say so before trusting
-a Vertex bill). The catalog keeps prices only for what the library lacks: the local
-model, which costs nothing per token.
+a Vertex bill). Prices change on fixed dates (introductory rates that end): the library
+keeps each rate with the day it starts, and a call is priced at the rate of its own day.
+A served model the library lacks has its reason in ``NO_PRICE_REASONS`` (none of them
+has a price on Google's pages either); tests/unit/test_catalog.py demands a price or a
+reason of every model the catalog lists as served. The local model costs nothing per
+token.
 
 Kept apart from ``niah.catalog.models`` so that the dispatcher, which never prices a
 call, does not load the library on its cold start.
@@ -50,11 +54,28 @@ class Prices:
 LOCAL_PRICES = Prices(0.0, 0.0, cached_input=0.0, checked="runs on the worker: no per-token price")
 PRICE_FIELDS = frozenset(f.name for f in fields(Prices)) - {"checked"}
 
+# Served models with no published price anywhere, and why (the estimate then says
+# "unknown", never $0; NIAH_PRICE_TABLE can set one).
+_UNPUBLISHED = (
+    "no price on the stored copies of Google's pricing pages (ai.google.dev/gemini-api/"
+    "docs/pricing, cloud.google.com/vertex-ai/generative-ai/pricing; read 2026-11-27) "
+    "and none in genai-prices 0.2.3; set NIAH_PRICE_TABLE to price it"
+)
+NO_PRICE_REASONS: dict[str, str] = {
+    name: _UNPUBLISHED
+    for name in (
+        "gemini-4-carbon",
+        "gemini-4-carbon-cyber-permissive",
+        "gemini-4-hydrogen",
+        "gemini-4-neon",
+    )
+}
+
 
 def prices_for(model_name: str, when: dt.datetime | None = None) -> Prices | None:
     """The model's prices at ``when`` (now), with overrides merged; None where unknown.
 
-    A pinned version (``gemini-2.5-flash-001``) is priced as its family, then the
+    A pinned version (``gemini-3.5-flash-001``) is priced as its family, then the
     family's override and the pinned ID's own override are merged over that, field by
     field.
     """
@@ -116,6 +137,40 @@ def library_prices(model_id: str, day: dt.date) -> Prices | None:
         long_cached_input=cached_long,
         checked=f"genai-prices {genai_prices.__version__}, {model.id}: {comment}",
     )
+
+
+def change_days(model_id: str) -> list[dt.date]:
+    """Every day on which a rate of ``model_id`` starts, as genai-prices dates them."""
+    from genai_prices import data_snapshot
+
+    days: set[dt.date] = set()
+    try:
+        _, model = data_snapshot.get_snapshot().find_provider_model(
+            model_id, None, GENAI_PRICES_PROVIDER, None
+        )
+    except LookupError:
+        return sorted(days)
+    for conditional in model.prices if isinstance(model.prices, list) else ():
+        start = getattr(conditional.constraint, "start_date", None)
+        if isinstance(start, dt.date):
+            days.add(start)
+    return sorted(days)
+
+
+def next_price_change(
+    model_name: str, today: dt.date | None = None
+) -> tuple[dt.date, Prices] | None:
+    """The first day after ``today`` on which the model's rates differ, and the new rates."""
+    today = today or dt.datetime.now(dt.UTC).date()
+    entry = catalog_entry(model_name)
+    family = entry.name if entry is not None else base_name(model_name)
+    now = prices_for(family, dt.datetime.combine(today, dt.time(12), dt.UTC))
+    for day in change_days(family):
+        if day > today:
+            then = prices_for(family, dt.datetime.combine(day, dt.time(12), dt.UTC))
+            if then is not None and then != now:
+                return day, then
+    return None
 
 
 def _merge(prices: Prices | None, override: dict[str, Any], name: str) -> Prices:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from niah.cli.compare import cmd_compare
+from niah.cli.models import cmd_models
 from niah.cli.run import cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
 from niah.cli.show import (
@@ -168,6 +169,11 @@ def _add_show_commands(commands: Any) -> None:
     index.add_argument("--out", type=Path, required=True, help="write the HTML page here")
     index.add_argument("--json", type=Path, help="and the index as JSON here")
     index.set_defaults(handler=cmd_index)
+    models = commands.add_parser(
+        "models", help="the models the service knows: limits, thinking, prices, dates"
+    )
+    models.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    models.set_defaults(handler=cmd_models)
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:

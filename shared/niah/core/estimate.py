@@ -22,13 +22,14 @@ hand, and where the haystack's sentences end if it read the haystack.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from niah.catalog.models import find_model, model_notice
-from niah.catalog.prices import prices_for
+from niah.catalog.prices import next_price_change, prices_for
 from niah.core.answer_budget import (
     CallBudget,
     budget_warning,
@@ -51,6 +52,8 @@ from niah.core.spec import Cell, RunRequest, primer_cell
 # (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview,
 # read 2026-11-26). The stand-in's cache model reads it from here.
 IMPLICIT_CACHE_MIN_TOKENS = 2048
+# A price change within this many days is told with the estimate (a run may span it).
+PRICE_CHANGE_WARNING_DAYS = 60
 # Tokens a turn may add when a transcript is sent as turns: Gemma's chat template wraps
 # each in <start_of_turn>, the role, a newline, <end_of_turn> and a newline, while the
 # "User: " / "Assistant: " marks and blank lines between them are dropped. An allowance.
@@ -285,6 +288,14 @@ def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     for name in (spec.model_name, spec.evaluator_model_name):
         if name and prices_for(name) is None:
             warnings.append(f"no price for {name}: its cost is unknown (set NIAH_PRICE_TABLE)")
+        change = next_price_change(name) if name else None
+        if change and (change[0] - dt.date.today()).days <= PRICE_CHANGE_WARNING_DAYS:
+            day, rates = change
+            warnings.append(
+                f"{name}'s rates change on {day} (to ${rates.input:g} input, "
+                f"${rates.output:g} output per 1M tokens): calls from that day are priced "
+                "at them (this estimate is at today's)"
+            )
     return warnings
 
 

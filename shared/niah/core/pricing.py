@@ -18,6 +18,7 @@ cached input at the cached rate, not halved again.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from niah.catalog.prices import Prices, prices_for
@@ -91,10 +92,15 @@ def cost_of(
     cached_tokens: int = 0,
     thinking_tokens: int = 0,
     batch: bool = False,
+    when: dt.datetime | None = None,
 ) -> Cost:
-    """The cost of one call to ``model_name``, at the catalog's prices (batch's with ``batch``)."""
+    """The cost of one call to ``model_name`` at the rates of ``when`` (now).
+
+    A run that spans a price change pays each call at its own day's rate; ``batch``: at
+    batch rates.
+    """
     return call_cost(
-        prices_for(model_name),
+        prices_for(model_name, when),
         prompt_tokens,
         output_tokens,
         cached_tokens=cached_tokens,
@@ -103,8 +109,10 @@ def cost_of(
     )
 
 
-def answer_cost(model_name: str, answer: ModelAnswer, *, batch: bool = False) -> Cost:
-    """What one answered call cost, from the usage the API reported."""
+def answer_cost(
+    model_name: str, answer: ModelAnswer, *, batch: bool = False, when: dt.datetime | None = None
+) -> Cost:
+    """What one answered call cost, from the usage the API reported, at ``when``'s rates."""
     return cost_of(
         model_name,
         answer.prompt_tokens or 0,
@@ -112,4 +120,5 @@ def answer_cost(model_name: str, answer: ModelAnswer, *, batch: bool = False) ->
         cached_tokens=answer.cached_tokens or 0,
         thinking_tokens=answer.thinking_tokens or 0,
         batch=batch,
+        when=when,
     )

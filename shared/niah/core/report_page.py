@@ -433,6 +433,10 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
     ]
     if summary.get("mrcr"):
         facts.append(("MRCR samples", summary["mrcr"].get("samples")))
+    if run.get("model_notes"):
+        # Google's word on the models when the run began (deprecated; retired and
+        # called anyway): a score is read in its light.
+        facts.append(("model lifecycle", "; ".join(run["model_notes"])))
     return [(name, "" if value is None else str(value)) for name, value in facts]
 
 

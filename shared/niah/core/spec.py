@@ -134,6 +134,10 @@ OPTION_HELP: dict[str, str] = {
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
     "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
     "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
+    "allow_retired": (
+        "call a model Vertex AI has retired anyway (a project that still has access, e.g. "
+        "a private endpoint); recorded on the run"
+    ),
 }
 
 # The prompt template's placeholders, each filled once by one pass (prompts.render).
@@ -235,6 +239,10 @@ class RunRequest(BaseModel):
     # the run's identity (a batch run is a run of its own); "online" is the default
     # spelt out, so it names the same run as leaving it out.
     execution: Literal["online", "batch"] | None = None
+    # Vertex AI answers a retired model with 404, so one is refused; a project that
+    # still has access (a private endpoint, an extension) says so here. It measures
+    # nothing, so it is not in the run's ID; the run's notes record it.
+    allow_retired: bool = False
 
     @field_validator("execution")
     @classmethod
@@ -585,6 +593,7 @@ RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")
 # Options that change how a run is carried out or recorded, not what it measures.
 NOT_RESULT_FIELDS = {
     "label",
+    "allow_retired",
     "context_lengths",
     "context_lengths_min",
     "context_lengths_max",

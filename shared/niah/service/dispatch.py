@@ -11,15 +11,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from niah.catalog.models import (
-    CATALOG,
     LOCAL_MODEL,
     find_model,
     input_limit,
     is_gemini_name,
+    lifecycle_notice,
     model_notice,
     not_a_text_model,
     provider_for_model,
-    temperature_for,
+    retired_refusal,
+    temperature_record,
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.counters import run_shards, shard_totals, shards_for
@@ -221,7 +222,7 @@ def check_model(spec: RunRequest) -> None:
         raise RequestError(
             "model_name",
             f"{spec.model_name!r} is not a Gemini model ID: give the bare ID (e.g. "
-            "gemini-2.5-flash); the project and location are the deployment's",
+            "gemini-3.5-flash); the project and location are the deployment's",
         )
     if provider == "openai_compatible" and not get_settings().openai_base_url:
         raise RequestError(
@@ -239,7 +240,7 @@ def check_model(spec: RunRequest) -> None:
         if provider_for_model(name) == "gemini" and not is_gemini_name(name):
             raise RequestError(
                 "evaluator_model_name",
-                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-2.5-flash)",
+                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-3.5-flash)",
             )
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
@@ -248,36 +249,21 @@ def check_model(spec: RunRequest) -> None:
         ("model_name", spec.model_name),
         ("evaluator_model_name", spec.evaluator_model_name),
     ):
-        check_not_retired(field_name, name)
+        check_not_retired(field_name, name, allowed=spec.allow_retired)
 
 
-def check_not_retired(field_name: str, model_name: str | None) -> None:
-    """Refuse a model past its retirement date whose replacement the catalog names.
+def check_not_retired(field_name: str, model_name: str | None, *, allowed: bool) -> None:
+    """Refuse a model Vertex AI has retired, naming its date and Google's replacement.
 
-    Vertex answers such a model with 404 on every cell. A model whose retirement date
-    has passed but whose replacement is not published only gets a warning
-    (``model_warnings``): some projects keep access for a while.
+    Every call to it would be a 404. ``allowed`` (the request's ``allow_retired``) lets a
+    project that still has access run it; the run's notes then say so.
     """
-    known = find_model(model_name) if model_name else None
-    if known is None or not known.lifecycle.retired() or not known.lifecycle.successor:
-        return
-    successor = find_model(known.lifecycle.successor)
-    also = ""
-    if successor is not None and successor.lifecycle.retired():
-        current = [
-            info.name
-            for info in CATALOG.values()
-            if info.provider == "gemini" and not info.lifecycle.retires
-        ]
-        also = (
-            f", itself past its date ({successor.lifecycle.retires}); the catalog's "
-            f"current Gemini models: {', '.join(current)}"
+    refusal = retired_refusal(model_name) if model_name else None
+    if refusal and not allowed:
+        raise RequestError(
+            field_name,
+            f"{refusal}; to call it anyway (a project that still has access), set allow_retired",
         )
-    raise RequestError(
-        field_name,
-        f"{known.name} was retired on {known.lifecycle.retires} (Vertex AI answers it with "
-        f"404); use its replacement, {known.lifecycle.successor}{also}",
-    )
 
 
 def check_thinking(spec: RunRequest) -> None:
@@ -338,23 +324,27 @@ def check_thinking(spec: RunRequest) -> None:
         )
 
 
-def model_warnings(spec: RunRequest) -> list[str]:
-    """What a user should know before paying: unknown or retired models, a tight budget."""
-    warnings = []
+def lifecycle_notes(spec: RunRequest) -> list[str]:
+    """What Google says of the run's models' lifecycle, as the run records it.
+
+    A deprecated, short-term or soon-retired model's warning; a retired one called
+    anyway (``allow_retired``: refused otherwise).
+    """
+    notes = []
     for name in filter(None, [spec.model_name, spec.evaluator_model_name]):
-        notice = model_notice(name)
+        refusal = retired_refusal(name)
+        notice = f"{refusal}; called anyway (allow_retired)" if refusal else lifecycle_notice(name)
         if notice:
-            warnings.append(notice)
-        known = find_model(name)
-        if known is not None and known.lifecycle.retired():
-            successor = known.lifecycle.successor
-            warnings.append(
-                f"{known.name} was due to retire on {known.lifecycle.retires}; calls may "
-                "fail with 404 and end the run grey"
-                + (f" (its successor: {successor})" if successor else "")
-            )
+            notes.append(notice)
+    return notes
+
+
+def model_warnings(spec: RunRequest) -> list[str]:
+    """What a user should know before paying: unknown or retiring models, a tight budget."""
+    names = [name for name in (spec.model_name, spec.evaluator_model_name) if name]
+    unknown = [notice for notice in map(model_notice, names) if notice]
     tight = budget_warning(spec)
-    return [*warnings, tight] if tight else warnings
+    return [*unknown, *lifecycle_notes(spec), *([tight] if tight else [])]
 
 
 def minimum_context_length(spec: RunRequest) -> int:
@@ -461,6 +451,9 @@ def run_record(
         "stamp": uuid.uuid4().hex[:16],
         "spec": spec.model_dump(mode="json"),
         "model": spec.model_name,
+        # Google's word on the models' lifecycle when the run began (a retired model
+        # called anyway says so here, on every page that shows the run).
+        "model_notes": lifecycle_notes(spec),
         "label": spec.label or run_label({"model": spec.model_name, "spec": {"task": spec.task}}),
         "version": spec.results_version,
         "scorer": spec.scorer_name(),
@@ -468,7 +461,7 @@ def run_record(
         "status": RUN_RUNNING,
         # How the model is called, stated with every result (MRCR v2's README asks it).
         "call_settings": {
-            "temperature": temperature_for(spec.model_name),
+            "temperature": temperature_record(spec.model_name),
             "thinking_budget": spec.thinking_budget,  # None: the model's default
             "thinking_level": spec.thinking_level,
             # The answer budget each call gets: the answer's room plus the thinking room

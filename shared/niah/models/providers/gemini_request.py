@@ -37,7 +37,7 @@ CELL_LABEL = "niah_cell"
 class Generation:
     """How the model is asked to generate, online and in batch alike."""
 
-    temperature: float
+    temperature: float | None  # None: the model ignores a custom one, so none is sent
     max_output_tokens: int
     thinking_budget: int | None = None
     # The API's spelling ("LOW"); the API refuses a budget and a level together.
@@ -71,10 +71,9 @@ def request_body(
     the API takes either spelling.
     """
     pairs = [("user", prompt)] if turns is None else list(turns)
-    config: dict[str, Any] = {
-        "temperature": generation.temperature,
-        "maxOutputTokens": generation.max_output_tokens,
-    }
+    config: dict[str, Any] = {"maxOutputTokens": generation.max_output_tokens}
+    if generation.temperature is not None:
+        config = {"temperature": generation.temperature, **config}
     if generation.thinking_budget is not None:
         config["thinkingConfig"] = {"thinking_budget": generation.thinking_budget}
     elif generation.thinking_level is not None:

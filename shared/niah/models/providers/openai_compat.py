@@ -61,9 +61,11 @@ class OpenAICompatibleProvider:
         body: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
-            "temperature": temperature_for(self.model_name),
             "max_tokens": max_output_tokens,
         }
+        temperature = temperature_for(self.model_name)
+        if temperature is not None:
+            body["temperature"] = temperature
         started = time.monotonic()
         try:
             response = self._session.post(self._url, json=body, timeout=self._timeout)
