@@ -34,6 +34,8 @@ from niah_devtools.standin_thinking import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     InvalidThinking,
     generation_limits,
+    retired,
+    shared_limit,
     spend,
     thinking_config,
     thought_tokens,
@@ -41,7 +43,7 @@ from niah_devtools.standin_thinking import (
 
 MODEL_IN_PATH = re.compile(r"/models/([^/:]+):generateContent$")
 # Config keys whose posted dicts are merged over the stand-in's thinking table.
-MERGED_KEYS = ("thinking", "thinking_levels", "thinking_default_levels")
+MERGED_KEYS = ("thinking", "thinking_levels", "level_models", "shared_limits", "retired")
 
 
 class StandinState:
@@ -186,6 +188,8 @@ def _generate(
             404: "Publisher Model was not found or your project does not have access.",
         }
         return _error(status, message.get(status, "The service is currently unavailable."))
+    if retired(config, request.model):
+        return _error(404, "Publisher Model was not found or your project does not have access.")
     try:
         thoughts = thought_tokens(config, request.model, request.budget, request.level)
     except InvalidThinking as invalid:
@@ -199,6 +203,15 @@ def _generate(
             400,
             f"The input token count ({prompt_tokens}) exceeds the maximum "
             f"number of tokens allowed ({config['input_limit']}).",
+        )
+    shared = shared_limit(config, request.model)
+    asked = request.asked_output_tokens
+    if shared is not None and asked is not None and prompt_tokens + asked > shared:
+        # Not Google's wording: no public source shows this refusal (see SHARED_LIMITS).
+        return _error(
+            400,
+            f"The input token count ({prompt_tokens}) plus max_output_tokens ({asked}) "
+            f"exceeds the maximum number of tokens allowed ({shared}).",
         )
     usage: dict[str, Any] = {"promptTokenCount": prompt_tokens}
     cached = min(cached, prompt_tokens)
@@ -264,6 +277,8 @@ class _ModelRequest:
     max_output_tokens: int
     budget: int | None = None
     level: str | None = None
+    # maxOutputTokens as the request set it (None: unset, Vertex's default applies).
+    asked_output_tokens: int | None = None
 
     @classmethod
     def parse(cls, path: str, body: dict[str, Any]) -> _ModelRequest:
@@ -276,13 +291,14 @@ class _ModelRequest:
                 max_output_tokens=int(limit) if limit else DEFAULT_MAX_OUTPUT_TOKENS,
             )
         served = MODEL_IN_PATH.search(path)
-        max_output_tokens, budget, level = generation_limits(body)
+        asked, budget, level = generation_limits(body)
         return cls(
             model=served.group(1) if served else "",
             prompt=_transcript(body.get("contents", [])),
-            max_output_tokens=max_output_tokens,
+            max_output_tokens=asked or DEFAULT_MAX_OUTPUT_TOKENS,
             budget=budget,
             level=level,
+            asked_output_tokens=asked,
         )
 
 

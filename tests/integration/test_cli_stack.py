@@ -66,3 +66,22 @@ def test_a_harness_style_run_then_status_and_list_read_well(stack: Stack) -> Non
     listed = niah(stack, "list")
     assert listed.returncode == 0 and run_id in listed.stdout
     assert "None" not in listed.stdout
+
+
+def test_the_harness_readme_s_static_needle_runs_and_is_scored(stack: Stack) -> None:
+    """`--dynamic_needle=False` alone: the harness's default needle, scored exact."""
+    from niah.cloud.store import FirestoreStore
+    from niah.core.spec import HARNESS_DEFAULT_NEEDLE
+
+    started = niah(
+        stack, "run", "--dynamic_needle=False", "--context_lengths", "1000",
+        "--document_depth_percents", "50", "--wait", "--timeout", "300",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr[-2000:]
+    run_id = started.stdout.split()[1].rstrip(":")
+    [cell] = FirestoreStore().list_cells(run_id)
+    assert cell.get("error") is None, cell.get("error")
+    needle = HARNESS_DEFAULT_NEEDLE.strip()  # the cell stores it stripped
+    assert (cell["needle"], cell["expected_answer"]) == (needle, "Dolores Park")
+    assert cell["score"] in (1, 10)
+    assert cell["model_response"].strip(), "the local model gave no answer"

@@ -104,15 +104,30 @@ def test_a_stopped_firestore_emulator_is_one_line_not_a_hang(
 
 
 def test_a_static_needle_says_which_two_options_to_add_without_a_circle() -> None:
-    missing = niah("run", "--no-dynamic_needle", "--context_lengths", "1000", "--estimate")
+    missing = niah(
+        "run", "--no-dynamic_needle", "--needle", "Figs are on the perfect pizza.",
+        "--context_lengths", "1000", "--estimate",
+    )  # fmt: skip
     assert missing.returncode == 2
     assert missing.stderr.startswith("niah: --expected_answer: a static needle")
     assert "--evaluator_model_name" in missing.stderr
     exact = niah(
-        "run", "--no-dynamic_needle", "--expected_answer", "sandwich", "--context_lengths",
-        "1000", "--estimate",
+        "run", "--no-dynamic_needle", "--needle", "Figs are on the perfect pizza.",
+        "--expected_answer", "figs", "--context_lengths", "1000", "--estimate",
     )  # fmt: skip
     assert exact.returncode == 0, exact.stderr
+
+
+@pytest.mark.parametrize(
+    "spelling", ["--dynamic_needle=False", "--dynamic_needle=false", "--dynamic_needle=0"]
+)
+def test_the_harness_readme_s_static_needle_flag_runs_alone(spelling: str) -> None:
+    """The harness's README: `--dynamic_needle=False` reverts to its default needle."""
+    result = niah(
+        "run", spelling, "--context_lengths", "1000", "--document_depth_percents", "50",
+        "--estimate",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
 
 
 def test_the_local_model_is_refused_as_a_judge() -> None:

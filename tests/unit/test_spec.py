@@ -146,3 +146,54 @@ def test_the_body_is_read_strictly(body: bytes, field: str, words: str) -> None:
     with pytest.raises(RequestError) as caught:
         decode_body(body)
     assert caught.value.field == field and words in caught.value.message
+
+
+STATIC_REFUSAL = (
+    "a static needle (dynamic_needle false) needs expected_answer, the text a right answer "
+    "contains (scored exact), or evaluator_model_name, a judge"
+)
+
+
+def test_the_harness_s_default_needle_alone_is_scored_exact_by_its_known_answer() -> None:
+    """The harness README's `--dynamic_needle=False` on its own: its needle, exact."""
+    from niah.core.needles import needle_for
+    from niah.core.scoring import exact_score
+    from niah.core.spec import HARNESS_DEFAULT_NEEDLE, HARNESS_DEFAULT_QUESTION
+
+    spec = parse_request({"dynamic_needle": False, "context_lengths": [1000]})
+    assert spec.scorer_name() == "exact"
+    needle = needle_for(spec, Cell(1000, 50))
+    assert (needle.text, needle.question, needle.expected_answer) == (
+        HARNESS_DEFAULT_NEEDLE,
+        HARNESS_DEFAULT_QUESTION,
+        "Dolores Park",
+    )
+    right = "Eat a sandwich and sit in Dolores Park on a sunny day."
+    assert exact_score(right, needle.expected_answer) == 10
+    assert exact_score("Visit the Golden Gate Bridge.", needle.expected_answer) == 1
+
+
+def test_the_default_needle_with_a_judge_is_judged_and_the_user_s_answer_wins() -> None:
+    judged = parse_request({"dynamic_needle": False, "evaluator_model_name": "gemini-3.5-flash"})
+    assert judged.scorer_name() == "judge"
+    both = parse_request(
+        {"dynamic_needle": False, "evaluator_model_name": "gemini-3.5-flash", "scorer": "both"}
+    )
+    assert (both.scorer_name(), both.static_expected_answer()) == ("both", "Dolores Park")
+    own = parse_request({"dynamic_needle": False, "expected_answer": "sandwich"})
+    assert (own.scorer_name(), own.static_expected_answer()) == ("exact", "sandwich")
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"needle": "The secret ingredient of the pizza is figs."},
+        {"retrieval_question": "What should one eat in Dolores Park?"},
+    ],
+)
+def test_any_other_static_needle_still_needs_an_answer_or_a_judge(
+    changed: dict[str, str],
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request({"dynamic_needle": False, **changed})
+    assert (caught.value.field, caught.value.message) == ("expected_answer", STATIC_REFUSAL)

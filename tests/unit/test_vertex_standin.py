@@ -582,6 +582,11 @@ def test_2_5_pro_refuses_a_budget_of_0_as_vertex_does(standin: tuple[str, Standi
         ("gemini-3-pro-preview", {}, 1000),  # other Gemini 3: HIGH
         ("gemini-3-flash-preview", {"thinking_level": "low"}, 200),
         ("gemini-3-flash-preview", {"thinking_level": "minimal"}, None),
+        ("gemini-3.8-flash", {}, 500),  # MEDIUM by default, not Gemini 3's HIGH
+        ("gemini-4-argon", {}, 500),  # MEDIUM by default
+        ("gemini-4-carbon-cyber-permissive", {}, 1000),  # HIGH, unlike Carbon
+        ("gemini-4-hydrogen", {}, 1000),  # HIGH by default
+        ("gemini-4-neon", {"thinking_level": "xhigh"}, 2000),
     ],
 )
 def test_each_model_thinks_as_its_family_does(
@@ -605,9 +610,84 @@ def test_a_budget_with_a_level_is_refused(standin: tuple[str, StandinState]) -> 
     assert reply.status_code == 400 and "together" in reply.json()["error"]["message"]
 
 
+def generate_status(url: str, model: str, generation: dict[str, Any]) -> requests.Response:
+    return requests.post(
+        f"{url}/v1/projects/p/locations/global/publishers/google/models/{model}:generateContent",
+        json={"contents": [{"role": "user", "parts": [{"text": PROMPT}]}], **generation},
+        timeout=5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "level"),
+    [
+        ("gemini-3.8-flash", "MINIMAL"),
+        ("gemini-3.7-flash", "MINIMAL"),
+        ("gemini-4-argon", "XHIGH"),
+        ("gemini-4-hydrogen", "MINIMAL"),
+        ("gemini-3.1-pro-preview", "MINIMAL"),
+    ],
+)
+def test_a_level_the_model_does_not_take_is_refused_in_vertexs_words(
+    standin: tuple[str, StandinState], model: str, level: str
+) -> None:
+    url, _ = standin
+    reply = generate_status(
+        url, model, {"generationConfig": {"thinkingConfig": {"thinkingLevel": level}}}
+    )
+    assert (reply.status_code, reply.json()["error"]) == (
+        400,
+        {
+            "code": 400,
+            "message": f"Thinking level is unsupported: THINKING_LEVEL_{level}",
+            "status": "INVALID_ARGUMENT",
+        },
+    )
+
+
+def test_gemini_4_prompt_and_output_share_one_limit(standin: tuple[str, StandinState]) -> None:
+    """Prompt + maxOutputTokens over the shared limit is a 400; within it, an answer."""
+    url, _ = standin
+    prompt_tokens = len(get_tokenizer().encode(PROMPT))
+    configure(url, shared_limits={"gemini-4": prompt_tokens + 2_000})
+    fits = {"generationConfig": {"maxOutputTokens": 2_000}}
+    over = {"generationConfig": {"maxOutputTokens": 2_001}}
+    assert generate_status(url, "gemini-4-neon", fits).status_code == 200
+    reply = generate_status(url, "gemini-4-neon", over)
+    assert (reply.status_code, reply.json()["error"]["message"]) == (
+        400,
+        f"The input token count ({prompt_tokens}) plus max_output_tokens (2001) exceeds "
+        f"the maximum number of tokens allowed ({prompt_tokens + 2_000}).",
+    )
+    # Only Gemini 4 shares it; unset maxOutputTokens is not checked against it.
+    assert generate_status(url, "gemini-3.8-flash", over).status_code == 200
+    assert generate_status(url, "gemini-4-neon", {}).status_code == 200
+    # The real limit: 1,048,576.
+    configure(url)
+    big = {"generationConfig": {"maxOutputTokens": 1_048_576 - prompt_tokens + 1}}
+    assert generate_status(url, "gemini-4-argon", big).status_code == 400
+
+
+def test_retired_models_are_404_when_asked(standin: tuple[str, StandinState]) -> None:
+    """Off by default (tests still call 2.5 for its budgets); on, Vertex's 404."""
+    url, _ = standin
+    assert generate_status(url, "gemini-2.5-flash", {}).status_code == 200
+    configure(url, retired_404=True)
+    for model in ("gemini-2.5-flash", "gemini-2.0-flash-001", "gemini-3-pro-preview"):
+        assert generate_status(url, model, {}).status_code == 404
+    assert generate_status(url, "gemini-3.8-flash", {}).status_code == 200
+    configure(url, retired_404=True, retired={"gemini-3.8-flash": "2999-01-01"})
+    assert generate_status(url, "gemini-3.8-flash", {}).status_code == 200
+
+
 def test_the_thinking_table_is_configurable_and_merged(standin: tuple[str, StandinState]) -> None:
     url, _ = standin
-    configure(url, thinking={"gemini-2.5-flash": 40}, thinking_levels={"HIGH": 70})
+    configure(
+        url,
+        thinking={"gemini-2.5-flash": 40},
+        thinking_levels={"HIGH": 70},
+        level_models={"gemini-3.8-flash": {"levels": ["LOW", "HIGH"], "default": "HIGH"}},
+    )
     assert (
         GeminiProvider("gemini-2.5-flash").generate(PROMPT, max_output_tokens=900).thinking_tokens
         == 40
@@ -621,6 +701,10 @@ def test_the_thinking_table_is_configurable_and_merged(standin: tuple[str, Stand
         GeminiProvider("gemini-3-pro-preview")
         .generate(PROMPT, max_output_tokens=900)
         .thinking_tokens
+        == 70
+    )
+    assert (
+        GeminiProvider("gemini-3.8-flash").generate(PROMPT, max_output_tokens=900).thinking_tokens
         == 70
     )
     # The old override wins over the table, whatever the model.

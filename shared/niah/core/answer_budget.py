@@ -65,7 +65,7 @@ def answer_room(spec: RunRequest) -> int:
         "single": (
             CITY_BYTES + VALUE_BYTES["numbers"] + NEEDLE_LINE
             if spec.dynamic_needle
-            else len(spec.needle.encode()) + len((spec.expected_answer or "").encode())
+            else len(spec.needle.encode()) + len((spec.static_expected_answer() or "").encode())
         ),
         "multi_needle": (
             sum(len(t.encode()) for t in [*spec.needles, *(spec.expected_answers or [])])

@@ -100,7 +100,7 @@ def needle_for(spec: RunRequest, cell: Cell) -> Needle:
         return Needle(
             text=spec.needle,
             question=spec.retrieval_question,
-            expected_answer=spec.expected_answer or "",
+            expected_answer=spec.static_expected_answer() or "",
             answer_lead="",
         )
     # Sample 0 keeps the key every single-needle run has used; later samples extend it.

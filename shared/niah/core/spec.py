@@ -24,6 +24,11 @@ HARNESS_DEFAULT_NEEDLE = (
     "on a sunny day.\n"
 )
 HARNESS_DEFAULT_QUESTION = "What is the best thing to do in San Francisco?"
+# What a right answer to the harness's default needle names: the one fact of the needle
+# that the question does not give away and an essay haystack does not hold. The harness
+# leaves this needle to its judge; its README still offers `--dynamic_needle=False` on its
+# own, so the default needle is scored exact by this, unless a judge is named.
+HARNESS_DEFAULT_ANSWER = "Dolores Park"
 
 ScorerName = Literal["exact", "judge", "both"]
 ReportedScorer = Literal["exact", "judge", "both", "task"]
@@ -380,7 +385,11 @@ class RunRequest(BaseModel):
                 f"{self.model_name} is served by the {self.provider()} provider: leave "
                 "execution out (online)"
             )
-        if not self.dynamic_needle and not self.expected_answer and not self.evaluator_model_name:
+        if (
+            not self.dynamic_needle
+            and not self.static_expected_answer()
+            and not self.evaluator_model_name
+        ):
             raise ValueError(
                 "expected_answer: a static needle (dynamic_needle false) needs "
                 "expected_answer, the text a right answer contains (scored exact), or "
@@ -393,7 +402,7 @@ class RunRequest(BaseModel):
         if (
             not self.dynamic_needle
             and self.scorer in ("exact", "both")
-            and not (self.expected_answer)
+            and not self.static_expected_answer()
         ):
             raise ValueError(
                 "a static needle scored 'exact' needs expected_answer (the text the answer "
@@ -498,19 +507,37 @@ class RunRequest(BaseModel):
         uncommon = self.freq_ucw or (1 if short else 3)
         return common, uncommon
 
+    def static_expected_answer(self) -> str | None:
+        """What a right answer to the static needle contains, if anything says.
+
+        The user's ``expected_answer``; else, for the harness's default needle with its
+        default question, that needle's known answer; else None (only a judge can score).
+        """
+        if self.expected_answer:
+            return self.expected_answer
+        default = (
+            self.needle == HARNESS_DEFAULT_NEEDLE
+            and self.retrieval_question == HARNESS_DEFAULT_QUESTION
+        )
+        return HARNESS_DEFAULT_ANSWER if default else None
+
     def scorer_name(self) -> ReportedScorer:
         """The scorer the run reports (the user's choice, else a default).
 
-        Exact for dynamic needles, as the Gemini 1.5 report does, and for a static
-        needle with an ``expected_answer``; otherwise the LLM judge. Every other task
-        scores its own answers ("task"), but for multi_needle with the user's own needles
-        the judge may grade instead.
+        Exact for dynamic needles, as the Gemini 1.5 report does, for a static needle
+        with an ``expected_answer``, and for the harness's default needle unless a judge
+        is named (its known answer); otherwise the LLM judge. Every other task scores its
+        own answers ("task"), but for multi_needle with the user's own needles the judge
+        may grade instead.
         """
         if self.task != "single":
             return "judge" if self.needles is not None and self.scorer == "judge" else "task"
         if self.scorer:
             return self.scorer
-        return "exact" if self.dynamic_needle or self.expected_answer else "judge"
+        if self.dynamic_needle or self.expected_answer:
+            return "exact"
+        known = self.static_expected_answer() is not None
+        return "exact" if known and not self.evaluator_model_name else "judge"
 
     def provider(self) -> ProviderName:
         """The provider that serves ``model_name`` (explicit, else inferred from the name)."""
