@@ -156,7 +156,7 @@ def test_the_run_records_the_budget_it_calls_with() -> None:
 
 
 def test_a_max_output_tokens_below_the_answer_room_is_refused_naming_the_least_value() -> None:
-    spec = spec_for("gemini-2.5-flash", task="multi_needle", num_needles=100, max_output_tokens=300)
+    spec = spec_for("gemini-3.8-flash", task="multi_needle", num_needles=100, max_output_tokens=300)
     needed = answer_room(spec)
     with pytest.raises(RequestError) as caught:
         check_budget(spec)

@@ -8,7 +8,7 @@ from niah.errors import RequestError
 from niah.service.dispatch import parse_request
 
 GEMINI = {
-    "model_name": "gemini-2.5-pro",
+    "model_name": "gemini-3.1-pro-preview",
     "context_lengths": [1000],
     "document_depth_percents": [50],
 }
@@ -48,12 +48,12 @@ def test_batch_bills_half_the_input_and_output_rates_and_cached_tokens_at_the_ca
 
 
 def test_a_catalog_model_in_batch_costs_half_above_the_long_context_tier_too() -> None:
-    prices = prices_for("gemini-2.5-pro")
+    prices = prices_for("gemini-3.1-pro-preview")
     assert prices is not None and prices.long_context_threshold is not None
     long = prices.long_context_threshold + 1
     online, batch = (
-        cost_of("gemini-2.5-pro", long, 100),
-        cost_of("gemini-2.5-pro", long, 100, batch=True),
+        cost_of("gemini-3.1-pro-preview", long, 100),
+        cost_of("gemini-3.1-pro-preview", long, 100, batch=True),
     )
     assert batch.priced and batch.usd == pytest.approx(online.usd / 2)
 
@@ -62,7 +62,7 @@ def test_niah_run_batch_is_execution_batch_and_the_estimate_shows_batch() -> Non
     from niah.cli.parser import parse_command_line
     from niah.cli.run_options import run_payload
 
-    args = parse_command_line(["run", "--model_name", "gemini-2.5-pro", "--batch"])
+    args = parse_command_line(["run", "--model_name", "gemini-3.1-pro-preview", "--batch"])
     assert run_payload(args)["execution"] == "batch"
     from niah.cli.estimate import estimate_figures
 

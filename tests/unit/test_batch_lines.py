@@ -24,11 +24,14 @@ from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 @pytest.mark.parametrize(
     "options",
     [
-        {"model_name": "gemini-2.5-flash", "thinking_budget": 0},
+        # The budget-controlled 2.5 models are retired on Vertex: run with allow_retired.
+        {"model_name": "gemini-2.5-flash", "thinking_budget": 0, "allow_retired": True},
         {"model_name": "gemini-3.5-flash", "thinking_level": "low", "task": "multi_key"},
-        {"model_name": "gemini-2.5-pro"},
+        {"model_name": "gemini-2.5-pro", "allow_retired": True},
+        {"model_name": "gemini-3.8-flash"},
+        {"model_name": "gemini-4-neon"},  # no temperature sent: it ignores one
     ],
-    ids=["2.5-budget", "3.5-level-task", "2.5-pro-default"],
+    ids=["2.5-budget", "3.5-level-task", "2.5-pro-default", "3.8-default", "4-no-temperature"],
 )
 def test_the_batch_lines_request_is_what_the_online_call_sends(
     standin: tuple[str, StandinState],  # noqa: F811

@@ -25,7 +25,7 @@ from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 BODY = {
-    "model_name": "gemini-2.5-flash",
+    "model_name": "gemini-3.8-flash",
     "execution": "batch",
     "context_lengths": [400, 800],
     "document_depth_percents": [0, 50, 100],
@@ -101,7 +101,7 @@ def test_a_batch_run_stores_one_cell_per_line_at_batch_prices(
                              thinking_tokens=usage["thoughts_token_count"],
                              cached_tokens=usage["cached_content_token_count"])  # fmt: skip
         assert cell["cost_usd"] == pytest.approx(
-            answer_cost("gemini-2.5-flash", answer, batch=True).usd
+            answer_cost("gemini-3.8-flash", answer, batch=True).usd
         )
     assert w["publisher"].reports == [w["run_id"]]
     # The same job ingested again (a redelivered poll) stores nothing twice.

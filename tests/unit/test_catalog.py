@@ -215,6 +215,7 @@ def test_the_current_models_genai_prices_lacks_are_exactly_these() -> None:
         and prices_for(info.name) is None
     }
     assert unpriced == {
+        "gemini-4-argon-cyber-permissive",
         "gemini-4-carbon",
         "gemini-4-carbon-cyber-permissive",
         "gemini-4-hydrogen",

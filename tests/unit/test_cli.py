@@ -148,23 +148,18 @@ def test_every_run_option_has_help_from_one_source() -> None:
 
 
 def test_the_estimate_prices_every_current_gemini_model_and_refuses_a_retired_one() -> None:
-    from niah.catalog.models import CATALOG
+    from niah.catalog.models import current_gemini_models
+    from niah.catalog.prices import NO_PRICE_REASONS
 
-    current = [
-        info.name
-        for info in CATALOG.values()
-        if info.provider == "gemini"
-        and not info.lifecycle.successor
-        and info.name not in ("gemini-4-carbon", "gemini-4-hydrogen", "gemini-4-neon")
-    ]
-    assert "gemini-3.5-flash" in current and "gemini-2.5-pro" in current
+    current = [name for name in current_gemini_models() if name not in NO_PRICE_REASONS]
+    assert "gemini-3.8-flash" in current and "gemini-2.5-pro" not in current
     for name in current:
         result = niah("run", "--model_name", name, "--context_lengths", "1000", "--estimate")
         assert result.returncode == 0, result.stderr
         assert re.search(r"cost at most: \$\d+\.\d{4}", result.stdout), (name, result.stdout)
     retired = niah("run", "--model_name", "gemini-1.5-flash", "--estimate")
-    assert retired.returncode != 0
-    assert "model_name" in retired.stderr and "replacement, gemini-2.5-flash" in retired.stderr
+    assert retired.returncode == 2
+    assert "model_name" in retired.stderr and "Google names gemini-2.5-flash" in retired.stderr
 
 
 def test_report_compare_and_list_refuse_bad_paths_and_limits_before_reading(
@@ -187,7 +182,7 @@ def test_report_compare_and_list_refuse_bad_paths_and_limits_before_reading(
 def test_the_estimate_in_json_has_the_figures_the_text_shows() -> None:
     import json
 
-    args = ("run", "--model_name", "gemini-2.5-flash", "--context_lengths", "1000", "2000",
+    args = ("run", "--model_name", "gemini-3.8-flash", "--context_lengths", "1000", "2000",
             "--document_depth_percents", "0", "50", "--estimate")  # fmt: skip
     text, data = niah(*args), niah(*args, "--json")
     assert text.returncode == data.returncode == 0, data.stderr

@@ -103,7 +103,7 @@ def test_a_rerun_keeps_answers_retries_failures_and_publishes_only_the_rest(
         ({"context_lengths": [50]}, "context_lengths"),
         ({"model_name": "gpt-4o", "context_lengths": [1000]}, "model_name"),
         ({"model_name": "gemini-pro-ultra-max", "context_lengths": [1000]}, "model_name"),
-        ({"model_name": "gemini-2.5-flash", "context_lengths": [2_000_000]}, "context_lengths"),
+        ({"model_name": "gemini-3.8-flash", "context_lengths": [2_000_000]}, "context_lengths"),
     ],
 )
 def test_unknown_models_and_impossible_lengths_are_refused(
@@ -157,14 +157,14 @@ def test_a_deployment_sets_the_default_model_and_refuses_a_local_model_it_lacks(
 ) -> None:
     from niah.settings import get_settings
 
-    monkeypatch.setenv("NIAH_DEFAULT_MODEL_NAME", "gemini-2.5-flash")
+    monkeypatch.setenv("NIAH_DEFAULT_MODEL_NAME", "gemini-3.8-flash")
     monkeypatch.setenv("NIAH_LOCAL_MODEL_AVAILABLE", "false")
     get_settings.cache_clear()
     store = MemoryStore()
     body = {"context_lengths": [1000], "document_depth_percents": [50]}
     result = dispatch_run(body, store=store, publisher=RecordingPublisher(), blobs=essay_blobs)
     run = store.get_run(result.run_id)
-    assert run is not None and run["spec"]["model_name"] == "gemini-2.5-flash"
+    assert run is not None and run["spec"]["model_name"] == "gemini-3.8-flash"
     with pytest.raises(RequestError, match="no local model") as caught:
         dispatch_run(
             {**body, "model_name": "gemma-3-270m-local"},

@@ -20,19 +20,24 @@ from tests.unit.test_cli import niah
 sys.path.insert(0, str(REPO / "scripts"))
 
 GRID_1M = (
-    "--model_name", "gemini-2.5-pro", "--context_lengths_min", "1000",
+    "--model_name", "gemini-3.1-pro-preview", "--context_lengths_min", "1000",
     "--context_lengths_max", "1000000", "--context_lengths_num_intervals", "11",
     "--document_depth_percent_intervals", "11", "--scorer", "both",
-    "--evaluator_model_name", "gemini-2.5-flash",
+    "--evaluator_model_name", "gemini-3.8-flash",
 )  # fmt: skip
 SMALL_GRID = {
-    "model_name": "gemini-2.5-pro",
+    "model_name": "gemini-3.1-pro-preview",
     "context_lengths_min": 4000,
     "context_lengths_max": 12000,
     "context_lengths_num_intervals": 3,
     "document_depth_percent_intervals": 3,
     "max_output_tokens": 20,
 }
+
+
+def steady(warnings: list[str]) -> list[str]:
+    """The warnings that do not depend on today's date (a price change soon does)."""
+    return [w for w in warnings if "rates change on" not in w]
 
 
 @pytest.fixture
@@ -60,7 +65,7 @@ def test_the_1m_grid_shows_naive_cache_aware_and_judge_figures_in_json_and_text(
     assert aware["primer_cell_id"] == "L01000000-D100000"
     assert 0 < aware["cost_usd"] < naive["cost_usd"]
     assert aware["saving_usd"] == pytest.approx(naive["cost_usd"] - aware["cost_usd"], abs=1e-5)
-    assert judge["model_name"] == "gemini-2.5-flash" and judge["calls"] == 121
+    assert judge["model_name"] == "gemini-3.8-flash" and judge["calls"] == 121
     assert figures["total"]["naive_usd"] == pytest.approx(
         naive["cost_usd"] + judge["cost_usd"], abs=1e-5
     )
@@ -68,13 +73,15 @@ def test_the_1m_grid_shows_naive_cache_aware_and_judge_figures_in_json_and_text(
     call = figures["per_call"]
     assert call["max_output_tokens"] == call["answer_tokens"] + call["thinking_tokens"]
     assert figures["output_tokens_at_most"] == 121 * call["max_output_tokens"]
-    assert figures["warnings"] == []
+    # The model's own word (a preview), and nothing else but a dated price change that
+    # falls within 60 days of today (3.8 Flash's introductory rates end 2026-12-31).
+    assert steady(figures["warnings"]) == ["gemini-3.1-pro-preview is a preview model"]
     # The text is made of the same figures.
     for shown in (
         f"model calls, naive (nothing cached): ${naive['cost_usd']:.4f}",
         f"{aware['cached_tokens']:,} cached tokens in {aware['cells_with_cache_hits']} cells): "
         f"${aware['cost_usd']:.4f}",
-        f"judge gemini-2.5-flash: 121 calls, prompt tokens at most "
+        f"judge gemini-3.8-flash: 121 calls, prompt tokens at most "
         f"{judge['prompt_tokens_at_most']:,}",
         f"cost at most: ${figures['cost_usd_at_most']:.4f} (judge included); "
         f"cache-aware: ${figures['total']['cache_aware_usd']:.4f}",
@@ -94,20 +101,20 @@ def test_the_1m_grid_is_priced_cell_by_cell_at_its_own_count_and_tier(
 
     figures, _ = grid_1m
     cells = figures["per_cell"]
-    naive = sum(cost_of("gemini-2.5-pro", c["prompt_tokens"], c["max_output_tokens"]).usd
+    naive = sum(cost_of("gemini-3.1-pro-preview", c["prompt_tokens"], c["max_output_tokens"]).usd
                 for c in cells)  # fmt: skip
     aware = sum(
         cost_of(
-            "gemini-2.5-pro",
+            "gemini-3.1-pro-preview",
             c["prompt_tokens"],
             c["max_output_tokens"],
             cached_tokens=c["cached_tokens"],
         ).usd
         for c in cells
     )
-    judge_output = least_thinking_budget("gemini-2.5-flash", JUDGE_MAX_OUTPUT_TOKENS)
+    judge_output = least_thinking_budget("gemini-3.8-flash", JUDGE_MAX_OUTPUT_TOKENS)
     judge = sum(
-        cost_of("gemini-2.5-flash", c["judge_prompt_tokens"], judge_output.max_output_tokens).usd
+        cost_of("gemini-3.8-flash", c["judge_prompt_tokens"], judge_output.max_output_tokens).usd
         for c in cells
     )
     assert figures["naive"]["cost_usd"] == pytest.approx(naive, abs=1e-5)
@@ -179,10 +186,11 @@ def test_a_small_grid_matches_the_benchmarks_built_prompts_and_cache_model() -> 
         assert cell.cached_tokens >= cached - 1
     assert any(c.cached_tokens for c in exact.cells)
     # The benchmark's pricing of its measured calls and the estimate's agree within
-    # the tokens above (gemini-2.5-pro input is $1.25 a million tokens).
-    bench = price_calls("gemini-2.5-pro", [CallTokens(t, c) for t, c in measured.values()])
+    # the tokens above (gemini-3.1-pro-preview input is $2 a million tokens).
+    model = "gemini-3.1-pro-preview"
+    bench = price_calls(model, [CallTokens(t, c) for t, c in measured.values()])
     estimated = price_calls(
-        "gemini-2.5-pro", [CallTokens(c.prompt_tokens, c.cached_tokens) for c in exact.cells]
+        model, [CallTokens(c.prompt_tokens, c.cached_tokens) for c in exact.cells]
     )
     assert estimated.usd_without_cache == pytest.approx(bench.usd_without_cache, abs=1e-12)
     assert 0 <= estimated.usd - bench.usd <= len(prompts) * 1.25e-6
@@ -209,14 +217,14 @@ def test_a_buffer_lowers_the_count_and_a_conversation_above_the_tier_is_long() -
     from niah.core.estimate import TURN_ALLOWANCE, estimate_figures
 
     buffered = estimate_figures(
-        _estimate({"model_name": "gemini-2.5-pro", "context_lengths": [200_000],
+        _estimate({"model_name": "gemini-3.1-pro-preview", "context_lengths": [200_000],
                    "document_depth_percents": [50], "final_context_length_buffer": 200})
     )  # fmt: skip
     [cell] = buffered["per_cell"]
     assert (cell["prompt_tokens"], cell["long_context"]) == (199_800, False)
     mrcr = estimate_figures(
-        _estimate({"model_name": "gemini-2.5-pro", "task": "mrcr", "context_lengths": [200_000],
-                   "document_depth_percents": [50]})
+        _estimate({"model_name": "gemini-3.1-pro-preview", "task": "mrcr",
+                   "context_lengths": [200_000], "document_depth_percents": [50]})
     )  # fmt: skip
     [cell] = mrcr["per_cell"]
     assert cell["basis"] == "turns_allowance" and cell["long_context"]
@@ -228,16 +236,18 @@ def test_a_buffer_lowers_the_count_and_a_conversation_above_the_tier_is_long() -
 def test_a_budget_that_cuts_thinking_or_an_unknown_model_warns() -> None:
     from niah.core.estimate import estimate_figures
 
-    base = {"model_name": "gemini-2.5-pro", "context_lengths": [4000]}
+    base = {"model_name": "gemini-3.1-pro-preview", "context_lengths": [4000]}
     short = estimate_figures(_estimate({**base, "max_output_tokens": 200}))
-    [warning] = short["warnings"]
+    [warning] = [w for w in steady(short["warnings"]) if "preview model" not in w]
     assert "may think up to 32768" in warning and "MAX_TOKENS" in warning
     assert short["per_call"] == {
         "max_output_tokens": 200,
         "answer_tokens": short["per_call"]["answer_tokens"],
         "thinking_tokens": 200 - short["per_call"]["answer_tokens"],
     }
-    assert estimate_figures(_estimate(base))["warnings"] == []
+    assert steady(estimate_figures(_estimate(base))["warnings"]) == [
+        "gemini-3.1-pro-preview is a preview model"
+    ]
     unknown = estimate_figures(
         _estimate({**base, "model_name": "my-model", "model_provider": "openai_compatible"})
     )
@@ -257,7 +267,7 @@ def test_without_a_tokenizer_the_cached_prefixes_are_never_longer() -> None:
 
 
 def test_a_margin_says_the_samples_it_needs_and_what_this_grid_gives() -> None:
-    grid = ("--model_name", "gemini-2.5-flash", "--context_lengths", "1000", "2000",
+    grid = ("--model_name", "gemini-3.8-flash", "--context_lengths", "1000", "2000",
             "--document_depth_percents", "0", "50", "100", "--samples_per_cell", "4")  # fmt: skip
     text = niah("run", *grid, "--estimate", "--margin", "5", "--expected_score", "90")
     assert text.returncode == 0, text.stderr

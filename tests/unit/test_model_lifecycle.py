@@ -254,3 +254,23 @@ def test_niah_models_lists_every_catalog_model_with_its_columns() -> None:
         "levels low/medium/high (default high)"
     )
     assert by_name["gemini-3.6-flash"]["temperature"] == "model default (ignored)"
+
+
+def test_the_estimate_warns_of_a_price_change_within_60_days_and_names_the_lifecycle() -> None:
+    from niah.cli.estimate import estimate_figures
+
+    grid = {"model_name": "gemini-4-argon", "context_lengths": [1000],
+            "document_depth_percents": [50]}  # fmt: skip
+    change = (
+        "gemini-4-argon's rates change on 2026-12-01 (to $4 input, $20 output per 1M "
+        "tokens): calls from that day are priced at them (this estimate is at today's)"
+    )
+    with time_machine.travel(dt.datetime(2026, 11, 27, 12, tzinfo=dt.UTC), tick=False):
+        assert estimate_figures(grid)["warnings"] == [change]
+    with time_machine.travel(dt.datetime(2026, 9, 1, 12, tzinfo=dt.UTC), tick=False):
+        assert estimate_figures(grid)["warnings"] == []  # 91 days ahead: not yet
+    with time_machine.travel(dt.datetime(2026, 11, 27, 12, tzinfo=dt.UTC), tick=False):
+        hydrogen = estimate_figures(grid | {"model_name": "gemini-4-hydrogen"})["warnings"]
+    assert hydrogen[0] == (
+        "gemini-4-hydrogen is a short-term GA model; Google retires it on at least 45 days' notice"
+    )

@@ -15,9 +15,11 @@ import requests
 from google import genai
 from google.genai import errors, types
 
-from niah.catalog.models import CATALOG, ModelInfo, catalog_entry, input_limit
+from niah.catalog.models import CATALOG, ModelInfo, catalog_entry, prompt_limit
 from niah.core.answer_budget import call_budget
-from niah.core.spec import RunRequest
+from niah.core.spec import Cell, RunRequest
+from niah.errors import RequestError
+from niah.service.dispatch import check_lengths
 from niah_devtools.standin import serve
 
 PROMPT = "Some essay text. The special magic Lagos number is: 7304912. More text."
@@ -155,25 +157,8 @@ def test_models_the_catalog_says_do_not_think_do_not(
     assert thoughts(client, info.name) == 0
 
 
-# IDs Google lists that the catalog has no entry of its own for: the service resolves
-# each to its family's entry by prefix, so it plans for the family's default level.
-CYBER = (
-    "the catalog resolves {0} to {1} (default {2}); Google's page says {0} defaults to "
-    "HIGH: docs.cloud.google.com/gemini-enterprise-agent-platform/models/guides/{3}"
-)
-
-
-def _cyber(model: str, family: str) -> Any:
-    reason = CYBER.format(model, family, "medium", family)
-    return pytest.param(model, marks=pytest.mark.xfail(strict=True, reason=reason))
-
-
 @pytest.mark.parametrize(
-    "model",
-    [
-        _cyber("gemini-4-carbon-cyber-permissive", "gemini-4-carbon"),
-        _cyber("gemini-4-argon-cyber-permissive", "gemini-4-argon"),
-    ],
+    "model", ["gemini-4-carbon-cyber-permissive", "gemini-4-argon-cyber-permissive"]
 )
 def test_variants_google_lists_think_at_the_default_the_catalog_plans_for(
     standin: tuple[str, genai.Client], model: str
@@ -184,22 +169,8 @@ def test_variants_google_lists_think_at_the_default_the_catalog_plans_for(
     assert thoughts(client, model) == thoughts(client, model, level=entry.thinking.default_level)
 
 
-SHARED = (
-    "the catalog's input limit for {0} is the whole 1,048,576-token limit Google says input "
-    "and output share (docs.cloud.google.com/gemini-enterprise-agent-platform/models/start/"
-    "get-started-with-gemini-4: output 'up to 1,048,576 tokens minus your input tokens'), "
-    "so the longest context the dispatcher admits leaves no room for the call's output"
-)
-
-
 @pytest.mark.parametrize(
-    "info",
-    [
-        pytest.param(info, marks=pytest.mark.xfail(strict=True, reason=SHARED.format(info.name)))
-        for info in GEMINI_MODELS
-        if info.name.startswith("gemini-4")
-    ],
-    ids=lambda info: info.name,
+    "info", [info for info in GEMINI_MODELS if info.shared_limit], ids=lambda info: info.name
 )
 def test_the_longest_admitted_prompt_leaves_room_for_the_call_it_makes(
     standin: tuple[str, genai.Client], info: ModelInfo
@@ -207,9 +178,13 @@ def test_the_longest_admitted_prompt_leaves_room_for_the_call_it_makes(
     """A prompt at the catalog's input limit, with the output the service asks for."""
     url, client = standin
     configure(url, estimate_tokens=True)  # len // 4: a million tokens without tokenizing
-    longest = input_limit("gemini", info.name)
-    assert longest is not None
     spec = RunRequest(model_name=info.name, context_lengths=[2000])
+    longest = prompt_limit(info.name, call_budget(spec).max_output_tokens)
+    assert longest is not None and longest < 1_048_576
+    # The dispatcher admits exactly that long a grid, and not a token more.
+    check_lengths(spec.model_copy(update={"context_lengths": [longest]}), [Cell(longest, 50)])
+    with pytest.raises(RequestError, match="shared with the output budget"):
+        check_lengths(spec, [Cell(longest + 1, 50)])
     try:
         status = 0
         client.models.generate_content(

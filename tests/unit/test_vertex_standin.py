@@ -164,8 +164,11 @@ def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str
 
     provider_cache.clear()  # providers read the stand-in's URL from settings
     store, publisher = MemoryStore(), RecordingPublisher()
+    # gemini-2.5-flash is the budget-controlled model these tests need (thinking_budget 0
+    # turns its thinking off); Vertex retired it, so the run says allow_retired.
     body = {
         "model_name": "gemini-2.5-flash",
+        "allow_retired": True,
         "context_lengths": [2000],
         "document_depth_percents": [50],
         **request,
@@ -747,7 +750,13 @@ def test_a_gemini_2_5_flash_cell_at_the_services_defaults_is_answered(
 
 
 @pytest.mark.parametrize(
-    ("model", "thoughts"), [("gemini-2.5-pro", 1_000), ("gemini-2.5-flash", 500)]
+    ("model", "thoughts"),
+    [
+        ("gemini-2.5-pro", 1_000),
+        ("gemini-2.5-flash", 500),
+        ("gemini-3.8-flash", 500),  # its default level, medium
+        ("gemini-4-neon", 1_000),  # its default level, high
+    ],
 )
 def test_a_thinking_model_answers_in_full_with_the_default_budget(
     standin: tuple[str, StandinState], essay_blobs: Any, model: str, thoughts: int

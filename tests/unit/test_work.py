@@ -180,7 +180,7 @@ def test_a_failing_judge_keeps_the_paid_answer_and_does_not_redeliver(
             "context_lengths": [1000],
             "document_depth_percents": [50],
             "scorer": "both",
-            "evaluator_model_name": "gemini-2.5-flash",
+            "evaluator_model_name": "gemini-3.8-flash",
         },
         store=store,
         publisher=publisher,
@@ -400,7 +400,7 @@ def test_a_judge_that_gives_no_score_leaves_the_sample_unscored_saying_why(
     essay_blobs: MemoryBlobs,
 ) -> None:
     world = dispatch_task(
-        essay_blobs, scorer="judge", evaluator_model_name="gemini-2.5-flash", context_lengths=[1000]
+        essay_blobs, scorer="judge", evaluator_model_name="gemini-3.8-flash", context_lengths=[1000]
     )
     model = ScriptedProvider(echo_needle_number)
     judge = ScriptedProvider(lambda prompt: "Looks fine to me.")
@@ -420,7 +420,7 @@ def test_the_judge_grades_the_users_own_needles_against_all_of_them_on_the_tasks
         needles=needles,
         retrieval_question="What is in the perfect pizza?",
         scorer="judge",
-        evaluator_model_name="gemini-2.5-flash",
+        evaluator_model_name="gemini-3.8-flash",
         context_lengths=[1000],
     )
     model = ScriptedProvider(lambda prompt: "Figs and prosciutto.")

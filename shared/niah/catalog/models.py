@@ -44,7 +44,8 @@ Read 2026-11-27:
   gemini-3.7-flash are automatically routed to gemini-3.8-flash".
 - G4C: docs.cloud.google.com/gemini-enterprise-agent-platform/models/guides/gemini-4-carbon:
   "LOW, MEDIUM (gemini-4-carbon's default), HIGH (gemini-4-carbon-cyber-permissive's
-  default)".
+  default)"; G4A: the same of Argon on models/guides/gemini-4-argon (its German, Chinese
+  and Korean copies: "HIGH (Standard für gemini-4-argon-cyber-permissive)").
 - Temperature: G36 says 3.6 Flash ignores a custom one on Vertex. For Gemini 4 no stored
   Google excerpt says so; a migration guide (dev.to/aihubmix, "gemini-4-neon migration")
   says Neon ignores temperature, top_p and top_k. Either way none is sent to them, so the
@@ -167,6 +168,9 @@ class ModelInfo:
     source: str = ""
     # Set on an entry made up for a name the catalog does not know (``find_model``).
     assumed: bool = False
+    # Input and output share ``input_tokens`` (Gemini 4: output "up to 1,048,576 tokens
+    # minus your input tokens"), so a prompt leaves room for the call's output budget.
+    shared_limit: bool = False
 
 
 def _budget(low: int, high: int, *, off: bool, default_on: bool = True) -> Thinking:
@@ -196,6 +200,7 @@ def _gemini(
     *,
     input_tokens: int = MILLION,
     temperature_ignored: bool = False,
+    shared_limit: bool = False,
 ) -> ModelInfo:
     """A Gemini text model; Gemini 3 and later at Google's advised temperature of 1.0.
 
@@ -213,6 +218,7 @@ def _gemini(
         lifecycle,
         temperature=None if temperature_ignored else temperature,
         source=f"{source}, {READ}",
+        shared_limit=shared_limit,
     )
 
 
@@ -235,20 +241,25 @@ CATALOG: dict[str, ModelInfo] = {
         # and Neon. No temperature is sent to them (see the sources' note on temperature).
         _gemini("gemini-4-argon", 32_768, _levels(*NO_MINIMAL, default="medium"),
                 _served(dt.date(2026, 10, 13), dt.date(2027, 10, 13)), "G4; VLIFE",
-                temperature_ignored=True),
+                temperature_ignored=True, shared_limit=True),
+        # G4A: Argon's cyber-permissive variant thinks at high unless told otherwise.
+        _gemini("gemini-4-argon-cyber-permissive", 32_768,
+                _levels(*NO_MINIMAL, default="high"), Lifecycle("GA"), "G4; G4A",
+                temperature_ignored=True, shared_limit=True),
         _gemini("gemini-4-carbon", 32_768, _levels(*NO_MINIMAL, default="medium"),
-                Lifecycle("GA"), "G4; G4C", temperature_ignored=True),
+                Lifecycle("GA"), "G4; G4C", temperature_ignored=True, shared_limit=True),
         # Carbon's cyber-permissive variant thinks at high unless told otherwise (G4C).
         _gemini("gemini-4-carbon-cyber-permissive", 32_768,
                 _levels(*NO_MINIMAL, default="high"), Lifecycle("GA"), "G4; G4C",
-                temperature_ignored=True),
+                temperature_ignored=True, shared_limit=True),
         _gemini("gemini-4-hydrogen", 65_536, _levels(*GEMINI_4_LEVELS, default="high"),
                 Lifecycle("Short-term GA", dt.date(2026, 11, 12),
                           notice="Google retires it on at least 45 days' notice"),
                 "G4 (models/guides/gemini-4-hydrogen); VNOTES (2026-11-12)",
-                temperature_ignored=True),
+                temperature_ignored=True, shared_limit=True),
         _gemini("gemini-4-neon", 65_536, _levels(*GEMINI_4_LEVELS, default="high"),
-                Lifecycle("GA"), "G4 (models/guides/gemini-4-neon)", temperature_ignored=True),
+                Lifecycle("GA"), "G4 (models/guides/gemini-4-neon)", temperature_ignored=True,
+                shared_limit=True),
         _gemini("gemini-3.8-flash", 65_536, _levels(*NO_MINIMAL, default="medium"),
                 _served(dt.date(2026, 9, 2), dt.date(2027, 9, 2)), "G38; VLIFE; DEPR"),
         # 37FLASH: on the Gemini API "All requests to gemini-3.7-flash are automatically
@@ -404,6 +415,17 @@ def input_limit(provider: ProviderName, model_name: str) -> int | None:
         return get_settings().local_model_max_context - 1 - PROVIDER_OUTPUT_TOKENS["local"]
     known = find_model(model_name)
     return known.input_tokens if known else None
+
+
+def prompt_limit(model_name: str, max_output_tokens: int) -> int | None:
+    """The longest prompt a call with ``max_output_tokens`` may send, where known.
+
+    The input limit, less the output budget where input and output share one limit.
+    """
+    known = find_model(model_name)
+    if known is None or known.input_tokens is None:
+        return None
+    return known.input_tokens - (max_output_tokens if known.shared_limit else 0)
 
 
 def output_limit(model_name: str) -> int | None:

@@ -64,6 +64,7 @@ _UNPUBLISHED = (
 NO_PRICE_REASONS: dict[str, str] = {
     name: _UNPUBLISHED
     for name in (
+        "gemini-4-argon-cyber-permissive",
         "gemini-4-carbon",
         "gemini-4-carbon-cyber-permissive",
         "gemini-4-hydrogen",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from niah.catalog.models import find_model, model_notice
+from niah.catalog.models import find_model, lifecycle_notice, model_notice, retired_refusal
 from niah.catalog.prices import next_price_change, prices_for
 from niah.core.answer_budget import (
     CallBudget,
@@ -272,6 +272,10 @@ def _with_cache(estimates: list[CellEstimate], primer: Cell) -> list[CellEstimat
 def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     """Where a reply may end MAX_TOKENS, or a figure rests on an assumption."""
     warnings = []
+    for name in filter(None, (spec.model_name, spec.evaluator_model_name)):
+        notice = lifecycle_notice(name) or retired_refusal(name)
+        if notice:  # a retired one is here only with allow_retired
+            warnings.append(notice)
     known = find_model(spec.model_name)
     if known is None or known.assumed:
         notice = model_notice(spec.model_name) or f"{spec.model_name} is not in the catalog"

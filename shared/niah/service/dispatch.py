@@ -18,6 +18,7 @@ from niah.catalog.models import (
     lifecycle_notice,
     model_notice,
     not_a_text_model,
+    prompt_limit,
     provider_for_model,
     retired_refusal,
     temperature_record,
@@ -186,14 +187,20 @@ def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
             f"needle need about {floor}); ask for at least {floor} tokens",
         )
     limit = input_limit(spec.provider(), spec.model_name)
+    output = call_budget(spec).max_output_tokens
+    shared = ""
     if spec.provider() == "local" and limit is not None:
         # llama.cpp's window holds the answer too: leave it the run's answer budget.
-        limit = get_settings().local_model_max_context - 1 - call_budget(spec).max_output_tokens
+        limit = get_settings().local_model_max_context - 1 - output
+    elif limit is not None and limit != prompt_limit(spec.model_name, output):
+        # Gemini 4: input and output share one limit; the call's output budget is taken.
+        shared = f" (its {limit}-token limit, shared with the output budget of {output})"
+        limit = prompt_limit(spec.model_name, output)
     longest = max(cell.context_length for cell in cells)
     if limit is not None and longest > limit:
         raise RequestError(
             "context_lengths",
-            f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens",
+            f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens{shared}",
         )
 
 
