@@ -235,6 +235,16 @@ def test_the_report_and_the_index_show_who_answered() -> None:
     assert "asked gemini-3.5-flash, answered by gemini-3.6-flash</span>" in index_page
 
 
+def test_the_heatmap_notes_say_who_answered_so_a_shared_picture_does() -> None:
+    from niah.service.report import heatmap_notes
+
+    run = run_doc("run-a", "gemini-3.5-flash")
+    routed = heatmap_notes(summarize(run, answered(["gemini-3.6-flash"])), "run-a", run)
+    assert " · asked gemini-3.5-flash, answered by gemini-3.6-flash · " in routed
+    pinned = heatmap_notes(summarize(run, answered(["gemini-3.5-flash-001"])), "run-a", run)
+    assert "answered by" not in pinned
+
+
 def test_niah_status_says_the_scores_are_the_answering_models(
     capsys: pytest.CaptureFixture[str],
     use_store: Any,  # noqa: F811
