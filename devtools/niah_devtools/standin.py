@@ -12,8 +12,9 @@ sends them (``standin_batch``): each line answered as an online call.
 
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
 failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
-input limit, a thinking table of its own. Every request is counted and kept
-(``GET /_standin/requests``) for tests to inspect.
+input limit, a thinking table of its own, another model answering an asked one
+(``served_versions``). Replies name the model that answered, as Vertex's do. Every
+request is counted and kept (``GET /_standin/requests``) for tests to inspect.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 from niah.core.estimate import IMPLICIT_CACHE_MIN_TOKENS
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
+from niah_devtools.standin_replies import as_openai, reply_identity
 from niah_devtools.standin_thinking import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     InvalidThinking,
@@ -98,6 +100,9 @@ class StandinState:
                 "cache_window_seconds": 300.0,
                 # A blocked prompt: no candidates, promptFeedback.blockReason.
                 "prompt_block": None,
+                # Google's routing, modelled: the modelVersion a reply names for an asked
+                # model ({"gemini-3.5-flash": "gemini-3.6-flash"}); by default the asked ID.
+                "served_versions": {},
                 # Batch jobs: seconds from created to done, lines that fail (from 0), a
                 # terminal state the job ends in instead (JOB_STATE_FAILED, _EXPIRED).
                 "batch_delay_seconds": 0.5,
@@ -222,6 +227,7 @@ def _generate(
         return 200, {
             "promptFeedback": {"blockReason": config["prompt_block"]},
             "usageMetadata": usage,
+            **reply_identity(config, request.model),
         }
     text = "" if config["block"] else answer_text(prompt, config["answer"])
     answer_tokens = _count_tokens(text, estimate)
@@ -250,7 +256,11 @@ def _generate(
         }
         usage["candidatesTokenCount"] = spent.answer_tokens
         usage["totalTokenCount"] += spent.answer_tokens
-    return 200, {"candidates": [candidate], "usageMetadata": usage}
+    return 200, {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        **reply_identity(config, request.model),
+    }
 
 
 def answer_text(prompt: str, fixed: str | None) -> str:
@@ -373,7 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
         if status == 200 and self.state.config["implicit_cache"]:
             with self.state.lock:
                 self.state.cache.append((time.time(), request.prompt.encode()))
-        self._send(status, _as_openai(status, reply) if openai else reply)
+        self._send(status, as_openai(status, reply) if openai else reply)
 
     def _answer_line(self, body: dict[str, Any], model: str) -> tuple[int, dict[str, Any]]:
         """A batch line answered as the online call with the same body would be."""
@@ -401,34 +411,6 @@ def _transcript(contents: list[dict[str, Any]]) -> str:
         f"{'Assistant' if c.get('role') == 'model' else 'User'}: {text}"
         for c, text in zip(contents, texts, strict=True)
     )
-
-
-OPENAI_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
-
-
-def _as_openai(status: int, reply: dict[str, Any]) -> dict[str, Any]:
-    if status != 200:
-        return {"error": {"message": reply["error"]["message"], "code": status}}
-    candidate = reply["candidates"][0]
-    parts = candidate.get("content", {}).get("parts", [])
-    answer = "".join(p["text"] for p in parts if not p.get("thought"))
-    usage = reply["usageMetadata"]
-    thoughts = usage.get("thoughtsTokenCount", 0)
-    return {
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer},
-                "finish_reason": OPENAI_FINISH.get(candidate["finishReason"], "content_filter"),
-            }
-        ],
-        "usage": {
-            "prompt_tokens": usage["promptTokenCount"],
-            # OpenAI counts reasoning inside the completion, and names it apart.
-            "completion_tokens": usage.get("candidatesTokenCount", 0) + thoughts,
-            "completion_tokens_details": {"reasoning_tokens": thoughts},
-        },
-    }
 
 
 class _Server(ThreadingHTTPServer):

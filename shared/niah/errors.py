@@ -135,6 +135,14 @@ class ComparisonError(NiahError):
     kind = "comparison"
 
 
+class DifferentModelsError(ComparisonError):
+    """A run to compare was answered by another model than it asked for (a routed ID).
+
+    Compared under its name, its scores would be credited to a model that did not
+    produce them; the caller may allow it explicitly.
+    """
+
+
 def classify_http_error(code: int, status: str, message: str) -> NiahError:
     """Map a model API's HTTP error to what it does to the cell and the run.
 

@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 19  # a new error class belongs here, with its kind
+    assert len(classes) == 20  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -36,6 +36,7 @@ def test_every_error_class_has_its_kind() -> None:
     assert kinds["HaystackError"] == "run"
     assert kinds["ConfigurationError"] == "run"
     assert kinds["RequestError"] == "request"
+    assert kinds["DifferentModelsError"] == "comparison"  # refused as compare's others are
     assert kinds["StoreUnavailableError"] == "store_unavailable"
     assert kinds["CloudUnavailableError"] == "cloud_unavailable"
     assert kinds["WorkerDiedError"] == "worker_died"

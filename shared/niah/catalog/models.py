@@ -347,6 +347,36 @@ def catalog_entry(model_name: str) -> ModelInfo | None:
     return CATALOG[max(matches, key=len)] if matches else None
 
 
+# What follows a family's ID in a pinned version of it the catalog does not list
+# (``gemini-9.9-flash-001``): a version number, nothing that names another model.
+PINNED_SUFFIX = re.compile(r"^-\d+$")
+
+
+def model_family(model_name: str) -> str:
+    """The model a name stands for: its catalog entry's name, else the bare ID.
+
+    A pinned version and its family are one model (``gemini-3.5-flash-001`` is
+    ``gemini-3.5-flash``); ``gemini-3.5-flash-lite`` is its own entry, not 3.5 Flash.
+    """
+    entry = catalog_entry(model_name)
+    return entry.name if entry is not None else base_name(model_name)
+
+
+def same_model(asked: str, served: str) -> bool:
+    """Whether ``served`` (the API's ``modelVersion``) is the model ``asked`` named.
+
+    Google answers a stable ID with the ID or a pinned version of it: the same model.
+    A routed or deprecated ID answered by another family (3.7 Flash by 3.8 Flash) is
+    not. For names the catalog does not know, a numbered version of the asked ID
+    (``-001``) is still the same model.
+    """
+    asked_family, served_family = model_family(asked), model_family(served)
+    if asked_family == served_family:
+        return True
+    suffix = served_family.removeprefix(asked_family)
+    return suffix != served_family and PINNED_SUFFIX.match(suffix) is not None
+
+
 def not_a_text_model(model_name: str) -> bool:
     """Whether a Gemini ID names an image, speech, live, embedding or other non-text model."""
     name = base_name(model_name)

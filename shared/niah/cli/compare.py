@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def cmd_compare(args: argparse.Namespace) -> None:
     """Compare runs on their shared grid: an HTML page, and a PNG beside it."""
     from niah.core.comparison import compare_runs, render_comparison_page
-    from niah.errors import ComparisonError
+    from niah.errors import ComparisonError, DifferentModelsError
     from niah.service.report import render_comparison_png
 
     if len(set(args.run_ids)) != len(args.run_ids):
@@ -36,7 +36,9 @@ def cmd_compare(args: argparse.Namespace) -> None:
             sys.exit(f"niah: no run {run_id}; `niah list` shows recent runs")
         pairs.append((run | {"run_id": run_id}, store.list_cells(run_id)))
     try:
-        comparison = compare_runs(pairs)
+        comparison = compare_runs(pairs, allow_different_models=args.allow_different_models)
+    except DifferentModelsError as error:
+        sys.exit(f"niah: compare: {error}. Pass --allow-different-models to compare anyway")
     except ComparisonError as error:
         sys.exit(f"niah: compare: {error}")
     out: Path = args.out

@@ -76,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=False,
         help="print the paired tests, the difference and the disagreements as JSON",
     )
+    compare.add_argument(
+        "--allow-different-models",
+        action=BooleanFlag,
+        default=False,
+        help="compare even runs answered by another model than they asked for (a routed ID)",
+    )
     compare.set_defaults(handler=cmd_compare)
     return parser
 

@@ -9,6 +9,7 @@ from typing import Any
 from niah.cli.backend import result_store, where_to_look
 from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
+from niah.core.served_models import answered_by_text, served_versions
 from niah.core.spec import run_label
 from niah.core.summary import (
     cost_summary,
@@ -36,6 +37,9 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         f"{count(int(run.get('done', 0)), 'cell')} answered, {int(run.get('failed', 0))} "
         f"failed; {score_line(run, task)}"
     )
+    answered_by = answered_by_text(str(run.get("model") or ""), served_versions(cells))
+    if answered_by:
+        print(f"{answered_by}: the scores are that model's (each reply names its model)")
     totals = run.get("totals", {})
     if totals:
         cost = cost_summary(totals)
@@ -209,7 +213,10 @@ def print_status_json(run_id: str, run: dict[str, Any]) -> int:
     store = result_store()
     cells = store.list_cells(run_id)
     reasons = failure_reasons(cells)
+    served = served_versions(cells)
     document = run_line(run | {"run_id": run_id}) | {
+        "served_models": served,
+        "answered_by": answered_by_text(str(run.get("model") or ""), served),
         "scorer": run.get("scorer", "exact"),
         "mean_score": run.get("mean_score"),
         "retrieved_share": run.get("retrieved_share"),

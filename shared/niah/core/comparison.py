@@ -35,10 +35,11 @@ from niah.core.report_page import (
     runs_table,
 )
 from niah.core.ruler_suite import RulerTable, ruler_table
+from niah.core.served_models import model_shown, runs_answered_by_others, served_versions
 from niah.core.spec import run_label
 from niah.core.summary import ScoreTable, cost_summary, format_cost, measures, score_table
 from niah.core.uncertainty import with_interval
-from niah.errors import ComparisonError
+from niah.errors import ComparisonError, DifferentModelsError
 
 Point = tuple[int, float]
 
@@ -71,13 +72,25 @@ class Comparison:
     paired: list[PairedComparison]
 
 
-def compare_runs(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> Comparison:
+def compare_runs(
+    runs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+    *,
+    allow_different_models: bool = False,
+) -> Comparison:
     """Compare two or more (run, cells) pairs on the grid points they all have.
 
-    Raises ``ComparisonError`` naming each run's grid when they share no point.
+    Raises ``ComparisonError`` naming each run's grid when they share no point, and
+    ``DifferentModelsError`` naming the models when a run was answered by a model it
+    did not ask for (``niah.core.served_models``), unless ``allow_different_models``.
     """
     if len(runs) < 2:
         raise ComparisonError("compare needs two runs or more")
+    answered_by_others = runs_answered_by_others(runs)
+    if answered_by_others and not allow_different_models:
+        raise DifferentModelsError(
+            f"{answered_by_others}: compared by the models asked for, one model would be "
+            "credited with another's answers"
+        )
     grids = {str(run["run_id"]): {_point(c) for c in cells} for run, cells in runs}
     for run_id, points in grids.items():
         if not points:
@@ -199,7 +212,7 @@ def render_comparison_page(comparison: Comparison) -> str:
         [
             ("label", lambda c: c.name),
             ("run", lambda c: c.run_id),
-            ("model", lambda c: c.run.get("model")),
+            ("model", lambda c: model_shown(str(c.run.get("model")), served_versions(c.cells))),
             ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
             ("scorer", lambda c: c.run.get("scorer", "exact")),
             ("samples compared", lambda c: len(c.cells)),
@@ -222,6 +235,8 @@ def render_comparison_page(comparison: Comparison) -> str:
         ],
     )
     notes = []
+    if answered_by_others := runs_answered_by_others([(c.run, c.cells) for c in comparison.runs]):
+        notes.append(f"Answered by other models than asked for: {answered_by_others}.")
     if comparison.dropped_points:
         left_out = ", ".join(f"{run_id} {n}" for run_id, n in comparison.dropped_points.items())
         notes.append(f"Points outside the shared grid were left out: {left_out}.")

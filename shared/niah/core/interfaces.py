@@ -326,6 +326,10 @@ class ModelAnswer:
     ``prompt_tokens`` includes ``cached_tokens`` (served from the provider's cache, billed
     at its cached rate); ``output_tokens`` is the answer's, ``thinking_tokens`` the
     thoughts' (billed as output); ``total_tokens`` is the API's own total where it gives one.
+    ``model_version`` is the model that answered, as the API names it (Vertex's
+    ``modelVersion``, an OpenAI-style ``model``): Google may route an ID to another
+    model. ``response_id`` is the API's ID of this reply, to find it in Google's logs.
+    None where the provider reports neither (the local model).
     """
 
     text: str
@@ -336,6 +340,8 @@ class ModelAnswer:
     thinking_tokens: int | None = None
     cached_tokens: int | None = None
     total_tokens: int | None = None
+    model_version: str | None = None
+    response_id: str | None = None
 
     def usage(self) -> dict[str, int | None]:
         """The counts in Vertex AI's ``usageMetadata`` names, as stored on a cell."""

@@ -21,6 +21,7 @@ from typing import Any
 from niah.core.curves import Curve, curve_svg
 from niah.core.pages import markup, render
 from niah.core.sample_rows import COLUMN_NAMES, NUMERIC_COLUMNS, SAMPLE_COLUMNS, sample_row
+from niah.core.served_models import model_shown, versions_text
 from niah.core.spec import run_label
 from niah.core.summary import (
     GENERATED_MRCR_NOTE,
@@ -369,8 +370,9 @@ def _picture(
 def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The answer first: model, task, mean with its interval, effective length, outcomes."""
     measures, outcomes = summary["measures"], summary["outcomes"]
+    served = summary.get("served_models") or {}
     facts = [
-        ("model", summary["model"]),
+        ("model", model_shown(str(summary["model"] or ""), served)),
         ("task", summary["task"]),
         ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
         ("effective length", effective_length_text(measures["effective_length"])),
@@ -402,9 +404,12 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
     spec = run.get("spec") or {}
     settings = run.get("call_settings") or {}
     thinking = settings.get("thinking_level") or settings.get("thinking_budget")
+    served = summary.get("served_models") or {}
     facts = [
         ("run ID", summary["run_id"]),
         ("model", summary["model"]),
+        # Every reply's modelVersion, counted; the local model reports none.
+        ("answered by", versions_text(served) if served else "not reported"),
         ("task", summary["task"]),
         ("scorer", summary["scorer"]),
         ("status", run.get("status")),

@@ -1,10 +1,11 @@
 """The index of every run: one page and one JSON beside the reports in the bucket.
 
-Every run with its label, model, task, status, mean with its 95 % interval, effective
-length, spend, creation time and links; and per task a leaderboard of models against
-lengths, as RULER's table (each model's latest complete run). Built from the run
-documents alone (one read per run, no counter shards), so any report, or ``niah
-index``, can rebuild it whole: there is no partial update to lose.
+Every run with its label, model (and what answered it, where that was another model),
+task, status, mean with its 95 % interval, effective length, spend, creation time and
+links; and per task a leaderboard of models against lengths, as RULER's table (each
+model's latest complete run). Built from the run documents alone (one read per run, no
+counter shards), so any report, or ``niah index``, can rebuild it whole: there is no
+partial update to lose.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from niah.core.interfaces import RUN_CANCELLED
 from niah.core.pages import render
 from niah.core.report_page import effective_length_text
+from niah.core.served_models import answered_by_text
 from niah.core.spec import run_label
 from niah.core.uncertainty import with_interval
 
@@ -33,6 +35,7 @@ INDEX_FIELDS = (
     "created_at",
     "report",
     "total",
+    "served_models",
 )
 INDEX_JSON = "index.json"
 INDEX_HTML = "index.html"
@@ -46,10 +49,14 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
     effective = measures.get("effective_length")
     report = run.get("report") or {}
     spend = run.get("spend") or {}
+    served = run.get("served_models") or {}
     return {
         "run_id": run["run_id"],
         "label": run_label(run),
         "model": run.get("model"),
+        # Kept by the report (runs reported before it was kept have none).
+        "served_models": served,
+        "answered_by": answered_by_text(str(run.get("model") or ""), served),
         "task": task,
         "status": run.get("status") or "unknown",
         "samples": int(run.get("total", 0)),
@@ -86,6 +93,7 @@ def leaderboards(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         board["rows"].append(
             {
                 "model": model,
+                "answered_by": entry["answered_by"],
                 "run_id": entry["run_id"],
                 "scores": entry["by_length"],
                 "mean": entry["mean"],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.pricing import Cost, cost_of
+from niah.core.served_models import answered_by_text, served_versions
 from niah.core.uncertainty import CONFIDENCE, Interval, interval
 
 # RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
@@ -293,9 +294,14 @@ def summarize(
     outcomes = {name: 0 for name in OUTCOMES}
     for cell in cells:
         outcomes[str(cell.get("outcome") or "unscored")] += 1
+    served = served_versions(cells)
     return {
         "run_id": run["run_id"],
         "model": run.get("model"),
+        # What answered (each reply's modelVersion, with its samples), and a sentence
+        # when that is not the model asked for: Google routes some IDs to others.
+        "served_models": served,
+        "answered_by": answered_by_text(str(run.get("model") or ""), served),
         "task": task,
         "version": run.get("version"),
         "haystack_uri": run.get("haystack_uri"),

@@ -43,6 +43,7 @@ from niah.core.scoring import (
     truncated_reason,
     unscored_reason,
 )
+from niah.core.served_models import answer_identity
 from niah.core.spec import Cell, RunRequest
 from niah.errors import (
     CellInFlightError,
@@ -887,8 +888,8 @@ def _save_prompt(task: CellTask, prompt: str, blobs: BlobStore) -> str:
 
 
 def _answer_fields(answer: ModelAnswer, cell: Cell) -> dict[str, Any]:
-    """The model's answer and the API's usage, as stored on the cell."""
-    return {
+    """The model's answer, the API's usage and the model that answered, as stored."""
+    return answer_identity(answer) | {
         "status": "answered",
         "model_response": answer.text,
         "finish_reason": answer.finish_reason,

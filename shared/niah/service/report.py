@@ -162,6 +162,8 @@ def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> 
         f"{summary['outcomes'].get('truncated', 0)} truncated",
         format_cost(summary),
     ]
+    if summary.get("answered_by"):  # Google routed the asked model to another
+        notes.append(summary["answered_by"])
     if summary["task"] == "mrcr" and summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE:
         notes.append("MRCR generated samples, not comparable to model cards")
     created = run.get("created_at")
@@ -257,6 +259,7 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],
         "spend": summary["spend"],
+        "served_models": summary["served_models"],
         "completed_at": completed_at,
     }
     if not store.finish_report(run_id, claim_id, len(cells), fields):

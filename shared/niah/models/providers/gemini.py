@@ -36,7 +36,11 @@ def _api_value(value: Any) -> str | None:
 
 
 def _answer_of(response: Any, latency: float) -> ModelAnswer:
-    """A ``GenerateContentResponse`` as the service's answer: text, finish and usage."""
+    """A ``GenerateContentResponse`` as the service's answer: text, finish, usage, who.
+
+    ``modelVersion`` says which model answered (Google routes some IDs to others);
+    it and ``responseId`` may be absent (an older reply, a stand-in), and are None then.
+    """
     candidates = response.candidates or []
     finish = _api_value(candidates[0].finish_reason) if candidates else None
     if not candidates and response.prompt_feedback is not None:
@@ -51,6 +55,8 @@ def _answer_of(response: Any, latency: float) -> ModelAnswer:
         thinking_tokens=usage.thoughts_token_count if usage else None,
         cached_tokens=usage.cached_content_token_count if usage else None,
         total_tokens=usage.total_token_count if usage else None,
+        model_version=response.model_version or None,
+        response_id=response.response_id or None,
     )
 
 

@@ -94,6 +94,9 @@ class OpenAICompatibleProvider:
             thinking_tokens=thinking,
             cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
             total_tokens=usage.get("total_tokens"),
+            # The chat completion's ``model`` (the model that answered) and ``id``.
+            model_version=_text_or_none(reply.get("model")),
+            response_id=_text_or_none(reply.get("id")),
         )
 
     def count_tokens(self, prompt: str) -> int:
@@ -101,3 +104,8 @@ class OpenAICompatibleProvider:
         from niah.models.tokenizer import get_tokenizer
 
         return len(get_tokenizer(self.tokenizer_name).encode(prompt))
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A reply's string field, None where it is missing, empty or not text."""
+    return value if isinstance(value, str) and value else None
