@@ -12,6 +12,7 @@ import requests
 from niah.core.answer_budget import answer_room, call_budget
 from niah.core.spec import RunRequest
 from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
+from niah.models.providers import _providers as provider_cache
 from niah.models.providers.gemini import GeminiProvider, retry_budget_seconds
 from niah.models.providers.gemini_request import HARM_CATEGORIES
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
@@ -37,10 +38,14 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, StandinState
         "NO_PROXY": "127.0.0.1,localhost",
     }.items():
         monkeypatch.setenv(name, value)
+    # Providers are made once per model and read the stand-in's URL then: one kept from
+    # an earlier test would call that test's stopped stand-in.
     get_settings.cache_clear()
+    provider_cache.clear()
     yield url, state
     server.shutdown()
     get_settings.cache_clear()
+    provider_cache.clear()
 
 
 def configure(url: str, **config: Any) -> None:

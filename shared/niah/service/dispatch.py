@@ -223,13 +223,13 @@ def check_model(spec: RunRequest) -> None:
             raise RequestError(
                 field_name,
                 f"{name} is not a text model (an image, speech, live, embedding or other "
-                "variant): a needle test needs a Gemini text model such as gemini-3.5-flash",
+                "variant): a needle test needs a Gemini text model such as gemini-3.8-flash",
             )
     if provider == "gemini" and not is_gemini_name(spec.model_name):
         raise RequestError(
             "model_name",
             f"{spec.model_name!r} is not a Gemini model ID: give the bare ID (e.g. "
-            "gemini-3.5-flash); the project and location are the deployment's",
+            "gemini-3.8-flash); the project and location are the deployment's",
         )
     if provider == "openai_compatible" and not get_settings().openai_base_url:
         raise RequestError(
@@ -247,7 +247,7 @@ def check_model(spec: RunRequest) -> None:
         if provider_for_model(name) == "gemini" and not is_gemini_name(name):
             raise RequestError(
                 "evaluator_model_name",
-                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-3.5-flash)",
+                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-3.8-flash)",
             )
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
