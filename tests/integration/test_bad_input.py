@@ -178,8 +178,16 @@ CASES: list[tuple[str, Any, str, str]] = [
         "retrieval_question",
     ),
     (
-        "static needle without an answer or judge",
-        {**OK, "dynamic_needle": False, "scorer": "exact"},
+        # The harness's default needle has a known answer (issue 33): a needle of one's own
+        # has none.
+        "static needle of one's own without an answer or judge",
+        {
+            **OK,
+            "dynamic_needle": False,
+            "needle": "The vault code is 4417.",
+            "retrieval_question": "What is the vault code?",
+            "scorer": "exact",
+        },
         JSON,
         "expected_answer",
     ),
