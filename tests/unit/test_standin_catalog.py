@@ -19,6 +19,7 @@ from niah.catalog.models import CATALOG, ModelInfo, catalog_entry, prompt_limit
 from niah.core.answer_budget import call_budget
 from niah.core.spec import Cell, RunRequest
 from niah.errors import RequestError
+from niah.models.providers.gemini import thinking_options
 from niah.service.dispatch import check_lengths
 from niah_devtools.standin import serve
 
@@ -71,17 +72,12 @@ def thoughts(
     client: genai.Client, model: str, *, level: str | None = None, budget: int | None = None
 ) -> int:
     """The thought tokens the stand-in reports for one call (0 when it reports none)."""
-    thinking = None
-    if level is not None:
-        # XHIGH is newer than the SDK's enum: it warns and sends it as is.
-        thinking = types.ThinkingConfig(thinking_level=types.ThinkingLevel(level.upper()))
-    elif budget is not None:
-        thinking = types.ThinkingConfig(thinking_budget=budget)
+    # As the provider sets them (XHIGH is newer than the SDK's enum: it goes in the body).
     response = client.models.generate_content(
         model=model,
         contents=PROMPT,
         config=types.GenerateContentConfig(
-            max_output_tokens=MAX_OUTPUT_TOKENS, thinking_config=thinking
+            max_output_tokens=MAX_OUTPUT_TOKENS, **thinking_options(types, budget, level)
         ),
     )
     assert response.text == "The special magic Lagos number is: 7304912."

@@ -60,6 +60,25 @@ def _answer_of(response: Any, latency: float) -> ModelAnswer:
     )
 
 
+def thinking_options(types: Any, budget: int | None, level: str | None) -> dict[str, Any]:
+    """``GenerateContentConfig``'s thinking fields for a budget or a level ("XHIGH").
+
+    A level the SDK's ``ThinkingLevel`` does not list (XHIGH, Gemini 4's; google-genai
+    2.34 lacks it) becomes a pseudo-member that Python 3.11.2's ``deepcopy`` cannot
+    rebuild ("AttributeError: XHIGH" inside ``generate_content``, seen with Debian's
+    python3; 3.11.7 copies it), so it goes into the request body as the API spells it,
+    through the SDK's own ``extra_body``. The API refuses a budget with a level.
+    """
+    if budget is not None:
+        return {"thinking_config": types.ThinkingConfig(thinking_budget=budget)}
+    if level is None:
+        return {}
+    if level.upper() in types.ThinkingLevel.__members__:
+        return {"thinking_config": types.ThinkingConfig(thinking_level=level.upper())}
+    extra = {"generationConfig": {"thinkingConfig": {"thinkingLevel": level.upper()}}}
+    return {"http_options": types.HttpOptions(extra_body=extra)}
+
+
 def answer_from_json(reply: dict[str, Any]) -> ModelAnswer:
     """A batch prediction's ``response`` (the REST JSON) read as an online reply is read."""
     from google.genai import types
@@ -133,15 +152,10 @@ class GeminiProvider:
             thinking_budget=thinking_budget,
             thinking_level=thinking_level,
         )
-        thinking = None
-        if generation.thinking_budget is not None:
-            thinking = types.ThinkingConfig(thinking_budget=generation.thinking_budget)
-        elif generation.thinking_level is not None:  # the API refuses the two together
-            thinking = types.ThinkingConfig(thinking_level=generation.thinking_level)
         return types.GenerateContentConfig(
             temperature=generation.temperature,
             max_output_tokens=generation.max_output_tokens,
-            thinking_config=thinking,
+            **thinking_options(types, generation.thinking_budget, generation.thinking_level),
             safety_settings=[
                 types.SafetySetting(category=category, threshold=SAFETY_THRESHOLD)
                 for category in HARM_CATEGORIES
