@@ -75,7 +75,9 @@ def test_the_1m_grid_shows_naive_cache_aware_and_judge_figures_in_json_and_text(
     assert figures["output_tokens_at_most"] == 121 * call["max_output_tokens"]
     # The model's own word (a preview), and nothing else but a dated price change that
     # falls within 60 days of today (3.8 Flash's introductory rates end 2026-12-31).
-    assert steady(figures["warnings"]) == ["gemini-3.1-pro-preview is a preview model"]
+    assert steady(figures["warnings"]) == [
+        "gemini-3.1-pro-preview is a preview model; no retirement date announced"
+    ]
     # The text is made of the same figures.
     for shown in (
         f"model calls, naive (nothing cached): ${naive['cost_usd']:.4f}",
@@ -246,7 +248,7 @@ def test_a_budget_that_cuts_thinking_or_an_unknown_model_warns() -> None:
         "thinking_tokens": 200 - short["per_call"]["answer_tokens"],
     }
     assert steady(estimate_figures(_estimate(base))["warnings"]) == [
-        "gemini-3.1-pro-preview is a preview model"
+        "gemini-3.1-pro-preview is a preview model; no retirement date announced"
     ]
     unknown = estimate_figures(
         _estimate({**base, "model_name": "my-model", "model_provider": "openai_compatible"})

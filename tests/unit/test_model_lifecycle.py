@@ -122,20 +122,23 @@ def test_the_cli_estimate_refuses_a_retired_model_and_the_opt_out_prices_it() ->
     [
         (
             "gemini-4-hydrogen",
-            "gemini-4-hydrogen is a short-term GA model; Google retires it on at least 45 "
-            "days' notice",
+            "gemini-4-hydrogen is a short-term GA model; no retirement date announced; Google "
+            "retires it on at least 45 days' notice",
         ),
         (
             "gemini-3.7-flash",
-            "gemini-3.7-flash is deprecated, routed to gemini-3.8-flash; Google names "
-            "gemini-3.8-flash instead",
+            "gemini-3.7-flash is deprecated, routed to gemini-3.8-flash; no retirement date "
+            "announced; Google names gemini-3.8-flash instead",
         ),
         (
             "gemini-3.5-flash",
             "gemini-3.5-flash: Vertex AI retires it on 2027-05-19 or later; the Gemini API "
             "routes it to gemini-3.6-flash",
         ),
-        ("gemini-3.1-pro-preview", "gemini-3.1-pro-preview is a preview model"),
+        (
+            "gemini-3.1-pro-preview",
+            "gemini-3.1-pro-preview is a preview model; no retirement date announced",
+        ),
     ],
 )
 def test_a_deprecated_short_term_or_preview_model_is_accepted_with_its_warning(
@@ -272,5 +275,6 @@ def test_the_estimate_warns_of_a_price_change_within_60_days_and_names_the_lifec
     with time_machine.travel(dt.datetime(2026, 11, 27, 12, tzinfo=dt.UTC), tick=False):
         hydrogen = estimate_figures(grid | {"model_name": "gemini-4-hydrogen"})["warnings"]
     assert hydrogen[0] == (
-        "gemini-4-hydrogen is a short-term GA model; Google retires it on at least 45 days' notice"
+        "gemini-4-hydrogen is a short-term GA model; no retirement date announced; Google "
+        "retires it on at least 45 days' notice"
     )

@@ -98,6 +98,8 @@ def lifecycle_warning(name: str, lifecycle: Lifecycle, today: dt.date | None = N
         return None
     if lifecycle.retires is not None:
         parts.append(f"Vertex AI retires it on {lifecycle.retirement_text()}")
+    elif parts:  # a deprecated, preview or short-term model: say that no date is set
+        parts.append("no retirement date announced")
     if lifecycle.replacements:
         parts.append(f"Google names {lifecycle.instead()} instead")
     if lifecycle.notice:
