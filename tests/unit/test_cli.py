@@ -148,7 +148,7 @@ def test_every_run_option_has_help_from_one_source() -> None:
 
 
 def test_the_estimate_prices_every_current_gemini_model_and_refuses_a_retired_one() -> None:
-    from niah.catalog.models import current_gemini_models
+    from niah.catalog.availability import current_gemini_models
     from niah.catalog.prices import NO_PRICE_REASONS
 
     current = [name for name in current_gemini_models() if name not in NO_PRICE_REASONS]

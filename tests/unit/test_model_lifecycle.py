@@ -14,19 +14,14 @@ from typing import Any
 import pytest
 import time_machine
 
+from niah.catalog.availability import current_gemini_models, lifecycle_notes, retired_refusal
 from niah.catalog.lifecycle import Lifecycle, lifecycle_warning
-from niah.catalog.models import (
-    CATALOG,
-    IGNORED_TEMPERATURE,
-    current_gemini_models,
-    retired_refusal,
-    temperature_record,
-)
+from niah.catalog.models import CATALOG, IGNORED_TEMPERATURE, temperature_record
 from niah.catalog.prices import NO_PRICE_REASONS, next_price_change, prices_for
 from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini_request import generation_for, request_body
-from niah.service.dispatch import check_budget, lifecycle_notes, model_warnings, run_record
+from niah.service.dispatch import check_budget, model_warnings, run_record
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_cli import niah
 from tests.unit.test_work import dispatch_task, run_cell
@@ -93,7 +88,7 @@ def test_allow_retired_runs_it_and_the_run_records_why() -> None:
         "gemini-2.5-flash was retired on Vertex AI on 2026-10-20; Google names "
         "gemini-3.8-flash or gemini-3.5-flash-lite instead; called anyway (allow_retired)"
     )
-    assert lifecycle_notes(spec) == [note]
+    assert lifecycle_notes(spec.model_name, spec.evaluator_model_name) == [note]
     assert note in model_warnings(spec)
     record = run_record("run-x", spec, "gs://b/h/")
     assert record["model_notes"] == [note]

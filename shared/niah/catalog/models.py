@@ -64,7 +64,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from niah.catalog.lifecycle import Lifecycle, lifecycle_warning, retirement_message
+from niah.catalog.lifecycle import Lifecycle
 from niah.errors import ConfigurationError
 from niah.settings import get_settings
 
@@ -478,32 +478,6 @@ def temperature_record(model_name: str) -> float | str:
     """The temperature as a run states it: the number sent, or ``IGNORED_TEMPERATURE``."""
     temperature = temperature_for(model_name)
     return IGNORED_TEMPERATURE if temperature is None else temperature
-
-
-def current_gemini_models(today: dt.date | None = None) -> list[str]:
-    """The catalog's Gemini models that Vertex AI still serves, newest family first."""
-    return [
-        info.name
-        for info in CATALOG.values()
-        if info.provider == "gemini" and not info.lifecycle.retired(today)
-    ]
-
-
-def retired_refusal(model_name: str, today: dt.date | None = None) -> str | None:
-    """The line refusing a model Vertex AI has retired, or None for a served one."""
-    known = find_model(model_name)
-    if known is None or not known.lifecycle.retired(today):
-        return None
-    named = [find_model(r) for r in known.lifecycle.replacements]
-    all_retired = bool(named) and all(r is not None and r.lifecycle.retired(today) for r in named)
-    current = current_gemini_models(today) if all_retired else []
-    return retirement_message(known.name, known.lifecycle, current)
-
-
-def lifecycle_notice(model_name: str, today: dt.date | None = None) -> str | None:
-    """A warning of a served model's deprecation, short-term status or coming retirement."""
-    known = find_model(model_name)
-    return lifecycle_warning(known.name, known.lifecycle, today) if known else None
 
 
 def model_notice(model_name: str) -> str | None:

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from niah.catalog.models import find_model, lifecycle_notice, model_notice, retired_refusal
+from niah.catalog.availability import lifecycle_notes
+from niah.catalog.models import find_model, model_notice
 from niah.catalog.prices import next_price_change, prices_for
 from niah.core.answer_budget import (
     CallBudget,
@@ -272,10 +273,7 @@ def _with_cache(estimates: list[CellEstimate], primer: Cell) -> list[CellEstimat
 def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     """Where a reply may end MAX_TOKENS, or a figure rests on an assumption."""
     warnings = []
-    for name in filter(None, (spec.model_name, spec.evaluator_model_name)):
-        notice = lifecycle_notice(name) or retired_refusal(name)
-        if notice:  # a retired one is here only with allow_retired
-            warnings.append(notice)
+    warnings.extend(lifecycle_notes(spec.model_name, spec.evaluator_model_name))
     known = find_model(spec.model_name)
     if known is None or known.assumed:
         notice = model_notice(spec.model_name) or f"{spec.model_name} is not in the catalog"
@@ -292,8 +290,9 @@ def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     for name in (spec.model_name, spec.evaluator_model_name):
         if name and prices_for(name) is None:
             warnings.append(f"no price for {name}: its cost is unknown (set NIAH_PRICE_TABLE)")
-        change = next_price_change(name) if name else None
-        if change and (change[0] - dt.date.today()).days <= PRICE_CHANGE_WARNING_DAYS:
+        today = dt.datetime.now(dt.UTC).date()  # the day prices are dated by
+        change = next_price_change(name, today) if name else None
+        if change and (change[0] - today).days <= PRICE_CHANGE_WARNING_DAYS:
             day, rates = change
             warnings.append(
                 f"{name}'s rates change on {day} (to ${rates.input:g} input, "

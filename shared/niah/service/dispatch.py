@@ -10,17 +10,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from niah.catalog.availability import lifecycle_notes, retired_refusal
 from niah.catalog.models import (
     LOCAL_MODEL,
     find_model,
     input_limit,
     is_gemini_name,
-    lifecycle_notice,
     model_notice,
     not_a_text_model,
     prompt_limit,
     provider_for_model,
-    retired_refusal,
     temperature_record,
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
@@ -192,10 +191,10 @@ def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
     if spec.provider() == "local" and limit is not None:
         # llama.cpp's window holds the answer too: leave it the run's answer budget.
         limit = get_settings().local_model_max_context - 1 - output
-    elif limit is not None and limit != prompt_limit(spec.model_name, output):
+    elif limit is not None and (room := prompt_limit(spec.model_name, output)) != limit:
         # Gemini 4: input and output share one limit; the call's output budget is taken.
         shared = f" (its {limit}-token limit, shared with the output budget of {output})"
-        limit = prompt_limit(spec.model_name, output)
+        limit = room
     longest = max(cell.context_length for cell in cells)
     if limit is not None and longest > limit:
         raise RequestError(
@@ -331,27 +330,12 @@ def check_thinking(spec: RunRequest) -> None:
         )
 
 
-def lifecycle_notes(spec: RunRequest) -> list[str]:
-    """What Google says of the run's models' lifecycle, as the run records it.
-
-    A deprecated, short-term or soon-retired model's warning; a retired one called
-    anyway (``allow_retired``: refused otherwise).
-    """
-    notes = []
-    for name in filter(None, [spec.model_name, spec.evaluator_model_name]):
-        refusal = retired_refusal(name)
-        notice = f"{refusal}; called anyway (allow_retired)" if refusal else lifecycle_notice(name)
-        if notice:
-            notes.append(notice)
-    return notes
-
-
 def model_warnings(spec: RunRequest) -> list[str]:
     """What a user should know before paying: unknown or retiring models, a tight budget."""
     names = [name for name in (spec.model_name, spec.evaluator_model_name) if name]
     unknown = [notice for notice in map(model_notice, names) if notice]
     tight = budget_warning(spec)
-    return [*unknown, *lifecycle_notes(spec), *([tight] if tight else [])]
+    return [*unknown, *lifecycle_notes(*names), *([tight] if tight else [])]
 
 
 def minimum_context_length(spec: RunRequest) -> int:
@@ -460,7 +444,7 @@ def run_record(
         "model": spec.model_name,
         # Google's word on the models' lifecycle when the run began (a retired model
         # called anyway says so here, on every page that shows the run).
-        "model_notes": lifecycle_notes(spec),
+        "model_notes": lifecycle_notes(spec.model_name, spec.evaluator_model_name),
         "label": spec.label or run_label({"model": spec.model_name, "spec": {"task": spec.task}}),
         "version": spec.results_version,
         "scorer": spec.scorer_name(),
