@@ -16,8 +16,18 @@ from Cloud Storage", docs.cloud.google.com/vertex-ai/generative-ai/docs/multimod
 batch-prediction-from-cloud-storage, read 2026-11-27).
 
 Faults, through ``/_standin/config``: ``batch_fail_lines`` (line numbers, from 0, that
-fail with a 429-like status), ``batch_job_fails`` (a terminal state such as
-``JOB_STATE_FAILED`` or ``JOB_STATE_EXPIRED``, with ``batch_job_error``).
+fail with a 429-like status) or ``batch_fail_status`` (a status every line fails with, as
+a missing permission would), ``batch_job_fails`` (a terminal state such as
+``JOB_STATE_FAILED`` or ``JOB_STATE_EXPIRED``, with ``batch_job_error``;
+``batch_job_fails_after`` lines written first), ``batch_line_delay_seconds`` (per line,
+so a test can cancel midway). A job that ends early exports the rows it completed, as
+Vertex does ("If the batch prediction job is terminated, all completed rows are
+exported", the page above).
+
+How the request comes back, ``batch_echo``: ``verbatim`` (as sent), ``no_labels``
+(labels dropped: no page says they are echoed), ``reformatted`` (keys in snake case and
+another order, as a re-serialising service might write them), ``none`` (no request).
+Output is split into files of ``batch_lines_per_file`` lines (default: one file).
 """
 
 from __future__ import annotations
@@ -179,22 +189,32 @@ class BatchJobs:
             return
         time.sleep(delay / 2)
         failure = config.get("batch_job_fails")
-        if failure:
-            error = config.get("batch_job_error") or "the job failed (stand-in fault)"
+        stop_after = int(config.get("batch_job_fails_after") or 0) if failure else None
+        error = config.get("batch_job_error") or "the job failed (stand-in fault)"
+        if failure and not stop_after:
             self._set(name, state=failure, endTime=_now(), error={"code": 13, "message": error})
             return
         model = self.jobs[name]["model"].rpartition("/")[2]
         fail_lines = set(config.get("batch_fail_lines") or [])
+        fail_all = config.get("batch_fail_status")
+        line_delay = float(config.get("batch_line_delay_seconds") or 0)
         out, succeeded, failed = [], 0, 0
         lines = [line for uri in uris for line in self.files.read(uri).decode().splitlines()]
+        directory = f"{prefix.rstrip('/')}/prediction-model-{name.rpartition('/')[2]}"
+        ended: tuple[str, str | None] = ("JOB_STATE_SUCCEEDED", None)
         for number, text in enumerate(line for line in lines if line.strip()):
             if self.jobs[name].get("cancel_requested"):
-                self._set(name)
-                return
+                ended = ("JOB_STATE_CANCELLED", None)
+                break
+            if stop_after is not None and number >= stop_after:
+                ended = (str(failure), error)
+                break
             request = json.loads(text)["request"]
             status, reply = (
                 (429, {"error": {"message": "Resource exhausted (stand-in fault)"}})
                 if number in fail_lines
+                else (403, {"error": fail_all})
+                if fail_all
                 else answer(request, model)
             )
             record: dict[str, Any] = {"status": "", "processed_time": _now(), "request": request}
@@ -204,13 +224,53 @@ class BatchJobs:
             else:
                 record["status"] = json.dumps(reply.get("error", reply))
                 failed += 1
-            out.append(json.dumps(record))
-        directory = f"{prefix.rstrip('/')}/prediction-model-{name.rpartition('/')[2]}"
-        self.files.write(f"{directory}/predictions.jsonl", ("\n".join(out) + "\n").encode())
-        self._set(
-            name,
-            state="JOB_STATE_SUCCEEDED",
-            endTime=_now(),
-            outputInfo={"gcsOutputDirectory": directory},
-            completionStats={"successfulCount": str(succeeded), "failedCount": str(failed)},
-        )
+            out.append(json.dumps(_echoed(record, str(config.get("batch_echo") or "verbatim"))))
+            time.sleep(line_delay)
+        self._write_output(directory, out, int(config.get("batch_lines_per_file") or 0))
+        with self.lock:
+            job = self.jobs[name]
+            state = "JOB_STATE_CANCELLED" if job.get("cancel_requested") else ended[0]
+            job.update(
+                state=state,
+                endTime=_now(),
+                updateTime=_now(),
+                outputInfo={"gcsOutputDirectory": directory},
+                completionStats={"successfulCount": str(succeeded), "failedCount": str(failed)},
+            )
+            if ended[1] and state == ended[0]:
+                job["error"] = {"code": 13, "message": ended[1]}
+
+    def _write_output(self, directory: str, out: list[str], per_file: int) -> None:
+        """The completed rows, in one file or several of ``per_file`` lines."""
+        if not out:
+            return
+        step = per_file or len(out)
+        chunks = [out[i : i + step] for i in range(0, len(out), step)]
+        for number, chunk in enumerate(chunks):
+            file = "predictions.jsonl" if len(chunks) == 1 else f"predictions_{number:05d}.jsonl"
+            self.files.write(f"{directory}/{file}", ("\n".join(chunk) + "\n").encode())
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def _reformatted(value: Any) -> Any:
+    """Keys in snake case and reversed order: the same request, written otherwise."""
+    if isinstance(value, dict):
+        return {_snake(k): _reformatted(v) for k, v in reversed(list(value.items()))}
+    if isinstance(value, list):
+        return [_reformatted(v) for v in value]
+    return value
+
+
+def _echoed(record: dict[str, Any], echo: str) -> dict[str, Any]:
+    """The output record with its request echoed as ``batch_echo`` says."""
+    request = record["request"]
+    if echo == "none":
+        return {k: v for k, v in record.items() if k != "request"}
+    if echo == "no_labels":
+        return record | {"request": {k: v for k, v in request.items() if k != "labels"}}
+    if echo == "reformatted":
+        return record | {"request": _reformatted(request)}
+    return record

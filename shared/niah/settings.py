@@ -138,6 +138,19 @@ class Settings(BaseSettings):
     # in memory while it writes it (a 1M-token prompt is about 4 MB of text).
     batch_max_lines: int = Field(default=10_000, ge=1, le=1_000_000)
     batch_max_bytes: int = Field(default=256_000_000, ge=1_000, le=1_000_000_000)
+    # A job's output is ingested in pieces of this many bytes of a file, one message
+    # each; a piece that runs this many seconds hands the rest of its range on, well
+    # inside the worker's 540 s timeout (infra/functions.tf).
+    batch_ingest_piece_bytes: int = Field(default=32 * 1024 * 1024, ge=1_024)
+    batch_ingest_seconds: float = Field(default=240.0, gt=0)
+    # Failed lines of one reason that reach this share of a job's lines (and at least
+    # batch_systemic_min_lines of them) are a fault of the deployment or the service
+    # (a permission, a quota, a service agent not yet made): their cells are failed with
+    # the reason rather than bought again online. Below it, failed lines go online, at
+    # most batch_online_fallback_max a job.
+    batch_systemic_share: float = Field(default=0.5, gt=0, le=1)
+    batch_systemic_min_lines: int = Field(default=5, ge=1)
+    batch_online_fallback_max: int = Field(default=200, ge=0)
 
 
 @lru_cache(maxsize=1)

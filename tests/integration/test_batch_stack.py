@@ -80,10 +80,12 @@ def test_a_batch_grid_completes_one_cell_per_line_at_the_batch_rate(stack: Stack
     )
     assert "JOB_STATE_SUCCEEDED" in status.stdout
 
-    # The same output delivered again, twice (a redelivered poll of a job not yet marked
-    # ingested): every line is found stored, nothing is stored or counted twice.
+    # The same output delivered again, twice (a redelivered poll of a job whose ingest
+    # was not recorded): every line is found stored before it is scored, nothing is
+    # stored or counted twice.
     store = FirestoreStore()
-    store.update_run(run_id, {"batch_jobs": [job | {"ingested": False}]})
+    unread = {k: v for k, v in job.items() if k != "ingest"} | {"ingested": False}
+    store.update_run(run_id, {"batch_jobs": [unread]})
     publish(stack, "niah-cells", {"run_id": run_id, "batch_action": "poll"}, copies=2)
     wait_for(
         lambda: (store.get_run(run_id) or {})["batch_jobs"][0].get("ingested"),

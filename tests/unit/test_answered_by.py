@@ -138,7 +138,7 @@ def test_a_batch_line_names_the_model_that_answered_it(
     files = MemoryFiles()
     state.batch.files = files
     generation = generation_for("gemini-3.5-flash", max_output_tokens=2000)
-    line = batch_line("L00001000-D050000", request_body(PROMPT, None, generation))
+    line = batch_line(request_body(PROMPT, None, generation))
     files.write("gs://b/in.jsonl", json.dumps(line).encode())
     job = client(url).batches.create(
         model="gemini-3.5-flash", src="gs://b/in.jsonl", config={"dest": "gs://b/out/"}

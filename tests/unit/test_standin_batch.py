@@ -12,9 +12,9 @@ import requests
 
 from niah.models.providers.gemini_request import (
     batch_line,
-    cell_of_line,
     generation_for,
     request_body,
+    request_digest,
 )
 from niah_devtools.standin import StandinState
 from niah_devtools.standin_batch import MemoryFiles
@@ -38,14 +38,17 @@ def client(url: str) -> Any:
     )
 
 
+def generation_of() -> Any:
+    return generation_for("gemini-2.5-flash", max_output_tokens=1000, thinking_budget=0)
+
+
 def submit(url: str, state: StandinState, cells: int, **config: Any) -> tuple[Any, MemoryFiles]:
     requests.post(f"{url}/_standin/config", json=config, timeout=5).raise_for_status()
     files = MemoryFiles()
     state.batch.files = files
-    generation = generation_for("gemini-2.5-flash", max_output_tokens=1000, thinking_budget=0)
+    generation = generation_of()
     lines = [
-        batch_line(f"L{n:08d}-D050000", request_body(PROMPT, None, generation))
-        for n in range(cells)
+        batch_line(request_body(f"{PROMPT} Line {n}.", None, generation)) for n in range(cells)
     ]
     files.write("gs://b/batches/in.jsonl", "\n".join(json.dumps(x) for x in lines).encode())
     job = client(url).batches.create(
@@ -80,7 +83,9 @@ def test_a_job_answers_every_line_and_writes_its_predictions(
     assert directory == "gs://b/batches/out/"
     [output] = [uri for uri in files.objects if uri.endswith("predictions.jsonl")]
     lines = [json.loads(x) for x in files.objects[output].decode().splitlines()]
-    assert [cell_of_line(x) for x in lines] == [f"L{n:08d}-D050000" for n in range(3)]
+    # Each prediction echoes the request it answers, in input order here.
+    asked = [request_body(f"{PROMPT} Line {n}.", None, generation_of()) for n in range(3)]
+    assert [request_digest(x["request"]) for x in lines] == [request_digest(r) for r in asked]
     text = lines[0]["response"]["candidates"][0]["content"]["parts"][-1]["text"]
     assert "7304912" in text and lines[0]["response"]["usageMetadata"]["promptTokenCount"] > 0
     assert [job.name for job in client(url).batches.list()] == [done.name]

@@ -31,7 +31,7 @@ def cell_batch_line(
     tokenizer_for: TokenizerFactory,
     haystack_files: list[BlobInfo] | None = None,
 ) -> dict[str, Any]:
-    """The batch input line of ``task``'s cell, labelled with its cell ID."""
+    """The batch input line of ``task``'s cell (found again by its prompt's digest)."""
     sample = cell_sample(task, spec, task.cell, blobs)
     built = build_cell_prompt(
         spec,
@@ -50,4 +50,4 @@ def cell_batch_line(
         thinking_budget=budget.thinking_budget,
         thinking_level=budget.thinking_level,
     )
-    return batch_line(task.cell_id, request_body(built.prompt, turns, generation))
+    return batch_line(request_body(built.prompt, turns, generation))

@@ -8,13 +8,13 @@ Two steps, each a message on the cells topic that the worker takes (``batch_mess
   go on the run (``batch_jobs``). Once a round: a lease on the round guards it, and a
   holder that died after creating a job finds it again by its display name.
 - **poll**: the sweep asks every few minutes (``sweep_stalled_runs``); each job is read
-  (``BatchClient.get``). A job that succeeded is ingested: each output line is mapped
-  to its cell by the label its request carries, scored by the task's scorer and stored
-  through the same create-if-absent write as an online answer (``store_cell``), so a
-  line is stored once however often its job is ingested. A line that failed is
-  published as an online cell (answered at the online price). A job that failed,
-  expired or was cancelled elsewhere stores its cells failed with the job's reason.
-  A cancelled run's jobs are cancelled through the API.
+  (``BatchClient.get``). A job that ended with output (succeeded, or cancelled, expired
+  or failed after writing some rows, which Google bills) is ingested in pieces
+  (``niah.service.batch_ingest``: lines matched to cells by their prompt's digest, failed
+  lines classified before any goes online). A job that ended without output stores its
+  cells failed with the job's reason. A cancelled run's jobs are cancelled through the
+  API, and what they wrote before the cancel is kept.
+- **ingest**: one byte range of one output file (``batch_ingest.ingest_piece``).
 
 Polling rather than a Cloud Storage notification on the output: a job that fails or
 expires writes no output, so its state must be read anyway; one poll finds both.
@@ -28,14 +28,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from niah.core.answer_budget import call_budget
 from niah.core.interfaces import (
     BATCH_ENDED_WITHOUT_OUTPUT,
     BATCH_SUCCEEDED,
     CLAIM_HELD,
     RUN_CANCELLED,
     BatchClient,
-    BlobInfo,
+    BatchJob,
     BlobStore,
     Publisher,
     ResultStore,
@@ -45,24 +44,28 @@ from niah.core.spec import RunRequest
 from niah.errors import BatchJobError, CellInFlightError
 from niah.logs import log
 from niah.models.providers import get_provider
-from niah.models.providers.gemini import answer_from_json
-from niah.models.providers.gemini_request import cell_of_line
+from niah.models.providers.gemini_request import request_digest
 from niah.models.tokenizer import get_tokenizer
+from niah.service.batch_ingest import (
+    fail_cells,
+    haystack_files,
+    ingest_piece,
+    job_cells,
+    manifest_name,
+    output_files,
+    republish_missing_pieces,
+    run_tasks,
+    settle_job,
+    start_ingest,
+    write_manifest,
+)
 from niah.service.batch_lines import cell_batch_line
 from niah.service.cell_worker import (
     CellTask,
     ProviderFactory,
-    RunView,
     TokenizerFactory,
-    cell_record,
-    cell_sample,
-    failed_cell,
-    harness_timestamp,
-    run_view,
-    scored_answer,
-    store_cell,
 )
-from niah.service.dispatch import BATCH_SUBMIT, cell_messages
+from niah.service.dispatch import BATCH_INGEST, BATCH_POLL, BATCH_SUBMIT, batch_message
 from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
@@ -94,9 +97,14 @@ def handle_batch_message(
     if run is None or (stamp is not None and run.get("stamp") not in (None, stamp)):
         return "orphan"
     spec = RunRequest.model_validate(run["spec"])
+    if body.get("batch_action") == BATCH_INGEST:
+        # Before the cancelled check: rows a cancelled job wrote are paid for, and kept.
+        return ingest_piece(body, run, spec, store=store, blobs=blobs, publisher=publisher,
+                            provider_for=provider_for)  # fmt: skip
     batches = batches_for(spec.model_name)
     if run.get("status") == RUN_CANCELLED:
-        return cancel_jobs(run_id, run, store=store, batches=batches)
+        return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
+                           batches=batches)  # fmt: skip
     if body.get("batch_action") == BATCH_SUBMIT:
         return submit_batch(
             run_id,
@@ -113,23 +121,6 @@ def handle_batch_message(
         run_id, run, spec, store=store, blobs=blobs, publisher=publisher, batches=batches,
         provider_for=provider_for,
     )  # fmt: skip
-
-
-def _haystack_files(run: dict[str, Any]) -> list[BlobInfo] | None:
-    listed = run.get("haystack_files") or None
-    return (
-        [BlobInfo(str(f["name"]), int(f["size"]), str(f["fingerprint"])) for f in listed]
-        if listed
-        else None
-    )
-
-
-def _tasks(run_id: str, spec: RunRequest, run: dict[str, Any], skip: set[str]) -> list[CellTask]:
-    return [
-        CellTask.from_message(message)
-        for message in cell_messages(run_id, spec, run)
-        if message["cell_id"] not in skip
-    ]
 
 
 def submit_batch(
@@ -155,7 +146,10 @@ def submit_batch(
         raise CellInFlightError(f"round {batch_round} of {run_id} is being submitted")
     try:
         with LeaseKeeper(store, run_id, key, claim, settings.cell_lease_seconds):
-            tasks = _tasks(run_id, spec, run, store.cell_ids(run_id))
+            if _earlier_output_pending(run_id, run, batch_round, store=store, blobs=blobs,
+                                       publisher=publisher, batches=batches):  # fmt: skip
+                return "ingesting an earlier round's output first"
+            tasks = run_tasks(run_id, spec, run, store.cell_ids(run_id))
             if not tasks:
                 request_report_if_complete(run_id, store=store, publisher=publisher)
                 return "nothing to submit"
@@ -187,38 +181,39 @@ def _submit_parts(
 ) -> list[dict[str, Any]]:
     """Each part's file written and its job created (or found, after a holder died)."""
     settings = get_settings()
-    files = _haystack_files(run)
-    parts: list[list[tuple[str, bytes]]] = [[]]
+    files = haystack_files(run)
+    parts: list[list[tuple[str, str, bytes]]] = [[]]
     size = 0
     for task in tasks:
-        line = json.dumps(
-            cell_batch_line(
-                task, spec, blobs=blobs, tokenizer_for=tokenizer_for, haystack_files=files
-            )
-        ).encode()
+        request = cell_batch_line(
+            task, spec, blobs=blobs, tokenizer_for=tokenizer_for, haystack_files=files
+        )
+        line = json.dumps(request).encode()
         if parts[-1] and (
             len(parts[-1]) >= settings.batch_max_lines
             or size + len(line) > settings.batch_max_bytes
         ):
             parts.append([])
             size = 0
-        parts[-1].append((task.cell_id, line))
+        parts[-1].append((task.cell_id, str(request_digest(request["request"])), line))
         size += len(line) + 1
     base = f"{settings.batches_prefix}{run_id}/r{batch_round:03d}"
+    # The output folder names the run's creation too: a run made again under its ID
+    # (deleted, then asked again) must not find the first one's predictions there.
+    created = f"-{run['stamp'][:8]}" if run.get("stamp") else ""
     submitted = []
     for number, part in enumerate(parts):
         name = f"{base}-input-{number:03d}.jsonl"
+        write_manifest(blobs, manifest_name(name), [(cell, digest) for cell, digest, _ in part])
         blobs.write(
-            name, b"\n".join(line for _, line in part) + b"\n", content_type="application/jsonl"
-        )
+            name, b"\n".join(line for _, _, line in part) + b"\n",
+            content_type="application/jsonl",
+        )  # fmt: skip
+        output = gs_uri(blobs.bucket, f"{base}{created}-output-{number:03d}/")
         display = f"niah-{run_id}-r{batch_round:03d}-{number:03d}"
         job = batches.find(display) if found_first else None
         if job is None or job.state in BATCH_ENDED_WITHOUT_OUTPUT:
-            job = batches.submit(
-                gs_uri(blobs.bucket, name),
-                gs_uri(blobs.bucket, f"{base}-output-{number:03d}/"),
-                display,
-            )
+            job = batches.submit(gs_uri(blobs.bucket, name), output, display)
         submitted.append(
             {
                 "name": job.name,
@@ -226,7 +221,9 @@ def _submit_parts(
                 "round": batch_round,
                 "state": job.state,
                 "input": gs_uri(blobs.bucket, name),
-                "cell_ids": [cell_id for cell_id, _ in part],
+                "output": output,
+                "manifest": gs_uri(blobs.bucket, manifest_name(name)),
+                "cells": len(part),
             }
         )
     return submitted
@@ -243,11 +240,15 @@ def poll_batch(
     batches: BatchClient,
     provider_for: ProviderFactory,
 ) -> str:
-    """Read each open job's state; ingest the succeeded, fail the cells of the ended."""
+    """Read each open job's state; ingest what ended with output, fail the cells of the rest."""
     jobs = [dict(job) for job in run.get("batch_jobs") or []]
     changed = 0
+    pieces: list[dict[str, Any]] = []
     for job in jobs:
         if job.get("ingested") or job.get("ended") or job.get("superseded"):
+            continue
+        if "ingest" in job:
+            _tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
             continue
         now = batches.get(job["name"])
         if now.state == job.get("state") and now.state not in (
@@ -257,153 +258,173 @@ def poll_batch(
             continue
         job["state"] = now.state
         changed += 1
-        if now.state in BATCH_SUCCEEDED and now.output_dir:
-            job |= ingest_job(
-                run_id, spec, run, now.output_dir, job, store=store, blobs=blobs,
-                publisher=publisher, provider_for=provider_for,
-            )  # fmt: skip
-            job["ingested"] = True
-        elif now.state in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
-            reason = now.error or (
-                "it named no output folder" if now.state in BATCH_SUCCEEDED else None
-            )
-            job |= {"ended": True, "error": reason}
-            error = BatchJobError(
-                f"batch job {job['name']} ended {now.state}"
-                + (f": {reason}" if reason else "")
-                + "; resume the run to submit its cells again"
-            )
-            _fail_cells(
-                run_id,
-                spec,
-                run,
-                job["cell_ids"],
-                error,
-                store=store,
-                blobs=blobs,
-                publisher=publisher,
-            )
+        if now.state in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
+            fields, started = _ended(run_id, run, spec, job, now, store=store, blobs=blobs,
+                                     publisher=publisher)  # fmt: skip
+            job |= fields
+            pieces += started
     if changed:
-        store.update_run(run_id, {"batch_jobs": jobs})
+        _save_jobs(run_id, jobs, store=store)
+    if pieces:
+        publisher.publish_cells(pieces)
     log("batch jobs polled", run_id=run_id, changed=changed)
     return "polled"
 
 
-def ingest_job(
+def _ended(
     run_id: str,
-    spec: RunRequest,
     run: dict[str, Any],
-    output_dir: str,
+    spec: RunRequest,
     job: dict[str, Any],
+    now: BatchJob,
     *,
     store: ResultStore,
     blobs: BlobStore,
     publisher: Publisher,
-    provider_for: ProviderFactory,
-) -> dict[str, int]:
-    """Store each prediction line of a job as its cell, once; send failed lines online."""
-    tasks = {task.cell_id: task for task in _tasks(run_id, spec, run, set())}
-    view = run_view(run_id, run)
-    stored = store.cell_ids(run_id)  # a failed line of a cell stored since goes nowhere
-    prefix = output_dir.removeprefix(f"gs://{blobs.bucket}/").rstrip("/") + "/"
-    counts = {"lines_stored": 0, "lines_duplicate": 0, "lines_retried_online": 0}
-    for info in blobs.list(prefix):
-        if not info.name.endswith(".jsonl"):
-            continue
-        for text in blobs.read(info.name).decode().splitlines():
-            if not text.strip():
-                continue
-            record = json.loads(text)
-            task = tasks.get(cell_of_line(record) or "")
-            if task is None:
-                log("batch line of no cell of the run", severity="WARNING", run_id=run_id)
-                continue
-            if record.get("status") or "response" not in record:
-                if task.cell_id in stored:
-                    continue
-                # Answered online, at the online price (no second batch round for a line).
-                publisher.publish_cells([task.message()])
-                counts["lines_retried_online"] += 1
-                log("failed batch line sent online", run_id=run_id, cell_id=task.cell_id,
-                    status=str(record.get("status"))[:300])  # fmt: skip
-                continue
-            outcome = _store_line(task, view, record["response"], job, store=store, blobs=blobs,
-                                  publisher=publisher, provider_for=provider_for)  # fmt: skip
-            counts["lines_stored" if outcome != "duplicate" else "lines_duplicate"] += 1
-    return counts
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A job that just ended: its fields, and the pieces of its output to publish.
 
-
-def _store_line(
-    task: CellTask,
-    run: RunView,
-    response: dict[str, Any],
-    job: dict[str, Any],
-    *,
-    store: ResultStore,
-    blobs: BlobStore,
-    publisher: Publisher,
-    provider_for: ProviderFactory,
-) -> str:
-    spec = run.spec
-    sample = cell_sample(task, spec, task.cell, blobs)
-    answer = answer_from_json(response)
-    budget = call_budget(spec, sample.answer_tokens)
-    fields, totals, call_fields = scored_answer(
-        task, spec, sample, answer, budget=budget, blobs=blobs, provider_for=provider_for,
-        batch=True,
-    )  # fmt: skip
-    doc = (
-        cell_record(task, spec, task.cell, sample)
-        | fields
-        | {
-            "execution": "batch",
-            "batch_job": job["name"],
-            "test_timestamp_utc": harness_timestamp(),
-        }
+    A job that ended early still exports the rows it completed ("If the batch prediction
+    job is terminated, all completed rows are exported", Vertex AI "Batch inference from
+    Cloud Storage", read 2026-11-27), and Google bills them: they are ingested like a
+    success's, and only the cells they leave are failed.
+    """
+    where = now.output_dir or job.get("output")
+    files = output_files(where, blobs) if where else []
+    fields: dict[str, Any] = {"error": now.error} if now.error else {}
+    if files:
+        started, pieces = start_ingest(run_id, run, job, files)
+        return fields | started, pieces
+    reason = now.error or ("it wrote no output" if now.state in BATCH_SUCCEEDED else None)
+    error = BatchJobError(
+        f"batch job {job['name']} ended {now.state}"
+        + (f": {reason}" if reason else "")
+        + "; resume the run to submit its cells again"
     )
-    call = (f"{task.cell_id}.B{int(job.get('round', 0)):03d}", call_fields)
-    return store_cell(task, doc, totals, call=call, store=store, blobs=blobs, publisher=publisher,
-                      run=run)  # fmt: skip
+    fail_cells(run_id, spec, run, job_cells(job, blobs), error, store=store, blobs=blobs,
+                publisher=publisher)  # fmt: skip
+    return {"ended": True, "error": reason}, []
 
 
-def _fail_cells(
+def _tend_ingest(
+    run_id: str, run: dict[str, Any], job: dict[str, Any], *, store: ResultStore,
+    blobs: BlobStore, publisher: Publisher,
+) -> None:  # fmt: skip
+    """A job being ingested: settle it if its pieces are all read, else re-ask the lost ones."""
+    started = job["ingest"].get("started_at")
+    waited = (dt.datetime.now(dt.UTC) - started).total_seconds() if started else float("inf")
+    if waited < get_settings().batch_ingest_seconds * 2:
+        return  # its pieces may still be running
+    if republish_missing_pieces(run_id, run, job, blobs=blobs, publisher=publisher) == 0:
+        settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher)
+
+
+def _save_jobs(run_id: str, jobs: list[dict[str, Any]], *, store: ResultStore) -> None:
+    """Write the jobs back, keeping what a settle wrote meanwhile (it marks jobs ingested)."""
+    fresh = {j.get("name"): j for j in (store.get_run(run_id, counts=False) or {}).get(
+        "batch_jobs") or []}  # fmt: skip
+    merged = [
+        job | {k: v for k, v in fresh.get(job.get("name"), {}).items()
+               if k in ("ingested", "ended", "lines_read") or k.startswith("lines_")}
+        for job in jobs
+    ]  # fmt: skip
+    store.update_run(run_id, {"batch_jobs": merged})
+
+
+def _earlier_output_pending(
     run_id: str,
-    spec: RunRequest,
     run: dict[str, Any],
-    cell_ids: list[str],
-    error: BatchJobError,
+    batch_round: int,
     *,
     store: ResultStore,
     blobs: BlobStore,
     publisher: Publisher,
-) -> None:
-    """Store a job's unanswered cells failed with its reason, so the run finishes."""
-    stored = store.cell_ids(run_id)
-    view = run_view(run_id, run)
-    for task in _tasks(run_id, spec, run, stored):
-        if task.cell_id in cell_ids:
-            store_cell(task, failed_cell(task, spec, error), {}, store=store, blobs=blobs,
-                       publisher=publisher, run=view)  # fmt: skip
+    batches: BatchClient,
+) -> bool:
+    """Start ingesting what an earlier round's jobs wrote; True while that is under way.
+
+    A resumed round asks only what no earlier job answered: a job cancelled after half
+    its lines were written keeps those lines, and they are not bought twice.
+    """
+    jobs = [dict(job) for job in run.get("batch_jobs") or []]
+    pending = False
+    pieces: list[dict[str, Any]] = []
+    for job in jobs:
+        if job.get("round", 0) >= batch_round or job.get("ingested") or job.get("ended"):
+            continue
+        if "ingest" in job:
+            job["then_submit"] = batch_round
+            pending = True
+            continue
+        now = batches.get(job["name"])
+        job["state"] = now.state
+        if now.state not in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
+            raise CellInFlightError(f"batch job {job['name']} is still ending ({now.state})")
+        where = now.output_dir or job.get("output")
+        files = output_files(where, blobs) if where else []
+        if files:
+            started, more = start_ingest(run_id, run, job, files)
+            job |= started | {"then_submit": batch_round}
+            pieces += more
+            pending = True
+        else:
+            job["ended"] = True
+    _save_jobs(run_id, jobs, store=store)
+    if pieces:
+        publisher.publish_cells(pieces)
+    return pending
 
 
 def cancel_jobs(
-    run_id: str, run: dict[str, Any], *, store: ResultStore, batches: BatchClient
+    run_id: str,
+    run: dict[str, Any],
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    batches: BatchClient,
 ) -> str:
-    """Cancel the run's open jobs through the API (once each)."""
+    """Cancel the run's open jobs through the API (once each), then keep what they wrote.
+
+    A cancelled job still exports the rows it completed, and Google bills them: once it
+    has ended, its output is ingested (``batch_ingest``), its other cells left for a
+    resume. Until it has ended, the poll is redelivered (``CellInFlightError``); a
+    resume ingests it too, before it submits anything.
+    """
     jobs = [dict(job) for job in run.get("batch_jobs") or []]
-    cancelled = 0
+    cancelled = ending = 0
+    pieces: list[dict[str, Any]] = []
     for job in jobs:
-        if (
-            job.get("ingested")
-            or job.get("ended")
-            or job.get("superseded")
-            or job.get("cancel_sent")
-        ):
+        if job.get("ingested") or job.get("ended") or job.get("superseded"):
             continue
-        batches.cancel(job["name"])
-        job["cancel_sent"] = True
-        cancelled += 1
+        if not job.get("cancel_sent"):
+            batches.cancel(job["name"])
+            job["cancel_sent"] = True
+            cancelled += 1
+        elif "ingest" in job:
+            _tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
+        else:
+            now = batches.get(job["name"])
+            job["state"] = now.state
+            if now.state not in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
+                ending += 1
+                continue
+            where = now.output_dir or job.get("output")
+            files = output_files(where, blobs) if where else []
+            if not files:
+                job["ended"] = True
+                continue
+            started, more = start_ingest(run_id, run, job, files)
+            job |= started
+            pieces += more
+    _save_jobs(run_id, jobs, store=store)
+    if pieces:
+        publisher.publish_cells(pieces)
+    log("batch jobs of a cancelled run cancelled", run_id=run_id, jobs=cancelled,
+        still_ending=ending)  # fmt: skip
     if cancelled:
-        store.update_run(run_id, {"batch_jobs": jobs})
-    log("batch jobs of a cancelled run cancelled", run_id=run_id, jobs=cancelled)
+        # Asked again at once: the next delivery waits (redelivered) until they end.
+        publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
+    elif ending:
+        raise CellInFlightError(f"{ending} batch job(s) of {run_id} are still being cancelled")
     return "cancelled"

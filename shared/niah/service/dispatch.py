@@ -732,8 +732,9 @@ def publish_missing(
 
 
 # What a batch message asks of the worker: submit the run's missing cells as batch
-# jobs, or look at its jobs (ingest what is done, cancel them if the run is cancelled).
-BATCH_SUBMIT, BATCH_POLL = "submit", "poll"
+# jobs, look at its jobs (ingest what is done, cancel them if the run is cancelled), or
+# ingest one piece of a job's output (``niah.service.batch_ingest``).
+BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
 
 
 def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:

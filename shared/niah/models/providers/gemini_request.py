@@ -8,13 +8,18 @@ the SDK sent with the batch line's request, so the two cannot drift apart.
 Batch input (Vertex AI "Batch inference from Cloud Storage",
 docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/batch-prediction-from-cloud-storage,
 read 2026-11-27): one JSON Lines file, each line ``{"request": GenerateContentRequest}``
-"following the same format for Gemini API"; each output line holds the request it
-answers, so the cell's key rides in the request's ``labels`` (a GenerateContentRequest
-field on Vertex: lower-case letters, digits, ``_`` and ``-``, up to 63 characters).
+"following the same format for Gemini API". Google's sample output lines hold the
+request each answers, but no page says it comes back verbatim, and labels are billing
+metadata that Google caps per key (cloud.google.com/vertex-ai/generative-ai/docs/
+multimodal/add-labels-to-api-calls, read 2026-11-27). So a line carries no cell key: its
+cell is found by ``request_digest``, a digest of the prompt's text alone (roles and text
+parts), which survives a re-serialised, re-ordered or relabelled echo.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +34,8 @@ HARM_CATEGORIES = (
 )
 # Safety filters off, as in the harness: a needle test scores retrieval, not safety.
 SAFETY_THRESHOLD = "BLOCK_NONE"
-# The label that names a batch line's cell (its ID in lower case: labels take no capitals).
+# The label older batch lines carried (one unique value per cell, which Google's label
+# caps forbid at scale); read only to ingest a job submitted before request digests.
 CELL_LABEL = "niah_cell"
 
 
@@ -87,13 +93,42 @@ def request_body(
     }
 
 
-def batch_line(cell_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """One line of a batch input file: the request, labelled with its cell."""
-    return {"request": body | {"labels": {CELL_LABEL: cell_id.lower()}}}
+def batch_line(body: dict[str, Any]) -> dict[str, Any]:
+    """One line of a batch input file: the request alone (no per-cell label)."""
+    return {"request": body}
+
+
+def request_digest(request: Any) -> str | None:
+    """A digest of the prompt a request carries: each content's role and text parts.
+
+    Read in either spelling a JSON echo may use, ignoring every other field, so the
+    same prompt gives the same digest however the request is written back. None when
+    the request holds no text (an echo Google left out or cut).
+    """
+    if not isinstance(request, dict):
+        return None
+    contents = request.get("contents")
+    if not isinstance(contents, list):
+        return None
+    turns: list[list[Any]] = []
+    for content in contents:
+        if not isinstance(content, dict):
+            return None
+        parts = content.get("parts")
+        texts = [
+            part["text"]
+            for part in (parts if isinstance(parts, list) else [])
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        turns.append([str(content.get("role") or "user"), texts])
+    if not any(texts for _, texts in turns):
+        return None
+    canonical = json.dumps(turns, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 def cell_of_line(line: dict[str, Any]) -> str | None:
-    """The cell an output line answers (from its request's label); None if it has none."""
+    """The cell an older line names by its label (a job submitted before digests)."""
     request = line.get("request")
     labels = request.get("labels") if isinstance(request, dict) else None
     key = labels.get(CELL_LABEL) if isinstance(labels, dict) else None

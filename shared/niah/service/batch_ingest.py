@@ -1,0 +1,573 @@
+"""A batch job's output read back into cells: matched by content, in bounded pieces.
+
+**Matching.** A line carries no cell key (Google documents none for Cloud Storage
+input, and a label per cell breaks its label caps). At submit, each job gets a
+*manifest* beside its input file: the digest of each line's prompt
+(``request_digest``) and the cells that asked it. An output line is matched by the
+digest of the request it echoes. Cells whose prompts are the same (an absent needle at
+two depths) share a digest: a line takes the first of them not yet stored, and a claim
+object per line (``ingest/JOB/lines/``) keeps that choice across redeliveries.
+
+**Pieces.** Ingest is fanned out as messages on the cells topic, one per byte range of
+each output file (``batch_ingest_piece_bytes``). A piece streams its range, skips a
+line whose cell is stored before any scoring or judge call, stores the rest through
+the same create-if-absent write as an online answer, and writes a marker of what it
+saw. A piece that runs past ``batch_ingest_seconds`` hands the rest of its range to a
+new message, so no request holds a whole file or outlives the function's timeout.
+
+**Settling.** When the markers cover every byte of the job's output, the job is settled
+once (a claim guards it): its unstored cells are the failed lines and the lines the job
+never wrote. A job whose lines matched no cell fails loudly and is not marked
+ingested. A reason that failed most lines (``batch_systemic_share``) is a fault of the
+deployment or the service, not of a line: the cells are stored failed with it, and the
+grid is not bought again online. Otherwise failed lines go online, at most
+``batch_online_fallback_max`` a job. A job that ended early (cancelled, expired, failed)
+keeps what it wrote, Google bills those rows; its other cells fail with its reason, or,
+in a cancelled or superseded run, wait for the next round.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from niah.core.answer_budget import call_budget
+from niah.core.interfaces import (
+    CLAIM_HELD,
+    RUN_CANCELLED,
+    BlobInfo,
+    BlobStore,
+    Publisher,
+    ResultStore,
+)
+from niah.core.spec import RunRequest
+from niah.errors import BatchJobError, CellInFlightError, NiahError
+from niah.logs import log
+from niah.models.providers.gemini import answer_from_json
+from niah.models.providers.gemini_request import cell_of_line, request_digest
+from niah.service.cell_worker import (
+    CellTask,
+    ProviderFactory,
+    RunView,
+    cell_record,
+    cell_sample,
+    failed_cell,
+    harness_timestamp,
+    run_view,
+    scored_answer,
+    store_cell,
+)
+from niah.service.dispatch import BATCH_INGEST, BATCH_SUBMIT, batch_message, cell_messages
+from niah.service.run_completion import request_report_if_complete
+from niah.settings import get_settings
+
+MANIFEST_TYPE = "application/json"
+
+
+def haystack_files(run: dict[str, Any]) -> list[BlobInfo] | None:
+    """The haystack listing the run was created with (None: the worker lists)."""
+    listed = run.get("haystack_files") or None
+    return (
+        [BlobInfo(str(f["name"]), int(f["size"]), str(f["fingerprint"])) for f in listed]
+        if listed
+        else None
+    )
+
+
+def run_tasks(
+    run_id: str, spec: RunRequest, run: dict[str, Any], skip: set[str] | None = None
+) -> list[CellTask]:
+    """The run's cells as tasks, those in ``skip`` left out."""
+    skip = skip or set()
+    return [
+        CellTask.from_message(message)
+        for message in cell_messages(run_id, spec, run)
+        if message["cell_id"] not in skip
+    ]
+
+
+# ---------- the manifest: which cells each line's prompt belongs to ----------
+
+
+def manifest_name(input_name: str) -> str:
+    """The manifest's object beside the input file ``...-input-000.jsonl``."""
+    return input_name.removesuffix(".jsonl").replace("-input-", "-cells-") + ".json"
+
+
+def write_manifest(blobs: BlobStore, name: str, lines: list[tuple[str, str]]) -> None:
+    """Store ``(cell_id, digest)`` of each line, in input order."""
+    body = json.dumps({"lines": [[cell, digest] for cell, digest in lines]})
+    blobs.write(name, body.encode(), content_type=MANIFEST_TYPE)
+
+
+def job_cells(job: dict[str, Any], blobs: BlobStore) -> list[str]:
+    """The cells a job asked, in input order (its manifest, or an older job's list)."""
+    if "manifest" not in job:
+        return list(job.get("cell_ids") or [])
+    return [cell for cell, _ in _manifest_lines(job, blobs)]
+
+
+def _manifest_lines(job: dict[str, Any], blobs: BlobStore) -> list[list[str]]:
+    lines: list[list[str]] = json.loads(blobs.read(_object(job["manifest"], blobs)))["lines"]
+    return lines
+
+
+def _groups(job: dict[str, Any], blobs: BlobStore) -> dict[str, list[str]]:
+    """Digest -> the cells that asked that prompt, in input order."""
+    groups: dict[str, list[str]] = {}
+    for cell, digest in _manifest_lines(job, blobs) if "manifest" in job else []:
+        groups.setdefault(digest, []).append(cell)
+    return groups
+
+
+def _object(uri: str, blobs: BlobStore) -> str:
+    return uri.removeprefix(f"gs://{blobs.bucket}/")
+
+
+# ---------- starting: one message per piece of each output file ----------
+
+
+def output_files(output_dir: str, blobs: BlobStore) -> list[BlobInfo]:
+    """The JSONL files a job wrote under ``output_dir`` (none: it wrote nothing)."""
+    prefix = _object(output_dir, blobs).rstrip("/") + "/"
+    return [info for info in blobs.list(prefix) if info.name.endswith(".jsonl")]
+
+
+def start_ingest(
+    run_id: str, run: dict[str, Any], job: dict[str, Any], files: list[BlobInfo]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The fields the job records of its ingest, and a message per piece of ``files``.
+
+    The caller saves the fields before it publishes: a piece that finds no ingest on
+    its job is redelivered, so publishing first only costs redeliveries.
+    """
+    step = get_settings().batch_ingest_piece_bytes
+    messages = [
+        ingest_message(run_id, run, job["name"], info.name, start, min(start + step, info.size))
+        for info in files
+        for start in range(0, info.size, step)
+    ]
+    log("batch output ingest started", run_id=run_id, job=job["name"], files=len(files),
+        pieces=len(messages))  # fmt: skip
+    # Firestore holds no array in an array: each file as a map.
+    listed = [{"name": info.name, "size": info.size} for info in files]
+    return {"ingest": {"files": listed, "started_at": dt.datetime.now(dt.UTC)}}, messages
+
+
+def ingest_message(
+    run_id: str, run: dict[str, Any], job_name: str, file: str, start: int, end: int
+) -> dict[str, Any]:
+    """The message that asks a worker to ingest bytes ``[start, end)`` of ``file``."""
+    return batch_message(run_id, BATCH_INGEST, run) | {
+        "job": job_name,
+        "file": file,
+        "start": start,
+        "end": end,
+    }
+
+
+def republish_missing_pieces(
+    run_id: str, run: dict[str, Any], job: dict[str, Any], *, blobs: BlobStore,
+    publisher: Publisher,
+) -> int:  # fmt: skip
+    """Publish again the ranges no marker covers (a piece's message was lost)."""
+    seen = _markers(run_id, job, blobs)
+    messages = [
+        ingest_message(run_id, run, job["name"], file["name"], start, end)
+        for file in job["ingest"]["files"]
+        for start, end in _gaps(seen.get(file["name"], []), int(file["size"]))
+    ]
+    return publisher.publish_cells(messages) if messages else 0
+
+
+# ---------- a piece ----------
+
+
+def ingest_piece(
+    body: dict[str, Any],
+    run: dict[str, Any],
+    spec: RunRequest,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    provider_for: ProviderFactory,
+) -> str:
+    """Store the answered lines of one byte range of one output file; settle if last."""
+    run_id = str(body["run_id"])
+    job = _job(run, str(body["job"]))
+    if job is None or job.get("ingested") or job.get("ended"):
+        return "nothing to ingest"
+    if "ingest" not in job:  # published just before the poll recorded the ingest
+        raise CellInFlightError(f"the ingest of {job['name']} is not recorded yet")
+    name, start, end = str(body["file"]), int(body["start"]), int(body["end"])
+    piece = _Piece(run_id, run, spec, job, store=store, blobs=blobs, publisher=publisher,
+                   provider_for=provider_for)  # fmt: skip
+    stop = piece.read(name, start, end)
+    _write_marker(run_id, job, name, start, stop, piece.seen, blobs)
+    if stop < end:
+        publisher.publish_cells([ingest_message(run_id, run, job["name"], name, stop, end)])
+        log("batch ingest piece handed on", run_id=run_id, file=name, at=stop, end=end)
+        return "handed on"
+    if _covered(run_id, job, blobs):
+        return settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher)
+    return "piece ingested"
+
+
+class _Piece:
+    """What one piece reads and stores, and the tally it leaves in its marker."""
+
+    def __init__(
+        self,
+        run_id: str,
+        run: dict[str, Any],
+        spec: RunRequest,
+        job: dict[str, Any],
+        *,
+        store: ResultStore,
+        blobs: BlobStore,
+        publisher: Publisher,
+        provider_for: ProviderFactory,
+    ) -> None:
+        self.run_id, self.spec, self.job = run_id, spec, job
+        self.store, self.blobs, self.publisher = store, blobs, publisher
+        self.provider_for = provider_for
+        self.view = run_view(run_id, run)
+        self.tasks = {task.cell_id: task for task in run_tasks(run_id, spec, run)}
+        self.groups = _groups(job, blobs)
+        self.stored = store.cell_ids(run_id)
+        self.seen: dict[str, Any] = {
+            "lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0, "failed": [],
+        }  # fmt: skip
+
+    def read(self, name: str, start: int, end: int) -> int:
+        """Handle each line that starts in ``[start, end)``; where it stopped."""
+        deadline = time.monotonic() + get_settings().batch_ingest_seconds
+        with self.blobs.open(name) as stream:
+            if start > 0:
+                stream.seek(start - 1)
+                stream.readline()  # the rest of a line that began before this piece
+            position = stream.tell()
+            while position < end:
+                text = stream.readline()
+                if not text:
+                    break
+                self.line(text, f"{name}@{position}")
+                position += len(text)
+                if position < end and time.monotonic() > deadline:
+                    return position  # at least one line read: every hand-on moves on
+        return end
+
+    def line(self, text: bytes, line_id: str) -> None:
+        """Match one output line to its cell and store it, fail it, or skip it."""
+        if not text.strip():
+            return
+        self.seen["lines"] += 1
+        try:
+            record = json.loads(text)
+        except ValueError as error:
+            self.seen["unmatched"] += 1
+            log("unreadable batch output line", severity="WARNING", run_id=self.run_id,
+                line=line_id, error=str(error)[:300])  # fmt: skip
+            return
+        group = self._group(record)
+        if not group:
+            self.seen["unmatched"] += 1
+            log("batch line of no cell of the run", severity="WARNING", run_id=self.run_id,
+                line=line_id)  # fmt: skip
+            return
+        if record.get("status") or not isinstance(record.get("response"), dict):
+            self.seen["failed"].append([line_id, _reason(record.get("status"))])
+            return
+        open_cells = [cell for cell in group if cell not in self.stored]
+        if not open_cells:
+            self.seen["duplicate"] += 1
+            return
+        try:
+            answer = answer_from_json(record["response"])
+        except (NiahError, ValueError) as error:  # a line no reader takes fails alone
+            self.seen["failed"].append([line_id, _reason(f"unreadable response: {error}")])
+            return
+        outcome = self._store(answer, open_cells, line_id, len(group) > 1)
+        self.seen["stored" if outcome != "duplicate" else "duplicate"] += 1
+
+    def _group(self, record: dict[str, Any]) -> list[str]:
+        digest = request_digest(record.get("request"))
+        group = self.groups.get(digest or "", [])
+        if group or self.groups:
+            return [cell for cell in group if cell in self.tasks]
+        legacy = cell_of_line(record)  # a job submitted before manifests
+        return [legacy] if legacy in self.tasks else []
+
+    def _store(self, answer: Any, open_cells: list[str], line_id: str, shared: bool) -> str:
+        """Store the answer as the first open cell; a shared prompt's line keeps its pick."""
+        claim = self._line_claim(line_id) if shared else None
+        if claim is not None and claim in self.stored:
+            return "duplicate"
+        choices = [claim] if claim in open_cells else open_cells
+        for cell_id in choices:
+            if shared:
+                self._claim_line(line_id, cell_id)
+            outcome = self._store_as(self.tasks[cell_id], answer, line_id)
+            self.stored.add(cell_id)
+            if outcome != "duplicate":
+                return outcome
+        return "duplicate"
+
+    def _line_claim(self, line_id: str) -> str | None:
+        try:
+            return self.blobs.read(self._claim_name(line_id)).decode()
+        except KeyError:
+            return None
+
+    def _claim_line(self, line_id: str, cell_id: str) -> None:
+        self.blobs.write(self._claim_name(line_id), cell_id.encode(), content_type="text/plain")
+
+    def _claim_name(self, line_id: str) -> str:
+        key = hashlib.sha256(line_id.encode()).hexdigest()[:24]
+        return f"{_ingest_prefix(self.run_id, self.job)}lines/{key}"
+
+    def _store_as(self, task: CellTask, answer: Any, line_id: str) -> str:
+        spec = self.spec
+        sample = cell_sample(task, spec, task.cell, self.blobs)
+        budget = call_budget(spec, sample.answer_tokens)
+        fields, totals, call_fields = scored_answer(
+            task, spec, sample, answer, budget=budget, blobs=self.blobs,
+            provider_for=self.provider_for, batch=True,
+        )  # fmt: skip
+        doc = (
+            cell_record(task, spec, task.cell, sample)
+            | fields
+            | {
+                "execution": "batch",
+                "batch_job": self.job["name"],
+                "batch_line": line_id,
+                "test_timestamp_utc": harness_timestamp(),
+            }
+        )
+        call = (f"{task.cell_id}.B{int(self.job.get('round', 0)):03d}", call_fields)
+        return store_cell(task, doc, totals, call=call, store=self.store, blobs=self.blobs,
+                          publisher=self.publisher, run=self.view)  # fmt: skip
+
+
+def _reason(status: Any) -> str:
+    """A failed line's reason in a form that groups: its status code and message."""
+    if isinstance(status, str):
+        try:
+            status = json.loads(status)
+        except ValueError:
+            return status.strip()[:200] or "failed without a status"
+    if isinstance(status, dict):
+        code = status.get("code") or status.get("status") or ""
+        message = str(status.get("message") or "").strip()
+        return f"{code}: {message}"[:200].strip(": ") or "failed without a status"
+    return str(status)[:200] if status else "no response and no status"
+
+
+# ---------- markers: which bytes of which files a piece has read ----------
+
+
+def _ingest_prefix(run_id: str, job: dict[str, Any]) -> str:
+    key = hashlib.sha256(str(job["name"]).encode()).hexdigest()[:16]
+    return f"{get_settings().batches_prefix}{run_id}/ingest/{key}/"
+
+
+def _file_key(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:16]
+
+
+def _write_marker(
+    run_id: str, job: dict[str, Any], name: str, start: int, end: int, seen: dict[str, Any],
+    blobs: BlobStore,
+) -> None:  # fmt: skip
+    marker = f"{_ingest_prefix(run_id, job)}pieces/{_file_key(name)}-{start:013d}-{end:013d}.json"
+    body = {"file": name, "start": start, "end": end} | seen
+    blobs.write(marker, json.dumps(body).encode(), content_type=MANIFEST_TYPE)
+
+
+def _marker_infos(run_id: str, job: dict[str, Any], blobs: BlobStore) -> list[BlobInfo]:
+    return blobs.list(f"{_ingest_prefix(run_id, job)}pieces/")
+
+
+def _markers(
+    run_id: str, job: dict[str, Any], blobs: BlobStore
+) -> dict[str, list[tuple[int, int]]]:
+    """Each output file's ranges read, by file name (from the markers' names)."""
+    keys = {_file_key(file["name"]): file["name"] for file in job["ingest"]["files"]}
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for info in _marker_infos(run_id, job, blobs):
+        key, start, end = info.name.rsplit("/", 1)[1].removesuffix(".json").split("-")
+        if key in keys:
+            ranges.setdefault(keys[key], []).append((int(start), int(end)))
+    return ranges
+
+
+def _gaps(ranges: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """The parts of ``[0, size)`` no range covers."""
+    gaps, at = [], 0
+    for start, end in sorted(ranges):
+        if start > at:
+            gaps.append((at, start))
+        at = max(at, end)
+    if at < size:
+        gaps.append((at, size))
+    return gaps
+
+
+def _covered(run_id: str, job: dict[str, Any], blobs: BlobStore) -> bool:
+    seen = _markers(run_id, job, blobs)
+    return not any(
+        _gaps(seen.get(file["name"], []), int(file["size"])) for file in job["ingest"]["files"]
+    )
+
+
+def _job(run: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((dict(j) for j in run.get("batch_jobs") or [] if j.get("name") == name), None)
+
+
+# ---------- settling a job once its output is read ----------
+
+
+def settle_job(
+    run_id: str, job_name: str, *, store: ResultStore, blobs: BlobStore, publisher: Publisher
+) -> str:
+    """Decide the fate of a job's unstored cells, once; mark it ingested (or failed)."""
+    settings = get_settings()
+    key = f"batch-settle-{hashlib.sha256(job_name.encode()).hexdigest()[:16]}"
+    claim = store.claim_cell(run_id, key, settings.cell_lease_seconds)
+    if claim == CLAIM_HELD:
+        raise CellInFlightError(f"job {job_name} of {run_id} is being settled")
+    try:
+        run = store.get_run(run_id, counts=False)
+        job = _job(run or {}, job_name)
+        if run is None or job is None or job.get("ingested"):
+            return "settled already"
+        fields = _settle(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
+        fresh = store.get_run(run_id, counts=False) or run
+        jobs = [j | fields if j.get("name") == job_name else j for j in fresh["batch_jobs"]]
+        store.update_run(run_id, {"batch_jobs": jobs} | fields.pop("run_fields", {}))
+    finally:
+        store.release_cell(run_id, key, claim)
+    then = job.get("then_submit")
+    if then is not None and int(run.get("batch_round", 0)) == int(then):
+        publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
+    request_report_if_complete(run_id, store=store, publisher=publisher)
+    return "settled"
+
+
+def _settle(
+    run_id: str,
+    run: dict[str, Any],
+    job: dict[str, Any],
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+) -> dict[str, Any]:
+    settings = get_settings()
+    spec = RunRequest.model_validate(run["spec"])
+    seen = _tally(run_id, job, blobs)
+    cells = job_cells(job, blobs)
+    stored = store.cell_ids(run_id)
+    missing = [cell for cell in cells if cell not in stored]
+    counts = {
+        "lines_read": seen["lines"],
+        "lines_stored": seen["stored"],
+        "lines_duplicate": seen["duplicate"],
+        "lines_unmatched": seen["unmatched"],
+        "lines_failed": len(seen["failed"]),
+    }
+    matched = seen["lines"] - seen["unmatched"]
+    if seen["lines"] and not matched:
+        reason = (
+            f"none of the {seen['lines']} output lines of batch job {job['name']} matched a "
+            "cell of the run (their echoed requests differ from what was sent); nothing "
+            "was stored from it. Resume the run to submit its cells again"
+        )
+        log("batch output matched no cell", severity="ERROR", run_id=run_id, job=job["name"])
+        fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
+              publisher=publisher)  # fmt: skip
+        return counts | {"ended": True, "error": reason, "run_fields": {"batch_error": reason}}
+    ended = job.get("state") not in ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED")
+    waiting = job.get("superseded") or run.get("status") == RUN_CANCELLED
+    if waiting or not missing:
+        # A cancelled or superseded run's other cells wait for its next round.
+        return counts | {"ingested": True}
+    if ended:
+        reason = (
+            f"batch job {job['name']} ended {job.get('state')}"
+            + (f": {job['error']}" if job.get("error") else "")
+            + f", after writing {seen['lines']} of {len(cells)} lines (kept); resume the run "
+            "to submit the rest again"
+        )
+        fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
+              publisher=publisher)  # fmt: skip
+        return counts | {"ingested": True}
+    reasons = Counter(reason for _, reason in seen["failed"])
+    floor = max(settings.batch_systemic_min_lines, settings.batch_systemic_share * len(cells))
+    systemic = [(reason, count) for reason, count in reasons.most_common() if count >= floor]
+    if systemic:
+        reason, count = systemic[0]
+        message = (
+            f"{count} of {len(cells)} lines of batch job {job['name']} failed with the same "
+            f"reason ({reason}): a fault of the deployment or the service, not of a line, "
+            "so they were not bought again online. Fix the cause, then resume the run"
+        )
+        log("batch lines failed systemically", severity="ERROR", run_id=run_id, reason=reason,
+            lines=count)  # fmt: skip
+        fail_cells(run_id, spec, run, missing, BatchJobError(message), store=store, blobs=blobs,
+              publisher=publisher)  # fmt: skip
+        return counts | {"ingested": True, "systemic": reason,
+                         "run_fields": {"batch_stopped": message}}  # fmt: skip
+    cap = settings.batch_online_fallback_max
+    online, over = missing[:cap], missing[cap:]
+    tasks = {task.cell_id: task for task in run_tasks(run_id, spec, run, stored)}
+    publisher.publish_cells([tasks[cell].message() for cell in online if cell in tasks])
+    if over:
+        fail_cells(run_id, spec, run, over, BatchJobError(
+            f"{len(missing)} lines of batch job {job['name']} failed; {cap} went online (the "
+            "cap, batch_online_fallback_max), these did not. Resume the run to submit them "
+            "in batch again"), store=store, blobs=blobs, publisher=publisher)  # fmt: skip
+    log("failed batch lines sent online", run_id=run_id, cells=len(online), capped=len(over),
+        reasons=dict(reasons))  # fmt: skip
+    return counts | {"ingested": True, "lines_retried_online": len(online)}
+
+
+def _tally(run_id: str, job: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
+    """The markers' counts summed, and their failed lines, each once.
+
+    Two markers overlap only where a redelivered piece stopped elsewhere than the first
+    delivery: its counts are then counted twice, its failed lines (keyed by line) not.
+    """
+    total: dict[str, Any] = {"lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0}
+    failed: dict[str, str] = {}
+    for info in _marker_infos(run_id, job, blobs):
+        marker = json.loads(blobs.read(info.name))
+        for key in ("lines", "stored", "duplicate", "unmatched"):
+            total[key] += int(marker.get(key, 0))
+        failed.update((line, reason) for line, reason in marker.get("failed") or [])
+    return total | {"failed": list(failed.items())}
+
+
+def fail_cells(
+    run_id: str,
+    spec: RunRequest,
+    run: dict[str, Any],
+    cell_ids: list[str],
+    error: BatchJobError,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+) -> None:
+    """Store ``cell_ids`` failed with ``error`` (those still unstored), so the run ends."""
+    wanted = set(cell_ids)
+    view: RunView = run_view(run_id, run)
+    for task in run_tasks(run_id, spec, run, store.cell_ids(run_id)):
+        if task.cell_id in wanted:
+            store_cell(task, failed_cell(task, spec, error), {}, store=store, blobs=blobs,
+                       publisher=publisher, run=view)  # fmt: skip
