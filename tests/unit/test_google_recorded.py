@@ -20,6 +20,7 @@ import pytest
 
 from niah.errors import PermanentCellError, UnreadableLineError
 from niah.models.providers.gemini import _answer_of, answer_from_json
+from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 RECORDED = Path(__file__).parents[1] / "data" / "google_recorded"
 RECORDINGS = sorted(RECORDED.glob("*.json"))
@@ -172,3 +173,19 @@ def test_a_line_that_cannot_be_read_raises_its_reason(response: Any, reason: str
     # A permanent cell error: recorded on that line's cell, never retried as a whole.
     assert isinstance(raised.value, PermanentCellError)
     assert raised.value.kind == "unreadable_line"
+
+
+def test_the_stand_in_sends_the_fields_real_replies_carry_and_they_read(
+    standin: tuple[str, Any],  # noqa: F811
+) -> None:
+    from tests.unit.test_vertex_standin import standin_reply
+
+    url, _ = standin
+    reply = standin_reply(url)
+    usage = reply["usageMetadata"]
+    assert usage["trafficType"] == "ON_DEMAND" and "billablePromptUsage" in usage
+    assert usage["promptTokensDetails"] == [
+        {"modality": "TEXT", "tokenCount": usage["promptTokenCount"]}
+    ]
+    answer = answer_from_json(reply)  # billablePromptUsage: not in the SDK, dropped
+    assert answer.prompt_tokens == usage["promptTokenCount"] and answer.text
