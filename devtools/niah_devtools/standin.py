@@ -31,7 +31,7 @@ from typing import Any
 from niah.core.estimate import IMPLICIT_CACHE_MIN_TOKENS
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
-from niah_devtools.standin_replies import as_openai, reply_identity
+from niah_devtools.standin_replies import as_openai, reply_identity, with_vertex_usage_details
 from niah_devtools.standin_thinking import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     InvalidThinking,
@@ -226,7 +226,7 @@ def _generate(
         usage["totalTokenCount"] = prompt_tokens
         return 200, {
             "promptFeedback": {"blockReason": config["prompt_block"]},
-            "usageMetadata": usage,
+            "usageMetadata": with_vertex_usage_details(usage),
             **reply_identity(config, request.model),
         }
     text = "" if config["block"] else answer_text(prompt, config["answer"])
@@ -258,7 +258,7 @@ def _generate(
         usage["totalTokenCount"] += spent.answer_tokens
     return 200, {
         "candidates": [candidate],
-        "usageMetadata": usage,
+        "usageMetadata": with_vertex_usage_details(usage),
         **reply_identity(config, request.model),
     }
 

@@ -36,6 +36,26 @@ def reply_identity(config: dict[str, Any], model: str) -> dict[str, str]:
     }
 
 
+def with_vertex_usage_details(usage: dict[str, Any]) -> dict[str, Any]:
+    """``usageMetadata`` with the fields real Vertex replies carry besides the counts.
+
+    Recorded Vertex batch lines (tests/data/google_recorded: batch_line_max_tokens.json
+    from docs.litellm.ai/docs/providers/vertex_batch, batch_line_unknown_fields.json
+    from github.com/dllewellyn/reflex; read 2026-11-27) carry per-modality token details
+    and ``trafficType``, and one carries ``billablePromptUsage``, which google-genai's
+    models lack: the stand-in sends it too, so every reader meets a field it does not know.
+    """
+    details = dict(usage)
+    details["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": usage["promptTokenCount"]}]
+    if "candidatesTokenCount" in usage:
+        details["candidatesTokensDetails"] = [
+            {"modality": "TEXT", "tokenCount": usage["candidatesTokenCount"]}
+        ]
+    details["trafficType"] = "ON_DEMAND"
+    details["billablePromptUsage"] = {"textCount": usage["promptTokenCount"] * 4}
+    return details
+
+
 OPENAI_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 

@@ -95,6 +95,20 @@ class BatchJobError(PermanentCellError):
     kind = "batch_job"
 
 
+class UnreadableLineError(PermanentCellError):
+    """A batch prediction line whose ``response`` cannot be read as a reply.
+
+    ``reason`` says why (not a JSON object, nothing of a reply in it, a field of the
+    wrong type); batch ingest records that one line failed with it and goes on.
+    """
+
+    kind = "unreadable_line"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class CellInFlightError(RetryableError):
     """Another delivery of this cell holds its lease and is calling the model now."""
 

@@ -14,6 +14,10 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Google's caps on one Gemini batch job (see ``Settings.batch_max_lines``).
+BATCH_MAX_REQUESTS = 200_000
+BATCH_MAX_INPUT_BYTES = 1_000_000_000
+
 
 class Settings(BaseSettings):
     """Service configuration, read once per process."""
@@ -132,12 +136,14 @@ class Settings(BaseSettings):
     publish_timeout_seconds: float = 60.0
 
     # A batch run's input is split into files (one job each) of at most this many lines
-    # and bytes. Google's Gemini batch pages read for this (2026-11-27) name no line or
-    # size limit for Gemini; its embeddings batch (built on the same service) takes up
-    # to 1,000,000 rows and 1 GB a file. The byte cap is lower: the worker holds one file
-    # in memory while it writes it (a 1M-token prompt is about 4 MB of text).
-    batch_max_lines: int = Field(default=10_000, ge=1, le=1_000_000)
-    batch_max_bytes: int = Field(default=256_000_000, ge=1_000, le=1_000_000_000)
+    # and bytes. Google caps a Gemini batch job at 200,000 requests and, from Cloud
+    # Storage, a 1 GB input file (cloud.google.com/vertex-ai/generative-ai/docs/
+    # multimodal/batch-prediction-gemini, "Quotas and limits", read 2026-11-27), so
+    # neither may be set above that. The defaults stay lower: 10,000 lines keeps a job's
+    # output quick to ingest, and the worker holds one file in memory
+    # while it writes it (a 1M-token prompt is about 4 MB of text), hence 256 MB.
+    batch_max_lines: int = Field(default=10_000, ge=1, le=BATCH_MAX_REQUESTS)
+    batch_max_bytes: int = Field(default=256_000_000, ge=1_000, le=BATCH_MAX_INPUT_BYTES)
     # A job's output is ingested in pieces of this many bytes of a file, one message
     # each; a piece that runs this many seconds hands the rest of its range on, well
     # inside the worker's 540 s timeout (infra/functions.tf).

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from niah.catalog.models import same_model
 from niah.core.comparison import compare_runs, render_comparison_page
@@ -38,6 +37,7 @@ from tests.unit.test_vertex_standin import (
     configure,
     run_one_gemini_cell,
     standin,  # noqa: F401 (the fixture)
+    standin_reply,
 )
 
 # A Vertex generateContent reply as Vertex writes it: the shape and formats of one
@@ -90,16 +90,14 @@ def test_the_stand_in_names_the_asked_model_by_default_as_vertex_does(
     standin: tuple[str, StandinState],  # noqa: F811
 ) -> None:
     url, _ = standin
-    path = "/v1/projects/p/locations/global/publishers/google/models/gemini-3.5-flash"
-    body = {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}
-    reply = requests.post(f"{url}{path}:generateContent", json=body, timeout=30).json()
+    reply = standin_reply(url)
     assert reply["modelVersion"] == "gemini-3.5-flash"
     assert re.fullmatch(RESPONSE_ID, reply["responseId"])
     assert len(base64.urlsafe_b64decode(reply["responseId"] + "==")) == 16
     assert reply["createTime"].endswith("Z")
     created = dt.datetime.fromisoformat(reply["createTime"].replace("Z", "+00:00"))
     assert abs((dt.datetime.now(dt.UTC) - created).total_seconds()) < 60
-    again = requests.post(f"{url}{path}:generateContent", json=body, timeout=30).json()
+    again = standin_reply(url)
     assert again["responseId"] != reply["responseId"]  # one ID a reply
 
 

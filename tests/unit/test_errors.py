@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 20  # a new error class belongs here, with its kind
+    assert len(classes) == 21  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -43,6 +43,7 @@ def test_every_error_class_has_its_kind() -> None:
     assert kinds["CloudRefusedError"] == "cloud_refused"
     assert kinds["CloudAccessError"] == "cloud_access"
     assert kinds["BatchJobError"] == "batch_job"
+    assert kinds["UnreadableLineError"] == "unreadable_line"
 
 
 def test_each_retryable_status_is_classified_retryable() -> None:

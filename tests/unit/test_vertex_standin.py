@@ -48,6 +48,15 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, StandinState
     provider_cache.clear()
 
 
+def standin_reply(url: str, model: str = "gemini-3.5-flash") -> dict[str, Any]:
+    """The stand-in's raw generateContent JSON for PROMPT, as Vertex's REST API answers."""
+    path = f"/v1/projects/p/locations/global/publishers/google/models/{model}"
+    body = {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}
+    answer = requests.post(f"{url}{path}:generateContent", json=body, timeout=30)
+    reply: dict[str, Any] = answer.json()
+    return reply
+
+
 def configure(url: str, **config: Any) -> None:
     requests.post(f"{url}/_standin/config", json=config, timeout=5).raise_for_status()
 

@@ -7,6 +7,7 @@ from typing import Any
 from niah.cli.backend import blob_store
 from niah.cli.output import count, usage_error
 from niah.cli.run_options import in_cli_words
+from niah.core.spec import BATCH_TURNAROUND
 
 
 def check_request(payload: dict[str, Any]) -> None:
@@ -64,7 +65,7 @@ def format_estimate(figures: dict[str, Any]) -> str:
     )
     lines.append(
         "model calls, batch (--batch: half the online rates, nothing taken as cached; "
-        f"results within 24 h): {_usd(figures['batch']['cost_usd'], model)}"
+        f"{BATCH_TURNAROUND}): {_usd(figures['batch']['cost_usd'], model)}"
     )
     if judge:
         lines.append(

@@ -8,7 +8,7 @@ from typing import Any
 
 from niah.cli.compare import cmd_compare
 from niah.cli.models import cmd_models
-from niah.cli.run import cmd_cancel, cmd_run, cmd_wait
+from niah.cli.run import TIMEOUT_HELP, cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
 from niah.cli.show import (
     EXPORT_FORMATS,
@@ -120,7 +120,7 @@ def _add_run_commands(commands: Any) -> None:
         metavar="PERCENT",
         help="with --margin: the score you expect (default: the worst case, 50 %%)",
     )
-    run.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits")
+    run.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
     run.add_argument(
         "--suite",
         choices=["ruler"],
@@ -135,7 +135,7 @@ def _add_run_commands(commands: Any) -> None:
     run.set_defaults(handler=cmd_run)
     wait = commands.add_parser("wait", help="follow a submitted run to its report")
     wait.add_argument("run_id", help="a run's ID, or latest for the most recent run")
-    wait.add_argument("--timeout", type=float, default=3600, help="seconds to wait")
+    wait.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
     wait.set_defaults(handler=cmd_wait)
     cancel = commands.add_parser(
         "cancel", help="stop a run: no further cell is asked (niah run --resume goes on)"

@@ -18,8 +18,31 @@ from niah.cli.output import count, to_json, usage_error
 from niah.cli.results import print_results, print_status_json
 from niah.cli.run_options import run_payload
 from niah.core.interfaces import RUN_CANCELLED
-from niah.core.spec import RUN_ID_PATTERN
+from niah.core.spec import (
+    BATCH_QUEUE_HOURS,
+    BATCH_RUN_HOURS,
+    BATCH_TURNAROUND,
+    RUN_ID_PATTERN,
+)
 from niah.core.summary import cost_summary
+
+# How long --wait follows a run by default: an online run ends in minutes; a batch job
+# may queue for up to 72 h and then run for up to 24 h (Google's limits, see
+# niah.core.spec.BATCH_TURNAROUND), so a batch run is followed for that whole window.
+ONLINE_WAIT_SECONDS = 3600.0
+BATCH_WAIT_SECONDS = float((BATCH_QUEUE_HOURS + BATCH_RUN_HOURS) * 3600)
+TIMEOUT_HELP = (
+    "seconds to follow the run (default: 1 h online; for a batch run "
+    f"{BATCH_QUEUE_HOURS + BATCH_RUN_HOURS} h, Google's {BATCH_QUEUE_HOURS} h queue "
+    f"and {BATCH_RUN_HOURS} h run)"
+)
+
+
+def wait_timeout(timeout: float | None, spec: dict[str, Any]) -> float:
+    """The seconds to follow a run: the one asked for, else its kind's default."""
+    if timeout is not None:
+        return timeout
+    return BATCH_WAIT_SECONDS if spec.get("execution") == "batch" else ONLINE_WAIT_SECONDS
 
 
 def _wait(run_id: str, timeout: float) -> dict[str, Any]:
@@ -57,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> None:
                 args,
                 payload,
                 submit=lambda body: submit(dispatcher_url(args), body),
-                wait=_wait,
+                wait=lambda run_id, timeout: _wait(run_id, wait_timeout(timeout, payload)),
                 store=result_store,
             )
         )
@@ -87,9 +110,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     run_id = body["run_id"]
     for warning in body.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
+    timeout = wait_timeout(args.timeout, payload)
     if args.json:
         if args.wait:
-            _follow(run_id, args.timeout, as_json=True)
+            _follow(run_id, timeout, as_json=True)
         print(to_json(body))
         return
     print(
@@ -105,7 +129,13 @@ def cmd_run(args: argparse.Namespace) -> None:
     for line in where_to_look(run_id, None, project=body.get("project"), bucket=bucket or None):
         print(line, flush=True)
     if args.wait:
-        _follow(run_id, args.timeout)
+        if payload.get("execution") == "batch" and args.timeout is None:
+            print(
+                f"following a batch run for up to {timeout / 3600:.0f} h ({BATCH_TURNAROUND}); "
+                f"Ctrl-C stops following, not the run",
+                flush=True,
+            )
+        _follow(run_id, timeout)
 
 
 def _follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
@@ -124,9 +154,10 @@ def _follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
 
 def cmd_wait(args: argparse.Namespace) -> None:
     """Follow a run already submitted, publishing nothing."""
-    if result_store().get_run(args.run_id) is None:
+    run = result_store().get_run(args.run_id)
+    if run is None:
         sys.exit(f"niah: no run {args.run_id}; `niah run` prints the run ID")
-    _follow(args.run_id, args.timeout)
+    _follow(args.run_id, wait_timeout(args.timeout, run.get("spec") or {}))
 
 
 def cmd_cancel(args: argparse.Namespace) -> None:

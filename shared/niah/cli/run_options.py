@@ -17,7 +17,7 @@ from typing import Any
 
 from niah.cli.output import usage_error
 from niah.cli.syntax import BooleanFlag, ListOption, TextListOption
-from niah.core.spec import OPTION_HELP, RunRequest, TaskName
+from niah.core.spec import BATCH_TURNAROUND, OPTION_HELP, RunRequest, TaskName
 
 # The harness's options that mean nothing to a service, and what takes their place.
 HARNESS_ONLY_OPTIONS = {
@@ -69,7 +69,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         dest="batch",
         action="store_true",
         help="the same as --execution batch: Vertex AI batch jobs, half the online price, "
-        "results within 24 h",
+        + BATCH_TURNAROUND,
     )
     for name, field in RunRequest.model_fields.items():
         flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])

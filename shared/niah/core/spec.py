@@ -75,6 +75,18 @@ ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in
 ADDED_OPTIONS = ("thinking_level", "needles", "expected_answers", "execution")
 # At most this many needles (a user's own, or generated).
 MAX_NEEDLES = 100
+
+# Google's times for a Gemini batch job (cloud.google.com/vertex-ai/generative-ai/docs/
+# multimodal/batch-prediction-gemini, "Quotas and limits", read 2026-11-27): it waits
+# in the queue for capacity for up to 72 hours before it expires, and most jobs
+# complete within 24 hours of starting to run (queue time excluded); a job unfinished
+# after 24 hours is cancelled and only its completed requests are billed.
+BATCH_QUEUE_HOURS = 72
+BATCH_RUN_HOURS = 24
+BATCH_TURNAROUND = (
+    f"most jobs complete within {BATCH_RUN_HOURS} h of starting to run, "
+    f"after up to {BATCH_QUEUE_HOURS} h queued"
+)
 # Options of the single task's harness-style needle, meaningless to the others.
 SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
 

@@ -18,6 +18,7 @@ from niah.errors import (
     ConfigurationError,
     PermanentCellError,
     RetryableError,
+    UnreadableLineError,
     classify_http_error,
 )
 from niah.models.providers.gemini_request import (
@@ -79,11 +80,57 @@ def thinking_options(types: Any, budget: int | None, level: str | None) -> dict[
     return {"http_options": types.HttpOptions(extra_body=extra)}
 
 
-def answer_from_json(reply: dict[str, Any]) -> ModelAnswer:
-    """A batch prediction's ``response`` (the REST JSON) read as an online reply is read."""
+# What a reply carries at least one of; a ``response`` with none of them is no reply
+# (a failed line's ``{}``), and reading it as an empty answer would score it wrong.
+_REPLY_FIELDS = ("candidates", "promptFeedback", "usageMetadata")
+
+
+def answer_from_json(reply: Any) -> ModelAnswer:
+    """A batch prediction line's ``response`` (the REST JSON), read as an online reply is.
+
+    google-genai's models forbid unknown fields, and Google adds fields to its replies
+    without notice (a recorded batch line carries ``usageMetadata.billablePromptUsage``
+    and a candidate's ``score``, neither in google-genai 2.34). Online, the SDK drops
+    what its models lack before validating (``BaseModel._from_response``, which walks
+    the models' fields and camelCase aliases at every depth); a batch line goes through
+    that same converter, so it reads exactly as the online call would have.
+
+    Raises:
+        UnreadableLineError: the response is not a JSON object, carries none of
+            candidates, promptFeedback and usageMetadata, or has a field the SDK cannot
+            read (a count that is not a number). Batch ingest records that line failed
+            with the error's ``reason`` and reads the next one.
+    """
+    import copy
+
     from google.genai import types
 
-    return _answer_of(types.GenerateContentResponse.model_validate(reply), 0.0)
+    if not isinstance(reply, dict):
+        raise UnreadableLineError(f"the response is {type(reply).__name__}, not a JSON object")
+    if not any(field in reply for field in _REPLY_FIELDS):
+        raise UnreadableLineError(
+            "the response carries no candidates, promptFeedback or usageMetadata"
+        )
+    try:
+        # The converter prunes in place: the caller's line stays as Google wrote it.
+        response = types.GenerateContentResponse._from_response(
+            response=copy.deepcopy(reply), kwargs={}
+        )
+    except (ValueError, TypeError) as error:  # pydantic's ValidationError is a ValueError
+        raise UnreadableLineError(
+            f"the SDK cannot read the response: {_first_error(error)}"
+        ) from error
+    return _answer_of(response, 0.0)
+
+
+def _first_error(error: Exception) -> str:
+    """Where and what, from a pydantic error ("usageMetadata.promptTokenCount: ...")."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return str(error)
+    first = errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", error))
 
 
 def retry_budget_seconds(settings: Settings) -> float:
