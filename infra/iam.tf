@@ -85,14 +85,21 @@ resource "time_sleep" "build_roles" {
 }
 
 # What each function's account may do, and why:
-# - dispatcher: writes runs, publishes cells, lists haystacks;
+# - dispatcher: writes runs, publishes cells, lists haystacks; asks for the report of a
+#   run it finds answered already (a resumed or repeated request:
+#   niah.service.dispatch);
 # - worker: reads haystacks and the tokenizer, writes token caches, contexts and kept
 #   answers, calls Vertex AI, writes cells, publishes the rest of a run's cells after
 #   its primer (cache-aware dispatch) and the report request;
 # - dead_letter: records the cell failed (or stores an answer kept in the bucket),
 #   releases a primer's run, asks for the report; no Vertex AI;
-# - sweep: reads stalled runs and republishes their missing cells;
-# - report: reads cells, writes the run's report fields and the report objects.
+# - sweep: reads stalled runs and republishes their missing cells; asks for the report of
+#   a run whose cells are all stored but whose report request was lost
+#   (niah.service.sweep);
+# - report: reads cells, writes the run's report fields and the report objects; publishes
+#   nothing.
+# Which function publishes to which topic is read from the code by
+# tests/unit/test_publishers.py, which checks these grants against it both ways.
 locals {
   project_roles = {
     dispatcher_firestore  = { account = "dispatcher", role = "roles/datastore.user" }
@@ -104,11 +111,13 @@ locals {
   }
   publishers = {
     dispatcher_publishes_cells    = { account = "dispatcher", topic = "cells" }
+    dispatcher_publishes_reports  = { account = "dispatcher", topic = "reports" }
     worker_publishes_cells        = { account = "worker", topic = "cells" }
     worker_publishes_reports      = { account = "worker", topic = "reports" }
     dead_letter_publishes_cells   = { account = "dead_letter", topic = "cells" }
     dead_letter_publishes_reports = { account = "dead_letter", topic = "reports" }
     sweep_publishes_cells         = { account = "sweep", topic = "cells" }
+    sweep_publishes_reports       = { account = "sweep", topic = "reports" }
   }
   bucket_roles = {
     dispatcher_reads_bucket = { account = "dispatcher", role = "roles/storage.objectViewer" }
@@ -192,12 +201,29 @@ resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {
 # (batches/RUN_ID/ in the data bucket): Google's batch page asks that "the AI Platform
 # Service Agent has permission" to the Cloud Storage files (docs.cloud.google.com/
 # vertex-ai/generative-ai/docs/multimodal/batch-prediction-from-cloud-storage, read
-# 2026-11-27). objectUser: read the input, create the output. The agent exists once the
-# Vertex AI API is on (after time_sleep.apis); the worker submits the jobs with its
-# own roles/aiplatform.user.
-resource "google_storage_bucket_iam_member" "vertex_agent_batches" {
-  bucket     = google_storage_bucket.data.name
-  role       = "roles/storage.objectUser"
-  member     = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-aiplatform.iam.gserviceaccount.com"
+# 2026-11-27). objectUser: read the input, create the output. The worker submits the
+# jobs with its own roles/aiplatform.user.
+#
+# Enabling the API does not make the agent: service agents "are created automatically
+# as you enable and use Google Cloud services", and "if a service agent hasn't been
+# created yet, then you can't grant roles to the service agent" (cloud.google.com/iam/
+# docs/create-service-agents, read 2026-11-27). Nothing here uses Vertex AI before the
+# grant (the worker's first call comes after the deploy), so the agent is asked for:
+# google_project_service_identity, Service Usage's generateServiceIdentity (the
+# `gcloud beta services identity create` of that page), is in hashicorp/google-beta only;
+# "once created, this resource cannot be updated or destroyed", destroy only forgets it
+# (magic-modules, website/docs/r/project_service_identity.html.markdown, read
+# 2026-11-27). Every grant to the agent names this resource's member, so Terraform makes
+# it first.
+resource "google_project_service_identity" "vertex_agent" {
+  provider   = google-beta
+  project    = var.project
+  service    = "aiplatform.googleapis.com"
   depends_on = [time_sleep.apis]
+}
+
+resource "google_storage_bucket_iam_member" "vertex_agent_batches" {
+  bucket = google_storage_bucket.data.name
+  role   = "roles/storage.objectUser"
+  member = google_project_service_identity.vertex_agent.member
 }

@@ -13,6 +13,15 @@ provider "google" {
   user_project_override = true
 }
 
+# The same project and billing, for the one beta-only resource (the Vertex AI service
+# agent's identity, iam.tf).
+provider "google-beta" {
+  project               = var.project
+  region                = var.region
+  billing_project       = var.project
+  user_project_override = true
+}
+
 data "google_project" "this" {}
 
 locals {

@@ -5,6 +5,9 @@
 # against; so the provider is held to 7.x. The newest 7.x is 7.46.1 (cdktn-provider-google
 # 20.3.1's package.json, cdktn.provider.version, read 2026-11-26), the schema the offline
 # check validates and plans against (tests/unit/test_terraform_offline.py).
+# hashicorp/google-beta gives google_project_service_identity alone (the Vertex AI service
+# agent, created before it is granted roles: iam.tf); held to the same 7.x, newest 7.46.1
+# (cdktn-provider-google-beta 20.3.1's package.json, read 2026-11-27).
 # hashicorp/time gives time_sleep, the waits for IAM grants to take effect; its newest
 # release is 0.14.2 (cdktn-provider-time 14.0.2's package.json, read 2026-11-26).
 terraform {
@@ -13,6 +16,10 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
+      version = "~> 7.0"
+    }
+    google-beta = {
+      source  = "hashicorp/google-beta"
       version = "~> 7.0"
     }
     time = {

@@ -115,13 +115,18 @@ command -v terraform >/dev/null || {
   exit 1
 }
 # The offline Terraform check (tests/unit/test_terraform_offline.py): the tf package in a
-# virtualenv of its own (it wants protobuf < 6), and the Google and time providers'
-# schemas, read once from their prebuilt bindings wheels (downloaded, never imported) into
-# .venv-terraform/schemas/. Redone when the requirements or the reader change.
+# virtualenv of its own (it wants protobuf < 6), and the google, google-beta and time
+# providers' schemas, read once from their prebuilt bindings wheels (downloaded, never
+# imported) into .venv-terraform/schemas/. Redone when the requirements or the reader change.
 TF_VENV=$ROOT/.venv-terraform
 [ -x "$TF_VENV/bin/python" ] || "$PY" -m venv "$TF_VENV"
 want=$(cat requirements-terraform.txt requirements-terraform-schemas.txt devtools/niah_devtools/tfoffline/schema.py | sha256sum)
-if [ "$(cat "$TF_VENV/.requirements.sha" 2>/dev/null)" != "$want" ]; then
+if [ -L "$TF_VENV" ]; then
+  # A link to another checkout's (a git worktree's): rebuilding it here would change the
+  # schemas that checkout's tests plan against. Leave it be, as .venv above.
+  [ "$(cat "$TF_VENV/.requirements.sha" 2>/dev/null)" = "$want" ] ||
+    echo "setup: .venv-terraform links to $(readlink "$TF_VENV"), made from other requirements; remove the link to make this checkout's own" >&2
+elif [ "$(cat "$TF_VENV/.requirements.sha" 2>/dev/null)" != "$want" ]; then
   "$TF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements-terraform.txt
   rm -rf "$TF_VENV/wheels" "$TF_VENV/schemas"
   "$TF_VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps \

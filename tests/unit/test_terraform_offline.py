@@ -1,111 +1,33 @@
 """infra/ through the real terraform, offline: init, validate, plan and its graph.
 
 The providers are schema-only stand-ins (niah_devtools.tfoffline) serving the real
-schemas of hashicorp/google 7.46.1 and hashicorp/time 0.14.2, read from their prebuilt
-CDK Terrain bindings; scripts/setup.sh makes .venv-terraform. Terraform itself checks
-the configuration against them; the plan never calls Google. Each injected mistake below
-must make `terraform validate` fail, so a check that passes everything would be caught.
+schemas of hashicorp/google and hashicorp/google-beta 7.46.1 and hashicorp/time 0.14.2,
+read from their prebuilt CDK Terrain bindings; scripts/setup.sh makes .venv-terraform.
+Terraform itself checks the configuration against them; the plan never calls Google.
+Each injected mistake below must make `terraform validate` fail, so a check that passes
+everything would be caught.
+The plan is made once a session (tests/unit/conftest.py, ``planned``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from niah_devtools.tfoffline.workdir import SCHEMAS, NotSetUp, OfflineTerraform
-from tests import REPO
-from tests.unit.test_deploy_scripts import run
-
-INFRA = REPO / "infra"
-
-
-def copy_infra(into: Path) -> Path:
-    """infra/ without any state or init of a developer's own."""
-    into.mkdir(parents=True, exist_ok=True)
-    return Path(
-        shutil.copytree(
-            INFRA,
-            into / "infra",
-            ignore=shutil.ignore_patterns(".terraform*", "*.tfstate*", "*.tfvars"),
-        )
-    )
-
-
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory: pytest.TempPathFactory) -> OfflineTerraform:
-    try:
-        return OfflineTerraform(tmp_path_factory.mktemp("tfoffline"))
-    except NotSetUp as missing:
-        pytest.fail(str(missing))
-
-
-@pytest.fixture(scope="module")
-def deploy_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The inputs scripts/deploy.sh writes, its build outputs replaced by small stand-ins."""
-    env = {**os.environ, "PROJECT": "my-proj", "BUCKET": "my-proj-niah", "INVOKER": "user:a@b.c"}
-    result = run("deploy.sh", "--dry-run", env=env)
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    inputs = json.loads(out[out.index("{") : out.index("}\n") + 1])
-    build = tmp_path_factory.mktemp("build")
-    for name in ("dispatcher", "worker", "report"):
-        (build / "functions").mkdir(exist_ok=True)
-        (build / "functions" / f"{name}.zip").write_bytes(name.encode())
-    (build / "gemma3.model").write_bytes(b"model")
-    (build / "haystacks" / "paul_graham_essays").mkdir(parents=True)
-    (build / "haystacks" / "paul_graham_essays" / "essay.txt").write_text("An essay.")
-    assert {"sources_dir", "tokenizer_model", "haystacks_dir"} <= set(inputs)
-    inputs |= {
-        "sources_dir": str(build / "functions"),
-        "tokenizer_model": str(build / "gemma3.model"),
-        "haystacks_dir": str(build / "haystacks"),
-    }
-    path = build / "deploy.tfvars.json"
-    path.write_text(json.dumps(inputs))
-    return path
-
-
-def edges(dot: str) -> dict[str, set[str]]:
-    """`terraform graph`'s DOT as resource -> the resources it depends on directly."""
-    graph: dict[str, set[str]] = {}
-    for source, target in re.findall(r'^\s*"([^"]+)" -> "([^"]+)";', dot, re.M):
-        graph.setdefault(source, set()).add(target)
-    return graph
-
-
-def depends_on(graph: dict[str, set[str]], node: str) -> set[str]:
-    """Everything ``node`` depends on, directly or through others."""
-    seen: set[str] = set()
-    todo = [node]
-    while todo:
-        for target in graph.get(todo.pop(), set()):
-            if target not in seen:
-                seen.add(target)
-                todo.append(target)
-    return seen
-
-
-@pytest.fixture(scope="module")
-def planned(
-    offline: OfflineTerraform, deploy_vars: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[dict[str, Any], dict[str, set[str]]]]:
-    """The plan (`terraform show -json`) and Terraform's dependency graph of infra/."""
-    work = copy_infra(tmp_path_factory.mktemp("clean"))
-    try:
-        plan, _ = offline.plan(work, deploy_vars)
-    except subprocess.CalledProcessError as failed:
-        pytest.fail(f"{failed.cmd}: {failed.stdout}{failed.stderr}")
-    graph = offline.run(work, "graph")
-    assert graph.returncode == 0, graph.stderr
-    yield plan, edges(graph.stdout)
+from niah_devtools.tfoffline.workdir import SCHEMAS, OfflineTerraform
+from tests.unit.terraform_plan import (
+    INFRA,
+    configuration,
+    copy_infra,
+    depends_on,
+    grants_to,
+    references,
+)
 
 
 def test_infra_inits_validates_and_plans_offline_against_the_real_schemas(
@@ -127,7 +49,12 @@ def test_infra_inits_validates_and_plans_offline_against_the_real_schemas(
     assert dispatcher["change"]["after"]["service_config"][0]["ingress_settings"] == "ALLOW_ALL"
     assert {c["provider_name"] for c in changes} == {
         "registry.terraform.io/hashicorp/google",
+        "registry.terraform.io/hashicorp/google-beta",
         "registry.terraform.io/hashicorp/time",
+    }
+    # The beta provider makes only what the GA one cannot: a service agent's identity.
+    assert {c["type"] for c in changes if c["provider_name"].endswith("/google-beta")} == {
+        "google_project_service_identity"
     }
 
 
@@ -148,10 +75,14 @@ def test_the_schemas_are_the_providers_versions_tf_allows() -> None:
     }
     assert {kind: source["version"] for kind, source in served.items()} == {
         "google": "7.46.1",
+        "google-beta": "7.46.1",
         "time": "0.14.2",
     }
     versions = (INFRA / "versions.tf").read_text()
     assert re.search(r'source\s*=\s*"hashicorp/google"\s*\n\s*version\s*=\s*"~> 7\.0"', versions)
+    assert re.search(
+        r'source\s*=\s*"hashicorp/google-beta"\s*\n\s*version\s*=\s*"~> 7\.0"', versions
+    )
     assert re.search(r'source\s*=\s*"hashicorp/time"\s*\n\s*version\s*=\s*"~> 0\.14"', versions)
 
 
@@ -207,37 +138,6 @@ def test_validate_fails_on(mistake: str, offline: OfflineTerraform, tmp_path: Pa
     validate = offline.run(work, "validate")
     assert validate.returncode == 1
     assert message in " ".join(validate.stderr.split()), validate.stderr
-
-
-def references(value: Any) -> set[str]:
-    """The resources an expression of `terraform show -json`'s configuration refers to."""
-    found: set[str] = set()
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if key == "references":
-                found |= {
-                    ".".join(ref.split(".")[:2]) for ref in inner if not ref.startswith("local.")
-                }
-            else:
-                found |= references(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            found |= references(inner)
-    return found
-
-
-def configuration(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The configured resources by address (``google_storage_bucket.data``)."""
-    return {r["address"]: r for r in plan["configuration"]["root_module"]["resources"]}
-
-
-def grants_to(config: dict[str, dict[str, Any]], kind: str, account: str) -> set[str]:
-    """The ``kind`` IAM member resources whose member is ``account``."""
-    return {
-        address
-        for address, resource in config.items()
-        if resource["type"] == kind and account in references(resource["expressions"]["member"])
-    }
 
 
 def waits_right_after(
@@ -413,6 +313,14 @@ def test_the_schema_reader_keeps_nesting_counts_and_flags() -> None:
     assert (service["nesting_mode"], service["max_items"]) == ("list", 1)
     assert service["block"]["attributes"]["max_instance_count"]["type"] == "number"
     assert function["block_types"]["timeouts"]["nesting_mode"] == "single"
+    # google-beta's provider is read too (its type has a hyphen), and the one resource used.
+    beta = json.loads((SCHEMAS / "google-beta.json").read_text())["provider_schemas"]
+    beta_schemas = beta["registry.terraform.io/hashicorp/google-beta"]
+    assert beta_schemas["provider"]["block"]["attributes"]["project"]["optional"] is True
+    identity = beta_schemas["resource_schemas"]["google_project_service_identity"]["block"]
+    assert identity["attributes"]["service"]["required"] is True
+    assert identity["attributes"]["member"]["computed"] is True
+    assert "optional" not in identity["attributes"]["member"]
     time = json.loads((SCHEMAS / "time.json").read_text())["provider_schemas"]
     sleep = time["registry.terraform.io/hashicorp/time"]["resource_schemas"]["time_sleep"]["block"]
     assert sorted(sleep["attributes"]) == ["create_duration", "destroy_duration", "id", "triggers"]

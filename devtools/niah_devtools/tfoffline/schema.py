@@ -1,6 +1,6 @@
 """A Terraform provider's schema, read from its prebuilt CDK Terrain bindings on PyPI.
 
-``cdktn-provider-google`` and ``cdktn-provider-time`` are generated from the providers'
+``cdktn-provider-google``, ``-google-beta`` and ``-time`` are generated from the providers'
 own schemas (``terraform providers schema -json``) and ship the generated JavaScript in
 a jsii tarball. Every attribute's accessor there carries the schema's flags in a comment
 (``// name - computed: true, optional: false, required: false``) and its type in the
@@ -41,7 +41,8 @@ HCL_ENTRY = re.compile(
     r' *storageClassType: "(\w+)",',
     re.M,
 )
-RESOURCE_TYPE = re.compile(r'static tfResourceType = "(\w+)";')
+# The provider's own type may hold a hyphen (google-beta).
+RESOURCE_TYPE = re.compile(r'static tfResourceType = "([\w-]+)";')
 GETTER = re.compile(r"return (cdktn\.Fn\.tolist\()?this\.get(\w+)Attribute\('")
 CONSTRUCTED = re.compile(r'new (?:\w+\.)?(\w+)\(this, "\w+"(?:, (true|false))?\)')
 
@@ -75,7 +76,7 @@ ROOTS = {
 # Arguments of a provider block that are Terraform's, not the provider's.
 PROVIDER_META = {"alias"}
 # The prefix of the structs of the providers' own nested blocks (``batching``).
-PROVIDER_STRUCTS = ("GoogleProvider", "TimeProvider")
+PROVIDER_STRUCTS = ("GoogleProvider", "GoogleBetaProvider", "TimeProvider")
 
 
 class SchemaError(ValueError):
