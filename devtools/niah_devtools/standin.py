@@ -13,8 +13,9 @@ sends them (``standin_batch``): each line answered as an online call.
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
 failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
 input limit, a thinking table of its own, another model answering an asked one
-(``served_versions``). Replies name the model that answered, as Vertex's do. Every
-request is counted and kept (``GET /_standin/requests``) for tests to inspect.
+(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``).
+Replies name the model that answered, as Vertex's do. Every request is counted and
+kept (``GET /_standin/requests``) for tests to inspect.
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ class StandinState:
                 "input_limit": 1_048_576,  # prompts above this get a 400
                 "answer": None,  # a fixed answer text instead of retrieving
                 "estimate_tokens": False,  # count len(text) // 4 instead of tokenizing
+                # A model that counts prompts otherwise than Gemma 3: countTokens and
+                # promptTokenCount (and the input limit, the cached share) are our count
+                # times this, rounded half up (1.05: 5 % more tokens).
+                "token_count_ratio": 1.0,
                 # Overrides of the thinking table: N thought tokens whatever the model and
                 # its thinking settings (still spent before the answer), and with
                 # thinking_only no answer at all (MAX_TOKENS).
@@ -122,6 +127,15 @@ def _count_tokens(text: str, estimate: bool = False) -> int:
     from niah.models.tokenizer import get_tokenizer
 
     return len(get_tokenizer().encode(text))
+
+
+def _prompt_tokens(config: dict[str, Any], text: str) -> int:
+    """A prompt's tokens as the modelled model counts them: ours times its ratio.
+
+    The one count of countTokens, promptTokenCount, the input limit and the cache.
+    """
+    ours = _count_tokens(text, bool(config["estimate_tokens"]))
+    return int(ours * float(config["token_count_ratio"]) + 0.5)
 
 
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
@@ -176,7 +190,7 @@ def _cached_prefix_tokens(state: StandinState, prompt: str) -> int:
     data = prompt.encode()
     shared = max((_common_prefix(data, p) for p in answered), default=0)
     head = data[:shared].decode(errors="ignore")  # a cut inside a character drops it
-    tokens = _count_tokens(head, bool(config["estimate_tokens"]))
+    tokens = _prompt_tokens(config, head)
     return tokens if tokens >= int(config["cache_min_tokens"]) else 0
 
 
@@ -202,7 +216,7 @@ def _generate(
     if config["thoughts_tokens"] is not None:
         thoughts = int(config["thoughts_tokens"])
     estimate = bool(config["estimate_tokens"])
-    prompt_tokens = _count_tokens(prompt, estimate)
+    prompt_tokens = _prompt_tokens(config, prompt)
     if prompt_tokens > int(config["input_limit"]):
         return _error(
             400,
@@ -372,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = "".join(
                 p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])
             )
-            self._send(200, {"totalTokens": _count_tokens(text)})
+            self._send(200, {"totalTokens": _prompt_tokens(self.state.config, text)})
             return
         openai = self.path.endswith("/chat/completions")
         request = _ModelRequest.parse(self.path, body)

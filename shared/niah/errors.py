@@ -52,6 +52,10 @@ class ContextTooShortError(PermanentCellError):
     """The requested length cannot even hold the prompt template and the needle."""
 
 
+class PromptOverLimitError(PermanentCellError):
+    """The model would count the cell's prompt above its input limit: refused unpaid."""
+
+
 class HaystackError(PermanentRunError):
     """The haystack cannot be used: missing, empty or not text."""
 

@@ -102,3 +102,79 @@ def test_a_retired_model_runs_only_when_allowed_and_the_run_says_so(stack: Stack
     }
     assert bodies["gemini-2.5-flash"]["generationConfig"]["temperature"] == 0.0
     assert "temperature" not in bodies["gemini-3.6-flash"]["generationConfig"]
+
+
+def test_a_model_that_counts_more_gets_fitted_lengths_and_cells_over_its_limit_refused(
+    stack: Stack,
+) -> None:
+    """Issue 34: lengths as Gemini counts them, on a stand-in that counts 5 % more.
+
+    The run measures the model's count of its haystack once (countTokens), records it,
+    and builds each prompt to floor(L x local / model) local tokens; the model then
+    counts L or L - 1. A prompt the model counts above its input limit (the stand-in
+    counting 100 times ours, on a task whose context is its own) is refused unpaid.
+    """
+    standin = stack.env["VERTEX_STANDIN_URL"]
+    requests.post(f"{standin}/_standin/config", json={"token_count_ratio": 1.05}, timeout=5)
+    lengths = [1000, 3000]
+    response = post(
+        stack,
+        {
+            "model_name": "gemini-3.8-flash",
+            "context_lengths": lengths,
+            "document_depth_percents": [0, 100],
+            "seed": 3401,
+        },
+    )
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    run = wait_complete(run_id, timeout=180)
+    recorded = run["token_count"]
+    local, model = recorded["local_tokens"], recorded["model_tokens"]
+    assert model == int(local * 1.05 + 0.5) and round(recorded["deviation_percent"], 1) == 5.0
+    assert recorded["sample"] == f"the haystack's first 3,000 tokens ({local:,} local tokens)"
+    seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
+    assert len([r for r in seen if r["kind"] == "count"]) == 1  # once for the whole run
+    cells = FirestoreStore().list_cells(run_id)
+    assert len(cells) == 4
+    for cell in cells:
+        length = cell["context_length"]
+        assert cell["status"] == "answered" and cell["exact_score"] == 10
+        assert cell["planned_prompt_tokens"] == length * local // model  # exact, local
+        counted = cell["usage"]["prompt_token_count"]
+        assert counted == int(cell["planned_prompt_tokens"] * 1.05 + 0.5)  # the model's
+        assert length - 1 <= counted <= length, cell["cell_id"]
+        assert round(cell["token_count_deviation_percent"], 1) == 5.0
+    summary_name = run["report"]["summary_uri"].split("/", 3)[3]
+    summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(summary_name))
+    assert summary["token_count_note"] == (
+        "gemini-3.8-flash counts 5.0 % more tokens than the local tokenizer on this "
+        f"haystack ({recorded['sample']}); lengths fitted to gemini-3.8-flash's count"
+    )
+    page = GcsBlobStore(stack.env["NIAH_BUCKET"]).read(run["report"]["html_uri"].split("/", 3)[3])
+    assert "lengths fitted to gemini-3.8-flash&#39;s count" in page.decode()
+
+    # 100 times ours: 12,000 tokens of common words are 1.2M as it counts, above
+    # gemini-3.8-flash's 1,048,576. A generated context is not fitted; it is counted.
+    requests.post(f"{standin}/_standin/config", json={"token_count_ratio": 100}, timeout=5)
+    over = post(
+        stack,
+        {
+            "model_name": "gemini-3.8-flash",
+            "task": "common_words",
+            "context_lengths": [12000],
+            "document_depth_percents": [50],
+            "seed": 3402,
+        },
+    )
+    assert over.status_code == 202, over.text
+    over_id = over.json()["run_id"]
+    wait_complete(over_id, timeout=120)
+    [refused] = FirestoreStore().list_cells(over_id)
+    assert refused["status"] == "failed" and refused["error"]["kind"] == "cell"
+    assert refused["error"]["message"].startswith(
+        "context_lengths: the 12000-token cell's prompt is "
+    )
+    assert "above its input limit of 1048576 tokens" in refused["error"]["message"]
+    seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
+    assert [r["kind"] for r in seen] == ["count"]  # counted, never generated

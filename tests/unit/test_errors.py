@@ -33,6 +33,7 @@ def test_every_error_class_has_its_kind() -> None:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
     assert kinds["ContextTooShortError"] == "cell"
+    assert kinds["PromptOverLimitError"] == "cell"  # as Vertex's own 400 over the limit
     assert kinds["HaystackError"] == "run"
     assert kinds["ConfigurationError"] == "run"
     assert kinds["RequestError"] == "request"

@@ -790,3 +790,43 @@ def test_a_thinking_model_answers_in_full_with_the_default_budget(
     spec = RunRequest(model_name=model, context_lengths=[2000], document_depth_percents=[50])
     assert sent == call_budget(spec).max_output_tokens == cell["max_output_tokens"]
     assert "thinkingConfig" not in request["body"]["generationConfig"]  # the model's default
+
+
+def test_a_model_that_counts_otherwise_counts_so_everywhere(
+    standin: tuple[str, StandinState],
+) -> None:
+    """token_count_ratio: countTokens, promptTokenCount and the input limit agree."""
+    url, _ = standin
+    configure(url, token_count_ratio=1.05, input_limit=20)
+    ours = len(get_tokenizer().encode(PROMPT))
+    theirs = int(ours * 1.05 + 0.5)
+    provider = GeminiProvider("gemini-3.8-flash")
+    assert provider.count_tokens(PROMPT) == theirs != ours
+    with pytest.raises(PermanentCellError, match=rf"input token count \({theirs}\)"):
+        provider.generate(PROMPT, max_output_tokens=2000)
+    configure(url, token_count_ratio=1.05)
+    assert provider.generate(PROMPT, max_output_tokens=2000).prompt_tokens == theirs
+
+
+def test_a_gemini_cell_is_fitted_to_the_models_count_of_its_haystack(
+    standin: tuple[str, StandinState], essay_blobs: Any
+) -> None:
+    url, state = standin
+    configure(url, token_count_ratio=1.05)
+    store, run_id, outcome = run_one_gemini_cell(essay_blobs, model_name="gemini-3.8-flash")
+    assert outcome == "answered"
+    recorded = store.get_run(run_id)["token_count"]
+    [sample] = [r for r in state.requests if r["kind"] == "count"]  # one sample, one count
+    local, model = recorded["local_tokens"], recorded["model_tokens"]
+    sample_text = sample["body"]["contents"][0]["parts"][0]["text"]
+    assert len(get_tokenizer().encode(sample_text)) == local
+    assert model == int(local * 1.05 + 0.5) and round(recorded["deviation_percent"], 1) == 5.0
+    assert recorded["sample"] == f"the haystack's first 2,000 tokens ({local:,} local tokens)"
+    [cell] = store.list_cells(run_id)
+    assert cell["planned_prompt_tokens"] == 2000 * local // model  # the local count, exact
+    assert cell["fitted_prompt_tokens"] == 2000
+    counted = cell["usage"]["prompt_token_count"]
+    assert counted == int(cell["planned_prompt_tokens"] * 1.05 + 0.5)
+    assert 1999 <= counted <= 2000 and cell["prompt_token_deviation"] == counted - 2000
+    assert round(cell["token_count_deviation_percent"], 1) == 5.0
+    assert "counted_prompt_tokens" not in cell  # far below the limit: not counted again

@@ -20,6 +20,7 @@ from niah.core.summary import (
     score_table,
     spend_summary,
 )
+from niah.core.token_fit import token_count_note
 from niah.core.uncertainty import with_interval
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
@@ -65,6 +66,9 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         )
     elif deviation:
         print("prompt tokens vs requested length: not measured (no answer gave its prompt count)")
+    note = token_count_note(run.get("token_count"))
+    if note:
+        print(note)
     for line in measures_lines(run):
         print(line)
     scale = "" if task == "single" else f", task {task}, fraction of 1"

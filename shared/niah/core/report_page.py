@@ -442,6 +442,9 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
         # Google's word on the models when the run began (deprecated; retired and
         # called anyway): a score is read in its light.
         facts.append(("model lifecycle", "; ".join(run["model_notes"])))
+    if summary.get("token_count_note"):
+        # The lengths on the x axis are the model's count, not the local tokenizer's.
+        facts.append(("token counts", summary["token_count_note"]))
     return [(name, "" if value is None else str(value)) for name, value in facts]
 
 

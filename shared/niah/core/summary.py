@@ -15,6 +15,7 @@ from typing import Any
 
 from niah.core.pricing import Cost, cost_of
 from niah.core.served_models import answered_by_text, served_versions
+from niah.core.token_fit import token_count_note
 from niah.core.uncertainty import CONFIDENCE, Interval, interval
 
 # RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
@@ -331,6 +332,17 @@ def summarize(
             "mean": _mean(deviations),
             "max_abs": max((abs(d) for d in deviations), default=None),
         },
+        # How the model counts the haystack against the local tokenizer (measured once by
+        # countTokens; niah.core.token_fit), each cell's own share, and the report's line.
+        "token_count": run.get("token_count"),
+        "token_count_deviation_percent": _mean(
+            [
+                float(c["token_count_deviation_percent"])
+                for c in answered
+                if c.get("token_count_deviation_percent") is not None
+            ]
+        ),
+        "token_count_note": token_count_note(run.get("token_count")),
         "errors": {
             c["cell_id"]: c.get("error", {}).get("message") for c in cells if c.get("error")
         },

@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Literal
 
-from niah.catalog.models import ProviderName, provider_for_model
+from niah.catalog.models import ProviderName, input_limit, prompt_limit, provider_for_model
 from niah.core.answer_budget import CallBudget, call_budget
 from niah.core.counters import run_shards, shard_of
 from niah.core.generated_context import build_generated_prompt
 from niah.core.haystack_files import haystack_prefix
-from niah.core.haystack_tokens import load_haystack
+from niah.core.haystack_tokens import HaystackTokens, load_haystack
 from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -45,6 +45,12 @@ from niah.core.scoring import (
 )
 from niah.core.served_models import answer_identity
 from niah.core.spec import Cell, RunRequest
+from niah.core.token_fit import (
+    TokenCountRatio,
+    cell_token_fields,
+    needs_exact_count,
+    refuse_over_limit,
+)
 from niah.errors import (
     CellInFlightError,
     CloudRefusedError,
@@ -65,6 +71,7 @@ from niah.models.tokenizer import get_tokenizer
 from niah.service.dispatch import release_after_primer
 from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
+from niah.service.token_counts import run_token_ratio
 from niah.settings import get_settings
 from niah.tasks import Sample, get_task
 from niah.tasks.mrcr import published_sample
@@ -169,6 +176,8 @@ class RunView:
     # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
     # the run document every delivery reads anyway: no read more per cell.
     cancelled: bool = False
+    # How the model counts the run's haystack (``niah.core.token_fit``), once measured.
+    token_count: dict[str, Any] | None = None
 
 
 # What a run keeps from its creation on (spec, listing, total, shards), by run ID and
@@ -223,6 +232,7 @@ def run_view(run_id: str, run: dict[str, Any]) -> RunView:
         {str(k): int(v) for k, v in totals.items()} if totals else None,
         shards_keep_counted=bool(run.get("counter_shards")),
         cancelled=run.get("status") == RUN_CANCELLED,
+        token_count=run.get("token_count") or None,
     )
 
 
@@ -400,7 +410,7 @@ def _answer_claimed(
             cell,
             sample,
             claim=claim,
-            haystack_files=run.haystack_files,
+            run=run,
             store=store,
             blobs=blobs,
             provider_for=provider_for,
@@ -676,7 +686,7 @@ def _answer_cell(
     sample: Sample,
     *,
     claim: int,
-    haystack_files: list[BlobInfo] | None,
+    run: RunView,
     store: ResultStore,
     blobs: BlobStore,
     provider_for: ProviderFactory,
@@ -690,14 +700,28 @@ def _answer_cell(
     started = time.monotonic()
     call_id = f"{task.cell_id}.C{claim:03d}"
     provider = provider_for(spec.provider(), spec.model_name)
+    tokenizer = tokenizer_for(provider.tokenizer_name)
+    ratio = None
+    if spec.provider() == "gemini" and reads_haystack(sample):
+        ratio = run_token_ratio(
+            task.run_id,
+            spec,
+            run.token_count,
+            stamp=task.run_stamp,
+            haystack=run_haystack(spec, tokenizer, blobs, run.haystack_files),
+            tokenizer=tokenizer,
+            provider=provider,
+            store=store,
+        )
     built = build_cell_prompt(
         spec,
         cell,
         sample,
         default_template=provider.default_template,
-        tokenizer=tokenizer_for(provider.tokenizer_name),
+        tokenizer=tokenizer,
         blobs=blobs,
-        haystack_files=haystack_files,
+        haystack_files=run.haystack_files,
+        token_ratio=ratio,
     )
     turns = cell_turns(built, sample)
     fields: dict[str, Any] = {
@@ -705,10 +729,16 @@ def _answer_cell(
         "insertion_depth_percent": round(built.actual_depth_percent, 3),
         "build_seconds": round(time.monotonic() - started, 4),
     }
+    if ratio is not None:
+        # The length the prompt was fitted to, as the model counts (its local count is
+        # planned_prompt_tokens, exact).
+        fields["fitted_prompt_tokens"] = cell.context_length - spec.final_context_length_buffer
     if spec.save_contexts:
         fields["context_uri"] = _save_prompt(task, built.prompt, blobs)
-    if spec.count_tokens_check:
-        fields["counted_prompt_tokens"] = provider.count_tokens(built.prompt)
+    budget = call_budget(spec, sample.answer_tokens)
+    counted = count_before_call(spec, cell, built, ratio, provider, budget)
+    if counted is not None:
+        fields["counted_prompt_tokens"] = counted
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     # The note checks the lease is still this claim's: after a store stall longer than
     # the lease, another delivery may hold the cell, and then only it calls.
@@ -728,7 +758,6 @@ def _answer_cell(
     if not noted:
         log("lease lost before the call", run_id=task.run_id, cell_id=task.cell_id)
         raise CellInFlightError(f"{task.cell_id} lost its lease to another delivery")
-    budget = call_budget(spec, sample.answer_tokens)
     fields["max_output_tokens"] = budget.max_output_tokens
     try:
         answer = provider.generate(
@@ -752,7 +781,54 @@ def _answer_cell(
     answered, totals, call_fields = scored_answer(
         task, spec, sample, answer, budget=budget, blobs=blobs, provider_for=provider_for
     )
+    if sample.prompt is None:  # built here: its local count is exact
+        answered |= cell_token_fields(answer.prompt_tokens, built.planned_prompt_tokens)
     return fields | answered, totals, (call_id, call_fields)
+
+
+def count_before_call(
+    spec: RunRequest,
+    cell: Cell,
+    built: BuiltPrompt,
+    ratio: TokenCountRatio | None,
+    provider: Provider,
+    budget: CallBudget,
+) -> int | None:
+    """The model's count of the prompt where it is asked for or needed; refuse it over the limit.
+
+    Gemini only: the local model counts with the tokenizer the prompt was built in, and
+    an OpenAI-compatible server has no count endpoint (its replies' usage is kept).
+    ``ratio``: the run's, where the prompt was fitted by it. Raises
+    ``PromptOverLimitError`` before anything is paid.
+    """
+    if spec.provider() != "gemini":
+        return provider.count_tokens(built.prompt) if spec.count_tokens_check else None
+    limit = prompt_limit(spec.model_name, budget.max_output_tokens)
+    expected = (
+        ratio.expected_model_tokens(built.planned_prompt_tokens)
+        if ratio is not None
+        else built.planned_prompt_tokens
+    )
+    counted = (
+        provider.count_tokens(built.prompt)
+        if needs_exact_count(
+            fitted=ratio is not None,
+            expected_model_tokens=expected,
+            limit=limit,
+            asked=spec.count_tokens_check,
+        )
+        else None
+    )
+    known = input_limit(spec.provider(), spec.model_name)
+    refuse_over_limit(
+        spec.model_name,
+        context_length=cell.context_length,
+        model_tokens=counted if counted is not None else expected,
+        limit=limit,
+        counted=counted is not None,
+        shared_output=budget.max_output_tokens if known != limit else None,
+    )
+    return counted
 
 
 def scored_answer(
@@ -847,11 +923,14 @@ def build_cell_prompt(
     tokenizer: Tokenizer,
     blobs: BlobStore,
     haystack_files: list[BlobInfo] | None = None,
+    token_ratio: TokenCountRatio | None = None,
 ) -> BuiltPrompt:
     """The cell's prompt, token-exact in ``tokenizer``: online calls', batch lines', benches'.
 
     A sample that comes with its prompt (a published MRCR row) is sent as it is.
     ``haystack_files``: the run's listing; without it the haystack's prefix is listed.
+    ``token_ratio``: how the model counts the haystack; a haystack prompt is then built
+    to the local length the model counts as the cell's (``niah.core.token_fit``).
     """
     if sample.prompt is not None:
         return BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
@@ -866,8 +945,8 @@ def build_cell_prompt(
             context_length=cell.context_length,
             buffer_tokens=spec.final_context_length_buffer,
         )
-    prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
-    haystack = load_haystack(blobs, prefix, tokenizer, haystack_files)
+    haystack = run_haystack(spec, tokenizer, blobs, haystack_files)
+    target = cell.context_length - spec.final_context_length_buffer
     return build_prompt(
         haystack,
         tokenizer,
@@ -875,9 +954,21 @@ def build_cell_prompt(
         insertions=sample.insertions,
         question=sample.question,
         answer_lead=sample.answer_lead,
-        context_length=cell.context_length,
-        buffer_tokens=spec.final_context_length_buffer,
+        context_length=token_ratio.local_length(target) if token_ratio else target,
     )
+
+
+def reads_haystack(sample: Sample) -> bool:
+    """Whether the sample's prompt is built from the run's haystack (not given, not generated)."""
+    return sample.prompt is None and sample.context_maker is None
+
+
+def run_haystack(
+    spec: RunRequest, tokenizer: Tokenizer, blobs: BlobStore, haystack_files: list[BlobInfo] | None
+) -> HaystackTokens:
+    """The run's haystack, tokenized (once per process: ``load_haystack`` keeps it)."""
+    prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
+    return load_haystack(blobs, prefix, tokenizer, haystack_files)
 
 
 def _save_prompt(task: CellTask, prompt: str, blobs: BlobStore) -> str:

@@ -164,6 +164,8 @@ def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> 
     ]
     if summary.get("answered_by"):  # Google routed the asked model to another
         notes.append(summary["answered_by"])
+    if summary.get("token_count_note"):  # the lengths are the model's count, fitted
+        notes.append(summary["token_count_note"].split(" (")[0] + "; lengths fitted")
     if summary["task"] == "mrcr" and summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE:
         notes.append("MRCR generated samples, not comparable to model cards")
     created = run.get("created_at")
