@@ -215,7 +215,7 @@ def test_cells_that_ask_the_same_prompt_each_get_one_line(
     w = world(standin, essay_blobs, batch_delay_seconds=0.1, body=body)
     run = run_to_end(w)
     (manifest,) = [n for n in essay_blobs.objects if n.endswith("-cells-000.json")]
-    digests = [d for _, d in json.loads(essay_blobs.objects[manifest])["lines"]]
+    digests = [line[1] for line in json.loads(essay_blobs.objects[manifest])["lines"]]
     assert len(digests) == 3 and len(set(digests)) == 1  # the precondition: one prompt
     cells = w["store"].list_cells(w["run_id"])
     assert len(cells) == 3 and {c["status"] for c in cells} == {"answered"}
@@ -226,3 +226,35 @@ def test_cells_that_ask_the_same_prompt_each_get_one_line(
     w["store"].update_run(w["run_id"], {"batch_jobs": run["batch_jobs"]})
     poll_until_done(w)
     assert w["store"].list_cells(w["run_id"]) == cells
+
+
+def test_batch_lines_are_fitted_to_the_models_count_and_refused_over_its_limit(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    w = world(standin, essay_blobs, batch_delay_seconds=0.1, token_count_ratio=1.05)
+    run = run_to_end(w)
+    recorded = run["token_count"]
+    local, model = recorded["local_tokens"], recorded["model_tokens"]
+    assert model == int(local * 1.05 + 0.5)
+    assert sum(r["kind"] == "count" for r in w["state"].requests) == 1  # once for the run
+    cells = w["store"].list_cells(w["run_id"])
+    assert len(cells) == 6 and {c["execution"] for c in cells} == {"batch"}
+    for cell in cells:
+        length = cell["context_length"]
+        assert cell["planned_prompt_tokens"] == length * local // model  # exact, local
+        counted = cell["usage"]["prompt_token_count"]
+        assert counted == int(cell["planned_prompt_tokens"] * 1.05 + 0.5)  # the model's
+        assert length - 1 <= counted <= length, cell["cell_id"]
+        assert round(cell["token_count_deviation_percent"], 1) == 5.0
+
+    # 100 times ours: 12,000 tokens of common words are 1.2M as the model counts them,
+    # over gemini-3.8-flash's limit. The cell is refused at submit: in no job, unpaid.
+    body = BODY | {"task": "common_words", "context_lengths": [12000],
+                   "document_depth_percents": [50]}  # fmt: skip
+    over = world(standin, essay_blobs, body, batch_delay_seconds=0.1, token_count_ratio=100)
+    assert over["step"](over["publisher"].cells[0]) == "submitted"
+    (cell,) = over["store"].list_cells(over["run_id"])
+    assert cell["status"] == "failed" and cell["error"]["message"].startswith("context_lengths:")
+    assert over["store"].get_run(over["run_id"])["batch_jobs"] == []
+    assert not [r for r in over["state"].requests if r["kind"] in ("batch_line", "generate")]

@@ -52,6 +52,6 @@ def test_the_batch_lines_request_is_what_the_online_call_sends(
     stored = store.get_run(run.run_id)
     assert stored is not None
     spec = RunRequest.model_validate(stored["spec"])
-    line = cell_batch_line(task, spec, blobs=essay_blobs, tokenizer_for=get_tokenizer)
+    line = cell_batch_line(task, spec, blobs=essay_blobs, tokenizer_for=get_tokenizer).line
     assert line == {"request": online}  # and no label: nothing unique per cell
     assert request_digest(line["request"]) == request_digest(online) is not None

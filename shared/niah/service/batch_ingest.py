@@ -33,7 +33,7 @@ import hashlib
 import json
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from niah.core.answer_budget import call_budget
 from niah.core.interfaces import (
@@ -41,10 +41,12 @@ from niah.core.interfaces import (
     RUN_CANCELLED,
     BlobInfo,
     BlobStore,
+    ModelAnswer,
     Publisher,
     ResultStore,
 )
 from niah.core.spec import RunRequest
+from niah.core.token_fit import cell_token_fields
 from niah.errors import BatchJobError, CellInFlightError, NiahError
 from niah.logs import log
 from niah.models.providers.gemini import answer_from_json
@@ -98,9 +100,20 @@ def manifest_name(input_name: str) -> str:
     return input_name.removesuffix(".jsonl").replace("-input-", "-cells-") + ".json"
 
 
-def write_manifest(blobs: BlobStore, name: str, lines: list[tuple[str, str]]) -> None:
-    """Store ``(cell_id, digest)`` of each line, in input order."""
-    body = json.dumps({"lines": [[cell, digest] for cell, digest in lines]})
+class ManifestLine(NamedTuple):
+    """An input line and what its manifest keeps of it."""
+
+    cell_id: str
+    digest: str  # request_digest of its request
+    planned_prompt_tokens: int | None  # its prompt's exact local length, if built here
+    json: bytes  # the line as written to the input file
+
+
+def write_manifest(blobs: BlobStore, name: str, lines: list[ManifestLine]) -> None:
+    """Store each line's cell, digest and local prompt length, in input order."""
+    body = json.dumps(
+        {"lines": [[line.cell_id, line.digest, line.planned_prompt_tokens] for line in lines]}
+    )
     blobs.write(name, body.encode(), content_type=MANIFEST_TYPE)
 
 
@@ -108,20 +121,23 @@ def job_cells(job: dict[str, Any], blobs: BlobStore) -> list[str]:
     """The cells a job asked, in input order (its manifest, or an older job's list)."""
     if "manifest" not in job:
         return list(job.get("cell_ids") or [])
-    return [cell for cell, _ in _manifest_lines(job, blobs)]
+    return [str(line[0]) for line in _manifest_lines(job, blobs)]
 
 
-def _manifest_lines(job: dict[str, Any], blobs: BlobStore) -> list[list[str]]:
-    lines: list[list[str]] = json.loads(blobs.read(_object(job["manifest"], blobs)))["lines"]
+def _manifest_lines(job: dict[str, Any], blobs: BlobStore) -> list[list[Any]]:
+    lines: list[list[Any]] = json.loads(blobs.read(_object(job["manifest"], blobs)))["lines"]
     return lines
 
 
-def _groups(job: dict[str, Any], blobs: BlobStore) -> dict[str, list[str]]:
-    """Digest -> the cells that asked that prompt, in input order."""
+def _groups(job: dict[str, Any], blobs: BlobStore) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Digest -> the cells that asked that prompt (input order); each cell's local length."""
     groups: dict[str, list[str]] = {}
-    for cell, digest in _manifest_lines(job, blobs) if "manifest" in job else []:
+    planned: dict[str, int] = {}
+    for cell, digest, *rest in _manifest_lines(job, blobs) if "manifest" in job else []:
         groups.setdefault(digest, []).append(cell)
-    return groups
+        if rest and rest[0] is not None:
+            planned[cell] = int(rest[0])
+    return groups, planned
 
 
 def _object(uri: str, blobs: BlobStore) -> str:
@@ -238,7 +254,7 @@ class _Piece:
         self.provider_for = provider_for
         self.view = run_view(run_id, run)
         self.tasks = {task.cell_id: task for task in run_tasks(run_id, spec, run)}
-        self.groups = _groups(job, blobs)
+        self.groups, self.planned = _groups(job, blobs)
         self.stored = store.cell_ids(run_id)
         self.seen: dict[str, Any] = {
             "lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0, "failed": [],
@@ -303,7 +319,7 @@ class _Piece:
         legacy = cell_of_line(record)  # a job submitted before manifests
         return [legacy] if legacy in self.tasks else []
 
-    def _store(self, answer: Any, open_cells: list[str], line_id: str, shared: bool) -> str:
+    def _store(self, answer: ModelAnswer, open_cells: list[str], line_id: str, shared: bool) -> str:
         """Store the answer as the first open cell; a shared prompt's line keeps its pick."""
         claim = self._line_claim(line_id) if shared else None
         if claim is not None and claim in self.stored:
@@ -331,7 +347,7 @@ class _Piece:
         key = hashlib.sha256(line_id.encode()).hexdigest()[:24]
         return f"{_ingest_prefix(self.run_id, self.job)}lines/{key}"
 
-    def _store_as(self, task: CellTask, answer: Any, line_id: str) -> str:
+    def _store_as(self, task: CellTask, answer: ModelAnswer, line_id: str) -> str:
         spec = self.spec
         sample = cell_sample(task, spec, task.cell, self.blobs)
         budget = call_budget(spec, sample.answer_tokens)
@@ -339,6 +355,11 @@ class _Piece:
             task, spec, sample, answer, budget=budget, blobs=self.blobs,
             provider_for=self.provider_for, batch=True,
         )  # fmt: skip
+        planned = self.planned.get(task.cell_id)
+        if planned is not None:  # the exact local length, and how the model counted it
+            fields |= {"planned_prompt_tokens": planned} | cell_token_fields(
+                answer.prompt_tokens, planned
+            )
         doc = (
             cell_record(task, spec, task.cell, sample)
             | fields

@@ -2,16 +2,21 @@
 
 The prompt comes from the worker's own builder (``build_cell_prompt``) and the generation
 settings from the one definition both paths use (``niah.models.providers.gemini_request``),
-so a batch run asks exactly what an online run asks.
+so a batch run asks exactly what an online run asks. A Gemini run's haystack prompt is
+fitted to the model's count (``niah.core.token_fit``) and a prompt over the model's
+input limit refused (``PromptOverLimitError``) here, before the job is paid for, as the
+online path does before its call.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from niah.core.answer_budget import call_budget
-from niah.core.interfaces import BlobInfo, BlobStore
+from niah.core.interfaces import BlobInfo, BlobStore, Provider
 from niah.core.spec import RunRequest
+from niah.core.token_fit import TokenCountRatio
 from niah.models.providers.gemini import GeminiProvider
 from niah.models.providers.gemini_request import batch_line, generation_for, request_body
 from niah.service.cell_worker import (
@@ -20,7 +25,16 @@ from niah.service.cell_worker import (
     build_cell_prompt,
     cell_sample,
     cell_turns,
+    count_before_call,
+    reads_haystack,
 )
+
+
+class BatchLine(NamedTuple):
+    """A cell's input line, and its prompt's exact local length where it was built here."""
+
+    line: dict[str, Any]
+    planned_prompt_tokens: int | None
 
 
 def cell_batch_line(
@@ -30,9 +44,17 @@ def cell_batch_line(
     blobs: BlobStore,
     tokenizer_for: TokenizerFactory,
     haystack_files: list[BlobInfo] | None = None,
-) -> dict[str, Any]:
-    """The batch input line of ``task``'s cell (found again by its prompt's digest)."""
+    provider: Provider | None = None,
+    token_ratio: Callable[[], TokenCountRatio | None] | None = None,
+) -> BatchLine:
+    """The batch input line of ``task``'s cell (found again by its prompt's digest).
+
+    ``token_ratio``: the run's ratio, asked only for a prompt built from the haystack
+    (measured once, on the first such cell); ``provider``: the model's count where a
+    prompt must be counted before it is sent, and the refusal over its input limit.
+    """
     sample = cell_sample(task, spec, task.cell, blobs)
+    ratio = token_ratio() if token_ratio is not None and reads_haystack(sample) else None
     built = build_cell_prompt(
         spec,
         task.cell,
@@ -41,13 +63,17 @@ def cell_batch_line(
         tokenizer=tokenizer_for(GeminiProvider.tokenizer_name),
         blobs=blobs,
         haystack_files=haystack_files,
+        token_ratio=ratio,
     )
     turns = cell_turns(built, sample)
     budget = call_budget(spec, sample.answer_tokens)
+    if provider is not None:
+        count_before_call(spec, task.cell, built, ratio, provider, budget)
     generation = generation_for(
         spec.model_name,
         max_output_tokens=budget.max_output_tokens,
         thinking_budget=budget.thinking_budget,
         thinking_level=budget.thinking_level,
     )
-    return batch_line(request_body(built.prompt, turns, generation))
+    planned = built.planned_prompt_tokens if sample.prompt is None else None
+    return BatchLine(batch_line(request_body(built.prompt, turns, generation)), planned)

@@ -41,12 +41,14 @@ from niah.core.interfaces import (
     gs_uri,
 )
 from niah.core.spec import RunRequest
-from niah.errors import BatchJobError, CellInFlightError
+from niah.core.token_fit import TokenCountRatio
+from niah.errors import BatchJobError, CellInFlightError, PromptOverLimitError
 from niah.logs import log
 from niah.models.providers import get_provider
 from niah.models.providers.gemini_request import request_digest
 from niah.models.tokenizer import get_tokenizer
 from niah.service.batch_ingest import (
+    ManifestLine,
     fail_cells,
     haystack_files,
     ingest_piece,
@@ -64,10 +66,15 @@ from niah.service.cell_worker import (
     CellTask,
     ProviderFactory,
     TokenizerFactory,
+    failed_cell,
+    run_haystack,
+    run_view,
+    store_cell,
 )
 from niah.service.dispatch import BATCH_INGEST, BATCH_POLL, BATCH_SUBMIT, batch_message
 from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
+from niah.service.token_counts import run_token_ratio
 from niah.settings import get_settings
 
 BatchFactory = Callable[[str], BatchClient]
@@ -116,6 +123,7 @@ def handle_batch_message(
             publisher=publisher,
             batches=batches,
             tokenizer_for=tokenizer_for or partial(get_tokenizer, blobs=blobs),
+            provider_for=provider_for,
         )
     return poll_batch(
         run_id, run, spec, store=store, blobs=blobs, publisher=publisher, batches=batches,
@@ -134,8 +142,13 @@ def submit_batch(
     publisher: Publisher,
     batches: BatchClient,
     tokenizer_for: TokenizerFactory,
+    provider_for: ProviderFactory = get_provider,
 ) -> str:
-    """Write the round's input files and submit one job per file, once per round."""
+    """Write the round's input files and submit one job per file, once per round.
+
+    A cell whose prompt the model would count over its input limit is stored failed
+    (``PromptOverLimitError``) instead of going into a job.
+    """
     jobs = list(run.get("batch_jobs") or [])
     if any(job.get("round") == batch_round for job in jobs):
         return "duplicate"
@@ -153,10 +166,13 @@ def submit_batch(
             if not tasks:
                 request_report_if_complete(run_id, store=store, publisher=publisher)
                 return "nothing to submit"
+            lines = _lines(run_id, spec, run, tasks, store=store, blobs=blobs,
+                           publisher=publisher, tokenizer_for=tokenizer_for,
+                           provider_for=provider_for)  # fmt: skip
             submitted = _submit_parts(
-                run_id, spec, run, batch_round, tasks, blobs=blobs, batches=batches,
-                tokenizer_for=tokenizer_for, found_first=claim > 1,
-            )  # fmt: skip
+                run_id, run, batch_round, lines, blobs=blobs, batches=batches,
+                found_first=claim > 1,
+            ) if lines else []  # fmt: skip
             store.update_run(
                 run_id,
                 {"batch_jobs": jobs + submitted, "batch_submitted_at": dt.datetime.now(dt.UTC)},
@@ -167,36 +183,78 @@ def submit_batch(
     return "submitted"
 
 
-def _submit_parts(
+def _lines(
     run_id: str,
     spec: RunRequest,
     run: dict[str, Any],
-    batch_round: int,
     tasks: list[CellTask],
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    tokenizer_for: TokenizerFactory,
+    provider_for: ProviderFactory,
+) -> list[ManifestLine]:
+    """Each task's input line with what the manifest keeps of it; the refused stored.
+
+    Built as the online path builds a call: fitted to the model's count of the haystack
+    (measured once for the run, ``run_token_ratio``), counted where it must be, and
+    refused over the input limit before anything is paid.
+    """
+    provider = provider_for(spec.provider(), spec.model_name)
+    tokenizer = tokenizer_for(provider.tokenizer_name)
+    files = haystack_files(run)
+
+    def ratio() -> TokenCountRatio:
+        return run_token_ratio(
+            run_id, spec, run.get("token_count") or None, stamp=run.get("stamp"),
+            haystack=run_haystack(spec, tokenizer, blobs, files), tokenizer=tokenizer,
+            provider=provider, store=store,
+        )  # fmt: skip
+
+    lines, refused = [], []
+    for task in tasks:
+        try:
+            built = cell_batch_line(
+                task, spec, blobs=blobs, tokenizer_for=tokenizer_for, haystack_files=files,
+                provider=provider, token_ratio=ratio if spec.provider() == "gemini" else None,
+            )  # fmt: skip
+        except PromptOverLimitError as over:
+            refused.append((task, over))
+            continue
+        digest = str(request_digest(built.line["request"]))
+        encoded = json.dumps(built.line).encode()
+        lines.append(ManifestLine(task.cell_id, digest, built.planned_prompt_tokens, encoded))
+    view = run_view(run_id, run)
+    for task, why in refused:
+        store_cell(task, failed_cell(task, spec, why), {}, store=store, blobs=blobs,
+                   publisher=publisher, run=view)  # fmt: skip
+    return lines
+
+
+def _submit_parts(
+    run_id: str,
+    run: dict[str, Any],
+    batch_round: int,
+    lines: list[ManifestLine],
     *,
     blobs: BlobStore,
     batches: BatchClient,
-    tokenizer_for: TokenizerFactory,
     found_first: bool,
 ) -> list[dict[str, Any]]:
     """Each part's file written and its job created (or found, after a holder died)."""
     settings = get_settings()
-    files = haystack_files(run)
-    parts: list[list[tuple[str, str, bytes]]] = [[]]
+    parts: list[list[ManifestLine]] = [[]]
     size = 0
-    for task in tasks:
-        request = cell_batch_line(
-            task, spec, blobs=blobs, tokenizer_for=tokenizer_for, haystack_files=files
-        )
-        line = json.dumps(request).encode()
+    for line in lines:
         if parts[-1] and (
             len(parts[-1]) >= settings.batch_max_lines
-            or size + len(line) > settings.batch_max_bytes
+            or size + len(line.json) > settings.batch_max_bytes
         ):
             parts.append([])
             size = 0
-        parts[-1].append((task.cell_id, str(request_digest(request["request"])), line))
-        size += len(line) + 1
+        parts[-1].append(line)
+        size += len(line.json) + 1
     base = f"{settings.batches_prefix}{run_id}/r{batch_round:03d}"
     # The output folder names the run's creation too: a run made again under its ID
     # (deleted, then asked again) must not find the first one's predictions there.
@@ -204,11 +262,10 @@ def _submit_parts(
     submitted = []
     for number, part in enumerate(parts):
         name = f"{base}-input-{number:03d}.jsonl"
-        write_manifest(blobs, manifest_name(name), [(cell, digest) for cell, digest, _ in part])
+        write_manifest(blobs, manifest_name(name), part)
         blobs.write(
-            name, b"\n".join(line for _, _, line in part) + b"\n",
-            content_type="application/jsonl",
-        )  # fmt: skip
+            name, b"\n".join(line.json for line in part) + b"\n", content_type="application/jsonl"
+        )
         output = gs_uri(blobs.bucket, f"{base}{created}-output-{number:03d}/")
         display = f"niah-{run_id}-r{batch_round:03d}-{number:03d}"
         job = batches.find(display) if found_first else None
