@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from bench_batch import measure_batch_ingest
 from bench_cache import measure_grid_cost
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
@@ -306,6 +307,7 @@ def measure_stack(
 
 # Parts that can run alone (--only), each writing one key of results/bench.json.
 PARTS = {
+    "batch_ingest": measure_batch_ingest,
     "counting": measure_counting,
     "grid_cost": measure_grid_cost,
     "local_reuse": measure_local_reuse,

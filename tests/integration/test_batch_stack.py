@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 import requests
 
+from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.interfaces import ModelAnswer
 from niah.core.pricing import answer_cost
+from niah.service.batch_ingest import lines_in_range
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_cli_stack import niah
 from tests.integration.test_faults import assert_finished_once, publish, standin
@@ -78,7 +80,9 @@ def test_a_batch_grid_completes_one_cell_per_line_at_the_batch_rate(stack: Stack
     assert status.stdout.startswith(
         f"run {run_id}: complete (batch: Vertex AI batch jobs at batch prices), 6 answered"
     )
-    assert "JOB_STATE_SUCCEEDED" in status.stdout
+    assert "JOB_STATE_SUCCEEDED, 5 of 6 lines stored from batch, 1 failed, 1 sent online" in (
+        status.stdout
+    )
 
     # The same output delivered again, twice (a redelivered poll of a job whose ingest
     # was not recorded): every line is found stored before it is scored, nothing is
@@ -135,3 +139,54 @@ def test_cancel_of_a_batch_run_mid_job_cancels_the_job(stack: Stack) -> None:
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "cancelled"
     assert run["batch_jobs"][0].get("cancel_sent")
+
+
+def test_a_batch_job_cancelled_midway_keeps_its_rows_and_a_resume_asks_only_the_rest(
+    stack: Stack,
+) -> None:
+    """Issue 34, through Pub/Sub, the emulators and the CLI, on an echo without labels.
+
+    The job answers a line a second; after two the run is cancelled: the job ends
+    cancelled, its two rows are ingested and kept, and ``niah run --resume`` submits
+    only the other cells. No line is answered twice, none online.
+    """
+    standin(stack, batch_delay_seconds=0.2, batch_line_delay_seconds=1.0, batch_echo="no_labels")
+    store = FirestoreStore()
+    run_id = post(stack, {**BATCH, "context_lengths": [1000, 1200], "seed": 293}).json()["run_id"]
+    wait_for(lambda: standin_kinds(stack).get("batch_line", 0) >= 2, timeout=60,
+             what="two lines answered")  # fmt: skip
+    assert niah(stack, "cancel", run_id).returncode == 0
+    wait_for(lambda: len(store.cell_ids(run_id)) >= 2, timeout=60, what="the written rows kept")
+    time.sleep(3)  # nothing more arrives: the job has ended
+    kept = store.cell_ids(run_id)
+    answered = standin_kinds(stack)["batch_line"]
+    assert len(kept) == answered < 6
+    url = stack.env["VERTEX_STANDIN_URL"]
+    requests.post(f"{url}/_standin/config", json={"batch_line_delay_seconds": 0}, timeout=5)
+    resumed = niah(stack, "run", "--resume", run_id, "--wait", "--timeout", "180")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    cells = store.list_cells(run_id)
+    assert len(cells) == 6 and {c["execution"] for c in cells} == {"batch"}
+    assert {c["status"] for c in cells} == {"answered"}
+    kinds = standin_kinds(stack)  # the log restarted with the config: the resume's lines
+    assert (kinds.get("batch_line"), kinds.get("generate")) == (6 - len(kept), None)
+
+
+def test_byte_ranges_of_an_object_on_cloud_storage_yield_each_line_once(stack: Stack) -> None:
+    """The pieces' reader on the Cloud Storage emulator's ranged reads (``blobs.open``).
+
+    Lines of uneven length (one longer than a piece) in ranges of several sizes, none on
+    a line's boundary by design: every line comes back once, at its offset.
+    """
+    blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
+    lines = [(f'{{"n": {n}, "pad": "{"x" * (n * 37 % 500)}"}}\n').encode() for n in range(60)]
+    lines[30] = b'{"long": "' + b"y" * 9000 + b'"}\n'
+    data = b"".join(lines)
+    blobs.write("batches/range-test/predictions.jsonl", data, content_type="application/jsonl")
+    offsets = [sum(len(x) for x in lines[:n]) for n in range(len(lines))]
+    for step in (333, 777, 4096, len(data)):
+        seen = []
+        for start in range(0, len(data), step):
+            with blobs.open("batches/range-test/predictions.jsonl") as stream:
+                seen += lines_in_range(stream, start, min(start + step, len(data)))
+        assert seen == list(zip(offsets, lines, strict=True)), step

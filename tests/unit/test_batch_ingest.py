@@ -258,3 +258,55 @@ def test_batch_lines_are_fitted_to_the_models_count_and_refused_over_its_limit(
     assert cell["status"] == "failed" and cell["error"]["message"].startswith("context_lengths:")
     assert over["store"].get_run(over["run_id"])["batch_jobs"] == []
     assert not [r for r in over["state"].requests if r["kind"] in ("batch_line", "generate")]
+
+
+def test_pieces_lost_with_their_worker_are_asked_again_only_once_progress_stops(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+    settings_env: pytest.MonkeyPatch,
+) -> None:
+    settings_env.setenv("NIAH_BATCH_INGEST_SECONDS", "0.2")
+    w = world(standin, essay_blobs, batch_delay_seconds=0.1)
+    w["step"](w["publisher"].cells[0])
+    deadline = time.monotonic() + 10
+    while "ingest" not in w["store"].get_run(w["run_id"])["batch_jobs"][0]:
+        assert time.monotonic() < deadline
+        w["step"]({"run_id": w["run_id"], "batch_action": "poll"})
+        time.sleep(0.05)
+    lost = [m for m in w["publisher"].cells if m.get("batch_action") == "ingest"]
+    assert len(lost) == 1  # published, never delivered: its worker died
+    w["delivered"] = len(w["publisher"].cells)
+
+    def poll() -> list[dict[str, Any]]:
+        before = len(w["publisher"].cells)
+        w["step"]({"run_id": w["run_id"], "batch_action": "poll"})
+        return [m for m in w["publisher"].cells[before:] if m.get("batch_action") == "ingest"]
+
+    assert poll() == []  # notes how much is unread
+    assert poll() == []  # within twice the time budget: a piece may still be working
+    time.sleep(0.5)
+    (again,) = poll()  # no progress for longer: the unread range is asked again
+    assert (again["file"], again["start"], again["end"]) == (
+        lost[0]["file"], lost[0]["start"], lost[0]["end"],
+    )  # fmt: skip
+    assert poll() == []  # and not again at once
+    drain(w)
+    (job,) = w["store"].get_run(w["run_id"])["batch_jobs"]
+    assert job["ingested"] and (job["lines_read"], job["lines_stored"]) == (6, 6)
+
+
+def test_ranges_of_every_size_yield_each_line_once() -> None:
+    import io
+
+    from niah.service.batch_ingest import lines_in_range
+
+    lines = [b"a\n", b"\n", b"bbbbbbbbbb\n", b"cc\n", b"d" * 40 + b"\n", b"e"]  # no final newline
+    data = b"".join(lines)
+    offsets = [sum(len(x) for x in lines[:n]) for n in range(len(lines))]
+    for step in range(1, len(data) + 2):  # every range size, boundaries on and off lines
+        seen = [
+            found
+            for start in range(0, len(data), step)
+            for found in lines_in_range(io.BytesIO(data), start, min(start + step, len(data)))
+        ]
+        assert seen == list(zip(offsets, lines, strict=True)), step

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
@@ -32,16 +33,35 @@ def cmd_status(args: argparse.Namespace) -> None:
         f"{count(int(run.get('total', 0)), 'cell')}"
     )
     for job in run.get("batch_jobs") or []:
-        print(
-            f"batch job {job['name']}: {job.get('state')}"
-            + (f" ({job['error']})" if job.get("error") else "")
-        )
+        print(f"batch job {job['name']}: {job.get('state')}" + _job_lines(job))
+    for key in ("batch_stopped", "batch_error"):  # why batch output was not used
+        if run.get(key):
+            print(f"batch: {run[key]}")
     if run.get("status") == RUN_CANCELLED:
         print(
             "cancelled: no further cell is asked (calls under way when it was cancelled are "
             f"stored). Resume it with: niah run --resume {args.run_id}"
         )
     sys.exit(print_results(args.run_id, run))
+
+
+def _job_lines(job: dict[str, Any]) -> str:
+    """What came of a job's lines, once its output is read; its error."""
+    said = []
+    if "lines_read" in job:
+        said.append(
+            f"{job.get('lines_stored', 0)} of {job.get('cells', job['lines_read'])} lines "
+            "stored from batch"
+        )
+        for key, what in (
+            ("lines_failed", "failed"),
+            ("lines_retried_online", "sent online"),
+            ("lines_unmatched", "matched no cell"),
+        ):
+            if job.get(key):
+                said.append(f"{job[key]} {what}")
+    text = (", " + ", ".join(said)) if said else ""
+    return text + (f" ({job['error']})" if job.get("error") else "")
 
 
 def cmd_report(args: argparse.Namespace) -> None:

@@ -33,7 +33,8 @@ import hashlib
 import json
 import time
 from collections import Counter
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from typing import Any, BinaryIO, NamedTuple
 
 from niah.core.answer_budget import call_budget
 from niah.core.interfaces import (
@@ -186,18 +187,41 @@ def ingest_message(
     }
 
 
-def republish_missing_pieces(
-    run_id: str, run: dict[str, Any], job: dict[str, Any], *, blobs: BlobStore,
-    publisher: Publisher,
-) -> int:  # fmt: skip
-    """Publish again the ranges no marker covers (a piece's message was lost)."""
+def tend_ingest(
+    run_id: str, run: dict[str, Any], job: dict[str, Any], *, store: ResultStore,
+    blobs: BlobStore, publisher: Publisher,
+) -> bool:  # fmt: skip
+    """A job being ingested, as a poll finds it: settled once read, its dead pieces re-asked.
+
+    A live piece writes a marker at least every ``batch_ingest_seconds`` (a hand-on
+    writes one), so coverage that has not grown for twice that has no live piece behind
+    it: only then are its gaps published again, and a live piece's lines are never
+    scored or judged twice. Whether ``job`` changed (its progress noted), to be saved.
+    """
     seen = _markers(run_id, job, blobs)
-    messages = [
-        ingest_message(run_id, run, job["name"], file["name"], start, end)
+    gaps = [
+        (file["name"], start, end)
         for file in job["ingest"]["files"]
         for start, end in _gaps(seen.get(file["name"], []), int(file["size"]))
     ]
-    return publisher.publish_cells(messages) if messages else 0
+    if not gaps:
+        settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher)
+        return False
+    ingest, now = job["ingest"], dt.datetime.now(dt.UTC)
+    missing = sum(end - start for _, start, end in gaps)
+    if missing != ingest.get("missing_bytes"):
+        ingest |= {"missing_bytes": missing, "progress_at": now}
+        return True
+    since = ingest.get("progress_at") or ingest.get("started_at") or now
+    if (now - since).total_seconds() < 2 * get_settings().batch_ingest_seconds:
+        return False
+    publisher.publish_cells(
+        [ingest_message(run_id, run, job["name"], name, a, b) for name, a, b in gaps]
+    )
+    log("lost batch ingest pieces published again", severity="WARNING", run_id=run_id,
+        job=job["name"], pieces=len(gaps))  # fmt: skip
+    ingest["progress_at"] = now
+    return True
 
 
 # ---------- a piece ----------
@@ -234,6 +258,27 @@ def ingest_piece(
     return "piece ingested"
 
 
+def lines_in_range(stream: BinaryIO, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """Each line (its offset, its bytes) that starts in ``[start, end)`` of ``stream``.
+
+    A line belongs to the range it starts in: a range that starts mid-line skips to the
+    next, and its last line may run past ``end``. So ranges that tile a file yield each
+    line once, whatever their size.
+    """
+    if start > 0:
+        stream.seek(start - 1)
+        stream.readline()  # the rest of a line that began before this range
+    else:
+        stream.seek(0)
+    position = stream.tell()
+    while position < end:
+        text = stream.readline()
+        if not text:
+            return
+        yield position, text
+        position += len(text)
+
+
 class _Piece:
     """What one piece reads and stores, and the tally it leaves in its marker."""
 
@@ -264,18 +309,11 @@ class _Piece:
         """Handle each line that starts in ``[start, end)``; where it stopped."""
         deadline = time.monotonic() + get_settings().batch_ingest_seconds
         with self.blobs.open(name) as stream:
-            if start > 0:
-                stream.seek(start - 1)
-                stream.readline()  # the rest of a line that began before this piece
-            position = stream.tell()
-            while position < end:
-                text = stream.readline()
-                if not text:
-                    break
+            for position, text in lines_in_range(stream, start, end):
                 self.line(text, f"{name}@{position}")
-                position += len(text)
-                if position < end and time.monotonic() > deadline:
-                    return position  # at least one line read: every hand-on moves on
+                after = position + len(text)
+                if after < end and time.monotonic() > deadline:
+                    return after  # at least one line read: every hand-on moves on
         return end
 
     def line(self, text: bytes, line_id: str) -> None:

@@ -55,10 +55,9 @@ from niah.service.batch_ingest import (
     job_cells,
     manifest_name,
     output_files,
-    republish_missing_pieces,
     run_tasks,
-    settle_job,
     start_ingest,
+    tend_ingest,
     write_manifest,
 )
 from niah.service.batch_lines import cell_batch_line
@@ -305,7 +304,8 @@ def poll_batch(
         if job.get("ingested") or job.get("ended") or job.get("superseded"):
             continue
         if "ingest" in job:
-            _tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
+            changed += tend_ingest(run_id, run, job, store=store, blobs=blobs,
+                                   publisher=publisher)  # fmt: skip
             continue
         now = batches.get(job["name"])
         if now.state == job.get("state") and now.state not in (
@@ -363,28 +363,14 @@ def _ended(
     return {"ended": True, "error": reason}, []
 
 
-def _tend_ingest(
-    run_id: str, run: dict[str, Any], job: dict[str, Any], *, store: ResultStore,
-    blobs: BlobStore, publisher: Publisher,
-) -> None:  # fmt: skip
-    """A job being ingested: settle it if its pieces are all read, else re-ask the lost ones."""
-    started = job["ingest"].get("started_at")
-    waited = (dt.datetime.now(dt.UTC) - started).total_seconds() if started else float("inf")
-    if waited < get_settings().batch_ingest_seconds * 2:
-        return  # its pieces may still be running
-    if republish_missing_pieces(run_id, run, job, blobs=blobs, publisher=publisher) == 0:
-        settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher)
-
-
 def _save_jobs(run_id: str, jobs: list[dict[str, Any]], *, store: ResultStore) -> None:
-    """Write the jobs back, keeping what a settle wrote meanwhile (it marks jobs ingested)."""
-    fresh = {j.get("name"): j for j in (store.get_run(run_id, counts=False) or {}).get(
-        "batch_jobs") or []}  # fmt: skip
-    merged = [
-        job | {k: v for k, v in fresh.get(job.get("name"), {}).items()
-               if k in ("ingested", "ended", "lines_read") or k.startswith("lines_")}
-        for job in jobs
-    ]  # fmt: skip
+    """Write the jobs back; a job a settle finished meanwhile is kept as the settle wrote it."""
+    fresh = {
+        j.get("name"): j
+        for j in (store.get_run(run_id, counts=False) or {}).get("batch_jobs") or []
+    }
+    settled = {name for name, j in fresh.items() if j.get("ingested") or j.get("ended")}
+    merged = [fresh[job.get("name")] if job.get("name") in settled else job for job in jobs]
     store.update_run(run_id, {"batch_jobs": merged})
 
 
@@ -459,7 +445,7 @@ def cancel_jobs(
             job["cancel_sent"] = True
             cancelled += 1
         elif "ingest" in job:
-            _tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
+            tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
         else:
             now = batches.get(job["name"])
             job["state"] = now.state

@@ -10,10 +10,11 @@ docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/batch-prediction-f
 read 2026-11-27): one JSON Lines file, each line ``{"request": GenerateContentRequest}``
 "following the same format for Gemini API". Google's sample output lines hold the
 request each answers, but no page says it comes back verbatim, and labels are billing
-metadata that Google caps per key (cloud.google.com/vertex-ai/generative-ai/docs/
-multimodal/add-labels-to-api-calls, read 2026-11-27). So a line carries no cell key: its
-cell is found by ``request_digest``, a digest of the prompt's text alone (roles and text
-parts), which survives a re-serialised, re-ordered or relabelled echo.
+metadata whose page advises against a unique value for every call (cloud.google.com/
+vertex-ai/generative-ai/docs/multimodal/add-labels-to-api-calls, read 2026-11-27). So a
+line carries no cell key: its cell is found by ``request_digest``, a digest of the
+prompt's text alone (roles and text parts), which survives a re-serialised, re-ordered
+or relabelled echo.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ HARM_CATEGORIES = (
 )
 # Safety filters off, as in the harness: a needle test scores retrieval, not safety.
 SAFETY_THRESHOLD = "BLOCK_NONE"
-# The label older batch lines carried (one unique value per cell, which Google's label
-# caps forbid at scale); read only to ingest a job submitted before request digests.
+# The label older batch lines carried (one unique value per cell, which Google's labels
+# page advises against); read only to ingest a job submitted before request digests.
 CELL_LABEL = "niah_cell"
 
 
