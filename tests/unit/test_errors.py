@@ -28,12 +28,13 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 21  # a new error class belongs here, with its kind
+    assert len(classes) == 22  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
     assert kinds["ContextTooShortError"] == "cell"
     assert kinds["PromptOverLimitError"] == "cell"  # as Vertex's own 400 over the limit
+    assert kinds["UnreadableLineError"] == "unreadable_line"  # one batch line, not its job
     assert kinds["HaystackError"] == "run"
     assert kinds["ConfigurationError"] == "run"
     assert kinds["RequestError"] == "request"
