@@ -114,7 +114,9 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
 
     published = len(publisher.cells)
     step({"run_id": run.run_id, "batch_action": "poll"})
-    pieces, piece_seconds, piece_peaks = 0, [], []
+    pieces = 0
+    piece_seconds: list[float] = []
+    piece_peaks: list[int] = []
     while published < len(publisher.cells):
         message = publisher.cells[published]
         published += 1
