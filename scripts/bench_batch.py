@@ -19,6 +19,7 @@ then its lines).
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import sys
 import time
@@ -154,6 +155,9 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
         "piece_peak_share_of_whole": round(max(piece_peaks) / whole_peak, 3),
         "piece_seconds_share_of_timeout": round(max(piece_seconds) / WORKER_TIMEOUT_SECONDS, 3),
         "piece_peak_share_of_memory": round(max(piece_peaks) / WORKER_MEMORY_BYTES, 3),
+        # The whole process's high-water mark: the fakes' bucket and store included, and
+        # what tracemalloc does not see (native buffers).
+        "process_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 

@@ -26,7 +26,10 @@ exported", the page above).
 
 How the request comes back, ``batch_echo``: ``verbatim`` (as sent), ``no_labels``
 (labels dropped: no page says they are echoed), ``reformatted`` (keys in snake case and
-another order, as a re-serialising service might write them), ``none`` (no request).
+another order, as a re-serialising service might write them), ``none`` (no request),
+``cut_odd`` (the request's text cut short on every other line, as a service might cut a
+4 MB echo). ``batch_corrupt_lines`` (line number, from 0, to the raw text written in its
+place: a line no reader takes).
 Output is split into files of ``batch_lines_per_file`` lines (default: one file).
 """
 
@@ -224,7 +227,11 @@ class BatchJobs:
             else:
                 record["status"] = json.dumps(reply.get("error", reply))
                 failed += 1
-            out.append(json.dumps(_echoed(record, str(config.get("batch_echo") or "verbatim"))))
+            echo = str(config.get("batch_echo") or "verbatim")
+            if echo == "cut_odd" and number % 2:
+                echo = "cut"
+            corrupt = (config.get("batch_corrupt_lines") or {}).get(str(number))
+            out.append(corrupt if corrupt is not None else json.dumps(_echoed(record, echo)))
             time.sleep(line_delay)
         self._write_output(directory, out, int(config.get("batch_lines_per_file") or 0))
         with self.lock:
@@ -273,4 +280,10 @@ def _echoed(record: dict[str, Any], echo: str) -> dict[str, Any]:
         return record | {"request": {k: v for k, v in request.items() if k != "labels"}}
     if echo == "reformatted":
         return record | {"request": _reformatted(request)}
+    if echo == "cut":
+        contents = [
+            content | {"parts": [{"text": part.get("text", "")[:100]} for part in content["parts"]]}
+            for content in request.get("contents", [])
+        ]
+        return record | {"request": request | {"contents": contents}}
     return record

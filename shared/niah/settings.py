@@ -157,6 +157,10 @@ class Settings(BaseSettings):
     batch_systemic_share: float = Field(default=0.5, gt=0, le=1)
     batch_systemic_min_lines: int = Field(default=5, ge=1)
     batch_online_fallback_max: int = Field(default=200, ge=0)
+    # A settle stores at most this many lines of cells sharing a prompt per call, and a
+    # job's unanswered cells are stored failed this many per message: bounded calls.
+    batch_settle_lines: int = Field(default=50, ge=1)
+    batch_fail_cells: int = Field(default=500, ge=1)
 
 
 @lru_cache(maxsize=1)

@@ -310,3 +310,65 @@ def test_ranges_of_every_size_yield_each_line_once() -> None:
             for found in lines_in_range(io.BytesIO(data), start, min(start + step, len(data)))
         ]
         assert seen == list(zip(offsets, lines, strict=True)), step
+
+
+def test_lines_no_reader_takes_fail_alone_and_the_job_settles(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    corrupt = {"1": "[1, 2]", "3": "not json {", "4": "null"}
+    w = world(standin, essay_blobs, batch_delay_seconds=0.1, batch_corrupt_lines=corrupt)
+    run = run_to_end(w)
+    (job,) = run["batch_jobs"]
+    assert job["ingested"] and (job["lines_read"], job["lines_unreadable"]) == (6, 3)
+    assert job["lines_stored"] == 3 and len(online_cells(w)) == 3  # below the share
+
+
+def test_a_reason_that_fails_every_line_of_a_small_job_is_systemic(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    denied = {"code": 403, "message": "Permission denied on resource 1234 (request 98765)"}
+    body = BODY | {"context_lengths": [400], "document_depth_percents": [0, 100]}
+    w = world(standin, essay_blobs, body, batch_delay_seconds=0.1, batch_fail_status=denied)
+    run = run_to_end(w)
+    assert online_cells(w) == [] and "2 of 2 lines" in run["batch_stopped"]
+
+
+def test_answered_lines_that_match_no_cell_stop_the_online_fallback_and_are_costed(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    w = world(standin, essay_blobs, batch_delay_seconds=0.1, batch_echo="cut_odd")
+    run = run_to_end(w)
+    (job,) = run["batch_jobs"]
+    assert (job["lines_stored"], job["lines_unmatched"]) == (3, 3)
+    assert job["unmatched_cost_usd"] > 0 and "matched no cell" in job["error"]
+    assert online_cells(w) == []  # they may be answered already: not bought twice
+    failed = [c for c in w["store"].list_cells(w["run_id"]) if c["status"] == "failed"]
+    assert len(failed) == 3 and "not bought again online" in failed[0]["error"]["message"]
+
+
+def test_a_jobs_failed_cells_are_stored_in_bounded_messages(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+    settings_env: pytest.MonkeyPatch,
+) -> None:
+    settings_env.setenv("NIAH_BATCH_FAIL_CELLS", "2")
+    w = world(standin, essay_blobs, batch_delay_seconds=0.1, batch_job_fails="JOB_STATE_FAILED")
+    run_to_end(w)
+    fails = [m for m in w["publisher"].cells if m.get("batch_action") == "fail"]
+    assert [len(m["cells"]) for m in fails] == [2, 2, 2]
+    cells = w["store"].list_cells(w["run_id"])
+    assert len(cells) == 6 and {c["status"] for c in cells} == {"failed"}
+
+
+def test_a_batch_counts_a_few_unfitted_prompts_and_estimates_the_rest(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    body = BODY | {"task": "common_words", "context_lengths": [600, 700, 800, 900, 1000],
+                   "document_depth_percents": [50]}  # fmt: skip
+    w = world(standin, essay_blobs, body, batch_delay_seconds=0.1, token_count_ratio=1.05)
+    assert w["step"](w["publisher"].cells[0]) == "submitted"
+    assert sum(r["kind"] == "count" for r in w["state"].requests) == 3  # not one a cell

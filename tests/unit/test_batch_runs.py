@@ -73,12 +73,12 @@ def world(
 
 
 def drain(w: dict[str, Any]) -> None:
-    """Deliver the ingest pieces published since the last drain, as Pub/Sub would."""
+    """Deliver the ingest, settle and fail steps published since, as Pub/Sub would."""
     cells = w["publisher"].cells
     while w.setdefault("delivered", 0) < len(cells):
         message = cells[w["delivered"]]
         w["delivered"] += 1
-        if message.get("batch_action") == "ingest":
+        if message.get("batch_action") in ("ingest", "settle", "fail"):
             w["step"](message)
 
 

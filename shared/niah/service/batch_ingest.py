@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from typing import Any, BinaryIO, NamedTuple
 from niah.core.answer_budget import call_budget
 from niah.core.interfaces import (
     CLAIM_HELD,
+    CLAIM_STORED,
     RUN_CANCELLED,
     BlobInfo,
     BlobStore,
@@ -46,10 +48,12 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
+from niah.core.pricing import answer_cost
 from niah.core.spec import RunRequest
 from niah.core.token_fit import cell_token_fields
-from niah.errors import BatchJobError, CellInFlightError, NiahError
+from niah.errors import BatchJobError, CellInFlightError, NiahError, RetryableError
 from niah.logs import log
+from niah.models.providers import get_provider
 from niah.models.providers.gemini import answer_from_json
 from niah.models.providers.gemini_request import cell_of_line, request_digest
 from niah.service.cell_worker import (
@@ -64,7 +68,15 @@ from niah.service.cell_worker import (
     scored_answer,
     store_cell,
 )
-from niah.service.dispatch import BATCH_INGEST, BATCH_SUBMIT, batch_message, cell_messages
+from niah.service.dispatch import (
+    BATCH_FAIL,
+    BATCH_INGEST,
+    BATCH_SETTLE,
+    BATCH_SUBMIT,
+    batch_message,
+    cell_messages,
+)
+from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 
@@ -189,7 +201,7 @@ def ingest_message(
 
 def tend_ingest(
     run_id: str, run: dict[str, Any], job: dict[str, Any], *, store: ResultStore,
-    blobs: BlobStore, publisher: Publisher,
+    blobs: BlobStore, publisher: Publisher, provider_for: ProviderFactory = get_provider,
 ) -> bool:  # fmt: skip
     """A job being ingested, as a poll finds it: settled once read, its dead pieces re-asked.
 
@@ -205,7 +217,8 @@ def tend_ingest(
         for start, end in _gaps(seen.get(file["name"], []), int(file["size"]))
     ]
     if not gaps:
-        settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher)
+        settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher,
+                   provider_for=provider_for)  # fmt: skip
         return False
     ingest, now = job["ingest"], dt.datetime.now(dt.UTC)
     missing = sum(end - start for _, start, end in gaps)
@@ -254,7 +267,8 @@ def ingest_piece(
         log("batch ingest piece handed on", run_id=run_id, file=name, at=stop, end=end)
         return "handed on"
     if _covered(run_id, job, blobs):
-        return settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher)
+        return settle_job(run_id, job["name"], store=store, blobs=blobs, publisher=publisher,
+                          provider_for=provider_for)  # fmt: skip
     return "piece ingested"
 
 
@@ -280,7 +294,7 @@ def lines_in_range(stream: BinaryIO, start: int, end: int) -> Iterator[tuple[int
 
 
 class _Piece:
-    """What one piece reads and stores, and the tally it leaves in its marker."""
+    """What one piece (or a settle) reads and stores, and the tally it leaves behind."""
 
     def __init__(
         self,
@@ -302,7 +316,8 @@ class _Piece:
         self.groups, self.planned = _groups(job, blobs)
         self.stored = store.cell_ids(run_id)
         self.seen: dict[str, Any] = {
-            "lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0, "failed": [],
+            "lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0, "unmatched_answered": 0,
+            "unmatched_usd": 0.0, "unreadable": [], "failed": [], "shared": [],
         }  # fmt: skip
 
     def read(self, name: str, start: int, end: int) -> int:
@@ -317,28 +332,54 @@ class _Piece:
         return end
 
     def line(self, text: bytes, line_id: str) -> None:
-        """Match one output line to its cell and store it, fail it, or skip it."""
+        """Match one output line to its cell and store it, fail it, or skip it.
+
+        Whatever one line holds, it is that line's fault alone: a line that cannot be
+        read or scored is kept as failed with its reason and the piece goes on. Only a
+        fault of the service itself (the store, a lease held elsewhere) stops the
+        piece, to be redelivered.
+        """
         if not text.strip():
             return
         self.seen["lines"] += 1
         try:
+            self._line(text, line_id)
+        except RetryableError:
+            raise
+        except Exception as error:
+            log("batch line failed", severity="WARNING", run_id=self.run_id, line=line_id,
+                error=repr(error)[:300])  # fmt: skip
+            self.seen["failed"].append([line_id, _reason(f"unreadable line: {error}")])
+
+    def _line(self, text: bytes, line_id: str) -> None:
+        try:
             record = json.loads(text)
         except ValueError as error:
-            self.seen["unmatched"] += 1
-            log("unreadable batch output line", severity="WARNING", run_id=self.run_id,
-                line=line_id, error=str(error)[:300])  # fmt: skip
+            record = error
+        if not isinstance(record, dict):
+            what = f"not JSON ({record})" if isinstance(record, ValueError) else (
+                f"a JSON {type(record).__name__}, not an object"
+            )  # fmt: skip
+            self.seen["unreadable"].append([line_id, what[:200]])
             return
-        group = self._group(record)
+        digest = request_digest(record.get("request"))
+        group = self._group(record, digest)
+        answered = not record.get("status") and isinstance(record.get("response"), dict)
         if not group:
             self.seen["unmatched"] += 1
+            if answered:  # billed by Google, and answered no cell of ours
+                self.seen["unmatched_answered"] += 1
+                self.seen["unmatched_usd"] += _line_cost(self.spec, record["response"])
             log("batch line of no cell of the run", severity="WARNING", run_id=self.run_id,
                 line=line_id)  # fmt: skip
             return
-        if record.get("status") or not isinstance(record.get("response"), dict):
+        if not answered:
             self.seen["failed"].append([line_id, _reason(record.get("status"))])
             return
-        open_cells = [cell for cell in group if cell not in self.stored]
-        if not open_cells:
+        if len(group) > 1:  # cells sharing a prompt: paired with their lines at settle
+            self.seen["shared"].append([line_id, digest])
+            return
+        if group[0] in self.stored:  # before any scoring or judge call
             self.seen["duplicate"] += 1
             return
         try:
@@ -346,44 +387,37 @@ class _Piece:
         except (NiahError, ValueError) as error:  # a line no reader takes fails alone
             self.seen["failed"].append([line_id, _reason(f"unreadable response: {error}")])
             return
-        outcome = self._store(answer, open_cells, line_id, len(group) > 1)
+        outcome = self.store_line(group[0], answer, line_id)
         self.seen["stored" if outcome != "duplicate" else "duplicate"] += 1
 
-    def _group(self, record: dict[str, Any]) -> list[str]:
-        digest = request_digest(record.get("request"))
+    def _group(self, record: dict[str, Any], digest: str | None) -> list[str]:
         group = self.groups.get(digest or "", [])
         if group or self.groups:
             return [cell for cell in group if cell in self.tasks]
         legacy = cell_of_line(record)  # a job submitted before manifests
         return [legacy] if legacy in self.tasks else []
 
-    def _store(self, answer: ModelAnswer, open_cells: list[str], line_id: str, shared: bool) -> str:
-        """Store the answer as the first open cell; a shared prompt's line keeps its pick."""
-        claim = self._line_claim(line_id) if shared else None
-        if claim is not None and claim in self.stored:
-            return "duplicate"
-        choices = [claim] if claim in open_cells else open_cells
-        for cell_id in choices:
-            if shared:
-                self._claim_line(line_id, cell_id)
-            outcome = self._store_as(self.tasks[cell_id], answer, line_id)
+    def store_line(self, cell_id: str, answer: ModelAnswer, line_id: str) -> str:
+        """Score and store ``answer`` as ``cell_id``, under the cell's lease.
+
+        The lease, as the online path takes it: a delivery that finds another holding
+        it backs off (redelivered) rather than score and judge the same answer twice.
+        """
+        settings = get_settings()
+        claim = self.store.claim_cell(self.run_id, cell_id, settings.cell_lease_seconds)
+        if claim == CLAIM_STORED:
             self.stored.add(cell_id)
-            if outcome != "duplicate":
-                return outcome
-        return "duplicate"
-
-    def _line_claim(self, line_id: str) -> str | None:
+            return "duplicate"
+        if claim == CLAIM_HELD:
+            raise CellInFlightError(f"{cell_id} is being stored by another delivery")
         try:
-            return self.blobs.read(self._claim_name(line_id)).decode()
-        except KeyError:
-            return None
-
-    def _claim_line(self, line_id: str, cell_id: str) -> None:
-        self.blobs.write(self._claim_name(line_id), cell_id.encode(), content_type="text/plain")
-
-    def _claim_name(self, line_id: str) -> str:
-        key = hashlib.sha256(line_id.encode()).hexdigest()[:24]
-        return f"{_ingest_prefix(self.run_id, self.job)}lines/{key}"
+            with LeaseKeeper(self.store, self.run_id, cell_id, claim, settings.cell_lease_seconds):
+                outcome = self._store_as(self.tasks[cell_id], answer, line_id)
+        except BaseException:
+            self.store.release_cell(self.run_id, cell_id, claim)
+            raise
+        self.stored.add(cell_id)
+        return outcome
 
     def _store_as(self, task: CellTask, answer: ModelAnswer, line_id: str) -> str:
         spec = self.spec
@@ -412,9 +446,30 @@ class _Piece:
         return store_cell(task, doc, totals, call=call, store=self.store, blobs=self.blobs,
                           publisher=self.publisher, run=self.view)  # fmt: skip
 
+    def read_line(self, line_id: str) -> dict[str, Any]:
+        """The output line at ``line_id`` (``FILE@OFFSET``), read again."""
+        name, _, offset = line_id.rpartition("@")
+        with self.blobs.open(name) as stream:
+            stream.seek(int(offset))
+            record: dict[str, Any] = json.loads(stream.readline())
+        return record
+
+
+def _line_cost(spec: RunRequest, response: dict[str, Any]) -> float:
+    """What Google bills for a line's answer, at the batch rate (0 if unreadable)."""
+    try:
+        return answer_cost(spec.model_name, answer_from_json(response), batch=True).usd
+    except Exception:
+        return 0.0
+
+
+def reason_key(reason: str) -> str:
+    """A reason as it groups: numbers (request IDs, counts) do not tell reasons apart."""
+    return re.sub(r"\d+", "#", reason)
+
 
 def _reason(status: Any) -> str:
-    """A failed line's reason in a form that groups: its status code and message."""
+    """A failed line's reason: its status code and message, as Google wrote them."""
     if isinstance(status, str):
         try:
             status = json.loads(status)
@@ -491,24 +546,49 @@ def _job(run: dict[str, Any], name: str) -> dict[str, Any] | None:
 # ---------- settling a job once its output is read ----------
 
 
+def settle_message(run_id: str, run: dict[str, Any], job_name: str) -> dict[str, Any]:
+    """The message that asks a worker to go on settling ``job_name``."""
+    return batch_message(run_id, BATCH_SETTLE, run) | {"job": job_name}
+
+
 def settle_job(
-    run_id: str, job_name: str, *, store: ResultStore, blobs: BlobStore, publisher: Publisher
+    run_id: str,
+    job_name: str,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+    provider_for: ProviderFactory = get_provider,
 ) -> str:
-    """Decide the fate of a job's unstored cells, once; mark it ingested (or failed)."""
+    """Decide the fate of a job's unstored cells, once; mark it ingested (or failed).
+
+    Lines of cells that share a prompt are stored first, paired with those cells in a
+    fixed order, ``batch_settle_lines`` a call: a settle with more hands the rest to a
+    new message, so no call outlives the function however many there are.
+    """
     settings = get_settings()
     key = f"batch-settle-{hashlib.sha256(job_name.encode()).hexdigest()[:16]}"
     claim = store.claim_cell(run_id, key, settings.cell_lease_seconds)
     if claim == CLAIM_HELD:
         raise CellInFlightError(f"job {job_name} of {run_id} is being settled")
     try:
-        run = store.get_run(run_id, counts=False)
-        job = _job(run or {}, job_name)
-        if run is None or job is None or job.get("ingested"):
-            return "settled already"
-        fields = _settle(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
-        fresh = store.get_run(run_id, counts=False) or run
-        jobs = [j | fields if j.get("name") == job_name else j for j in fresh["batch_jobs"]]
-        store.update_run(run_id, {"batch_jobs": jobs} | fields.pop("run_fields", {}))
+        with LeaseKeeper(store, run_id, key, claim, settings.cell_lease_seconds):
+            run = store.get_run(run_id, counts=False)
+            job = _job(run or {}, job_name)
+            if run is None or job is None or job.get("ingested") or job.get("ended"):
+                return "settled already"
+            spec = RunRequest.model_validate(run["spec"])
+            seen = _tally(run_id, job, blobs)
+            piece = _Piece(run_id, run, spec, job, store=store, blobs=blobs,
+                           publisher=publisher, provider_for=provider_for)  # fmt: skip
+            if not _store_shared(piece, seen["shared"], settings.batch_settle_lines):
+                publisher.publish_cells([settle_message(run_id, run, job_name)])
+                return "settling"
+            fields = _settle(run_id, run, spec, job, seen, store=store, blobs=blobs,
+                             publisher=publisher)  # fmt: skip
+            fresh = store.get_run(run_id, counts=False) or run
+            jobs = [j | fields if j.get("name") == job_name else j for j in fresh["batch_jobs"]]
+            store.update_run(run_id, {"batch_jobs": jobs} | fields.pop("run_fields", {}))
     finally:
         store.release_cell(run_id, key, claim)
     then = job.get("then_submit")
@@ -518,38 +598,85 @@ def settle_job(
     return "settled"
 
 
+def _store_shared(piece: _Piece, shared: list[list[str]], limit: int) -> bool:
+    """Store answered lines of shared prompts, at most ``limit``; True when none is left.
+
+    Within a prompt's group, lines in file order go to cells in input order: the pairing
+    depends on nothing but the output, so a redelivered settle makes the same pairs and
+    finds them stored.
+    """
+    lines_of: dict[str, list[str]] = {}
+    for line_id, digest in shared:
+        lines_of.setdefault(digest, []).append(line_id)
+    todo = [
+        (cell, line_id)
+        for digest, lines in sorted(lines_of.items())
+        for cell, line_id in zip(
+            piece.groups.get(digest, []), sorted(lines, key=_line_order), strict=False
+        )
+        if cell not in piece.stored and cell in piece.tasks
+    ]
+    stored = 0
+    for cell, line_id in todo[:limit]:
+        try:
+            answer = answer_from_json(piece.read_line(line_id)["response"])
+        except (NiahError, ValueError, KeyError, TypeError) as error:
+            # Left to the settle's decision as a missing cell.
+            log("shared batch line unreadable", severity="WARNING", run_id=piece.run_id,
+                line=line_id, error=str(error)[:300])  # fmt: skip
+            continue
+        piece.store_line(cell, answer, line_id)
+        stored += 1
+    # Done when all fitted in this call, or when a call stored none (only unreadable
+    # lines are left): never a chain of calls that stores nothing.
+    return len(todo) <= limit or stored == 0
+
+
+def _line_order(line_id: str) -> tuple[str, int]:
+    name, _, offset = line_id.rpartition("@")
+    return name, int(offset)
+
+
 def _settle(
     run_id: str,
     run: dict[str, Any],
+    spec: RunRequest,
     job: dict[str, Any],
+    seen: dict[str, Any],
     *,
     store: ResultStore,
     blobs: BlobStore,
     publisher: Publisher,
 ) -> dict[str, Any]:
     settings = get_settings()
-    spec = RunRequest.model_validate(run["spec"])
-    seen = _tally(run_id, job, blobs)
     cells = job_cells(job, blobs)
     stored = store.cell_ids(run_id)
     missing = [cell for cell in cells if cell not in stored]
     counts = {
         "lines_read": seen["lines"],
-        "lines_stored": seen["stored"],
+        "lines_stored": len(cells) - len(missing),
         "lines_duplicate": seen["duplicate"],
         "lines_unmatched": seen["unmatched"],
+        "lines_unreadable": len(seen["unreadable"]),
         "lines_failed": len(seen["failed"]),
     }
-    matched = seen["lines"] - seen["unmatched"]
-    if seen["lines"] and not matched:
+    if seen["unmatched_answered"]:
+        counts["unmatched_cost_usd"] = round(seen["unmatched_usd"], 6)
+    usable = seen["lines"] - seen["unmatched"] - len(seen["unreadable"])
+    if seen["lines"] and usable <= 0:
+        why = (
+            "their echoed requests differ from what was sent"
+            if seen["unmatched"]
+            else f"none could be read ({seen['unreadable'][0][1]})"
+        )
         reason = (
             f"none of the {seen['lines']} output lines of batch job {job['name']} matched a "
-            "cell of the run (their echoed requests differ from what was sent); nothing "
-            "was stored from it. Resume the run to submit its cells again"
+            f"cell of the run ({why}); nothing was stored from it. Resume the run to submit "
+            "its cells again"
         )
         log("batch output matched no cell", severity="ERROR", run_id=run_id, job=job["name"])
         fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
-              publisher=publisher)  # fmt: skip
+                   publisher=publisher)  # fmt: skip
         return counts | {"ended": True, "error": reason, "run_fields": {"batch_error": reason}}
     ended = job.get("state") not in ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED")
     waiting = job.get("superseded") or run.get("status") == RUN_CANCELLED
@@ -564,13 +691,24 @@ def _settle(
             "to submit the rest again"
         )
         fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
-              publisher=publisher)  # fmt: skip
+                   publisher=publisher)  # fmt: skip
         return counts | {"ingested": True}
-    reasons = Counter(reason for _, reason in seen["failed"])
-    floor = max(settings.batch_systemic_min_lines, settings.batch_systemic_share * len(cells))
-    systemic = [(reason, count) for reason, count in reasons.most_common() if count >= floor]
-    if systemic:
-        reason, count = systemic[0]
+    if seen["unmatched_answered"]:
+        # Some answered lines found no cell: their cells may be among the missing, and
+        # buying those online would pay twice. They fail, saying why.
+        reason = (
+            f"{seen['unmatched_answered']} answered lines of batch job {job['name']} matched "
+            "no cell (their echoed requests differ from what was sent; Google billed them), "
+            "so the job's unanswered cells were not bought again online. Resume the run to "
+            "submit them in batch again"
+        )
+        fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
+                   publisher=publisher)  # fmt: skip
+        return counts | {"ingested": True, "error": reason}
+    failures = [reason for _, reason in seen["failed"]] + [r for _, r in seen["unreadable"]]
+    systemic = _systemic(failures, len(cells))
+    if systemic is not None:
+        reason, count = systemic
         message = (
             f"{count} of {len(cells)} lines of batch job {job['name']} failed with the same "
             f"reason ({reason}): a fault of the deployment or the service, not of a line, "
@@ -579,7 +717,7 @@ def _settle(
         log("batch lines failed systemically", severity="ERROR", run_id=run_id, reason=reason,
             lines=count)  # fmt: skip
         fail_cells(run_id, spec, run, missing, BatchJobError(message), store=store, blobs=blobs,
-              publisher=publisher)  # fmt: skip
+                   publisher=publisher)  # fmt: skip
         return counts | {"ingested": True, "systemic": reason,
                          "run_fields": {"batch_stopped": message}}  # fmt: skip
     cap = settings.batch_online_fallback_max
@@ -592,24 +730,44 @@ def _settle(
             "cap, batch_online_fallback_max), these did not. Resume the run to submit them "
             "in batch again"), store=store, blobs=blobs, publisher=publisher)  # fmt: skip
     log("failed batch lines sent online", run_id=run_id, cells=len(online), capped=len(over),
-        reasons=dict(reasons))  # fmt: skip
+        reasons=dict(Counter(map(reason_key, failures))))  # fmt: skip
     return counts | {"ingested": True, "lines_retried_online": len(online)}
 
 
+def _systemic(reasons: list[str], lines: int) -> tuple[str, int] | None:
+    """The reason (an example, and how many) too common to be one line's fault.
+
+    Every line of the job (two or more), or the set share of them.
+    """
+    settings = get_settings()
+    if not reasons:
+        return None
+    groups = Counter(map(reason_key, reasons))
+    key, count = groups.most_common(1)[0]
+    floor = max(settings.batch_systemic_min_lines, settings.batch_systemic_share * lines)
+    if count >= floor or (count == lines and lines >= 2):
+        return next(r for r in reasons if reason_key(r) == key), count
+    return None
+
+
 def _tally(run_id: str, job: dict[str, Any], blobs: BlobStore) -> dict[str, Any]:
-    """The markers' counts summed, and their failed lines, each once.
+    """The markers' counts summed, and their lines of note, each once.
 
     Two markers overlap only where a redelivered piece stopped elsewhere than the first
-    delivery: its counts are then counted twice, its failed lines (keyed by line) not.
+    delivery: its counts are then counted twice, its lines of note (keyed by line) not.
     """
-    total: dict[str, Any] = {"lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0}
-    failed: dict[str, str] = {}
+    total: dict[str, Any] = {
+        "lines": 0, "duplicate": 0, "unmatched": 0, "unmatched_answered": 0,
+        "unmatched_usd": 0.0,
+    }  # fmt: skip
+    noted: dict[str, dict[str, str]] = {"failed": {}, "unreadable": {}, "shared": {}}
     for info in _marker_infos(run_id, job, blobs):
         marker = json.loads(blobs.read(info.name))
-        for key in ("lines", "stored", "duplicate", "unmatched"):
-            total[key] += int(marker.get(key, 0))
-        failed.update((line, reason) for line, reason in marker.get("failed") or [])
-    return total | {"failed": list(failed.items())}
+        for key in total:
+            total[key] += marker.get(key, 0)
+        for key, lines in noted.items():
+            lines.update((line, value) for line, value in marker.get(key) or [])
+    return total | {key: [list(item) for item in lines.items()] for key, lines in noted.items()}
 
 
 def fail_cells(
@@ -623,7 +781,35 @@ def fail_cells(
     blobs: BlobStore,
     publisher: Publisher,
 ) -> None:
-    """Store ``cell_ids`` failed with ``error`` (those still unstored), so the run ends."""
+    """Store ``cell_ids`` failed with ``error`` (those still unstored), so the run ends.
+
+    A few at once; more as messages of ``batch_fail_cells`` cells each, so failing a
+    200,000-line job's cells never outlives the function.
+    """
+    wanted = [cell for cell in cell_ids if cell not in store.cell_ids(run_id)]
+    step = get_settings().batch_fail_cells
+    if len(wanted) > step:
+        publisher.publish_cells([
+            batch_message(run_id, BATCH_FAIL, run) | {"cells": wanted[i : i + step],
+                                                      "reason": str(error)}
+            for i in range(0, len(wanted), step)
+        ])  # fmt: skip
+        return
+    store_failed(run_id, spec, run, wanted, error, store=store, blobs=blobs, publisher=publisher)
+
+
+def store_failed(
+    run_id: str,
+    spec: RunRequest,
+    run: dict[str, Any],
+    cell_ids: list[str],
+    error: BatchJobError,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    publisher: Publisher,
+) -> None:
+    """Store each of ``cell_ids`` (cells of the run, not yet stored) failed with ``error``."""
     wanted = set(cell_ids)
     view: RunView = run_view(run_id, run)
     for task in run_tasks(run_id, spec, run, store.cell_ids(run_id)):

@@ -29,6 +29,33 @@ from niah.service.cell_worker import (
     reads_haystack,
 )
 
+# Prompts not built from the haystack (generated contexts, published rows) a batch counts
+# exactly before it estimates the rest: one ``countTokens`` a cell would not fit a
+# 10,000-line submit in the worker's 540 s (nor in countTokens' quota).
+UNFITTED_COUNTED = 3
+
+
+class UnfittedCounts:
+    """How the model counts a batch's prompts that are not the haystack's.
+
+    The first ``UNFITTED_COUNTED`` are counted exactly; the rest are estimated at the
+    largest ratio seen and counted only near the input limit (``count_before_call``
+    with a ratio), so a prompt over the limit is still refused before any job is paid.
+    """
+
+    def __init__(self) -> None:
+        self.counted = 0
+        self.worst: TokenCountRatio | None = None
+
+    def note(self, model_tokens: int | None, local_tokens: int) -> None:
+        """Keep an exact count, if it is the largest ratio yet."""
+        if model_tokens is None or local_tokens <= 0:
+            return
+        self.counted += 1
+        seen = TokenCountRatio(model_tokens, local_tokens, "a counted prompt of the batch")
+        if self.worst is None or seen.ratio > self.worst.ratio:
+            self.worst = seen
+
 
 class BatchLine(NamedTuple):
     """A cell's input line, and its prompt's exact local length where it was built here."""
@@ -46,12 +73,14 @@ def cell_batch_line(
     haystack_files: list[BlobInfo] | None = None,
     provider: Provider | None = None,
     token_ratio: Callable[[], TokenCountRatio | None] | None = None,
+    unfitted: UnfittedCounts | None = None,
 ) -> BatchLine:
     """The batch input line of ``task``'s cell (found again by its prompt's digest).
 
     ``token_ratio``: the run's ratio, asked only for a prompt built from the haystack
     (measured once, on the first such cell); ``provider``: the model's count where a
-    prompt must be counted before it is sent, and the refusal over its input limit.
+    prompt must be counted before it is sent, and the refusal over its input limit;
+    ``unfitted``: the batch's counts of prompts not built from the haystack.
     """
     sample = cell_sample(task, spec, task.cell, blobs)
     ratio = token_ratio() if token_ratio is not None and reads_haystack(sample) else None
@@ -68,7 +97,12 @@ def cell_batch_line(
     turns = cell_turns(built, sample)
     budget = call_budget(spec, sample.answer_tokens)
     if provider is not None:
-        count_before_call(spec, task.cell, built, ratio, provider, budget)
+        estimate = ratio
+        if ratio is None and unfitted is not None and unfitted.counted >= UNFITTED_COUNTED:
+            estimate = unfitted.worst
+        counted = count_before_call(spec, task.cell, built, estimate, provider, budget)
+        if ratio is None and unfitted is not None:
+            unfitted.note(counted, built.planned_prompt_tokens)
     generation = generation_for(
         spec.model_name,
         max_output_tokens=budget.max_output_tokens,

@@ -56,11 +56,13 @@ from niah.service.batch_ingest import (
     manifest_name,
     output_files,
     run_tasks,
+    settle_job,
     start_ingest,
+    store_failed,
     tend_ingest,
     write_manifest,
 )
-from niah.service.batch_lines import cell_batch_line
+from niah.service.batch_lines import UnfittedCounts, cell_batch_line
 from niah.service.cell_worker import (
     CellTask,
     ProviderFactory,
@@ -70,7 +72,14 @@ from niah.service.cell_worker import (
     run_view,
     store_cell,
 )
-from niah.service.dispatch import BATCH_INGEST, BATCH_POLL, BATCH_SUBMIT, batch_message
+from niah.service.dispatch import (
+    BATCH_FAIL,
+    BATCH_INGEST,
+    BATCH_POLL,
+    BATCH_SETTLE,
+    BATCH_SUBMIT,
+    batch_message,
+)
 from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
 from niah.service.token_counts import run_token_ratio
@@ -103,14 +112,25 @@ def handle_batch_message(
     if run is None or (stamp is not None and run.get("stamp") not in (None, stamp)):
         return "orphan"
     spec = RunRequest.model_validate(run["spec"])
-    if body.get("batch_action") == BATCH_INGEST:
-        # Before the cancelled check: rows a cancelled job wrote are paid for, and kept.
+    action = body.get("batch_action")
+    # Before the cancelled check: rows a cancelled job wrote are paid for, and kept.
+    if action == BATCH_INGEST:
         return ingest_piece(body, run, spec, store=store, blobs=blobs, publisher=publisher,
                             provider_for=provider_for)  # fmt: skip
+    if action == BATCH_SETTLE:
+        return settle_job(run_id, str(body["job"]), store=store, blobs=blobs,
+                          publisher=publisher, provider_for=provider_for)  # fmt: skip
+    if action == BATCH_FAIL:
+        if run.get("status") == RUN_CANCELLED:
+            return "cancelled"  # its cells wait for a resume
+        cells = [str(cell) for cell in body.get("cells") or []]
+        store_failed(run_id, spec, run, cells, BatchJobError(str(body.get("reason") or "")),
+                     store=store, blobs=blobs, publisher=publisher)  # fmt: skip
+        return "failed cells stored"
     batches = batches_for(spec.model_name)
     if run.get("status") == RUN_CANCELLED:
         return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
-                           batches=batches)  # fmt: skip
+                           batches=batches, provider_for=provider_for)  # fmt: skip
     if body.get("batch_action") == BATCH_SUBMIT:
         return submit_batch(
             run_id,
@@ -159,8 +179,11 @@ def submit_batch(
     try:
         with LeaseKeeper(store, run_id, key, claim, settings.cell_lease_seconds):
             if _earlier_output_pending(run_id, run, batch_round, store=store, blobs=blobs,
-                                       publisher=publisher, batches=batches):  # fmt: skip
+                                       publisher=publisher, batches=batches,
+                                       provider_for=provider_for):  # fmt: skip
                 return "ingesting an earlier round's output first"
+            # As that step left them (it may have marked earlier jobs ended).
+            jobs = list((store.get_run(run_id, counts=False) or run).get("batch_jobs") or [])
             tasks = run_tasks(run_id, spec, run, store.cell_ids(run_id))
             if not tasks:
                 request_report_if_complete(run_id, store=store, publisher=publisher)
@@ -212,11 +235,13 @@ def _lines(
         )  # fmt: skip
 
     lines, refused = [], []
+    unfitted = UnfittedCounts()
     for task in tasks:
         try:
             built = cell_batch_line(
                 task, spec, blobs=blobs, tokenizer_for=tokenizer_for, haystack_files=files,
                 provider=provider, token_ratio=ratio if spec.provider() == "gemini" else None,
+                unfitted=unfitted,
             )  # fmt: skip
         except PromptOverLimitError as over:
             refused.append((task, over))
@@ -248,7 +273,7 @@ def _submit_parts(
     for line in lines:
         if parts[-1] and (
             len(parts[-1]) >= settings.batch_max_lines
-            or size + len(line.json) > settings.batch_max_bytes
+            or size + len(line.json) + 1 > settings.batch_max_bytes  # with its newline
         ):
             parts.append([])
             size = 0
@@ -301,11 +326,13 @@ def poll_batch(
     changed = 0
     pieces: list[dict[str, Any]] = []
     for job in jobs:
-        if job.get("ingested") or job.get("ended") or job.get("superseded"):
+        if job.get("ingested") or job.get("ended"):
             continue
-        if "ingest" in job:
+        if "ingest" in job:  # a superseded job's output too: a resume waits on it
             changed += tend_ingest(run_id, run, job, store=store, blobs=blobs,
-                                   publisher=publisher)  # fmt: skip
+                                   publisher=publisher, provider_for=provider_for)  # fmt: skip
+            continue
+        if job.get("superseded"):
             continue
         now = batches.get(job["name"])
         if now.state == job.get("state") and now.state not in (
@@ -383,6 +410,7 @@ def _earlier_output_pending(
     blobs: BlobStore,
     publisher: Publisher,
     batches: BatchClient,
+    provider_for: ProviderFactory,
 ) -> bool:
     """Start ingesting what an earlier round's jobs wrote; True while that is under way.
 
@@ -396,7 +424,11 @@ def _earlier_output_pending(
         if job.get("round", 0) >= batch_round or job.get("ingested") or job.get("ended"):
             continue
         if "ingest" in job:
+            # Under way: its settle asks for this round's submit; tended here too, so a
+            # lost piece cannot hold the round back.
             job["then_submit"] = batch_round
+            tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher,
+                        provider_for=provider_for)  # fmt: skip
             pending = True
             continue
         now = batches.get(job["name"])
@@ -426,6 +458,7 @@ def cancel_jobs(
     blobs: BlobStore,
     publisher: Publisher,
     batches: BatchClient,
+    provider_for: ProviderFactory = get_provider,
 ) -> str:
     """Cancel the run's open jobs through the API (once each), then keep what they wrote.
 
@@ -445,7 +478,8 @@ def cancel_jobs(
             job["cancel_sent"] = True
             cancelled += 1
         elif "ingest" in job:
-            tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher)
+            tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher,
+                        provider_for=provider_for)  # fmt: skip
         else:
             now = batches.get(job["name"])
             job["state"] = now.state

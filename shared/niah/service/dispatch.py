@@ -733,8 +733,10 @@ def publish_missing(
 
 # What a batch message asks of the worker: submit the run's missing cells as batch
 # jobs, look at its jobs (ingest what is done, cancel them if the run is cancelled), or
-# ingest one piece of a job's output (``niah.service.batch_ingest``).
+# ingest one piece of a job's output, settle a job once read, or store a job's
+# unanswered cells failed (``niah.service.batch_ingest``).
 BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
+BATCH_SETTLE, BATCH_FAIL = "settle", "fail"
 
 
 def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:

@@ -95,7 +95,12 @@ def _sweep_batch(
     done): the sweep itself stays light, with no Vertex client. Messages published.
     """
     jobs = run.get("batch_jobs") or []
-    if any(not (j.get("ingested") or j.get("ended") or j.get("superseded")) for j in jobs):
+    if any(
+        not (j.get("ingested") or j.get("ended")) and (not j.get("superseded") or "ingest" in j)
+        for j in jobs
+    ):
+        # An open job, or a superseded one whose output is still being read (a resume
+        # waits on it): the poll tends both.
         return publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
     if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
         request_report_if_complete(run_id, store=store, publisher=publisher)

@@ -102,9 +102,10 @@ def batch_line(body: dict[str, Any]) -> dict[str, Any]:
 def request_digest(request: Any) -> str | None:
     """A digest of the prompt a request carries: each content's role and text parts.
 
-    Read in either spelling a JSON echo may use, ignoring every other field, so the
-    same prompt gives the same digest however the request is written back. None when
-    the request holds no text (an echo Google left out or cut).
+    Every other field is ignored (``contents``, ``parts``, ``role`` and ``text`` are
+    spelt alike in camel and snake case), so the same prompt gives the same digest
+    however the rest of the request is written back: keys reordered, fields added or
+    dropped, labels gone. None when the request holds no text (an echo left out).
     """
     if not isinstance(request, dict):
         return None
