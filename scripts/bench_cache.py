@@ -102,7 +102,7 @@ def _batch_answers(prompts: list[tuple[str, str]], latency: float) -> tuple[list
     state.batch.files = files
     generation = generation_for(MODEL, max_output_tokens=MAX_OUTPUT_TOKENS)
     lines = (
-        json.dumps(batch_line(cell_id, request_body(prompt, None, generation)))
+        json.dumps(batch_line(request_body(prompt, None, generation)))
         for cell_id, prompt in sorted(prompts)  # cell order, as the worker writes them
     )
     files.write("gs://bench/batch/input.jsonl", "\n".join(lines).encode())
