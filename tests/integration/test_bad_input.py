@@ -238,6 +238,9 @@ CASES: list[tuple[str, Any, str, str]] = [
         "context_lengths",
     ),
     ("NaN depth minimum", '{"document_depth_percent_min": NaN}', JSON, "body"),
+    # Past Python's int conversion limit (4,300 digits): a ValueError in json.loads, a 500.
+    ("a 5,000-digit seed", '{"seed": ' + "9" * 5000 + "}", JSON, "seed"),
+    ("a 5,000-digit length", '{"context_lengths": [' + "9" * 5000 + "]}", JSON, "context_lengths"),
     ("Infinity length", '{"context_lengths": [Infinity]}', JSON, "body"),
     ("invalid UTF-8", b'{"model_name": "\xff\xfe"}', JSON, "body"),
     ("empty body", "", JSON, "body"),

@@ -1,0 +1,105 @@
+"""Hostile run requests at the dispatcher's door: each a 400 naming its field.
+
+Numbers past any bound (a 5,000-digit literal included), hidden characters in any free
+text, sources outside their prefixes or above the byte cap.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, get_args
+
+import functions_framework
+import pytest
+
+from niah.core.spec import RunRequest
+from niah.errors import RequestError
+from niah.service.dispatch import parse_request
+from tests import REPO
+from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+
+DISPATCHER = str(REPO / "functions" / "dispatcher" / "main.py")
+
+
+def kinds(annotation: Any) -> set[Any]:
+    """Every type an annotation names (``list[int] | None`` names list, int, None)."""
+    found = {getattr(annotation, "__origin__", annotation)}
+    for inner in get_args(annotation):
+        found |= kinds(inner)
+    return found
+
+
+def fields_of(*wanted: type) -> list[str]:
+    return [
+        name
+        for name, info in RunRequest.model_fields.items()
+        if kinds(info.annotation) & set(wanted)
+    ]
+
+
+NUMERIC_FIELDS = fields_of(int, float)
+
+
+def http_dispatcher(monkeypatch: pytest.MonkeyPatch, blobs: MemoryBlobs | None = None) -> Any:
+    """The dispatcher's HTTP entry point, on fakes."""
+    app = functions_framework.create_app(target="dispatch", source=DISPATCHER)
+    served = sys.modules["main"]
+    clients = (MemoryStore(), RecordingPublisher(), blobs or MemoryBlobs())
+    monkeypatch.setattr(served, "_clients", lambda: clients)
+    return app.test_client(), clients
+
+
+def test_the_numeric_options_are_found_from_the_model() -> None:
+    """A new number field is found here, so the bound tests below cover it."""
+    assert {"seed", "alpha", "context_lengths", "document_depth_percents"} <= set(NUMERIC_FIELDS)
+    assert "dynamic_needle" not in NUMERIC_FIELDS  # bool is no number here
+
+
+@pytest.mark.parametrize("name", NUMERIC_FIELDS)
+@pytest.mark.parametrize("value", [10**30, -(10**30), 1e300])
+def test_every_numeric_option_has_bounds(name: str, value: float) -> None:
+    is_list = list in kinds(RunRequest.model_fields[name].annotation)
+    with pytest.raises(RequestError) as refused:
+        parse_request({name: [value] if is_list else value})
+    assert refused.value.field.split(".")[0] == name, refused.value
+    if isinstance(value, int) and float not in kinds(RunRequest.model_fields[name].annotation):
+        assert any(word in refused.value.message for word in ("at most", "at least", "between"))
+
+
+@pytest.mark.parametrize("name", NUMERIC_FIELDS)
+def test_a_five_thousand_digit_number_is_a_400_naming_its_field(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: Python's int conversion limit raised ValueError in json.loads, a 500."""
+    client, (store, publisher, _) = http_dispatcher(monkeypatch)
+    huge = "9" * 5000
+    for literal in (huge, f"-{huge}", f"[{huge}]"):
+        response = client.post(
+            "/", data=f'{{"{name}": {literal}}}', content_type="application/json"
+        )
+        assert response.status_code == 400, response.get_data(as_text=True)[:300]
+        error = response.get_json()["error"]
+        assert error["field"] == name
+        assert "5000 digits" in error["message"]
+    assert store.runs == {} and publisher.cells == []
+
+
+def test_a_long_number_anywhere_in_the_body_is_refused_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client, _ = http_dispatcher(monkeypatch)
+    for body, field in (
+        ("9" * 5000, "body"),
+        ("[" + "9" * 5000 + "]", "body"),
+        ('{"nested": {"deep": [[' + "9" * 5000 + "]]}}", "deep"),
+        ('{"seed": ' + "9" * 101 + "}", "seed"),
+    ):
+        response = client.post("/", data=body, content_type="application/json")
+        assert response.status_code == 400
+        assert response.get_json()["error"]["field"] == field
+    # A hundred digits is still a number, refused by the option's bound.
+    response = client.post("/", data='{"seed": ' + "9" * 100 + "}", content_type="application/json")
+    assert response.get_json()["error"] == {
+        "field": "seed",
+        "message": f"must be at most {2**63 - 1}",
+    }
