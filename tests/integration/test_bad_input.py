@@ -238,6 +238,9 @@ CASES: list[tuple[str, Any, str, str]] = [
         "context_lengths",
     ),
     ("NaN depth minimum", '{"document_depth_percent_min": NaN}', JSON, "body"),
+    ("a bidi override in needles", {**OK, "needles": ["a\u202eb"]}, JSON, "needles.0"),
+    ("a NUL in an answer", {**OK, "expected_answers": ["\u0000"]}, JSON, "expected_answers.0"),
+    ("a zero-width joiner in a model ID", {**OK, "model_name": "gemini\u200d"}, JSON, "model_name"),
     # Past Python's int conversion limit (4,300 digits): a ValueError in json.loads, a 500.
     ("a 5,000-digit seed", '{"seed": ' + "9" * 5000 + "}", JSON, "seed"),
     ("a 5,000-digit length", '{"context_lengths": [' + "9" * 5000 + "]}", JSON, "context_lengths"),

@@ -103,3 +103,59 @@ def test_a_long_number_anywhere_in_the_body_is_refused_not_a_traceback(
         "field": "seed",
         "message": f"must be at most {2**63 - 1}",
     }
+
+
+TEXT_FIELDS = fields_of(str)
+# Names of things, held to a pattern of plain ASCII (their own messages).
+PATTERNED = {"model_name", "evaluator_model_name", "haystack_dir", "mrcr_source"}
+HIDDEN = {
+    "a bidi override": "\u202e",
+    "a zero-width joiner": "\u200d",
+    "a NUL": "\u0000",
+    "an escape": "\u001b",
+    "private use": "\ue000",
+}
+
+
+def text_value(name: str, text: str) -> Any:
+    value = "{context}" + text + "{question}" if name == "prompt_template" else f"a{text}b"
+    return [value] if list in kinds(RunRequest.model_fields[name].annotation) else value
+
+
+def test_the_text_options_are_found_from_the_model() -> None:
+    free = set(TEXT_FIELDS) - PATTERNED
+    assert free == {
+        "needle",
+        "needles",
+        "retrieval_question",
+        "expected_answer",
+        "expected_answers",
+        "prompt_template",
+        "label",
+    }
+
+
+@pytest.mark.parametrize("name", TEXT_FIELDS)
+@pytest.mark.parametrize("hidden", list(HIDDEN), ids=list(HIDDEN))
+def test_every_text_option_refuses_hidden_characters(name: str, hidden: str) -> None:
+    """Before: needles and expected_answers took a bidi override that needle refused."""
+    with pytest.raises(RequestError) as refused:
+        parse_request({name: text_value(name, HIDDEN[hidden])})
+    assert refused.value.field.split(".")[0] == name
+    if name not in PATTERNED | {"label"}:
+        assert refused.value.message == (
+            "must not contain control, format or private-use characters"
+        )
+
+
+def test_free_text_keeps_its_newlines_and_tabs() -> None:
+    spec = parse_request(
+        {
+            "task": "multi_needle",
+            "needles": ["\nThe first.\n", "The\tsecond."],
+            "expected_answers": ["first", "sec\nond"],
+            "retrieval_question": "What are\nthey?",
+            "prompt_template": "{context}\n\t{question}",
+        }
+    )
+    assert spec.needles == ["\nThe first.\n", "The\tsecond."]
