@@ -238,6 +238,18 @@ CASES: list[tuple[str, Any, str, str]] = [
         "context_lengths",
     ),
     ("NaN depth minimum", '{"document_depth_percent_min": NaN}', JSON, "body"),
+    (
+        "haystack in saved prompts",
+        {**OK, "haystack_dir": "gs://niah-local/contexts/"},
+        JSON,
+        "haystack_dir",
+    ),
+    (
+        "MRCR source in reports",
+        {**OK, "task": "mrcr", "mrcr_source": "reports/x/"},
+        JSON,
+        "mrcr_source",
+    ),
     ("a bidi override in needles", {**OK, "needles": ["a\u202eb"]}, JSON, "needles.0"),
     ("a NUL in an answer", {**OK, "expected_answers": ["\u0000"]}, JSON, "expected_answers.0"),
     ("a zero-width joiner in a model ID", {**OK, "model_name": "gemini\u200d"}, JSON, "model_name"),

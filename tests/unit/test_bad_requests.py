@@ -159,3 +159,98 @@ def test_free_text_keeps_its_newlines_and_tabs() -> None:
         }
     )
     assert spec.needles == ["\nThe first.\n", "The\tsecond."]
+
+
+def source_blobs() -> MemoryBlobs:
+    """A bucket with a haystack, an MRCR file, and what no run may read."""
+    from tests.unit.test_mrcr import PREFIX, REPLY, published_csv, transcript
+
+    blobs = MemoryBlobs()
+    csv = published_csv([(transcript(PREFIX, REPLY, "Essay."), PREFIX + REPLY, 5000, 2)])
+    for name in ("mine", "paul_graham_essays"):
+        blobs.objects[f"haystacks/{name}/a.txt"] = b"A sentence of the haystack. " * 400
+    blobs.objects["mrcr_v2/a.csv"] = csv
+    for other in ("contexts/run-0123456789abcdef", "reports/run-0123456789abcdef", "batches/x"):
+        blobs.objects[f"{other}/a.txt"] = b"Someone's saved prompt. " * 400
+        blobs.objects[f"{other}/a.csv"] = csv
+    blobs.objects["reports/index.txt"] = b"An index. " * 400
+    return blobs
+
+
+def source_request(option: str, value: str) -> dict[str, Any]:
+    """A request reading ``value`` as its haystack or its MRCR source."""
+    task = {"task": "mrcr"} if option == "mrcr_source" else {"context_lengths": [1000]}
+    return {option: value, **task}
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "root"),
+    [
+        ("haystack_dir", "contexts/run-0123456789abcdef/", "haystacks/"),
+        ("haystack_dir", "gs://test-bucket/reports/run-0123456789abcdef", "haystacks/"),
+        ("haystack_dir", "batches/x", "haystacks/"),
+        ("haystack_dir", "gs://test-bucket/reports", "haystacks/"),  # the runs index
+        ("haystack_dir", "gs://test-bucket/haystacksx/", "haystacks/"),
+        ("mrcr_source", "gs://test-bucket/contexts/run-0123456789abcdef/", "mrcr_v2/"),
+        ("mrcr_source", "reports/run-0123456789abcdef/a.csv", "mrcr_v2/"),
+        ("mrcr_source", "gs://test-bucket/batches/x/", "mrcr_v2/"),
+        ("mrcr_source", "haystacks/mine/", "mrcr_v2/"),
+    ],
+)
+def test_a_source_outside_its_prefix_is_refused_naming_the_prefix(
+    option: str, value: str, root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: any prefix of the bucket, other runs' saved prompts and reports too."""
+    client, (store, publisher, _) = http_dispatcher(monkeypatch, source_blobs())
+    response = client.post("/", json=source_request(option, value))
+    assert response.status_code == 400, response.get_data(as_text=True)
+    error = response.get_json()["error"]
+    assert error["field"] == option
+    assert f"must be under gs://test-bucket/{root}" in error["message"]
+    assert store.runs == {} and publisher.cells == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("haystack_dir", "mine"),
+        ("haystack_dir", "haystacks/mine/"),
+        ("haystack_dir", "gs://test-bucket/haystacks/mine"),
+        ("haystack_dir", "noise"),
+        ("mrcr_source", "gs://test-bucket/mrcr_v2/"),  # as docs/tasks/mrcr.md says
+        ("mrcr_source", "gs://test-bucket/mrcr_v2/a.csv"),
+        ("mrcr_source", "mrcr_v2"),
+    ],
+)
+def test_sources_under_their_prefixes_run(
+    option: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, (store, _, _) = http_dispatcher(monkeypatch, source_blobs())
+    response = client.post("/", json=source_request(option, value))
+    assert response.status_code == 202, response.get_data(as_text=True)
+    assert len(store.runs) == 1
+
+
+@pytest.mark.parametrize("option", ["haystack_dir", "mrcr_source"])
+def test_a_source_above_the_byte_cap_is_refused_with_both_figures(
+    option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niah.settings import get_settings
+
+    blobs = source_blobs()
+    listed = blobs.objects["haystacks/mine/a.txt" if option == "haystack_dir" else "mrcr_v2/a.csv"]
+    monkeypatch.setenv("NIAH_MAX_SOURCE_BYTES", str(len(listed) - 1))
+    get_settings.cache_clear()
+    try:
+        client, (store, _, _) = http_dispatcher(monkeypatch, blobs)
+        named = "mine" if option == "haystack_dir" else "mrcr_v2"
+        response = client.post("/", json=source_request(option, named))
+    finally:
+        monkeypatch.delenv("NIAH_MAX_SOURCE_BYTES")
+        get_settings.cache_clear()
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["field"] == option
+    assert f"lists {len(listed):,} bytes" in error["message"]
+    assert f"limit of {len(listed) - 1:,} (NIAH_MAX_SOURCE_BYTES)" in error["message"]
+    assert store.runs == {}

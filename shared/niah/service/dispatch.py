@@ -24,7 +24,13 @@ from niah.catalog.models import (
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.counters import run_shards, shard_totals, shards_for
-from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
+from niah.core.haystack_files import (
+    check_source_size,
+    content_fingerprint,
+    haystack_files,
+    haystack_prefix,
+    mrcr_source_prefix,
+)
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
@@ -394,7 +400,9 @@ def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, list[Blob
     """The haystack's object prefix and files; a ``RequestError`` if unusable."""
     try:
         prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
-        return prefix, haystack_files(blobs, prefix)
+        files = haystack_files(blobs, prefix)
+        check_source_size(files, option="haystack_dir")
+        return prefix, files
     except HaystackError as error:
         raise RequestError("haystack_dir", str(error)) from error
 
@@ -424,8 +432,9 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
     if spec.mrcr_source is None:
         return None
     try:
-        prefix = haystack_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
+        prefix = mrcr_source_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
         listed = csv_files(blobs, prefix)
+        check_source_size(listed, option="mrcr_source")
         files = [info.name for info in listed]
         refs = index_rows(blobs, files)
     except (HaystackError, KeyError, ValueError) as error:
