@@ -136,7 +136,7 @@ OPTION_HELP: dict[str, str] = {
     "freq_ucw": "common_words: times each other word is listed (RULER: 3, or 1 below 4096 tokens)",
     "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
     "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
-    "mrcr_source": "mrcr: MRCR v2's published CSV files in the bucket (gs:// URI or prefix)",
+    "mrcr_source": "mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
     "samples_per_cell": "independent samples per grid point, each stored on its own",
     "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
     "needle": "a static needle (with --no-dynamic_needle)",
