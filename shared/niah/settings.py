@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     reports_topic: str = "niah-reports"
     dead_letter_topic: str = "niah-dead-letter"
     haystacks_prefix: str = "haystacks/"
+    # Where MRCR v2's published CSV files are copied (docs/tasks/mrcr.md): a run's
+    # mrcr_source must be under it, as its haystack_dir must be under haystacks_prefix,
+    # so a run never reads the bucket's other prefixes (saved prompts, reports, batches).
+    mrcr_sources_prefix: str = "mrcr_v2/"
     default_haystack: str = "paul_graham_essays"
     reports_prefix: str = "reports/"
     contexts_prefix: str = "contexts/"
@@ -45,6 +49,12 @@ class Settings(BaseSettings):
     # Budgets that protect a user's bill; override per deployment.
     max_cells_per_run: int = 500
     max_tokens_per_run: int = 200_000_000
+    # The most bytes a haystack or an MRCR source may list. The dispatcher streams every
+    # byte of an MRCR source within its 120 s request, and a worker tokenizes the whole
+    # haystack in its 2 GiB; the longest context any model takes (2M tokens) is ~8 MB of
+    # text, and a 1M-token MRCR row ~4 MB, so 512 MiB holds ~120 such rows: generous for
+    # any real run, and it stops a prefix of gigabytes before anything is read.
+    max_source_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
 
     # The model a run request that names none gets; a deployment sets a Gemini model.
     default_model_name: str = "gemma-3-270m-local"

@@ -99,11 +99,11 @@ def test_published_mrcr_rows_are_read_at_their_spans_on_the_stack(stack: Stack) 
         for n in range(6)
     ]
     blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
-    blobs.write("mrcr-spans/a.csv", published_csv(rows), content_type="text/csv")
+    blobs.write("mrcr_v2/spans/a.csv", published_csv(rows), content_type="text/csv")
     body = {
         "model_name": "gemini-3.8-flash",
         "task": "mrcr",
-        "mrcr_source": f"gs://{stack.env['NIAH_BUCKET']}/mrcr-spans/",
+        "mrcr_source": f"gs://{stack.env['NIAH_BUCKET']}/mrcr_v2/spans/",
     }
     response = post(stack, body)
     assert response.status_code == 202, response.text

@@ -12,7 +12,10 @@ from tests.fakes import MemoryBlobs
 def test_haystack_prefix_accepts_names_prefixes_and_uris_in_the_bucket() -> None:
     assert haystack_prefix(None, "b") == "haystacks/paul_graham_essays/"
     assert haystack_prefix("mine", "b") == "haystacks/mine/"
-    assert haystack_prefix("gs://b/data/texts", "b") == "data/texts/"
+    assert haystack_prefix("gs://b/haystacks/data/texts", "b") == "haystacks/data/texts/"
+    assert haystack_prefix("haystacks/mine/", "b") == "haystacks/mine/"
+    with pytest.raises(HaystackError, match="must be under gs://b/haystacks/"):
+        haystack_prefix("gs://b/data/texts", "b")
     with pytest.raises(HaystackError, match="service's bucket"):
         haystack_prefix("gs://elsewhere/texts", "b")
 

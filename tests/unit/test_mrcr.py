@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from niah.core.haystack_tokens import HaystackTokens
@@ -379,3 +381,93 @@ def test_the_generated_requests_and_questions_use_the_right_article() -> None:
     assert "Write an email about" in words and "Write a poem about" in words
     assert " in an informal style." in words and " in a formal style." in words
     assert {"email", "essay", "tweet"} <= set(FORMATS) and "informal" in STYLES and TOPICS
+
+
+def dispatched_mrcr(blobs: MemoryBlobs) -> dict[str, Any]:
+    """A run over one published file's two 2-needle rows (its 4-needle row left out)."""
+    from niah.service.dispatch import dispatch_run
+    from tests.fakes import MemoryStore, RecordingPublisher
+
+    rows = [
+        (transcript(PREFIX, REPLY, "Essay."), PREFIX + REPLY, 5000, 2),
+        (transcript("Qq1Ww2Ee3Rr4", "Ode.", "Essay."), "Qq1Ww2Ee3Rr4Ode.", 9000, 2),
+        (transcript("Tt5Yy6Uu7Ii8", "Four.", "Essay."), "Tt5Yy6Uu7Ii8Four.", 5000, 4),
+    ]
+    blobs.objects["mrcr_v2/a.csv"] = published_csv(rows)
+    blobs.objects["mrcr_v2/other/b.csv"] = published_csv(rows)  # not the run's
+    store, publisher = MemoryStore(), RecordingPublisher()
+    body = {"task": "mrcr", "num_needles": 2, "mrcr_source": "gs://test-bucket/mrcr_v2/a.csv"}
+    result = dispatch_run(body, store=store, publisher=publisher, blobs=blobs)
+    return {"store": store, "publisher": publisher, "run_id": result.run_id}
+
+
+def forge(message: dict[str, Any], how: str) -> dict[str, Any]:
+    if how == "a row the run left out":  # the 4-needle row, as long as row 0
+        return message | {"row": 2}
+    if how == "another file":
+        return message | {"source_file": "mrcr_v2/other/b.csv"}
+    if how == "a span not recorded":
+        return message | {"offset": message["offset"] + 1}
+    if how == "no span":
+        return {k: v for k, v in message.items() if k not in ("offset", "length")}
+    if how == "a cell past the run's total":  # a third sample of a two-row run
+        return message | {"sample": 2, "cell_id": Cell(message["context_length"], 0.0, 2).cell_id}
+    if how == "another row's length":
+        cell = Cell(9000, 0.0, 0)
+        return message | {"context_length": 9000, "cell_id": cell.cell_id}
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "a row the run left out",
+        "another file",
+        "a span not recorded",
+        "no span",
+        "a cell past the run's total",
+        "another row's length",
+    ],
+)
+def test_a_forged_message_of_published_rows_is_refused_unpaid(
+    essay_blobs: MemoryBlobs, how: str
+) -> None:
+    """Before: any file and row of the bucket was read and paid for, past the run's total."""
+    from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
+    from tests.fakes import ScriptedProvider
+
+    world = dispatched_mrcr(essay_blobs)
+    first = world["publisher"].cells[0]
+    assert (first["source_file"], first["row"]) == ("mrcr_v2/a.csv", 0) and first["length"]
+    provider = ScriptedProvider(lambda prompt: PREFIX + REPLY)
+    forged = CellTask.from_message(forge(first, how))
+    outcome = process_cell(
+        forged,
+        store=world["store"],
+        blobs=essay_blobs,
+        publisher=world["publisher"],
+        provider_for=lambda kind, name: provider,
+    )
+    assert outcome == "rejected"
+    assert provider.prompts == []
+    # Nor is it published again or counted failed from the dead-letter topic.
+    published = len(world["publisher"].cells)
+    dead = record_dead_letter(
+        forged, store=world["store"], publisher=world["publisher"], blobs=essay_blobs
+    )
+    assert dead == "rejected" and len(world["publisher"].cells) == published
+    assert world["store"].list_cells(world["run_id"]) == []
+    run = world["store"].get_run(world["run_id"])
+    assert (run["done"], run["failed"], run["total"]) == (0, 0, 2)
+    # The run's own message is answered.
+    genuine = CellTask.from_message(first)
+    assert (
+        process_cell(
+            genuine,
+            store=world["store"],
+            blobs=essay_blobs,
+            publisher=world["publisher"],
+            provider_for=lambda kind, name: provider,
+        )
+        == "answered"
+    )

@@ -668,3 +668,12 @@ def test_calls_cut_off_are_estimated_each_at_its_own_tier() -> None:
     spend = spend_summary(calls, "gemini-2.5-pro")
     assert spend["estimated_usd"] == pytest.approx(3 * 150_000 * 1.25 / 1e6)
     assert spend["usd"] == spend["estimated_usd"] and spend["cut_off_calls"] == 3
+
+
+@pytest.mark.parametrize("run_id", ["run-x", "runs/run-0123456789abcdef", "run-0123456789abcdef/"])
+def test_a_message_naming_no_possible_run_is_malformed(world: dict[str, Any], run_id: str) -> None:
+    from niah.errors import MalformedMessageError
+
+    message = world["tasks"][0].message() | {"run_id": run_id}
+    with pytest.raises(MalformedMessageError, match="not a run ID"):
+        CellTask.from_message(message)

@@ -9,10 +9,12 @@ import sys
 from typing import Any
 
 import functions_framework
+import pytest
 
 from tests import REPO
 
 SOURCE = str(REPO / "functions" / "worker" / "main.py")
+RUN = "run-0123456789abcdef"
 
 
 def push(body: Any, **extra: Any) -> dict[str, Any]:
@@ -25,10 +27,10 @@ def test_the_delivery_attempt_at_the_top_of_a_push_reaches_the_cell() -> None:
     assert spec is not None and spec.loader is not None
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
-    message = {"run_id": "run-x", "cell_id": "L00001000-D050000", "context_length": 1000}
+    message = {"run_id": RUN, "cell_id": "L00001000-D050000", "context_length": 1000}
     message["depth_percent"] = 50.0
     task = worker._task(push(message, deliveryAttempt=4))
-    assert task is not None and (task.run_id, task.delivery_attempt) == ("run-x", 4)
+    assert task is not None and (task.run_id, task.delivery_attempt) == (RUN, 4)
     assert worker._task(push(message)).delivery_attempt == 1
 
 
@@ -48,6 +50,27 @@ def test_malformed_pushes_are_acknowledged_not_retried() -> None:
             assert response.status_code == 204, (target, body)
 
 
+@pytest.mark.parametrize(
+    "run_id", ["run-x", "runs/run-0123456789abcdef", "run-0123456789ABCDEF", "", 7, None]
+)
+def test_a_message_with_a_malformed_run_id_is_acknowledged_without_a_call(
+    run_id: Any, monkeypatch: Any
+) -> None:
+    """A run ID no run can have names no document: not read, not answered, not retried."""
+    message = {"run_id": run_id, "cell_id": "L00001000-D050000", "context_length": 1000}
+    message["depth_percent"] = 50.0
+    for target in ("handle_cell", "handle_dead_letter"):
+        app = functions_framework.create_app(target=target, source=SOURCE)
+        served = sys.modules["main"]
+
+        def no_work(*args: Any, **kwargs: Any) -> str:
+            raise AssertionError("a malformed message reached the store or the model")
+
+        monkeypatch.setattr(served, "_clients", no_work)
+        response = app.test_client().post("/", json=push(message))
+        assert response.status_code == 204, (target, run_id)
+
+
 def test_a_readiness_probe_is_answered_quietly(capsys: Any) -> None:
     """Before: every start logged an ERROR "malformed cell message dropped" per function."""
     for target in ("handle_cell", "handle_dead_letter"):
@@ -65,7 +88,7 @@ def test_a_cell_not_done_is_one_log_line_and_a_status_not_a_traceback(
     """Retryable: 503 (redelivered), logged as one line; the deployment's own: 500, ERROR."""
     from niah.errors import CellInFlightError, CloudAccessError, CloudUnavailableError
 
-    message = {"run_id": "run-x", "cell_id": "L00001000-D050000", "context_length": 1000}
+    message = {"run_id": RUN, "cell_id": "L00001000-D050000", "context_length": 1000}
     message["depth_percent"] = 50.0
     cases = [
         (CellInFlightError("in flight"), 503, "INFO", "in_flight"),

@@ -43,7 +43,9 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
         annotation = args[0]
     if typing.get_origin(annotation) is list:
-        return typing.get_args(annotation)[0], True
+        item = typing.get_args(annotation)[0]
+        # list[FreeText]: the item's type without its validators.
+        return (typing.get_args(item)[0] if hasattr(item, "__metadata__") else item), True
     if typing.get_origin(annotation) is typing.Literal:
         return str, False
     return annotation, False

@@ -30,10 +30,11 @@ GENERATED_HAYSTACKS = {"noise": ("\n".join([NOISE_LINE] * NOISE_LINES) + "\n").e
 
 
 def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
-    """The object prefix a ``haystack_dir`` option names, inside the configured bucket.
+    """The object prefix a ``haystack_dir`` option names, under the haystacks prefix.
 
     Accepts a haystack name (``paul_graham_essays``), a prefix in the bucket
-    (``haystacks/mine/``) or a ``gs://`` URI in the configured bucket.
+    (``haystacks/mine/``) or a ``gs://`` URI in the configured bucket; anything outside
+    the haystacks prefix (saved prompts, reports, batch files) is refused.
     """
     settings = get_settings()
     value = haystack_dir or settings.default_haystack
@@ -46,20 +47,50 @@ def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
         )
     if value.strip("/") in GENERATED_HAYSTACKS:
         return f"{GENERATED_PREFIX}{value.strip('/')}/"
+    return source_prefix(value, bucket, option="haystack_dir", root=settings.haystacks_prefix)
+
+
+def mrcr_source_prefix(mrcr_source: str, bucket: str) -> str:
+    """The object prefix an ``mrcr_source`` option names, under the MRCR sources prefix."""
+    root = get_settings().mrcr_sources_prefix
+    return source_prefix(mrcr_source, bucket, option="mrcr_source", root=root)
+
+
+def source_prefix(value: str, bucket: str, *, option: str, root: str) -> str:
+    """The object prefix ``value`` names in ``bucket``, refused unless under ``root``.
+
+    A bare name is a folder under ``root`` (``root`` itself when it is root's name).
+    """
     if value.startswith("gs://"):
-        bucket_name, _, prefix = value[len("gs://") :].partition("/")
+        bucket_name, _, value = value[len("gs://") :].partition("/")
         if bucket_name != bucket:
             raise HaystackError(
-                f"haystack_dir must be in the service's bucket gs://{bucket}/, "
+                f"{option} must be in the service's bucket gs://{bucket}/, "
                 f"not gs://{bucket_name}/; upload the files there first"
             )
-        value = prefix
-    elif "/" not in value.strip("/"):
-        value = settings.haystacks_prefix + value
+    elif "/" not in value.strip("/") and value.strip("/") + "/" != root:
+        value = root + value
     value = value.strip("/")
     if not value or ".." in value.split("/"):
-        raise HaystackError("haystack_dir must name a folder of .txt files")
-    return value + "/"
+        raise HaystackError(f"{option} must name a folder in the bucket, without '..'")
+    prefix = value + "/"
+    if not prefix.startswith(root):
+        raise HaystackError(
+            f"{option} must be under gs://{bucket}/{root}, not gs://{bucket}/{prefix}; "
+            f"copy the files to gs://{bucket}/{root}NAME/ and pass NAME"
+        )
+    return prefix
+
+
+def check_source_size(files: list[BlobInfo], *, option: str) -> None:
+    """Refuse a haystack or source that lists more bytes than ``max_source_bytes``."""
+    limit = get_settings().max_source_bytes
+    total = sum(info.size for info in files)
+    if total > limit:
+        raise HaystackError(
+            f"{option} lists {total:,} bytes in {len(files)} files, above the limit of "
+            f"{limit:,} (NIAH_MAX_SOURCE_BYTES); name a smaller folder or one file"
+        )
 
 
 def haystack_files(blobs: BlobStore, prefix: str) -> list[BlobInfo]:

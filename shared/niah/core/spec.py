@@ -13,9 +13,16 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
 
@@ -129,7 +136,7 @@ OPTION_HELP: dict[str, str] = {
     "freq_ucw": "common_words: times each other word is listed (RULER: 3, or 1 below 4096 tokens)",
     "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
     "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
-    "mrcr_source": "mrcr: MRCR v2's published CSV files in the bucket (gs:// URI or prefix)",
+    "mrcr_source": "mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
     "samples_per_cell": "independent samples per grid point, each stored on its own",
     "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
     "needle": "a static needle (with --no-dynamic_needle)",
@@ -166,6 +173,30 @@ MAX_INTERVALS = 1_000
 DEPTH_DECIMALS = 3
 
 
+def plain_text(value: str) -> str:
+    """Refuse characters a reader cannot see in free text.
+
+    Controls (newline and tab aside), format characters (bidi overrides, zero-width
+    joiners), surrogates and private use: they would reach the prompt, the stored cell
+    and every page unseen, and a bidi override shows a reviewer other text than the
+    model reads.
+    """
+    if any(
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch not in "\n\t" for ch in value
+    ):
+        raise ValueError("must not contain control, format or private-use characters")
+    return value
+
+
+# A model ID: ASCII only. Unicode's \w (pydantic's patterns are Rust regexes) takes the
+# zero-width joiners, so a name could hide one.
+MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:/-]*$"
+
+# Every free-text option is of this type (a test checks every text field refuses a bidi
+# override), so a new one cannot skip the check.
+FreeText = Annotated[str, AfterValidator(plain_text)]
+
+
 class RunRequest(BaseModel):
     """A needle-in-a-haystack run, in the harness's vocabulary.
 
@@ -178,12 +209,10 @@ class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     model_name: str = Field(
-        default=LOCAL_MODEL, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][\w.@:/-]*$"
+        default=LOCAL_MODEL, min_length=1, max_length=200, pattern=MODEL_ID_PATTERN
     )
     model_provider: ProviderName | None = None
-    evaluator_model_name: str | None = Field(
-        default=None, max_length=200, pattern=r"^[A-Za-z0-9][\w.@:/-]*$"
-    )
+    evaluator_model_name: str | None = Field(default=None, max_length=200, pattern=MODEL_ID_PATTERN)
 
     context_lengths: list[int] | None = None
     # 15 x 15 by default (inspect's niah default), so the default grid fits the 500-cell
@@ -203,8 +232,8 @@ class RunRequest(BaseModel):
     num_needles: int | None = Field(default=None, ge=1, le=MAX_NEEDLES)
     # The harness's multi-needle list: the user's own sentences, asked for by
     # retrieval_question, scored by expected_answers (one per needle) or the judge.
-    needles: list[str] | None = Field(default=None, max_length=MAX_NEEDLES)
-    expected_answers: list[str] | None = Field(default=None, max_length=MAX_NEEDLES)
+    needles: list[FreeText] | None = Field(default=None, max_length=MAX_NEEDLES)
+    expected_answers: list[FreeText] | None = Field(default=None, max_length=MAX_NEEDLES)
     num_distractors: int = Field(default=3, ge=0, le=100)
     num_values: int = Field(default=4, ge=1, le=100)
     num_queries: int = Field(default=4, ge=1, le=100)
@@ -226,9 +255,11 @@ class RunRequest(BaseModel):
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
     dynamic_needle: bool = True
-    needle: str = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
-    retrieval_question: str = Field(default=HARNESS_DEFAULT_QUESTION, min_length=1, max_length=2000)
-    expected_answer: str | None = Field(default=None, max_length=2000)
+    needle: FreeText = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
+    retrieval_question: FreeText = Field(
+        default=HARNESS_DEFAULT_QUESTION, min_length=1, max_length=2000
+    )
+    expected_answer: FreeText | None = Field(default=None, max_length=2000)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
     haystack_dir: str | None = Field(default=None, max_length=500)
@@ -246,11 +277,11 @@ class RunRequest(BaseModel):
     # Gemini 3 and 4 set thinking by level instead (it cannot be turned off); which levels
     # a model takes is in the catalog. None: the model's default level.
     thinking_level: Literal["minimal", "low", "medium", "high", "xhigh"] | None = None
-    prompt_template: str | None = Field(default=None, max_length=20_000)
+    prompt_template: FreeText | None = Field(default=None, max_length=20_000)
     # A name for people (compare, status): it measures nothing, so it is not part of the
     # run's ID (NOT_RESULT_FIELDS), and the same run asked again with another label is
     # relabelled. None: "model · task" (``niah.core.summary.run_label``).
-    label: str | None = Field(default=None, min_length=1, max_length=120)
+    label: FreeText | None = Field(default=None, min_length=1, max_length=120)
     # How the model is called: online, each cell as its message comes (the default), or
     # batch, the whole grid as Vertex AI batch jobs at half the online price. Part of
     # the run's identity (a batch run is a run of its own); "online" is the default
@@ -317,16 +348,6 @@ class RunRequest(BaseModel):
                 "must be a haystack name, a prefix or a gs:// URI of plain ASCII letters, "
                 "digits, '.', '_', '-' and '/', without '..'"
             )
-        return value
-
-    @field_validator("needle", "retrieval_question", "expected_answer", "prompt_template")
-    @classmethod
-    def _check_text(cls, value: str | None) -> str | None:
-        if value is not None and any(
-            unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch not in "\n\t"
-            for ch in value
-        ):
-            raise ValueError("must not contain control, format or private-use characters")
         return value
 
     @field_validator("label")

@@ -44,7 +44,7 @@ from niah.core.scoring import (
     unscored_reason,
 )
 from niah.core.served_models import answer_identity
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RUN_ID_PATTERN, Cell, RunRequest
 from niah.core.token_fit import (
     TokenCountRatio,
     cell_token_fields,
@@ -57,6 +57,7 @@ from niah.errors import (
     CloudUnavailableError,
     DeadLetteredError,
     HaystackError,
+    MalformedMessageError,
     NiahError,
     PermanentCellError,
     PermanentRunError,
@@ -68,7 +69,7 @@ from niah.logs import describe, log
 from niah.memo import ProcessCache
 from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
-from niah.service.dispatch import release_after_primer
+from niah.service.dispatch import cell_messages, release_after_primer
 from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
 from niah.service.token_counts import run_token_ratio
@@ -112,9 +113,15 @@ class CellTask:
 
     @classmethod
     def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
-        """Parse a message body published by the dispatcher."""
+        """Parse a message body published by the dispatcher.
+
+        ``MalformedMessageError`` for a run ID no run can have: it names no document.
+        """
+        run_id = data["run_id"]
+        if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+            raise MalformedMessageError(f"run_id {str(run_id)[:40]!r} is not a run ID")
         return cls(
-            run_id=str(data["run_id"]),
+            run_id=run_id,
             cell_id=str(data["cell_id"]),
             context_length=int(data["context_length"]),
             depth_percent=float(data["depth_percent"]),
@@ -178,6 +185,9 @@ class RunView:
     cancelled: bool = False
     # How the model counts the run's haystack (``niah.core.token_fit``), once measured.
     token_count: dict[str, Any] | None = None
+    # A run over published rows: each cell's message as the dispatcher makes it, by
+    # cell ID (its file, row and byte span are the run's record, not the message's).
+    published: dict[str, CellTask] | None = None
 
 
 # What a run keeps from its creation on (spec, listing, total, shards), by run ID and
@@ -233,7 +243,18 @@ def run_view(run_id: str, run: dict[str, Any]) -> RunView:
         shards_keep_counted=bool(run.get("counter_shards")),
         cancelled=run.get("status") == RUN_CANCELLED,
         token_count=run.get("token_count") or None,
+        published=_published_cells(run_id, spec, run) if spec.mrcr_source is not None else None,
     )
+
+
+def _published_cells(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, CellTask]:
+    """The cells of a run over published rows, as the dispatcher publishes them."""
+    if not run.get("source_rows"):
+        return {}  # none recorded: no message can be of it
+    return {
+        message["cell_id"]: CellTask.from_message(message)
+        for message in cell_messages(run_id, spec, run)
+    }
 
 
 def _run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:
@@ -311,7 +332,7 @@ def _process_cell(
         log("cell of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
         return "cancelled"
     spec = run.spec
-    problem = _not_of_the_run(task, spec)
+    problem = _not_of_the_run(task, run)
     if problem is not None:
         # Forged or corrupted: no model call, no count, acknowledged.
         log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)
@@ -439,15 +460,28 @@ def _answer_claimed(
     )
 
 
-def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
-    """Why a message is not one of its run's cells, or None: trust no message."""
+def _not_of_the_run(task: CellTask, run: RunView) -> str | None:
+    """Why a message is not one of its run's cells, or None: trust no message.
+
+    Anyone who may publish to the cells topic (or a bug) could otherwise have paid
+    cells answered past the run's total: a grid cell must be on the run's grid, a cell
+    of published rows must be one the run recorded, file, row and span alike.
+    """
+    spec = run.spec
     if not math.isfinite(task.depth_percent):
         return f"depth {task.depth_percent} is not a number"
     if task.cell.cell_id != task.cell_id:
         return f"cell_id {task.cell_id!r} does not name its own numbers"
     if spec.mrcr_source is not None:
-        if task.source_file is None or task.row is None or task.row < 0:
-            return "a cell of published samples needs its file and row"
+        recorded = (run.published or {}).get(task.cell_id)
+        if recorded is None:
+            return f"{task.cell_id} is not one of the run's published rows"
+        if _source_of(recorded) != _source_of(task):
+            return (
+                f"{task.cell_id} names row {task.row} of {task.source_file} at {task.span}; "
+                f"the run recorded row {recorded.row} of {recorded.source_file} at "
+                f"{recorded.span}"
+            )
         return None
     if task.source_file is not None:
         return "a cell of a generated grid names a file"
@@ -456,6 +490,11 @@ def _not_of_the_run(task: CellTask, spec: RunRequest) -> str | None:
     if not 0 <= task.sample < spec.samples_per_cell:
         return f"sample {task.sample} is not one of the run's {spec.samples_per_cell}"
     return None
+
+
+def _source_of(task: CellTask) -> tuple[Any, ...]:
+    """What a cell of published rows reads, and the cell it is."""
+    return (task.source_file, task.row, task.span, task.context_length, task.depth_percent)
 
 
 def cell_sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) -> Sample:
@@ -1097,6 +1136,10 @@ def record_dead_letter(
     if run.cancelled:  # not published again, not stored failed: a resume publishes it
         log("dead letter of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
         return "cancelled"
+    problem = _not_of_the_run(task, run)
+    if problem is not None:  # neither published again nor counted as a failed cell
+        log("dead letter rejected", severity="ERROR", run_id=task.run_id, problem=problem)
+        return "rejected"
     spec = run.spec
     kept = _kept_answer(task, blobs)
     if kept is not None:

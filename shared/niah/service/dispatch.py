@@ -24,7 +24,13 @@ from niah.catalog.models import (
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.counters import run_shards, shard_totals, shards_for
-from niah.core.haystack_files import content_fingerprint, haystack_files, haystack_prefix
+from niah.core.haystack_files import (
+    check_source_size,
+    content_fingerprint,
+    haystack_files,
+    haystack_prefix,
+    mrcr_source_prefix,
+)
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
@@ -79,11 +85,25 @@ class _Progress:
     cancelled: bool = False
 
 
+# No run option takes a whole number this long (the largest bound, seed's, has 19
+# digits). Python refuses to read one of over 4,300 digits (its int conversion limit, a
+# ValueError, not a JSON error), so a longer literal is refused here, by its key.
+MAX_NUMBER_DIGITS = 100
+
+
+@dataclass(frozen=True)
+class _LongNumber:
+    """A whole-number literal too long to be any option's value: how many digits."""
+
+    digits: int
+
+
 def decode_body(data: bytes) -> Any:
     """The request body as JSON, strictly: no repeated keys, no NaN or Infinity.
 
     Python's parser takes the last of two equal keys and reads NaN; either would run
-    something other than what the client's other tools (and the client) read.
+    something other than what the client's other tools (and the client) read. A whole
+    number of more than ``MAX_NUMBER_DIGITS`` digits is refused naming its key.
     """
 
     def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -91,22 +111,43 @@ def decode_body(data: bytes) -> Any:
         for key, value in pairs:
             if key in seen:
                 raise RequestError(key, "is given twice in the JSON body; give it once")
+            _no_long_number(key, value)
             seen[key] = value
         return seen
 
     def no_constants(name: str) -> Any:
         raise RequestError("body", f"{name} is not a JSON number; send a finite number")
 
+    def short_int(literal: str) -> int | _LongNumber:
+        digits = len(literal.lstrip("-"))
+        return int(literal) if digits <= MAX_NUMBER_DIGITS else _LongNumber(digits)
+
     try:
-        return json.loads(
+        body = json.loads(
             data.decode("utf-8") or "null",
             object_pairs_hook=no_repeats,
             parse_constant=no_constants,
+            parse_int=short_int,
         )
+        _no_long_number("body", body)
+        return body
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise RequestError(
             "body", f"not valid JSON ({error}); send a JSON object of run options"
         ) from error
+
+
+def _no_long_number(key: str, value: Any) -> None:
+    """Refuse a whole number too long for any option, in ``value`` or a list in it."""
+    if isinstance(value, _LongNumber):
+        raise RequestError(
+            key,
+            f"is a whole number of {value.digits} digits; no run option takes more than "
+            f"{MAX_NUMBER_DIGITS} (see the option's limits in the README)",
+        )
+    if isinstance(value, list):
+        for item in value:
+            _no_long_number(key, item)
 
 
 def parse_request(payload: Any) -> RunRequest:
@@ -359,7 +400,9 @@ def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, list[Blob
     """The haystack's object prefix and files; a ``RequestError`` if unusable."""
     try:
         prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
-        return prefix, haystack_files(blobs, prefix)
+        files = haystack_files(blobs, prefix)
+        check_source_size(files, option="haystack_dir")
+        return prefix, files
     except HaystackError as error:
         raise RequestError("haystack_dir", str(error)) from error
 
@@ -389,8 +432,9 @@ def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
     if spec.mrcr_source is None:
         return None
     try:
-        prefix = haystack_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
+        prefix = mrcr_source_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
         listed = csv_files(blobs, prefix)
+        check_source_size(listed, option="mrcr_source")
         files = [info.name for info in listed]
         refs = index_rows(blobs, files)
     except (HaystackError, KeyError, ValueError) as error:
