@@ -7,6 +7,8 @@ import io
 import json
 import textwrap
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from niah.core.comparison import Comparison
@@ -47,21 +49,43 @@ def render_heatmap(
     otherwise the harness's 1-10 scale. Repeats show their mean. The title is one
     line; ``notes`` go below the plot, wrapped between words (a URI is never cut).
     """
+    shown = percent_table(table) if fraction else table
+    scale = PERCENT_SCALE if fraction else HARNESS_SCALE
+    with plain_text_figure(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5)) as (
+        figure,
+        axes,
+    ):
+        lines = wrap_notes(notes, figure.get_figwidth())
+        _draw_heatmap(figure, axes, shown, scale, title)
+        axes.title.set_fontsize(11)
+        if lines:
+            figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, color="#444", va="bottom")
+            figure.tight_layout(rect=(0, 0.03 + 0.035 * len(lines), 1, 1))
+        return _png(figure, laid_out=bool(lines))
+
+
+@contextmanager
+def plain_text_figure(**subplots: Any) -> Iterator[tuple[Any, Any]]:
+    r"""A figure (``plt.subplots(**subplots)``) whose every text is drawn as written.
+
+    Labels, model names, URIs and notes come from users, and matplotlib reads ``$...$``
+    as math (and, with ``text.usetex``, hands text to TeX): ``x $\frac{a$`` raised
+    ValueError and deep braces RecursionError on every try, so the run never got its
+    report. Every Text takes its parse_math and usetex from rcParams when it is made,
+    tick labels as late as the draw, so the figure is made, drawn and saved inside this
+    context, and closed on leaving it: no text call can forget it.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = percent_table(table) if fraction else table
-    scale = PERCENT_SCALE if fraction else HARNESS_SCALE
-    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
-    lines = wrap_notes(notes, figure.get_figwidth())
-    _draw_heatmap(figure, axes, shown, scale, title)
-    axes.title.set_fontsize(11)
-    if lines:
-        figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, color="#444", va="bottom")
-        figure.tight_layout(rect=(0, 0.03 + 0.035 * len(lines), 1, 1))
-    return _png(figure, laid_out=bool(lines))
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        figure, axes = plt.subplots(**subplots)
+        try:
+            yield figure, axes
+        finally:
+            plt.close(figure)
 
 
 def wrap_notes(notes: str, figure_inches: float) -> list[str]:
@@ -72,23 +96,25 @@ def wrap_notes(notes: str, figure_inches: float) -> list[str]:
 
 def render_comparison_png(comparison: Comparison) -> bytes:
     """The compared runs' heatmaps side by side on one percent scale, then the difference."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     panels = len(comparison.runs) + 1
     columns = len(comparison.difference.lengths)
-    figure, axes = plt.subplots(
-        1, panels, figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0), squeeze=False
-    )
-    for axis, run in zip(axes[0], comparison.runs, strict=False):
-        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.name}\n{run.run_id}")
-    first, second = comparison.runs[0].name, comparison.runs[1].name
-    _draw_heatmap(
-        figure, axes[0][-1], comparison.difference, DIFFERENCE_SCALE, f"{second}\nminus {first}"
-    )
-    return _png(figure)
+    with plain_text_figure(
+        nrows=1,
+        ncols=panels,
+        figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0),
+        squeeze=False,
+    ) as (figure, axes):
+        for axis, run in zip(axes[0], comparison.runs, strict=False):
+            _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.name}\n{run.run_id}")
+        first, second = comparison.runs[0].name, comparison.runs[1].name
+        _draw_heatmap(
+            figure,
+            axes[0][-1],
+            comparison.difference,
+            DIFFERENCE_SCALE,
+            f"{second}\nminus {first}",
+        )
+        return _png(figure)
 
 
 def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title: str) -> None:
@@ -131,13 +157,11 @@ def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title
 
 
 def _png(figure: Any, *, laid_out: bool = False) -> bytes:
-    import matplotlib.pyplot as plt
-
+    """The figure as PNG bytes; drawn inside ``plain_text_figure``, which closes it."""
     if not laid_out:
         figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
     return buffer.getvalue()
 
 
