@@ -65,16 +65,56 @@ resource "google_pubsub_subscription" "cells_push" {
   depends_on = [time_sleep.pusher_invokes]
 }
 
-# The dead-letter handler's and the report's subscriptions: retried with backoff (a
-# report held by another renderer answers 500 and comes back), never dead-lettered.
+# Report requests: retried with backoff, then the dead-letter topic after 5 deliveries,
+# whose handler records the report's failure on the run (the store or the bucket out
+# of reach all along, or a renderer that dies). A report that cannot be drawn from its
+# data is recorded and acknowledged by the report function at once.
+resource "google_pubsub_subscription" "reports_push" {
+  name                 = "niah-reports-push"
+  topic                = google_pubsub_topic.reports.id
+  ack_deadline_seconds = 300
+
+  push_config {
+    push_endpoint = google_cloudfunctions2_function.internal["report"].service_config[0].uri
+    oidc_token {
+      service_account_email = google_service_account.pusher.email
+    }
+  }
+
+  retry_policy {
+    minimum_backoff = "10s"
+    maximum_backoff = "600s"
+  }
+
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    max_delivery_attempts = 5
+  }
+
+  # A subscription idle for 31 days is deleted unless told otherwise: never.
+  expiration_policy {
+    ttl = ""
+  }
+
+  # Pushes as niah-pusher only once it may invoke the report function (iam.tf).
+  depends_on = [time_sleep.pusher_invokes]
+}
+
+# It was one of the pushes below, before it had a dead-letter policy: the same
+# subscription, not a new one.
+moved {
+  from = google_pubsub_subscription.push["report"]
+  to   = google_pubsub_subscription.reports_push
+}
+
+# The dead-letter handler's subscription: retried with backoff, never dead-lettered
+# (onto its own topic).
 locals {
   pushes = {
     dead_letter = { name = "niah-dead-letter-push", topic = "dead_letter", ack_deadline = 60 }
-    report      = { name = "niah-reports-push", topic = "reports", ack_deadline = 300 }
   }
   topic_ids = {
     dead_letter = google_pubsub_topic.dead_letter.id
-    reports     = google_pubsub_topic.reports.id
   }
 }
 
@@ -114,6 +154,12 @@ resource "google_pubsub_topic_iam_member" "agent_publishes_dead_letters" {
 
 resource "google_pubsub_subscription_iam_member" "agent_acks_dead_letters" {
   subscription = google_pubsub_subscription.cells_push.name
+  role         = "roles/pubsub.subscriber"
+  member       = local.pubsub_agent
+}
+
+resource "google_pubsub_subscription_iam_member" "agent_acks_dead_reports" {
+  subscription = google_pubsub_subscription.reports_push.name
   role         = "roles/pubsub.subscriber"
   member       = local.pubsub_agent
 }

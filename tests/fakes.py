@@ -224,6 +224,8 @@ class MemoryStoreExtras:
         run = self.runs[run_id]
         if run.get("status") == "complete" and run.get("report"):
             return "done"
+        if run.get("status") == "report_failed":
+            return "failed"
         if run.get("report_claim"):
             return "held"
         run["report_claim"] = claim_id
@@ -237,6 +239,17 @@ class MemoryStoreExtras:
         if run.get("report_claim") != claim_id or counted != cells_read:
             return False
         run.update(fields, status="complete")
+        return True
+
+    def fail_report(self, run_id: str, error: dict[str, Any], *, claim_id: str | None) -> bool:
+        run = self.runs.get(run_id)
+        if run is None or run.get("status") == "complete":
+            return False
+        if claim_id is not None and run.get("report_claim") != claim_id:
+            return False
+        firestore_value(error)
+        run.update(status="report_failed", report_error=error)
+        run.pop("report_claim", None)
         return True
 
     def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
@@ -255,6 +268,7 @@ class MemoryStoreExtras:
         run = self.runs[run_id]
         run.update(status="running")
         run.pop("report", None)
+        run.pop("report_error", None)
         run.pop("report_claim", None)
 
     def running_runs(self) -> list[dict[str, Any]]:

@@ -332,7 +332,7 @@ def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
     )
     pushes = [
         (f"{cells}-push", cells, ports.worker, dead_letter),
-        (f"{reports}-push", reports, ports.report, None),
+        (f"{reports}-push", reports, ports.report, dead_letter),
         (f"{dead}-push", dead, ports.dead_letter, None),
     ]
     for name, topic_name, port, policy in pushes:

@@ -17,12 +17,13 @@ import flask
 import functions_framework
 
 from niah.cloud.blobs import GcsBlobStore
-from niah.cloud.bus import PubSubPublisher, decode_event
+from niah.cloud.bus import PubSubPublisher, decode_event, report_request_run
 from niah.cloud.metering import metered
 from niah.cloud.store import FirestoreStore
 from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
 from niah.logs import log
 from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
+from niah.service.run_completion import record_report_dead_letter
 from niah.settings import get_settings
 
 
@@ -39,6 +40,22 @@ def _batch_body(push: Any) -> dict[str, Any] | None:
     except (MalformedMessageError, KeyError, TypeError, ValueError):
         return None
     return body if isinstance(body, dict) and body.get("batch_action") else None
+
+
+def _report_request(push: Any) -> tuple[str, int] | None:
+    """The run a dead-lettered report request names, and how often it was delivered.
+
+    None for any other message. The count is the attribute Pub/Sub adds when it
+    forwards a dead letter (0 where it is missing).
+    """
+    try:
+        body, _ = decode_event(push)
+        run_id = report_request_run(body)
+        attributes = push["message"].get("attributes") or {}
+        deliveries = int(attributes.get("CloudPubSubDeadLetterSourceDeliveryCount") or 0)
+    except (MalformedMessageError, KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return None if run_id is None else (run_id, deliveries)
 
 
 def _task(push: Any) -> CellTask | None:
@@ -155,11 +172,23 @@ def handle_cell(request: flask.Request) -> tuple[str, int]:
 
 @functions_framework.http
 def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
-    """Have a dead-lettered cell answered again, or record it failed so its run finishes."""
+    """Have a dead-lettered cell answered again, or record it failed so its run finishes.
+
+    A dead-lettered report request is recorded on its run as the report's failure.
+    """
     probe = _probe(request)
     if probe is not None:
         return probe
     push = request.get_json(silent=True)
+    report = _report_request(push)
+    if report is not None:
+        run_id, deliveries = report
+        store, _, _ = _clients()
+        return _run(
+            CellTask(run_id, "report", 0, 0.0, delivery_attempt=deliveries),
+            lambda: record_report_dead_letter(run_id, store=store, deliveries=deliveries),
+            "report dead letter handled",
+        )
     batch = _batch_body(push)
     if batch is not None:
         # A batch run's step that kept failing: the sweep publishes it again while the

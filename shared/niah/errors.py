@@ -11,6 +11,9 @@ What a failure does to a cell and to its run:
   model). Recorded on the cell like a cell error and acked, so the run ends.
 - ``RequestError``: a run request the user must fix; the dispatcher answers 400.
 - ``MalformedMessageError``: a message that will never parse; acknowledged, not retried.
+- ``ReportRenderError``: a run's report cannot be drawn from its data; recorded on the
+  run (``report_error``) and acknowledged. A report that cannot be stored (the store or
+  bucket unavailable) is retried, and dead-lettered at the end.
 
 ``kind`` is what a stored cell's ``error.kind`` says. Google Cloud's own exceptions
 become these classes at the adapters (``niah.cloud.google_errors``).
@@ -145,6 +148,12 @@ class CloudAccessError(PermanentRunError):
 
 class ReportPendingError(RetryableError):
     """Another instance holds the report's lease; try again when it may have expired."""
+
+
+class ReportRenderError(NiahError):
+    """A run's report cannot be drawn from its data: rendering again would fail again."""
+
+    kind = "report_render"
 
 
 class ComparisonError(NiahError):

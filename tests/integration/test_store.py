@@ -176,3 +176,32 @@ def test_a_report_claim_dropped_by_a_reset_cannot_mark_the_run_complete(stack: S
     run = store.get_run(run_id) or {}
     assert run["status"] == "complete" and run["report"] == {"x": "fresh"}
     assert (run["done"], run["failed"]) == (1, 0)
+
+
+def test_a_failed_report_is_recorded_once_held_and_dropped_by_a_reopen(stack: Stack) -> None:
+    """Issue 35: ``fail_report`` on Firestore, guarded by the claim, never over a report."""
+    import datetime as dt
+
+    store = FirestoreStore()
+    run_id = fresh_run(store, 1)
+    assert store.record_cell(run_id, "c", {"status": "answered"}, failed=False, shards=SHARDS)
+    assert store.claim_report(run_id, 300, "first") == "claimed"
+    error = {
+        "kind": "report_render",
+        "reason": "ValueError: x",
+        "failed_at": dt.datetime.now(dt.UTC),
+    }
+    assert not store.fail_report(run_id, error, claim_id="another")  # not its claim
+    assert store.fail_report(run_id, error, claim_id="first")
+    run = store.get_run(run_id) or {}
+    assert run["status"] == "report_failed" and run["report_error"]["reason"] == "ValueError: x"
+    assert "report_claim" not in run and "report_claimed_at" not in run
+    assert store.claim_report(run_id, 300, "second") == "failed"  # nothing renders it again
+    assert run_id not in {r["run_id"] for r in store.running_runs()}  # nor does the sweep
+    store.reopen_report(run_id)  # a resume, or the request sent again
+    run = store.get_run(run_id) or {}
+    assert run["status"] == "running" and "report_error" not in run
+    assert store.claim_report(run_id, 300, "third") == "claimed"
+    assert store.finish_report(run_id, "third", 1, {"report": {"x": "fresh"}})
+    assert not store.fail_report(run_id, error, claim_id=None)  # never over a written report
+    assert (store.get_run(run_id) or {})["status"] == "complete"

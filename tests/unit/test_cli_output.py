@@ -399,3 +399,20 @@ def test_resuming_a_relabelled_run_keeps_its_label(
     main(["run", "--resume", "run-t", "--url", "http://127.0.0.1:9/"])
     # The stored spec's label would relabel the run back to "first".
     assert posted == [{"context_lengths": [1000]}]
+
+
+def test_a_failed_report_is_said_with_why_and_how_to_ask_again(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    store = stored([cell(1000, 50)], reported=False)
+    store.runs["run-t"] |= {
+        "status": "report_failed",
+        "report_error": {"kind": "report_render", "reason": "ValueError: bad\ndata"},
+    }
+    use_store(store)
+    code, out, _ = status(capsys)
+    assert "run run-t: report_failed, 1 answered" in out
+    assert "report failed: report_render: ValueError: bad data. The cells are kept" in out
+    assert "niah run --resume run-t" in out
+    assert "scores not determined: the report failed" in out and "not determined yet" not in out
+    assert code == 0

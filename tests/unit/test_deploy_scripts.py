@@ -108,9 +108,11 @@ def test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_
     }
     for line in subscriptions:  # every event trigger retries with backoff, authenticated
         assert "retry=10s..600s" in line and "oidc=pusher" in line and "expiration=never" in line
-    assert "dead_letter=dead_letter max_delivery_attempts=5" in next(
-        s for s in subscriptions if "push=worker" in s
-    )
+    for pushed in ("worker", "report"):  # a poisoned report request is dead-lettered too
+        assert "dead_letter=dead_letter max_delivery_attempts=5" in next(
+            s for s in subscriptions if f"push={pushed}" in s
+        )
+    assert "dead_letter=None" in next(s for s in subscriptions if "push=dead_letter" in s)
     assert any(line.startswith("scheduler niah-sweep") and "target=sweep" in line for line in lines)
     assert lines[-1] == "public members: none"
 

@@ -218,6 +218,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "last_attempt": lambda s: s.last_attempt("r", "c"),
     "claim_report": lambda s: s.claim_report("r", 60, "claim"),
     "finish_report": lambda s: s.finish_report("r", "claim", 1, {}),
+    "fail_report": lambda s: s.fail_report("r", {"kind": "k", "reason": "r"}, claim_id="c"),
     "reopen_report": lambda s: s.reopen_report("r"),
     "reset_failed_cells": lambda s: s.reset_failed_cells("r", shards=1),
     "running_runs": lambda s: s.running_runs(),

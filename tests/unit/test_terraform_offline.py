@@ -191,6 +191,7 @@ def test_every_push_and_the_scheduler_call_only_after_the_pusher_may_invoke(
         "google_cloud_scheduler_job.sweep",
         "google_pubsub_subscription.cells_push",
         "google_pubsub_subscription.push",
+        "google_pubsub_subscription.reports_push",
     ]
     for caller, oidc in callers.items():
         (account,) = references(oidc["service_account_email"])
@@ -243,7 +244,8 @@ def test_the_pubsub_agent_is_granted_only_after_pubsub_is_enabled_and_used(
         if "local.pubsub_agent"
         in resource.get("expressions", {}).get("member", {}).get("references", [])
     ]
-    assert len(grants) == 3  # forwards dead letters, acknowledges them, mints push tokens
+    # Forwards dead letters, acknowledges them (cells and reports), mints push tokens.
+    assert len(grants) == 4
     for grant in grants:
         before = depends_on(graph, grant)
         assert "time_sleep.apis" in before, grant

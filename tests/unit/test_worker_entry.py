@@ -120,3 +120,26 @@ def test_a_dead_lettered_batch_step_is_acknowledged_for_the_sweep_to_ask_again()
     body = push({"run_id": "run-0123456789abcdef", "batch_action": "submit", "batch_round": 0})
     response = client.post("/", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 204
+
+
+def test_a_dead_lettered_report_request_is_recorded_on_its_run(monkeypatch: Any) -> None:
+    """Report requests share the dead-letter topic with cells; each is told apart."""
+    from niah.cloud.bus import REPORT_REQUEST
+    from tests.fakes import MemoryStore
+    from tests.unit.test_report_failures import finished_run
+
+    app = functions_framework.create_app(target="handle_dead_letter", source=SOURCE)
+    served = sys.modules["main"]
+    store = MemoryStore()
+    monkeypatch.setattr(served, "_clients", lambda: (store, None, None))
+    for run_id, body in (
+        ("r", {"run_id": "r", "request": REPORT_REQUEST}),
+        ("s", {"run_id": "s"}),  # as published before requests said what they are
+    ):
+        finished_run(store, run_id)
+        message = push(body)
+        message["message"]["attributes"] = {"CloudPubSubDeadLetterSourceDeliveryCount": "5"}
+        response = app.test_client().post("/", json=message)
+        assert response.status_code == 204
+        error = store.runs[run_id]["report_error"]
+        assert error["kind"] == "dead_letter" and "5 deliveries" in error["reason"]

@@ -82,6 +82,8 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
 def score_line(run: dict[str, Any], task: str) -> str:
     """The run's headline score in the task's own measure, or why there is none yet."""
     measures = run.get("measures") or {}
+    if not measures and run.get("report_error"):
+        return "scores not determined: the report failed (its reason is above)"
     if not measures:
         return "scores not determined yet (they are computed when the last cell is in)"
     outcomes = run.get("outcomes") or {}
@@ -255,6 +257,7 @@ def run_line(run: dict[str, Any]) -> dict[str, Any]:
         "failed": int(run.get("failed", 0)),
         "finished": int(run.get("done", 0)) + int(run.get("failed", 0)),
         "mean_percent": (run.get("measures") or {}).get("mean"),
+        **({"report_error": run["report_error"]} if run.get("report_error") else {}),
         "cost_usd": cost_summary(totals)["cost_usd"] if totals else None,
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
     }

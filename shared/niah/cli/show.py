@@ -12,6 +12,7 @@ from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
 from niah.core.interfaces import RUN_CANCELLED
+from niah.core.run_index import report_error_text
 from niah.core.summary import (
     summarize,
 )
@@ -41,6 +42,11 @@ def cmd_status(args: argparse.Namespace) -> None:
         print(
             "cancelled: no further cell is asked (calls under way when it was cancelled are "
             f"stored). Resume it with: niah run --resume {args.run_id}"
+        )
+    if run.get("report_error"):
+        print(
+            f"report failed: {report_error_text(run)}. The cells are kept; ask for the "
+            f"report again with: niah run --resume {args.run_id}"
         )
     sys.exit(print_results(args.run_id, run))
 

@@ -11,6 +11,9 @@ from niah.cloud.metering import PUBSUB_BYTES, PUBSUB_MESSAGES
 from niah.errors import MalformedMessageError
 from niah.settings import get_settings
 
+# What a report request says it is (``report_request_run``).
+REPORT_REQUEST = "report"
+
 
 @raises_service_errors()
 class PubSubPublisher:
@@ -51,10 +54,21 @@ class PubSubPublisher:
 
     def publish_report(self, run_id: str) -> None:
         """Publish the run's report request and wait for it to be accepted."""
-        data = json.dumps({"run_id": run_id}).encode()
+        data = json.dumps({"run_id": run_id, "request": REPORT_REQUEST}).encode()
         metering.count(PUBSUB_MESSAGES)
         metering.count(PUBSUB_BYTES, len(data))
         self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
+
+
+def report_request_run(body: dict[str, Any]) -> str | None:
+    """The run a report request names; None for any other message (a cell's, a batch step's).
+
+    The dead-letter topic takes both kinds. Requests published before they said what
+    they are carry the run's ID alone.
+    """
+    if body.get("request") == REPORT_REQUEST or set(body) == {"run_id"}:
+        return str(body["run_id"])
+    return None
 
 
 def decode_event(event_data: Any) -> tuple[dict[str, Any], int]:

@@ -32,6 +32,7 @@ from niah.core.interfaces import (
     CLAIM_STORED,
     RUN_CANCELLED,
     RUN_COMPLETE,
+    RUN_REPORT_FAILED,
     CancelOutcome,
     Recorded,
     ReportClaim,
@@ -572,6 +573,8 @@ class FirestoreStore:
             run = reference.get(transaction=transaction).to_dict() or {}
             if run.get("status") == "complete" and run.get("report"):
                 return "done"
+            if run.get("status") == RUN_REPORT_FAILED:
+                return "failed"
             claimed_at = run.get("report_claimed_at")
             now = dt.datetime.now(dt.UTC)
             if claimed_at is not None and (now - claimed_at).total_seconds() < lease_seconds:
@@ -617,6 +620,40 @@ class FirestoreStore:
 
         return bool(finish(self._db.transaction()))
 
+    def fail_report(self, run_id: str, error: dict[str, Any], *, claim_id: str | None) -> bool:
+        """Record the report's failure on the run, in one transaction on it.
+
+        Never over a written report; with ``claim_id`` only while that claim stands (a
+        reset since dropped it, and the cells as they are now deserve a fresh try). The
+        claim is dropped with it: nothing renders a failed report until it is reopened.
+        """
+        firestore = self._firestore
+        reference = self._run(run_id)
+
+        @firestore.transactional
+        def fail(transaction: Any) -> bool:
+            metering.reads(1)
+            snapshot = reference.get(transaction=transaction)
+            run = snapshot.to_dict() or {}
+            if not snapshot.exists or run.get("status") == RUN_COMPLETE:
+                return False
+            if claim_id is not None and run.get("report_claim") != claim_id:
+                return False
+            metering.count(FIRESTORE_WRITES)
+            transaction.update(
+                reference,
+                {
+                    "status": RUN_REPORT_FAILED,
+                    "report_error": error,
+                    "report_claimed_at": firestore.DELETE_FIELD,
+                    "report_claim": firestore.DELETE_FIELD,
+                    "updated_at": firestore.SERVER_TIMESTAMP,
+                },
+            )
+            return True
+
+        return bool(fail(self._db.transaction()))
+
     def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
         """Note that the run's report is being asked for; False if it was, within the window.
 
@@ -658,7 +695,7 @@ class FirestoreStore:
         self._run(run_id).collection(MARKS).document(REPORT_REQUESTED).delete()
 
     def reopen_report(self, run_id: str) -> None:
-        """Drop a stale report and its claim, so the next request renders afresh."""
+        """Drop a stale or failed report and its claim, so the next request renders afresh."""
         firestore = self._firestore
         self.clear_report_request(run_id)
         metering.count(FIRESTORE_WRITES)
@@ -666,6 +703,7 @@ class FirestoreStore:
             {
                 "status": "running",
                 "report": firestore.DELETE_FIELD,
+                "report_error": firestore.DELETE_FIELD,
                 "report_claimed_at": firestore.DELETE_FIELD,
                 "report_claim": firestore.DELETE_FIELD,
                 "updated_at": firestore.SERVER_TIMESTAMP,

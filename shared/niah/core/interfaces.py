@@ -16,12 +16,16 @@ if TYPE_CHECKING:  # the dispatcher imports these interfaces and must not load n
     import numpy as np
     import numpy.typing as npt
 
-ReportClaim = Literal["claimed", "done", "held"]
+# "failed": the report's failure is recorded on the run (``fail_report``); only a
+# reopen (a reset, a resume, the request sent again) lets it be rendered again.
+ReportClaim = Literal["claimed", "done", "held", "failed"]
 # What ``ResultStore.cancel_run`` found: the run cancelled now, cancelled before,
 # complete (nothing left to stop), or no such run.
 CancelOutcome = Literal["cancelled", "already_cancelled", "complete", "missing"]
 # A run's status while it may still spend, once stopped, and once its report is written.
 RUN_RUNNING, RUN_CANCELLED, RUN_COMPLETE = "running", "cancelled", "complete"
+# Every cell is in, but its report could not be made (``report_error`` says why).
+RUN_REPORT_FAILED = "report_failed"
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,15 @@ class ResultStore(Protocol):
         ...
 
     def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
-        """Take the right to render the run's report: "claimed", or "done" / "held"."""
+        """Take the right to render the run's report: "claimed", or "done" / "held" / "failed"."""
+        ...
+
+    def fail_report(self, run_id: str, error: dict[str, Any], *, claim_id: str | None) -> bool:
+        """Record that the run's report failed (status ``report_failed``, ``report_error``).
+
+        With ``claim_id``: only while that claim stands. Never over a written report.
+        False, changing nothing, otherwise.
+        """
         ...
 
     def finish_report(
@@ -258,7 +270,7 @@ class ResultStore(Protocol):
         ...
 
     def reopen_report(self, run_id: str) -> None:
-        """Drop a stale report and its claim, so the next request renders afresh."""
+        """Drop a stale or failed report and its claim, so the next request renders afresh."""
         ...
 
     def reset_failed_cells(self, run_id: str, *, shards: int) -> int:

@@ -36,6 +36,7 @@ INDEX_FIELDS = (
     "report",
     "total",
     "served_models",
+    "report_error",
 )
 INDEX_JSON = "index.json"
 INDEX_HTML = "index.html"
@@ -69,14 +70,26 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "spend_usd": spend.get("usd"),
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
         "report_url": report.get("html_url"),
+        "report_error": report_error_text(run),
         "heatmap_url": report.get("heatmap_url"),
     }
 
 
+def report_error_text(run: dict[str, Any]) -> str:
+    """Why the run's report failed ("" if it did not): its kind and reason."""
+    error = run.get("report_error") or {}
+    if not error:
+        return ""
+    reason = " ".join(str(error.get("reason") or "no reason recorded").split())  # one line
+    return f"{error.get('kind', 'error')}: {reason}"
+
+
 def _mean_text(run: dict[str, Any], measures: dict[str, Any]) -> str:
-    """The mean with its interval; or why there is none (cancelled, or not reported yet)."""
+    """The mean with its interval; or why there is none (cancelled, failed, not yet)."""
     if measures:
         return with_interval(measures.get("mean"), measures.get("mean_interval"))
+    if run.get("report_error"):
+        return f"none (report failed: {report_error_text(run)})"
     return "none (cancelled)" if run.get("status") == RUN_CANCELLED else "not yet (no report)"
 
 

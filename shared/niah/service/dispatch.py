@@ -34,6 +34,7 @@ from niah.core.haystack_files import (
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
+    RUN_REPORT_FAILED,
     RUN_RUNNING,
     BlobInfo,
     BlobStore,
@@ -523,19 +524,24 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
 
     Failed cells are retried when the run had finished or ``resume`` says so; a
     finished run with nothing failed is left as it is. Nothing paid for is asked again.
+    A run whose report failed is finished too, and its report is tried again.
     """
     existing = store.get_run(run_id) or {}
     if existing.get("status") == RUN_CANCELLED:
         if not resume:
             return _Progress(set(), 0, already_complete=False, cancelled=True, run=existing)
         return _resume_cancelled(run_id, existing, store=store)
-    finished = existing.get("status") == RUN_COMPLETE
+    report_failed = existing.get("status") == RUN_REPORT_FAILED
+    if report_failed:  # reopened: its report is asked for below (``publish_missing``)
+        store.reopen_report(run_id)
+        log("failed report asked for again", run_id=run_id)
+    finished = existing.get("status") == RUN_COMPLETE or report_failed
     retried = 0
     if int(existing.get("failed", 0)) > 0 and (finished or resume):
         retried = store.reset_failed_cells(run_id, shards=run_shards(existing))
-    elif finished:
+    elif finished and not report_failed:
         return _Progress(set(), 0, already_complete=True, run=existing)
-    elif dispatch_in_progress(existing):
+    elif dispatch_in_progress(existing) and not report_failed:
         return _Progress(set(), 0, already_complete=False, in_progress=True, run=existing)
     return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=existing)
 

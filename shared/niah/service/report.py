@@ -7,6 +7,8 @@ import io
 import json
 import textwrap
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from niah.core.comparison import Comparison
@@ -31,9 +33,9 @@ from niah.core.summary import (
     summarize,
 )
 from niah.core.uncertainty import with_interval
-from niah.errors import ReportPendingError
+from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
-from niah.service.run_completion import REPORT_LEASE_SECONDS
+from niah.service.run_completion import REPORT_LEASE_SECONDS, record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.settings import get_settings
 
@@ -47,21 +49,43 @@ def render_heatmap(
     otherwise the harness's 1-10 scale. Repeats show their mean. The title is one
     line; ``notes`` go below the plot, wrapped between words (a URI is never cut).
     """
+    shown = percent_table(table) if fraction else table
+    scale = PERCENT_SCALE if fraction else HARNESS_SCALE
+    with plain_text_figure(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5)) as (
+        figure,
+        axes,
+    ):
+        lines = wrap_notes(notes, figure.get_figwidth())
+        _draw_heatmap(figure, axes, shown, scale, title)
+        axes.title.set_fontsize(11)
+        if lines:
+            figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, color="#444", va="bottom")
+            figure.tight_layout(rect=(0, 0.03 + 0.035 * len(lines), 1, 1))
+        return _png(figure, laid_out=bool(lines))
+
+
+@contextmanager
+def plain_text_figure(**subplots: Any) -> Iterator[tuple[Any, Any]]:
+    r"""A figure (``plt.subplots(**subplots)``) whose every text is drawn as written.
+
+    Labels, model names, URIs and notes come from users, and matplotlib reads ``$...$``
+    as math (and, with ``text.usetex``, hands text to TeX): ``x $\frac{a$`` raised
+    ValueError and deep braces RecursionError on every try, so the run never got its
+    report. Every Text takes its parse_math and usetex from rcParams when it is made,
+    tick labels as late as the draw, so the figure is made, drawn and saved inside this
+    context, and closed on leaving it: no text call can forget it.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = percent_table(table) if fraction else table
-    scale = PERCENT_SCALE if fraction else HARNESS_SCALE
-    figure, axes = plt.subplots(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5))
-    lines = wrap_notes(notes, figure.get_figwidth())
-    _draw_heatmap(figure, axes, shown, scale, title)
-    axes.title.set_fontsize(11)
-    if lines:
-        figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, color="#444", va="bottom")
-        figure.tight_layout(rect=(0, 0.03 + 0.035 * len(lines), 1, 1))
-    return _png(figure, laid_out=bool(lines))
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        figure, axes = plt.subplots(**subplots)
+        try:
+            yield figure, axes
+        finally:
+            plt.close(figure)
 
 
 def wrap_notes(notes: str, figure_inches: float) -> list[str]:
@@ -72,23 +96,25 @@ def wrap_notes(notes: str, figure_inches: float) -> list[str]:
 
 def render_comparison_png(comparison: Comparison) -> bytes:
     """The compared runs' heatmaps side by side on one percent scale, then the difference."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     panels = len(comparison.runs) + 1
     columns = len(comparison.difference.lengths)
-    figure, axes = plt.subplots(
-        1, panels, figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0), squeeze=False
-    )
-    for axis, run in zip(axes[0], comparison.runs, strict=False):
-        _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.name}\n{run.run_id}")
-    first, second = comparison.runs[0].name, comparison.runs[1].name
-    _draw_heatmap(
-        figure, axes[0][-1], comparison.difference, DIFFERENCE_SCALE, f"{second}\nminus {first}"
-    )
-    return _png(figure)
+    with plain_text_figure(
+        nrows=1,
+        ncols=panels,
+        figsize=(panels * max(5.0, 0.75 * columns + 2.5), 5.0),
+        squeeze=False,
+    ) as (figure, axes):
+        for axis, run in zip(axes[0], comparison.runs, strict=False):
+            _draw_heatmap(figure, axis, run.table, PERCENT_SCALE, f"{run.name}\n{run.run_id}")
+        first, second = comparison.runs[0].name, comparison.runs[1].name
+        _draw_heatmap(
+            figure,
+            axes[0][-1],
+            comparison.difference,
+            DIFFERENCE_SCALE,
+            f"{second}\nminus {first}",
+        )
+        return _png(figure)
 
 
 def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title: str) -> None:
@@ -131,13 +157,11 @@ def _draw_heatmap(figure: Any, axes: Any, table: ScoreTable, scale: Scale, title
 
 
 def _png(figure: Any, *, laid_out: bool = False) -> bytes:
-    import matplotlib.pyplot as plt
-
+    """The figure as PNG bytes; drawn inside ``plain_text_figure``, which closes it."""
     if not laid_out:
         figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
     return buffer.getvalue()
 
 
@@ -174,16 +198,13 @@ def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> 
     return " · ".join(notes)
 
 
-def write_report_files(
-    run_id: str,
-    run: dict[str, Any],
-    cells: list[dict[str, Any]],
-    calls: list[dict[str, Any]],
-    summary: dict[str, Any],
-    blobs: BlobStore,
-) -> dict[str, str]:
-    """Write the heatmap, the HTML report and the summary; where each is (gs:// and https)."""
-    prefix = f"{get_settings().reports_prefix}{run_id}/"
+ReportFile = tuple[str, bytes, str]  # name, data, content type
+
+
+def render_report_files(
+    run_id: str, run: dict[str, Any], cells: list[dict[str, Any]], summary: dict[str, Any]
+) -> dict[str, ReportFile]:
+    """The heatmap, the HTML report and the summary, rendered (nothing stored)."""
     fraction = summary["score_scale"] == "fraction"
     heatmap = render_heatmap(
         score_table(heatmap_cells(cells, summary["task"])),
@@ -191,7 +212,7 @@ def write_report_files(
         fraction=fraction,
         notes=heatmap_notes(summary, run_id, run),
     )
-    files = {
+    return {
         "heatmap": ("heatmap.png", heatmap, "image/png"),
         "html": (
             REPORT_PAGE_FILE,
@@ -205,6 +226,13 @@ def write_report_files(
             "application/json",
         ),
     }
+
+
+def write_report_files(
+    run_id: str, files: dict[str, ReportFile], blobs: BlobStore
+) -> dict[str, str]:
+    """Store the rendered files; where each is (gs:// and https)."""
+    prefix = f"{get_settings().reports_prefix}{run_id}/"
     location = {}
     for key, (name, data, content_type) in files.items():
         blobs.write(prefix + name, data, content_type=content_type)
@@ -221,8 +249,13 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     (``finish_report``). Otherwise the report is stale: it is reopened and requested
     again, so the cells as they are now are rendered.
 
-    Returns the report's location, or None if the run is unknown, not finished, or the
-    report went stale, or another instance is rendering it.
+    A report that cannot be drawn from the run's data fails the same way every time: it
+    is recorded on the run (``report_failed``) and acknowledged. Anything else (the
+    store or the bucket out of reach) drops the claim and raises, so Pub/Sub delivers
+    the request again, and dead-letters it at its limit (``record_report_dead_letter``).
+
+    Returns the report's location, or None if the run is unknown, not finished, its
+    report failed or went stale, or another instance is rendering it.
     """
     run = store.get_run(run_id, counts=False)
     if run is None:
@@ -236,22 +269,53 @@ def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
         return dict((store.get_run(run_id, counts=False) or {}).get("report") or {})
+    if claim == "failed":
+        log("report failed before; not rendered until the run is reopened", run_id=run_id)
+        return None
     if claim == "held":
         # Another renderer is at work: nothing to do here. If it dies, its claim lapses
         # and the sweep asks for the report again (``sweep_stalled_runs``).
         log("report being rendered elsewhere", run_id=run_id)
         return None
-    run = store.get_run(run_id) or run  # with its counts and totals, read after the claim
+    try:
+        return _render_claimed(run_id, claim_id, store=store, blobs=blobs)
+    except Exception:
+        # Let the next delivery render rather than find the claim held and drop it: so a
+        # request that keeps failing is dead-lettered. Our claim is ours still: the lease
+        # outlasts the function's timeout.
+        try:
+            store.reopen_report(run_id)
+        except NiahError as error:
+            log("report claim not dropped", severity="WARNING", run_id=run_id, error=str(error))
+        raise
+
+
+def _render_claimed(
+    run_id: str, claim_id: str, *, store: ResultStore, blobs: BlobStore
+) -> dict[str, str] | None:
+    """Read, render and store the report under ``claim_id``; see ``render_report``."""
+    run = store.get_run(run_id) or {}  # with its counts and totals, read after the claim
     cells = store.list_cells(run_id)
     if len(cells) < int(run.get("total", 0)):  # reset between the check and the claim
         store.reopen_report(run_id)
         log("report requested before the last cell", run_id=run_id, stored=len(cells))
         return None
     calls = store.list_calls(run_id)
-    summary = summarize(run, cells, calls)
     completed_at = dt.datetime.now(dt.UTC)  # on the page and the run document alike
     run = run | {"completed_at": completed_at}
-    location = write_report_files(run_id, run, cells, calls, summary, blobs)
+    try:
+        summary = summarize(run, cells, calls)
+        files = render_report_files(run_id, run, cells, summary)
+    except RetryableError:
+        raise
+    except Exception as error:  # the run's data: the same every try, so never retried
+        reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        if record_report_failure(
+            run_id, ReportRenderError.kind, reason, store=store, claim_id=claim_id
+        ):
+            refresh_index(store, blobs)  # which says the report failed, and why
+        return None
+    location = write_report_files(run_id, files, blobs)
     fields = {
         "report": location,
         "mean_score": summary["mean_score"],

@@ -1,12 +1,15 @@
-"""Run completion: when every cell is stored, ask for the report, once.
+"""Run completion: when every cell is stored, ask for the report, once; or record why not.
 
-Shared by the worker, the dead-letter handler, the dispatcher and the sweep; light, so
-the dispatcher's cold start does not load the worker's machinery.
+Shared by the worker, the dead-letter handler, the dispatcher, the sweep and the report;
+light, so the dispatcher's cold start does not load the worker's machinery.
 """
 
 from __future__ import annotations
 
-from niah.core.interfaces import Publisher, ResultStore
+import datetime as dt
+
+from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, Publisher, ResultStore
+from niah.errors import DeadLetteredError
 from niah.logs import log
 
 # Longer than the report function may run (300 s, infra/functions.tf), so only a dead
@@ -30,7 +33,8 @@ def request_report_if_complete(
     """
     if total is None:
         run = store.get_run(run_id, counts=False)
-        if run is None or run.get("status") == "complete":
+        # A failed report is asked for again only once reopened (a reset, a resume).
+        if run is None or run.get("status") in (RUN_COMPLETE, RUN_REPORT_FAILED):
             return False
         total = int(run.get("total", 0))
     # One aggregation read: a cell is counted in the same write that stores it.
@@ -46,3 +50,47 @@ def request_report_if_complete(
         raise
     log("report requested", run_id=run_id)
     return True
+
+
+def record_report_failure(
+    run_id: str, kind: str, reason: str, *, store: ResultStore, claim_id: str | None = None
+) -> bool:
+    """Mark the run's report failed, with why: ``niah status`` and the index say so.
+
+    The cells stay; the run is done with (the sweep asks no more), until a reset, a
+    resume or the run request sent again reopens it. ``claim_id``: the renderer's claim,
+    which must still stand. False if the report was written or reopened meanwhile.
+    """
+    error = {"kind": kind, "reason": reason[:2000], "failed_at": dt.datetime.now(dt.UTC)}
+    recorded = store.fail_report(run_id, error, claim_id=claim_id)
+    log(
+        "report failed; recorded on the run" if recorded else "report failure not recorded",
+        severity="ERROR" if recorded else "WARNING",
+        run_id=run_id,
+        kind=kind,
+        reason=reason[:1000],
+    )
+    return recorded
+
+
+def record_report_dead_letter(run_id: str, *, store: ResultStore, deliveries: int = 0) -> str:
+    """A report request that failed past its delivery limit: recorded on its run.
+
+    Only a run still waiting for its report: one reset since (cells missing) or
+    reported since is left alone. ``deliveries``: how often it was tried (0: unknown).
+    What came of it, for the log.
+    """
+    run = store.get_run(run_id, counts=False)
+    if run is None:
+        return "unknown run"
+    if run.get("status") in (RUN_COMPLETE, RUN_REPORT_FAILED):
+        return str(run.get("status"))
+    if store.count_cells(run_id) < int(run.get("total", 0)):
+        return "cells missing"
+    tried = f"{deliveries} deliveries" if deliveries else "every delivery"
+    reason = (
+        f"the report request failed {tried} (the store or the bucket out of reach, or "
+        "the renderer dying); the report function's logs say why"
+    )
+    recorded = record_report_failure(run_id, DeadLetteredError.kind, reason, store=store)
+    return "recorded" if recorded else "not recorded"
