@@ -372,3 +372,16 @@ def test_a_batch_counts_a_few_unfitted_prompts_and_estimates_the_rest(
     w = world(standin, essay_blobs, body, batch_delay_seconds=0.1, token_count_ratio=1.05)
     assert w["step"](w["publisher"].cells[0]) == "submitted"
     assert sum(r["kind"] == "count" for r in w["state"].requests) == 3  # not one a cell
+
+
+def test_a_stale_round_and_a_malformed_run_id_are_refused_with_nothing_paid(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    w = world(standin, essay_blobs, batch_delay_seconds=0.1)
+    submit = w["publisher"].cells[0]
+    assert w["step"](submit | {"batch_round": 3}) == "rejected"  # not the run's round
+    assert w["step"](submit | {"run_id": "run-../../x"}) == "rejected"
+    assert w["store"].get_run(w["run_id"]).get("batch_jobs") is None
+    assert not [r for r in w["state"].requests if r["kind"] in ("count", "batch_line")]
+    assert w["step"](submit) == "submitted"  # the run's own submit still goes

@@ -40,7 +40,7 @@ from niah.core.interfaces import (
     ResultStore,
     gs_uri,
 )
-from niah.core.spec import RunRequest
+from niah.core.spec import RUN_ID_PATTERN, RunRequest
 from niah.core.token_fit import TokenCountRatio
 from niah.errors import BatchJobError, CellInFlightError, PromptOverLimitError
 from niah.logs import log
@@ -105,8 +105,16 @@ def handle_batch_message(
     provider_for: ProviderFactory = get_provider,
     tokenizer_for: TokenizerFactory | None = None,
 ) -> str:
-    """Do what a batch message asks (submit or poll); what came of it, for the log."""
-    run_id = str(body["run_id"])
+    """Do what a batch message asks (submit or poll); what came of it, for the log.
+
+    Checked against its run before anything is paid, as a cell message is: a run ID of
+    the wrong shape, or a submit of a round other than the run's current one (stale, or
+    forged), is refused.
+    """
+    run_id = str(body.get("run_id"))
+    if not RUN_ID_PATTERN.fullmatch(run_id):
+        log("batch message of no possible run rejected", severity="ERROR", run_id=run_id[:80])
+        return "rejected"
     run = store.get_run(run_id, counts=False)
     stamp = body.get("run_stamp")
     if run is None or (stamp is not None and run.get("stamp") not in (None, stamp)):
@@ -132,6 +140,10 @@ def handle_batch_message(
         return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
                            batches=batches, provider_for=provider_for)  # fmt: skip
     if body.get("batch_action") == BATCH_SUBMIT:
+        if int(body.get("batch_round", 0)) != int(run.get("batch_round", 0)):
+            log("batch submit of another round rejected", severity="WARNING", run_id=run_id,
+                asked=body.get("batch_round"), current=run.get("batch_round", 0))  # fmt: skip
+            return "rejected"
         return submit_batch(
             run_id,
             run,
