@@ -246,7 +246,8 @@ def token(claims: dict[str, Any]) -> str:
 def test_the_caller_is_the_verified_tokens_email_or_the_local_identity() -> None:
     assert caller_of(token({"email": "Ada@Example.com", "aud": "x"})) == "ada@example.com"
     assert caller_of(None) == LOCAL_CALLER
-    for header in ("Basic abc", "Bearer not-a-jwt", token({"sub": "123"}), "Bearer a.!!!.c"):
+    assert caller_of(token({"sub": "1234567890"})) == "sub:1234567890"  # no e-mail minted
+    for header in ("Basic abc", "Bearer not-a-jwt", token({"aud": "x"}), "Bearer a.!!!.c"):
         with pytest.raises(ForbiddenError) as refused:
             caller_of(header)
         assert refused.value.status == 403 and refused.value.field == "Authorization"

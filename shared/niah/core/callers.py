@@ -26,9 +26,9 @@ LOCAL_CALLER = "local@niah.localhost"
 def caller_of(authorization: str | None) -> str:
     """The caller's e-mail from an ``Authorization: Bearer <JWT>`` header.
 
-    No header: ``LOCAL_CALLER``. A header whose token has no readable ``email`` claim
-    is refused (a 403): a request IAM let through always carries one, so such a token
-    was not minted by Google for a user or service account.
+    No header: ``LOCAL_CALLER``. A token without ``email`` is its account's unique ID,
+    ``sub:<sub>`` (list it so in ``NIAH_OPERATORS``); one with neither, or unreadable,
+    is refused (a 403).
     """
     if not authorization:
         return LOCAL_CALLER
@@ -40,14 +40,19 @@ def caller_of(authorization: str | None) -> str:
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except (binascii.Error, UnicodeDecodeError, ValueError) as error:
         raise ForbiddenError("Authorization", "the ID token's payload is not JSON") from error
-    email = claims.get("email") if isinstance(claims, dict) else None
-    if not isinstance(email, str) or "@" not in email:
-        raise ForbiddenError(
-            "Authorization",
-            "the ID token names no e-mail; mint it with the account's e-mail "
-            "(gcloud auth print-identity-token, or --include-email for a service account)",
-        )
-    return email.lower()
+    claims = claims if isinstance(claims, dict) else {}
+    email, subject = claims.get("email"), claims.get("sub")
+    if isinstance(email, str) and "@" in email:
+        return email.lower()
+    # A service account's token minted without its e-mail (the metadata server's
+    # "standard" format) still names the account by its unique ID.
+    if isinstance(subject, str) and subject:
+        return f"sub:{subject}"
+    raise ForbiddenError(
+        "Authorization",
+        "the ID token names no account (no email or sub claim); mint it with "
+        "gcloud auth print-identity-token",
+    )
 
 
 def may_change(run: dict[str, object], caller: str, operators: list[str]) -> bool:

@@ -220,7 +220,8 @@ def handle_budget_alert(data: Any, *, ledger: SpendLedger, caller: str) -> bool:
     with no amounts, leaves the switch as it is (it is never lifted from here).
     """
     settings = get_settings()
-    if caller not in {settings.budget_alert_pusher, *settings.operators}:
+    senders = {name.lower() for name in (settings.budget_alert_pusher, *settings.operators) if name}
+    if caller not in senders:
         raise ForbiddenError("Authorization", f"{caller} may not send budget alerts")
     alert = read_budget_alert(data, trip_share=settings.budget_trip_share)
     if alert is None or not alert.trips:
