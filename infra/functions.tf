@@ -30,7 +30,7 @@ resource "google_cloudfunctions2_function" "dispatcher" {
     max_instance_count    = 5
     service_account_email = google_service_account.runs["dispatcher"].email
     ingress_settings      = "ALLOW_ALL"
-    environment_variables = local.common_env
+    environment_variables = merge(local.common_env, local.limits_env)
   }
 
   # Built as niah-build once its roles have had time to take effect (iam.tf).

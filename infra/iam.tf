@@ -186,7 +186,10 @@ resource "time_sleep" "pusher_invokes" {
   triggers = {
     services = join(",", sort([for grant in google_cloud_run_service_iam_member.pusher_invokes : grant.service]))
   }
-  depends_on = [google_cloud_run_service_iam_member.pusher_invokes]
+  depends_on = [
+    google_cloud_run_service_iam_member.pusher_invokes,
+    google_cloud_run_service_iam_member.pusher_invokes_dispatcher, # budget.tf
+  ]
 }
 
 resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {

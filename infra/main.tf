@@ -28,6 +28,8 @@ locals {
   services = [
     "artifactregistry.googleapis.com",
     "aiplatform.googleapis.com",
+    # The budget whose alerts trip the kill switch (budget.tf): free to enable.
+    "billingbudgets.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
     "cloudresourcemanager.googleapis.com",
@@ -62,6 +64,15 @@ locals {
     NIAH_LOCAL_MODEL_AVAILABLE = tostring(var.local_model)
     NIAH_CACHE_DIR             = "/tmp/niah"
   }
+  # Who may change any run, who sends budget alerts, and the ceilings' overrides
+  # (docs/limits.md); the dispatcher reads them, the others ignore them.
+  limits_env = merge(
+    {
+      NIAH_OPERATORS           = jsonencode(var.operators)
+      NIAH_BUDGET_ALERT_PUSHER = google_service_account.pusher.email
+    },
+    { for key, usd in var.spend_ceilings_usd : "NIAH_${upper(key)}_SPEND_CEILING_USD" => tostring(usd) },
+  )
 }
 
 resource "google_project_service" "apis" {

@@ -67,3 +67,32 @@ variable "haystacks_dir" {
   type        = string
   default     = "../build/haystacks"
 }
+
+variable "billing_account" {
+  description = "Cloud Billing account ID (XXXXXX-XXXXXX-XXXXXX) for the budget whose alerts trip the kill switch (budget.tf, docs/limits.md); null: no budget, no kill switch from billing."
+  type        = string
+  default     = null
+}
+
+variable "budget_amount_usd" {
+  description = "The monthly budget on this project in USD; the kill switch trips when its actual cost reaches it."
+  type        = number
+  default     = 3000
+}
+
+variable "operators" {
+  description = "E-mail addresses that may cancel, resume or relabel any run (NIAH_OPERATORS); a run's creator always may."
+  type        = list(string)
+  default     = []
+}
+
+variable "spend_ceilings_usd" {
+  description = "Overrides of the dispatcher's spend ceilings in USD: keys daily, monthly, caller_daily (0 turns one off); unset keys keep the defaults of shared/niah/settings.py."
+  type        = map(number)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for key, usd in var.spend_ceilings_usd : contains(["daily", "monthly", "caller_daily"], key) && usd >= 0])
+    error_message = "spend_ceilings_usd takes the keys daily, monthly and caller_daily, each 0 or more."
+  }
+}

@@ -61,6 +61,15 @@ for member in "${members[@]}"; do
   invokers+=("\"$member\"")
 done
 
+# BILLING_ACCOUNT: the Cloud Billing account whose budget on this project trips the
+# kill switch (infra/budget.tf, docs/limits.md); none: no budget.
+billing_account=null
+if [ -n "${BILLING_ACCOUNT:-}" ]; then
+  [[ "$BILLING_ACCOUNT" =~ ^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$ ]] ||
+    refuse "BILLING_ACCOUNT '$BILLING_ACCOUNT' is not a billing account ID such as 012345-6789AB-CDEF01"
+  billing_account="\"$BILLING_ACCOUNT\""
+fi
+
 # Terraform's approval needs a terminal to be asked on: refused now, not after the build.
 [ "$dry_run" = 1 ] || [ "$yes" = 1 ] || [ -t 0 ] ||
   refuse "no terminal to ask for approval on: pass --yes to apply without asking"
@@ -102,6 +111,7 @@ tfvars=$(
   "worker_max_instances": $WORKER_MAX_INSTANCES,
   "worker_concurrency": $WORKER_CONCURRENCY,
   "run_invokers": [$(IFS=,; echo "${invokers[*]}")],
+  "billing_account": $billing_account,
   "sources_dir": "$BUILD/functions",
   "tokenizer_model": "$BUILD/tokenizers/gemma3.model",
   "haystacks_dir": "$BUILD/haystacks"

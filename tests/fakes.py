@@ -22,6 +22,7 @@ from niah.core.interfaces import (
     ModelAnswer,
     Recorded,
     ReportClaim,
+    Reservation,
     lapses_before_claim,
 )
 
@@ -300,6 +301,60 @@ class MemoryStoreExtras:
         run["failed"] = run.get("failed", 0) - len(failed)
         self.reopen_report(run_id)
         return len(failed)
+
+
+class MemorySpendLedger:
+    """A ``SpendLedger`` in dicts; a lock stands for Firestore's transaction."""
+
+    def __init__(self) -> None:
+        self.windows: dict[str, float] = {}
+        self.runs: dict[str, dict[str, Any]] = {}
+        self.switch: dict[str, Any] | None = None
+        self.switch_reads = 0
+        self._lock = threading.Lock()
+
+    def reserve(
+        self, run_id: str, usd: float, ceilings: dict[str, float | None], *, caller: str
+    ) -> Reservation:
+        with self._lock:
+            spent = {window: self.windows.get(window, 0.0) for window in ceilings}
+            held = self.runs.get(run_id)
+            if held is not None and not held["settled"]:
+                return Reservation(True, spent, held=True)
+            for window, ceiling in ceilings.items():
+                if ceiling is not None and spent[window] + usd > ceiling + 1e-9:
+                    return Reservation(False, spent, refused=window)
+            for window in ceilings:
+                self.windows[window] = spent[window] + usd
+            self.runs[run_id] = {
+                "reserved": usd,
+                "settled_usd": (held or {}).get("settled_usd", 0.0),
+                "windows": list(ceilings),
+                "settled": False,
+                "caller": caller,
+            }
+            return Reservation(True, spent)
+
+    def settle(self, run_id: str, spent_usd: float) -> float | None:
+        with self._lock:
+            run = self.runs.get(run_id)
+            if run is None or run["settled"]:
+                return None
+            change = spent_usd - run["settled_usd"] - run["reserved"]
+            for window in run["windows"]:
+                self.windows[window] = self.windows.get(window, 0.0) + change
+            run.update(reserved=0.0, settled_usd=spent_usd, settled=True)
+            return float(change)
+
+    def window_spend(self, window: str) -> float:
+        return self.windows.get(window, 0.0)
+
+    def kill_switch(self) -> dict[str, Any] | None:
+        self.switch_reads += 1
+        return self.switch
+
+    def set_kill_switch(self, fields: dict[str, Any] | None) -> None:
+        self.switch = None if fields is None else {**fields, "on": True}
 
 
 class MemoryStore(MemoryStoreExtras):

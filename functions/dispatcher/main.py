@@ -9,11 +9,14 @@ import flask
 import functions_framework
 
 from niah.cloud.blobs import GcsBlobStore
-from niah.cloud.bus import PubSubPublisher
+from niah.cloud.bus import PubSubPublisher, decode_event
 from niah.cloud.metering import metered
+from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
-from niah.errors import RequestError
+from niah.core.callers import caller_of
+from niah.errors import MalformedMessageError, RequestError
 from niah.logs import log
+from niah.service.admission import handle_budget_alert
 from niah.service.cancel import cancel_run, parse_cancel
 from niah.service.dispatch import decode_body, dispatch_run
 from niah.service.sweep import sweep_stalled_runs
@@ -28,8 +31,24 @@ def _clients() -> tuple[FirestoreStore, PubSubPublisher, GcsBlobStore]:
     return FirestoreStore(), PubSubPublisher(), GcsBlobStore(get_settings().bucket)
 
 
+@cache
+def _ledger() -> FirestoreSpendLedger:
+    """The spend ledger (spend windows, the kill switch), created once per instance."""
+    return FirestoreSpendLedger()
+
+
 def _error(status: int, field: str, message: str) -> tuple[dict[str, Any], int]:
     return {"error": {"field": field, "message": message}}, status
+
+
+def _refused(error: RequestError) -> tuple[dict[str, Any], int]:
+    """A refused request: 400 to fix it, 403 another caller's run, 429 money."""
+    return _error(error.status, error.field, error.message)
+
+
+def _caller(request: flask.Request) -> str:
+    """The caller's e-mail from the ID token Cloud Run's IAM verified (none locally)."""
+    return caller_of(request.headers.get("Authorization"))
 
 
 def _json_body(request: flask.Request) -> Any:
@@ -47,35 +66,49 @@ def _json_body(request: flask.Request) -> Any:
     return decode_body(data)
 
 
-# The cancel route: on the dispatcher's own URL, so whoever may start a run (the
-# invoker role on the dispatcher, infra/iam.tf) may stop it, and nobody else.
+# The cancel route: on the dispatcher's own URL, so only those who may start a run (the
+# invoker role on the dispatcher, infra/iam.tf) reach it; of them, only a run's
+# creator or an operator may stop it.
 CANCEL_PATH = "/cancel"
+# Cloud Billing budget alerts, pushed by the budget topic's subscription
+# (infra/budget.tf) with the pusher account's ID token.
+BUDGET_ALERT_PATH = "/budget-alert"
 
 
 @functions_framework.http
 def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     """POST a JSON run request; 202 with the run ID, or 400 naming the bad field.
 
-    POST ``/cancel`` with ``{"run_id": ...}`` cancels a run (``cancel``).
+    POST ``/cancel`` with ``{"run_id": ...}`` cancels a run (``cancel``); a budget
+    alert's push to ``/budget-alert`` may trip the kill switch (``budget_alert``).
     """
     if request.path.rstrip("/") == CANCEL_PATH:
         return cancel(request)
+    if request.path.rstrip("/") == BUDGET_ALERT_PATH:
+        return budget_alert(request)
     if request.method != "POST":
         return _error(405, "method", "POST a JSON run request")
     try:
         payload = _json_body(request)
+        caller = _caller(request)
     except RequestError as error:
-        return _error(400, error.field, error.message)
+        return _refused(error)
     store, publisher, blobs = _clients()
     resume = request.args.get("resume", "").lower() in ("1", "true", "yes")
     try:
         with metered() as operations:
             result = dispatch_run(
-                payload, store=store, publisher=publisher, blobs=blobs, resume=resume
+                payload,
+                store=store,
+                publisher=publisher,
+                blobs=blobs,
+                resume=resume,
+                ledger=_ledger(),
+                caller=caller,
             )
         log("dispatch metered", run_id=result.run_id, operations=operations.counts())
     except RequestError as error:
-        return _error(400, error.field, error.message)
+        return _refused(error)
     except Exception as error:  # Firestore or Pub/Sub down: the client may retry
         log("dispatch failed", severity="ERROR", error=repr(error))
         return _error(
@@ -105,11 +138,16 @@ def cancel(request: flask.Request) -> tuple[dict[str, Any], int]:
     """Cancel a run: 200 with what it spent and answered, 404 no such run, 409 complete."""
     try:
         run_id = parse_cancel(_json_body(request))
+        caller = _caller(request)
     except RequestError as error:
-        return _error(405 if error.field == "method" else 400, error.field, error.message)
+        return _error(405 if error.field == "method" else error.status, error.field, error.message)
     store, publisher, _ = _clients()
     try:
-        result = cancel_run(run_id, store=store, publisher=publisher)
+        result = cancel_run(
+            run_id, store=store, publisher=publisher, ledger=_ledger(), caller=caller
+        )
+    except RequestError as error:  # another caller's run
+        return _refused(error)
     except Exception as error:  # Firestore down: the client may retry
         log("cancel failed", severity="ERROR", run_id=run_id, error=repr(error))
         return _error(503, "service", "the run could not be cancelled now; retry (it is safe)")
@@ -118,6 +156,29 @@ def cancel(request: flask.Request) -> tuple[dict[str, Any], int]:
     if result.outcome == "complete":
         return _error(409, "run_id", f"run {run_id} is complete: nothing is left to cancel")
     return result.as_json(), 200
+
+
+def budget_alert(request: flask.Request) -> tuple[dict[str, Any], int]:
+    """A Cloud Billing budget notification (a Pub/Sub push): trip the kill switch if spent.
+
+    200 whatever the figures (a push answered 2xx is acknowledged); 400 for a push that
+    will never parse (acknowledged too: retrying it cannot help); 403 from anyone but
+    the budget topic's pusher or an operator; 503 if the switch could not be written
+    (Pub/Sub pushes it again).
+    """
+    try:
+        caller = _caller(request)
+        data, _ = decode_event(request.get_json(silent=True))
+        tripped = handle_budget_alert(data, ledger=_ledger(), caller=caller)
+    except RequestError as error:
+        return _refused(error)
+    except MalformedMessageError as error:
+        log("malformed budget alert dropped", severity="ERROR", error=str(error))
+        return _error(400, "message", str(error))
+    except Exception as error:  # Firestore down: Pub/Sub redelivers
+        log("budget alert not handled", severity="ERROR", error=repr(error))
+        return _error(503, "service", "the kill switch could not be read or written; retry")
+    return {"kill_switch_tripped": tripped}, 200
 
 
 @functions_framework.http

@@ -11,6 +11,7 @@ from cloudevents.http import CloudEvent
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import decode_event
 from niah.cloud.metering import metered
+from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
 from niah.errors import MalformedMessageError
 from niah.logs import log
@@ -19,9 +20,9 @@ from niah.settings import get_settings
 
 
 @cache
-def _clients() -> tuple[FirestoreStore, GcsBlobStore]:
+def _clients() -> tuple[FirestoreStore, GcsBlobStore, FirestoreSpendLedger]:
     """Cloud clients, created once per instance on first use."""
-    return FirestoreStore(), GcsBlobStore(get_settings().bucket)
+    return FirestoreStore(), GcsBlobStore(get_settings().bucket), FirestoreSpendLedger()
 
 
 @functions_framework.cloud_event
@@ -33,10 +34,10 @@ def handle_report(event: CloudEvent) -> None:
     except (MalformedMessageError, KeyError) as error:
         log("malformed report message dropped", severity="ERROR", error=str(error))
         return
-    store, blobs = _clients()
+    store, blobs, ledger = _clients()
     started = time.perf_counter()
     with metered() as operations:
-        render_report(run_id, store=store, blobs=blobs)
+        render_report(run_id, store=store, blobs=blobs, ledger=ledger)
     log(
         "report request metered",
         run_id=run_id,

@@ -9,7 +9,8 @@ What a failure does to a cell and to its run:
 - ``PermanentRunError``: no cell of the run can succeed (unknown model, no access,
   quota limit 0, a haystack that cannot be read, a deployment that cannot serve the
   model). Recorded on the cell like a cell error and acked, so the run ends.
-- ``RequestError``: a run request the user must fix; the dispatcher answers 400.
+- ``RequestError``: a run request the user must fix; the dispatcher answers 400 (403
+  for another caller's run, 429 for a spend ceiling or the kill switch).
 - ``MalformedMessageError``: a message that will never parse; acknowledged, not retried.
 - ``ReportRenderError``: a run's report cannot be drawn from its data; recorded on the
   run (``report_error``) and acknowledged. A report that cannot be stored (the store or
@@ -68,14 +69,36 @@ class ConfigurationError(PermanentRunError):
 
 
 class RequestError(NiahError):
-    """A run request the user must fix; ``field`` names the option at fault."""
+    """A run request the user must fix; ``field`` names the option at fault.
+
+    ``status`` is the HTTP status the dispatcher answers with (400 unless a subclass
+    says otherwise).
+    """
 
     kind = "request"
+    status = 400
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class ForbiddenError(RequestError):
+    """The caller may not do this to the run: it is another caller's (a 403)."""
+
+    kind = "forbidden"
+    status = 403
+
+
+class SpendRefusedError(RequestError):
+    """A new run refused for money: over a spend ceiling, or the kill switch is on.
+
+    A 429: the ceilings reset with the UTC day or month; an operator lifts the switch.
+    """
+
+    kind = "spend_refused"
+    status = 429
 
 
 class MalformedMessageError(NiahError):

@@ -56,6 +56,32 @@ class Settings(BaseSettings):
     # any real run, and it stops a prefix of gigabytes before anything is read.
     max_source_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
 
+    # Spend ceilings in USD, checked at dispatch against each new run's worst case plus
+    # what runs admitted in the same UTC day (month) hold (niah.service.admission;
+    # docs/limits.md). $300 a day admits one 10-length x 10-depth sweep to 1M tokens on
+    # gemini-3.8-flash ($219 at worst with every retry; about $44 if each call succeeds
+    # at once) or to 128K on gemini-3.1-pro-preview ($262), and refuses the review's
+    # 200-cell 1M-token Pro grid ($1,036 without retries). $3,000 a month is ten such
+    # days. 0 turns a ceiling off.
+    daily_spend_ceiling_usd: float = Field(default=300.0, ge=0)
+    monthly_spend_ceiling_usd: float = Field(default=3_000.0, ge=0)
+    # One caller's share of a UTC day; 0 (the default): only the service's ceilings.
+    caller_daily_spend_ceiling_usd: float = Field(default=0.0, ge=0)
+    # Runs one caller may have running at once; 0 (the default): no limit.
+    max_running_runs_per_caller: int = Field(default=0, ge=0)
+    # Who may cancel, resume or relabel any run (a run's creator always may), and lift
+    # the kill switch through the dispatcher: e-mail addresses, as a JSON list.
+    operators: list[str] = Field(default_factory=list)
+    # The account whose ID token a budget alert's push carries (infra/budget.tf: the
+    # push subscription's service account); only it (or an operator) may trip the
+    # kill switch through the dispatcher's /budget-alert route.
+    budget_alert_pusher: str | None = None
+    # A budget alert trips the kill switch when costAmount reaches this share of
+    # budgetAmount (1.0: the budget is spent).
+    budget_trip_share: float = Field(default=1.0, gt=0)
+    # How long a dispatcher instance trusts its last read of the kill switch.
+    kill_switch_cache_seconds: float = Field(default=5.0, ge=0)
+
     # The model a run request that names none gets; a deployment sets a Gemini model.
     default_model_name: str = "gemma-3-270m-local"
     # Whether this deployment's worker has llama.cpp and the GGUF (a deployment asks for

@@ -22,6 +22,8 @@ from niah_devtools import localstack
 
 # NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578).
 BASE_PORT = int(os.environ.get("NIAH_TEST_BASE_PORT", "8570"))
+# The account the local budget-alert "push" names (in production, niah-pusher).
+BUDGET_ALERT_PUSHER = "niah-pusher@niah-local.iam.gserviceaccount.com"
 
 
 @dataclass
@@ -62,6 +64,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # A frozen Firestore fails a cell's commit after 10 s (60 s in production),
             # inside the freeze test's 30 s freeze, so the kept-answer path is taken.
             "NIAH_STORE_TIMEOUT_SECONDS": "10",
+            # Budget alerts come with this account's token (test_limits_stack.py), and
+            # a lifted kill switch reaches the dispatcher within a second.
+            "NIAH_BUDGET_ALERT_PUSHER": BUDGET_ALERT_PUSHER,
+            "NIAH_KILL_SWITCH_CACHE_SECONDS": "1",
         },
         # Test cells are small; a push held by a killed worker is due again after 30 s.
         ack_deadline_seconds=30,

@@ -40,6 +40,7 @@ def offline(tmp_path_factory: pytest.TempPathFactory) -> OfflineTerraform:
 def deploy_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The inputs scripts/deploy.sh writes, its build outputs replaced by small stand-ins."""
     env = {**os.environ, "PROJECT": "my-proj", "BUCKET": "my-proj-niah", "INVOKER": "user:a@b.c"}
+    env["BILLING_ACCOUNT"] = "012345-6789AB-CDEF01"  # the budget and kill switch are planned
     result = run("deploy.sh", "--dry-run", env=env)
     assert result.returncode == 0, result.stderr
     out = result.stdout

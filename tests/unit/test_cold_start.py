@@ -9,6 +9,7 @@ from tests import REPO
 
 HEAVY = (
     "numpy",
+    "genai_prices",  # loaded by the first admission's worst case, not at cold start
     "sentencepiece",
     "matplotlib",
     "xllamacpp",

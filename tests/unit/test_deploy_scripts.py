@@ -99,12 +99,14 @@ def test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_
         assert "max_instances=unset" not in line, line
         public = name == "niah-dispatcher"  # users call it from outside Google's network
         assert f"ingress={'ALLOW_ALL' if public else 'ALLOW_INTERNAL_ONLY'} " in line, line
-        assert f"invokers={'var.run_invokers' if public else 'pusher'} " in line, line
+        # The pusher invokes the dispatcher too: budget alerts (infra/budget.tf).
+        assert f"invokers={'pusher,var.run_invokers' if public else 'pusher'} " in line, line
     subscriptions = [line for line in lines if line.startswith("subscription ")]
     assert {re.search(r"push=(\w+)", s).group(1) for s in subscriptions if "push=" in s} == {  # type: ignore[union-attr]
         "worker",
         "dead_letter",
         "report",
+        "dispatcher",  # budget alerts, to its /budget-alert route
     }
     for line in subscriptions:  # every event trigger retries with backoff, authenticated
         assert "retry=10s..600s" in line and "oidc=pusher" in line and "expiration=never" in line

@@ -38,6 +38,11 @@ ACCOUNTED: list[tuple[str, str]] = [
     ),
     (r"niah run (?!.*gs://).*--estimate", "here"),
     (
+        r"niah killswitch (status|lift)",
+        "test tests/integration/test_limits_stack.py::"
+        "test_a_budget_alert_stops_new_runs_until_an_operator_lifts_the_switch",
+    ),
+    (
         r"niah cancel RUN_ID|niah run --resume RUN_ID",
         "test tests/integration/test_cancel_stack.py::"
         "test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it",

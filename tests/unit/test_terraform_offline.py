@@ -189,6 +189,7 @@ def test_every_push_and_the_scheduler_call_only_after_the_pusher_may_invoke(
     }
     assert sorted(callers) == [
         "google_cloud_scheduler_job.sweep",
+        "google_pubsub_subscription.budget_alerts_push",
         "google_pubsub_subscription.cells_push",
         "google_pubsub_subscription.push",
         "google_pubsub_subscription.reports_push",
@@ -224,7 +225,9 @@ def test_nothing_uses_an_api_the_moment_it_is_enabled(
     for wait in waits:
         assert config[wait]["expressions"]["create_duration"]["constant_value"] == "60s"
     users = [a for a, r in config.items() if r["type"] in BUILD_AND_RUN_USERS]
-    assert len(users) == 4  # two functions' resources, two Cloud Run invoker grants
+    # Two functions' resources, three Cloud Run invoker grants (the pusher's on the
+    # dispatcher is for budget alerts).
+    assert len(users) == 5
     for user in users:
         assert waits & depends_on(graph, user), f"{user} may use its API before the wait"
 

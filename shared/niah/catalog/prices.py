@@ -12,8 +12,9 @@ has a price on Google's pages either); tests/unit/test_catalog.py demands a pric
 reason of every model the catalog lists as served. The local model costs nothing per
 token.
 
-Kept apart from ``niah.catalog.models`` so that the dispatcher, which never prices a
-call, does not load the library on its cold start.
+Kept apart from ``niah.catalog.models``, and the library imported inside the functions
+that read it, so the dispatcher (which prices only a run's worst case, at admission)
+loads it on its first dispatch, not on its cold start.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from niah.cli.compare import cmd_compare
+from niah.cli.limits import cmd_killswitch
 from niah.cli.models import cmd_models
 from niah.cli.run import TIMEOUT_HELP, cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
@@ -180,6 +181,17 @@ def _add_show_commands(commands: Any) -> None:
     )
     models.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
     models.set_defaults(handler=cmd_models)
+    killswitch = commands.add_parser(
+        "killswitch", help="see, trip or lift the switch that stops new runs (operators)"
+    )
+    killswitch.add_argument(
+        "action", choices=("status", "trip", "lift"), nargs="?", default="status"
+    )
+    killswitch.add_argument("--reason", help="why it is tripped (trip)")
+    killswitch.add_argument(
+        "--json", action=BooleanFlag, default=False, help="print JSON for scripts"
+    )
+    killswitch.set_defaults(handler=cmd_killswitch)
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:

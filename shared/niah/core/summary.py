@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.pricing import Cost, cost_of
+from niah.core.pricing import spend_summary
 from niah.core.served_models import answered_by_text, served_versions
 from niah.core.token_fit import token_count_note
 from niah.core.uncertainty import CONFIDENCE, Interval, interval
@@ -373,37 +373,6 @@ def cost_summary(totals: dict[str, Any]) -> dict[str, Any]:
         "unpriced_cells": unpriced,
         "cost_without_cache_usd": round(float(totals.get("cost_without_cache_usd", 0.0)), 6),
         "cached_share": round(cached / prompt, 4) if prompt else None,
-    }
-
-
-def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any]:
-    """Every model call the run started, the thrown-away ones too, and what they cost.
-
-    ``cost_usd`` in the summary is what the stored results cost; the spend adds calls
-    whose answers were never stored (a worker killed mid-call, a cell stored by another
-    delivery). A call cut off mid-flight left no usage: its input is estimated at the
-    planned prompt size (``estimated_usd``); its output, if any, is unknown.
-    """
-    answered = [c for c in calls if c.get("status") == "answered"]
-    cut_off = [c for c in calls if c.get("status") == "started"]
-    unpriced = sum(1 for c in answered if c.get("cost_usd") is None)
-    known = sum(float(c["cost_usd"]) for c in answered if c.get("cost_usd") is not None)
-    # Priced call by call: the long-context tier is set by each prompt's own size.
-    estimate = sum(
-        (cost_of(model_name, int(c.get("planned_prompt_tokens") or 0), 0) for c in cut_off),
-        Cost(0.0, priced=True),
-    )
-    return {
-        "calls": len(calls),
-        "answered_calls": len(answered),
-        "error_calls": sum(1 for c in calls if c.get("status") == "error"),
-        "cut_off_calls": len(cut_off),
-        "unpriced_calls": unpriced,
-        "usd": None
-        if unpriced or (cut_off and not estimate.priced)
-        else round(known + estimate.usd, 6),
-        "answered_usd": round(known, 6),
-        "estimated_usd": round(estimate.usd, 6) if estimate.priced else None,
     }
 
 

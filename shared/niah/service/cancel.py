@@ -14,11 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.interfaces import CancelOutcome, Publisher, ResultStore
+from niah.core.callers import LOCAL_CALLER, check_may_change
+from niah.core.interfaces import CancelOutcome, Publisher, ResultStore, SpendLedger
+from niah.core.pricing import spend_summary
 from niah.core.spec import RUN_ID_PATTERN
 from niah.errors import RequestError
 from niah.logs import log
+from niah.service.admission import settle_run_spend
 from niah.service.dispatch import BATCH_POLL, batch_message
+from niah.settings import get_settings
 
 
 @dataclass(frozen=True)
@@ -60,15 +64,31 @@ def parse_cancel(payload: Any) -> str:
     return run_id
 
 
-def cancel_run(run_id: str, *, store: ResultStore, publisher: Publisher | None = None) -> Cancelled:
+def cancel_run(
+    run_id: str,
+    *,
+    store: ResultStore,
+    publisher: Publisher | None = None,
+    ledger: SpendLedger | None = None,
+    caller: str = LOCAL_CALLER,
+) -> Cancelled:
     """Mark the run cancelled (if it is running); its counts and spend as they stand.
 
-    A batch run's jobs are cancelled through Vertex's API by the worker, asked at once
-    with a poll message (``publisher``); the sweep asks again until they are.
+    Only its creator or an operator may (``ForbiddenError`` otherwise). A batch run's
+    jobs are cancelled through Vertex's API by the worker, asked at once with a poll
+    message (``publisher``); the sweep asks again until they are. Its spend reservation
+    is settled to what its calls cost so far (``ledger``); calls under way finish
+    unreserved (a resume reserves its missing cells again).
     """
+    before = store.get_run(run_id, counts=False, fields=["created_by"])
+    if before is not None:
+        check_may_change(before, run_id, caller, get_settings().operators, "cancel")
     outcome = store.cancel_run(run_id)
     run = store.get_run(run_id) if outcome != "missing" else None
-    log("run cancel", run_id=run_id, outcome=outcome)
+    log("run cancel", run_id=run_id, outcome=outcome, caller=caller)
+    if run is not None and ledger is not None and outcome == "cancelled":
+        spent = spend_summary(store.list_calls(run_id), str(run.get("model") or ""))
+        settle_run_spend(run_id, spent["usd"], ledger=ledger)
     if run is not None and publisher is not None and run.get("batch_jobs"):
         publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
     if run is None:

@@ -23,6 +23,7 @@ from niah.catalog.models import (
     temperature_record,
 )
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
+from niah.core.callers import LOCAL_CALLER
 from niah.core.counters import run_shards, shard_totals, shards_for
 from niah.core.haystack_files import (
     check_source_size,
@@ -40,12 +41,14 @@ from niah.core.interfaces import (
     BlobStore,
     Publisher,
     ResultStore,
+    SpendLedger,
 )
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.request_errors import describe_validation_error
 from niah.core.spec import Cell, RunRequest, primer_cell, run_label
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
+from niah.service.admission import admit_request
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 
@@ -589,19 +592,20 @@ def dispatch_run(
     publisher: Publisher,
     blobs: BlobStore,
     resume: bool = False,
+    ledger: SpendLedger | None = None,
+    caller: str = LOCAL_CALLER,
 ) -> Dispatched:
     """Validate, record and fan out a run; idempotent for a repeated request.
 
     The run ID is derived from the request and the haystack's content, so a client
     that retries gets the same run back and workers skip the cells already answered.
+    ``ledger``: where spend is held against the ceilings (none: unlimited, as in tests
+    of other concerns); ``caller``: who asks (``niah.core.callers``).
     """
     spec = parse_request(payload)
     source = resolve_mrcr_source(spec, blobs)
-    check_budget(
-        spec,
-        source_cells(source.rows) if source else None,
-        source.reply_tokens if source else 0,
-    )
+    sourced = source_cells(source.rows) if source else None
+    check_budget(spec, sourced, source.reply_tokens if source else 0)
     warnings = model_warnings(spec)
     prefix, files = resolve_haystack(spec, blobs)
     fingerprint = content_fingerprint(files)
@@ -612,6 +616,17 @@ def dispatch_run(
     primer = primer_message(run_id, spec, record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress
         record["primer_cell"] = primer["cell_id"]
+    record |= admit_request(
+        run_id,
+        spec,
+        sourced or spec.cells(),
+        call_budget(spec, source.reply_tokens if source else 0),
+        store.get_run(run_id),
+        running=store.running_runs,
+        ledger=ledger,
+        caller=caller,
+        resume=resume,
+    )
     created = store.create_run(run_id, record)
     if not created and spec.label is not None:
         # The label names the run for people, not its results: asked again under

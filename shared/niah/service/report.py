@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from niah.core.comparison import Comparison
-from niah.core.interfaces import BlobStore, ResultStore, gs_uri
+from niah.core.interfaces import BlobStore, ResultStore, SpendLedger, gs_uri
 from niah.core.report_page import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
@@ -35,6 +35,7 @@ from niah.core.summary import (
 from niah.core.uncertainty import with_interval
 from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
+from niah.service.admission import settle_run_spend
 from niah.service.run_completion import REPORT_LEASE_SECONDS, record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.settings import get_settings
@@ -241,8 +242,13 @@ def write_report_files(
     return location
 
 
-def render_report(run_id: str, *, store: ResultStore, blobs: BlobStore) -> dict[str, str] | None:
+def render_report(
+    run_id: str, *, store: ResultStore, blobs: BlobStore, ledger: SpendLedger | None = None
+) -> dict[str, str] | None:
     """Render and store the run's report once every cell is in; rendered once.
+
+    Once written, the run's spend reservation is settled to what its calls cost
+    (``ledger``; ``niah.service.admission``).
 
     Claims first, then reads: a reset while rendering drops the claim, and the run is
     marked complete only if the claim still stands and the counts match the cells read
@@ -338,5 +344,7 @@ def _render_claimed(
             raise ReportPendingError(f"the report of {run_id} went stale; rendering again")
         return None
     log("report written", run_id=run_id, **location)
+    if ledger is not None:
+        settle_run_spend(run_id, summary["spend"]["usd"], ledger=ledger)
     refresh_index(store, blobs)
     return location
