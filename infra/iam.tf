@@ -105,7 +105,6 @@ locals {
   project_roles = {
     dispatcher_firestore  = { account = "dispatcher", role = "roles/datastore.user" }
     worker_firestore      = { account = "worker", role = "roles/datastore.user" }
-    worker_vertex         = { account = "worker", role = "projects/${var.project}/roles/${google_project_iam_custom_role.worker_vertex.role_id}" }
     dead_letter_firestore = { account = "dead_letter", role = "roles/datastore.user" }
     sweep_firestore       = { account = "sweep", role = "roles/datastore.user" }
     report_firestore      = { account = "report", role = "roles/datastore.user" }
@@ -181,6 +180,12 @@ resource "google_project_iam_custom_role" "worker_vertex" {
     "aiplatform.endpoints.predict",
   ]
   depends_on = [time_sleep.apis]
+}
+
+resource "google_project_iam_member" "worker_vertex" {
+  project = var.project
+  role    = "projects/${var.project}/roles/${google_project_iam_custom_role.worker_vertex.role_id}"
+  member  = google_service_account.runs["worker"].member
 }
 
 # Read and list the whole data bucket. storage.objects.list is checked on the bucket,

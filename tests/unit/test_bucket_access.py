@@ -263,7 +263,7 @@ def test_the_check_fails_when_a_grant_is_widened(planned: Planned) -> None:
     (vertex,) = (
         c
         for c in project["resource_changes"]
-        if c["address"] == 'google_project_iam_member.runs["worker_vertex"]'
+        if c["address"] == "google_project_iam_member.worker_vertex"
     )
     vertex["change"]["after"]["role"] = "roles/storage.objectAdmin"
     assert any("on project" in problem for problem in violations(project))
