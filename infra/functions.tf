@@ -16,7 +16,7 @@ resource "google_cloudfunctions2_function" "dispatcher" {
     service_account = google_service_account.build.id
     source {
       storage_source {
-        bucket = google_storage_bucket.data.name
+        bucket = google_storage_bucket.sources.name
         object = google_storage_bucket_object.source["dispatcher"].name
       }
     }
@@ -30,7 +30,7 @@ resource "google_cloudfunctions2_function" "dispatcher" {
     max_instance_count    = 5
     service_account_email = google_service_account.runs["dispatcher"].email
     ingress_settings      = "ALLOW_ALL"
-    environment_variables = merge(local.common_env, local.limits_env)
+    environment_variables = merge(local.common_env, local.limits_env, local.openai_env)
   }
 
   # Built as niah-build once its roles have had time to take effect (iam.tf).
@@ -105,7 +105,7 @@ resource "google_cloudfunctions2_function" "internal" {
     service_account = google_service_account.build.id
     source {
       storage_source {
-        bucket = google_storage_bucket.data.name
+        bucket = google_storage_bucket.sources.name
         object = google_storage_bucket_object.source[each.value.source].name
       }
     }
@@ -119,11 +119,24 @@ resource "google_cloudfunctions2_function" "internal" {
     max_instance_request_concurrency = each.value.concurrency
     service_account_email            = google_service_account.runs[each.key].email
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables            = local.common_env
+    environment_variables            = merge(local.common_env, local.openai_env)
+
+    # The worker alone reads the OpenAI-compatible endpoint's key, from Secret Manager
+    # (secrets.tf), once a version of it is named: never a plain environment variable.
+    dynamic "secret_environment_variables" {
+      for_each = each.key == "worker" && var.openai_api_key_version != "" ? google_secret_manager_secret.openai_api_key : []
+      content {
+        key        = "NIAH_OPENAI_API_KEY"
+        project_id = var.project
+        secret     = secret_environment_variables.value.secret_id
+        version    = var.openai_api_key_version
+      }
+    }
   }
 
-  # Built as niah-build once its roles have had time to take effect (iam.tf).
-  depends_on = [time_sleep.build_roles]
+  # Built as niah-build once its roles have had time to take effect (iam.tf); the worker
+  # may read its secret before its new revision starts.
+  depends_on = [time_sleep.build_roles, google_secret_manager_secret_iam_member.worker_reads_openai_key]
 }
 
 resource "google_cloud_scheduler_job" "sweep" {

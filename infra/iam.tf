@@ -89,22 +89,22 @@ resource "time_sleep" "build_roles" {
 #   run it finds answered already (a resumed or repeated request:
 #   niah.service.dispatch);
 # - worker: reads haystacks and the tokenizer, writes token caches, contexts and kept
-#   answers, calls Vertex AI, writes cells, publishes the rest of a run's cells after
-#   its primer (cache-aware dispatch) and the report request;
+#   answers, submits and reads batch jobs and their files, calls Vertex AI (a custom
+#   role, below), writes cells, publishes the rest of a run's cells after its primer
+#   (cache-aware dispatch) and the report request;
 # - dead_letter: records the cell failed (or stores an answer kept in the bucket),
 #   releases a primer's run, asks for the report; no Vertex AI;
 # - sweep: reads stalled runs and republishes their missing cells; asks for the report of
 #   a run whose cells are all stored but whose report request was lost
 #   (niah.service.sweep);
-# - report: reads cells, writes the run's report fields and the report objects; publishes
-#   nothing.
+# - report: reads cells, writes the run's report fields, the report objects and the runs
+#   index (reports/index.html, index.json); publishes nothing.
 # Which function publishes to which topic is read from the code by
 # tests/unit/test_publishers.py, which checks these grants against it both ways.
 locals {
   project_roles = {
     dispatcher_firestore  = { account = "dispatcher", role = "roles/datastore.user" }
     worker_firestore      = { account = "worker", role = "roles/datastore.user" }
-    worker_vertex         = { account = "worker", role = "roles/aiplatform.user" }
     dead_letter_firestore = { account = "dead_letter", role = "roles/datastore.user" }
     sweep_firestore       = { account = "sweep", role = "roles/datastore.user" }
     report_firestore      = { account = "report", role = "roles/datastore.user" }
@@ -119,12 +119,26 @@ locals {
     sweep_publishes_cells         = { account = "sweep", topic = "cells" }
     sweep_publishes_reports       = { account = "sweep", topic = "reports" }
   }
-  bucket_roles = {
-    dispatcher_reads_bucket = { account = "dispatcher", role = "roles/storage.objectViewer" }
-    worker_objects          = { account = "worker", role = "roles/storage.objectUser" }
-    dead_letter_objects     = { account = "dead_letter", role = "roles/storage.objectUser" }
-    report_objects          = { account = "report", role = "roles/storage.objectUser" }
+  # Who reads the data bucket (get and list anywhere in it: haystacks, the tokenizer,
+  # caches, kept answers, batch output), and where each writes. Writing is
+  # roles/storage.objectUser held only under the account's prefixes, by an IAM condition
+  # (below). The prefixes are niah.settings' (contexts_prefix, ...) and the token
+  # cache's (niah.core.haystack_tokens.CACHE_PREFIX); niah_devtools.bucket_access.WRITES
+  # is this table read from the code, and tests/unit/test_bucket_access.py fails when a
+  # planned storage grant reaches past it.
+  bucket_readers = ["dispatcher", "worker", "dead_letter", "report"]
+  bucket_writes = {
+    # token caches (if absent), prompts and whole answers, answers kept for the next
+    # delivery, batch input, manifests, claims and ingest markers
+    worker = ["haystack-cache/", "contexts/", "kept-answers/", "batches/"]
+    # a kept answer the store still refuses is kept again
+    dead_letter = ["kept-answers/"]
+    # heatmap, page and summary per run, and the runs index beside them
+    report = ["reports/"]
   }
+  # Cloud Storage names an object projects/_/buckets/BUCKET/objects/OBJECT in a condition
+  # (cloud.google.com/iam/docs/conditions-resource-attributes, read 2026-11-27).
+  data_bucket_resource = "projects/_/buckets/${google_storage_bucket.data.name}"
   topics = {
     cells   = google_pubsub_topic.cells.name
     reports = google_pubsub_topic.reports.name
@@ -145,11 +159,59 @@ resource "google_pubsub_topic_iam_member" "runs" {
   member   = google_service_account.runs[each.value.account].member
 }
 
-resource "google_storage_bucket_iam_member" "runs" {
-  for_each = local.bucket_roles
+# Only the Gemini calls and batch jobs the worker makes, not roles/aiplatform.user (which
+# also creates endpoints, datasets, pipelines and more, project-wide). Permissions from
+# docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/general/
+# iam-permissions (read 2026-11-27): batchPredictionJobs create and list on the
+# location, get and cancel on the job; a prompt request (generateContent, and
+# countTokens on the same model resource) needs aiplatform.endpoints.predict
+# (cloud.google.com/vertex-ai/generative-ai/docs/access-control, read 2026-11-27). A
+# destroyed custom role's ID stays taken for 7 days (then it is deleted for good): an
+# apply right after a destroy fails on it; undelete it or wait.
+resource "google_project_iam_custom_role" "worker_vertex" {
+  role_id     = "niahWorkerVertex"
+  title       = "needle-service worker: Gemini calls and batch jobs"
+  description = "generateContent and countTokens on publisher models; create, get, list and cancel batch prediction jobs."
+  permissions = [
+    "aiplatform.batchPredictionJobs.cancel",
+    "aiplatform.batchPredictionJobs.create",
+    "aiplatform.batchPredictionJobs.get",
+    "aiplatform.batchPredictionJobs.list",
+    "aiplatform.endpoints.predict",
+  ]
+  depends_on = [time_sleep.apis]
+}
+
+resource "google_project_iam_member" "worker_vertex" {
+  project = var.project
+  role    = "projects/${var.project}/roles/${google_project_iam_custom_role.worker_vertex.role_id}"
+  member  = google_service_account.runs["worker"].member
+}
+
+# Read and list the whole data bucket. storage.objects.list is checked on the bucket,
+# where a condition sees the bucket's name, never an object's: a listing cannot be
+# narrowed by an object-name condition, so it comes with this unconditioned read grant.
+resource "google_storage_bucket_iam_member" "reads" {
+  for_each = toset(local.bucket_readers)
   bucket   = google_storage_bucket.data.name
-  role     = each.value.role
-  member   = google_service_account.runs[each.value.account].member
+  role     = "roles/storage.objectViewer"
+  member   = google_service_account.runs[each.key].member
+}
+
+# Create, overwrite (create + delete) and delete objects under the account's prefixes
+# only. The bucket has uniform bucket-level access, which IAM conditions on Cloud Storage
+# need (no object ACLs to go around them). The role's list permission, checked against
+# the bucket's name, never matches an object prefix: listing is the read grant's.
+resource "google_storage_bucket_iam_member" "writes" {
+  for_each = local.bucket_writes
+  bucket   = google_storage_bucket.data.name
+  role     = "roles/storage.objectUser"
+  member   = google_service_account.runs[each.key].member
+  condition {
+    title       = "own prefixes only"
+    description = "Objects under ${join(", ", each.value)} in the data bucket."
+    expression  = join(" || ", [for prefix in each.value : "resource.name.startsWith(\"${local.data_bucket_resource}/objects/${prefix}\")"])
+  }
 }
 
 # The users who start runs and read results; nothing is granted to the public.
@@ -204,8 +266,10 @@ resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {
 # (batches/RUN_ID/ in the data bucket): Google's batch page asks that "the AI Platform
 # Service Agent has permission" to the Cloud Storage files (docs.cloud.google.com/
 # vertex-ai/generative-ai/docs/multimodal/batch-prediction-from-cloud-storage, read
-# 2026-11-27). objectUser: read the input, create the output. The worker submits the
-# jobs with its own roles/aiplatform.user.
+# 2026-11-27). The agent works for anyone in the project who may create a batch job, so
+# it holds objectUser under batches/ only: a job naming another object as its input or
+# output (a report, a haystack) is refused. The worker submits the jobs with its own
+# custom role (above).
 #
 # Enabling the API does not make the agent: service agents "are created automatically
 # as you enable and use Google Cloud services", and "if a service agent hasn't been
@@ -229,4 +293,24 @@ resource "google_storage_bucket_iam_member" "vertex_agent_batches" {
   bucket = google_storage_bucket.data.name
   role   = "roles/storage.objectUser"
   member = google_project_service_identity.vertex_agent.member
+  condition {
+    title       = "batch files only"
+    description = "Batch jobs' input and output under batches/ in the data bucket."
+    expression  = "resource.name.startsWith(\"${local.data_bucket_resource}/objects/batches/\")"
+  }
+}
+
+# Listing for the agent, and nothing else: objectViewer held only where the resource is
+# the bucket itself, which is where storage.objects.list is checked; its object read
+# (storage.objects.get, checked on an object's name) never matches. Whether the batch
+# service lists its output folder is not documented; names alone are all this gives.
+resource "google_storage_bucket_iam_member" "vertex_agent_lists" {
+  bucket = google_storage_bucket.data.name
+  role   = "roles/storage.objectViewer"
+  member = google_project_service_identity.vertex_agent.member
+  condition {
+    title       = "listing only"
+    description = "The bucket itself (object listing), no object."
+    expression  = "resource.name == \"${local.data_bucket_resource}\""
+  }
 }

@@ -39,6 +39,7 @@ locals {
     "logging.googleapis.com",
     "pubsub.googleapis.com",
     "run.googleapis.com",
+    "secretmanager.googleapis.com",
     "storage.googleapis.com",
   ]
   # Pub/Sub's service agent: forwards dead letters, and mints the push identity's tokens.
@@ -73,6 +74,9 @@ locals {
     },
     { for key, usd in var.spend_ceilings_usd : "NIAH_${upper(key)}_SPEND_CEILING_USD" => tostring(usd) },
   )
+  # The OpenAI-compatible endpoint, where one is deployed: the dispatcher checks a request
+  # for it can be served, the worker calls it (its key: secrets.tf).
+  openai_env = { for name, value in { NIAH_OPENAI_BASE_URL = var.openai_base_url } : name => value if value != "" }
 }
 
 resource "google_project_service" "apis" {
@@ -130,12 +134,42 @@ resource "google_storage_bucket" "data" {
   depends_on = [time_sleep.apis]
 }
 
+# The function sources, in a bucket of their own: no function's account holds any role
+# on it, so none can overwrite the code the next build deploys (in the data bucket, an
+# account that writes reports or caches could). Only the deployer writes here; Cloud
+# Functions copies each zip into its own gcf-v2-sources bucket for the build (iam.tf).
+resource "google_storage_bucket" "sources" {
+  #checkov:skip=CKV_GCP_62:Usage logs need a further bucket; only the deployer writes here and Cloud Audit Logs (Admin Activity, always on) record who changed the bucket's policy or objects' metadata.
+  name                        = "${var.bucket}-sources"
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = false
+
+  # A replaced zip stays a week, then goes, as in the data bucket.
+  versioning {
+    enabled = true
+  }
+
+  lifecycle_rule {
+    condition {
+      days_since_noncurrent_time = 7
+      with_state                 = "ARCHIVED"
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
+  depends_on = [time_sleep.apis]
+}
+
 # Each function's source, named by its checksum: a changed zip is a new object, and
 # only the functions whose source changed are rebuilt.
 resource "google_storage_bucket_object" "source" {
   for_each = toset(["dispatcher", "worker", "report"])
   name     = "functions/${each.key}-${filemd5("${var.sources_dir}/${each.key}.zip")}.zip"
-  bucket   = google_storage_bucket.data.name
+  bucket   = google_storage_bucket.sources.name
   source   = "${var.sources_dir}/${each.key}.zip"
 }
 

@@ -10,8 +10,13 @@ variable "region" {
 }
 
 variable "bucket" {
-  description = "Bucket for haystacks, token caches, the tokenizer model, function sources and reports (created here; globally unique)."
+  description = "Bucket for haystacks, token caches, the tokenizer model, batch files and reports (created here; globally unique). The function sources go to a second bucket, BUCKET-sources."
   type        = string
+  # Google's bucket names are 3-63 characters; BUCKET-sources must fit too.
+  validation {
+    condition     = length(var.bucket) <= 55
+    error_message = "bucket must be at most 55 characters, so that the sources bucket \"BUCKET-sources\" is a valid name (63 at most)."
+  }
 }
 
 variable "vertex_location" {
@@ -48,6 +53,14 @@ variable "run_invokers" {
   description = "Members allowed to start runs and read results, e.g. [\"user:you@example.com\"]."
   type        = list(string)
   default     = []
+  # Each member is granted the dispatcher's invoker role and read access to the bucket
+  # and Firestore: allUsers or allAuthenticatedUsers would open all three to anyone. So
+  # only named principals pass, as scripts/deploy.sh checks INVOKER, for a direct
+  # `terraform apply` too.
+  validation {
+    condition     = alltrue([for member in var.run_invokers : can(regex("^(user|group|serviceAccount|domain):[A-Za-z0-9@._-]+$", member))])
+    error_message = "Each run_invokers member must be user:, group:, serviceAccount: or domain: followed by an address or domain; allUsers and allAuthenticatedUsers are refused, since they would make the dispatcher public and the bucket and Firestore readable to anyone."
+  }
 }
 
 variable "sources_dir" {
@@ -94,5 +107,25 @@ variable "spend_ceilings_usd" {
   validation {
     condition     = alltrue([for key, usd in var.spend_ceilings_usd : contains(["daily", "monthly", "caller_daily"], key) && usd >= 0])
     error_message = "spend_ceilings_usd takes the keys daily, monthly and caller_daily, each 0 or more."
+  }
+}
+
+variable "openai_base_url" {
+  description = "An OpenAI-compatible endpoint for --model_provider openai_compatible (https://.../v1); empty for none. Setting it makes the Secret Manager secret niah-openai-api-key for its key (docs/deploy.md)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.openai_base_url == "" || startswith(var.openai_base_url, "https://")
+    error_message = "openai_base_url must start with https://: the worker sends the API key to it."
+  }
+}
+
+variable "openai_api_key_version" {
+  description = "The version of the niah-openai-api-key secret the worker reads as NIAH_OPENAI_API_KEY (\"1\", ...; add it with gcloud, docs/deploy.md); empty until there is one."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.openai_api_key_version == "" || can(regex("^[1-9][0-9]*$", var.openai_api_key_version))
+    error_message = "openai_api_key_version is a version number such as \"1\" (pinned, so a new key is a deliberate apply), or empty."
   }
 }

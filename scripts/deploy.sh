@@ -49,8 +49,9 @@ invalid() {
 [[ "$WORKER_MAX_INSTANCES$WORKER_CONCURRENCY" =~ ^[0-9]+$ ]] || refuse "WORKER_MAX_INSTANCES and WORKER_CONCURRENCY are whole numbers"
 [[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] ||
   invalid "PROJECT '$PROJECT' is not a project ID (6 to 30 lowercase letters, digits and hyphens, starting with a letter)"
-[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$ ]] ||
-  invalid "BUCKET '$BUCKET' is not a bucket name (3 to 63 lowercase letters, digits, '-', '_' and '.')"
+# 55 at most: the function sources go to BUCKET-sources, which must be a name too (63).
+[[ "$BUCKET" =~ ^[a-z0-9][a-z0-9_.-]{1,53}[a-z0-9]$ ]] ||
+  invalid "BUCKET '$BUCKET' is not a bucket name this deploy can use (3 to 55 lowercase letters, digits, '-', '_' and '.'; BUCKET-sources holds the function sources)"
 [[ "$REGION$VERTEX_LOCATION$DEFAULT_MODEL" =~ ^[a-z0-9.-]+$ ]] || invalid "REGION, VERTEX_LOCATION or DEFAULT_MODEL has odd characters"
 # INVOKER: one member or several, comma-separated (user:, group:, serviceAccount:, domain:).
 invokers=()

@@ -93,7 +93,7 @@ PYEOF
 
 if [ "$dry_run" = 1 ]; then
   echo "$body"
-  echo "curl -sS -X POST $(printf %q "$url") -H \"Authorization: Bearer \$(gcloud auth print-identity-token)\" -H 'Content-Type: application/json' --data-binary $(printf %q "$body")"
+  echo "printf 'Authorization: Bearer %s\\n' \"\$(gcloud auth print-identity-token)\" | curl -sS -X POST $(printf %q "$url") -H @- -H 'Content-Type: application/json' --data-binary $(printf %q "$body")"
   exit 0
 fi
 
@@ -101,8 +101,12 @@ token=$(gcloud auth print-identity-token 2>/dev/null) || {
   echo "start_run: gcloud could not print an identity token: run 'gcloud auth login' (or add --impersonate-service-account to your gcloud config)" >&2
   exit 1
 }
-response=$(curl -sS -X POST "$url" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-  --data-binary "$body" -w '\n%{http_code}') || { echo "start_run: cannot reach $url" >&2; exit 1; }
+# The token goes to curl on its standard input (-H @-: headers read from a file), never
+# on its command line, where any user of this machine could read it (ps, /proc/PID/cmdline).
+# printf is bash's own, so no other process is started with the token either.
+response=$(printf 'Authorization: Bearer %s\n' "$token" | curl -sS -X POST "$url" -H @- \
+  -H 'Content-Type: application/json' --data-binary "$body" -w '\n%{http_code}') ||
+  { echo "start_run: cannot reach $url" >&2; exit 1; }
 status=${response##*$'\n'}
 answer=${response%$'\n'*}
 project=${PROJECT:-$(gcloud config get-value project 2>/dev/null || true)}

@@ -10,13 +10,38 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Google's caps on one Gemini batch job (see ``Settings.batch_max_lines``).
 BATCH_MAX_REQUESTS = 200_000
 BATCH_MAX_INPUT_BYTES = 1_000_000_000
+
+# Hosts an OpenAI-compatible endpoint may be reached on over plain http: this machine
+# (the local stand-in), where the key never crosses a network.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def https_or_loopback(url: str | None) -> str | None:
+    """The endpoint's URL, refused unless https or http on this machine.
+
+    The API key goes to it as a bearer header: over plain http to another host, anyone
+    on the way reads it.
+    """
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url
+    if parts.scheme == "http" and (parts.hostname or "").lower() in LOOPBACK_HOSTS:
+        return url
+    raise ValueError(
+        f"NIAH_OPENAI_BASE_URL must be an https:// URL (http:// only for localhost or "
+        f"127.0.0.1, the local stand-in): got {url!r}, which would send the API key in "
+        "the clear"
+    )
 
 
 class Settings(BaseSettings):
@@ -105,9 +130,19 @@ class Settings(BaseSettings):
     gemini_retry_max_delay: float = 30.0
     function_timeout_seconds: float = 540.0
 
-    # Any OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama).
+    # Any OpenAI-compatible chat endpoint (vLLM, llama.cpp server, Ollama): https, or
+    # http on this machine only. The key: in production from Secret Manager, which the
+    # worker's deployment puts in NIAH_OPENAI_API_KEY (infra/secrets.tf); locally, the
+    # environment variable itself.
     openai_base_url: str | None = None
     openai_api_key: str | None = None
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _openai_base_url_keeps_the_key_safe(cls, url: str | None) -> str | None:
+        """Refuse an endpoint the key would reach in the clear (``https_or_loopback``)."""
+        return https_or_loopback(url)
+
     openai_timeout_seconds: float = 120.0
 
     # JSON object merged over niah.pricing.DEFAULT_PRICES.

@@ -57,6 +57,10 @@ def deploy_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "sources_dir": str(build / "functions"),
         "tokenizer_model": str(build / "gemma3.model"),
         "haystacks_dir": str(build / "haystacks"),
+        # And an OpenAI-compatible endpoint with its key in Secret Manager (docs/deploy.md),
+        # so the plan holds every resource infra/ may make.
+        "openai_base_url": "https://llm.example.com/v1",
+        "openai_api_key_version": "1",
     }
     path = build / "deploy.tfvars.json"
     path.write_text(json.dumps(inputs))

@@ -12,9 +12,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from niah_devtools.deploy_plan import text
 from tests import REPO
 
 INFRA = REPO / "infra"
+RUNS_ACCOUNT = re.compile(r'^google_service_account\.runs\["(\w+)"\]$')
+# Members that are an account of ours by another name than google_service_account.runs.
+NAMED_MEMBERS = {
+    "google_project_service_identity.vertex_agent": "vertex_agent",
+    "google_service_account.build": "build",
+    "google_service_account.pusher": "pusher",
+    "local.pubsub_agent": "pubsub_agent",
+    "var.run_invokers": "run_invokers",
+}
 
 Planned = tuple[dict[str, Any], dict[str, set[str]]]
 
@@ -57,8 +67,11 @@ def references(value: Any) -> set[str]:
     if isinstance(value, dict):
         for key, inner in value.items():
             if key == "references":
+                # A resource, not one instance of it (runs["worker"]): the graph's nodes.
                 found |= {
-                    ".".join(ref.split(".")[:2]) for ref in inner if not ref.startswith("local.")
+                    re.sub(r"\[.*\]$", "", ".".join(ref.split(".")[:2]))
+                    for ref in inner
+                    if not ref.startswith("local.")
                 }
             else:
                 found |= references(inner)
@@ -80,3 +93,45 @@ def grants_to(config: dict[str, dict[str, Any]], kind: str, account: str) -> set
         for address, resource in config.items()
         if resource["type"] == kind and account in references(resource["expressions"]["member"])
     }
+
+
+def local_maps() -> dict[str, Any]:
+    """The ``locals`` of infra/, as python-hcl2 reads them."""
+    import hcl2
+
+    values: dict[str, Any] = {}
+    for path in sorted(INFRA.glob("*.tf")):
+        with path.open() as handle:
+            for block in hcl2.load(handle).get("locals", []):
+                values.update(block)
+    return values
+
+
+def grantee(change: dict[str, Any], config: dict[str, dict[str, Any]], maps: dict[str, Any]) -> str:
+    """Who a planned ``*_iam_member`` grants to.
+
+    A key of google_service_account.runs (``worker``), or a name of NAMED_MEMBERS
+    (``vertex_agent``, ``run_invokers``).
+    """
+    resource = config[re.sub(r"\[.*\]$", "", change["address"])]
+    member = resource["expressions"]["member"]
+    refs = member.get("references", [])
+    if "google_service_account.runs" not in refs:
+        named = {NAMED_MEMBERS[ref] for ref in refs if ref in NAMED_MEMBERS}
+        if not named and "each.value" in refs:  # toset(var.run_invokers)
+            named = {
+                NAMED_MEMBERS[ref]
+                for ref in resource["for_each_expression"]["references"]
+                if ref in NAMED_MEMBERS
+            }
+        assert len(named) == 1, f"{change['address']} grants to {member}"
+        return named.pop()
+    indexed = [m.group(1) for ref in refs if (m := RUNS_ACCOUNT.match(ref))]
+    if indexed:
+        return indexed[0]
+    if "each.key" in refs:  # runs[each.key]: the grant's own key
+        return str(change["index"])
+    # runs[each.value.account] over a local map
+    assert "each.value.account" in refs, refs
+    (walked,) = resource["for_each_expression"]["references"]
+    return text(maps[walked.removeprefix("local.")][change["index"]]["account"])

@@ -440,6 +440,42 @@ def test_start_run_posts_with_the_gcloud_identity_token_and_says_where_to_look(
     assert refused.returncode != 0 and "400: context_lengths: needed here" in refused.stderr
 
 
+def test_start_run_keeps_the_identity_token_off_every_command_line(
+    tmp_path: Path, dispatcher_url: str
+) -> None:
+    """Any user of the machine may read a process's arguments (ps, /proc/PID/cmdline).
+
+    curl is wrapped to record the arguments it is started with; the dispatcher still
+    gets the token, read by curl from its standard input.
+    """
+    env = fake_tools(tmp_path, gcloud_says="secret-identity-token") | {"PROJECT": "my-proj"}
+    real_curl = shutil.which("curl")
+    assert real_curl
+    wrapper = tmp_path / "bin" / "curl"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$0" "$@" > "{tmp_path}/curl-argv"\n'
+        f'cat /proc/$$/cmdline | tr "\\0" " " >> "{tmp_path}/curl-argv"\n'
+        f'exec {real_curl} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    result = run("start_run.sh", "--url", dispatcher_url, "--context_lengths", "4000", env=env)
+    assert result.returncode == 0, result.stderr
+    assert Dispatcher.seen == [
+        {"auth": "Bearer secret-identity-token", "body": {"context_lengths": [4000]}}
+    ]
+    argv = (tmp_path / "curl-argv").read_text()
+    assert "-H\n@-\n" in argv and dispatcher_url in argv  # the wrapper saw the real call
+    assert "secret-identity-token" not in argv
+    assert "secret-identity-token" not in result.stdout + result.stderr
+    # The dry run shows the same way of calling, with no token in it.
+    shown = run(
+        "start_run.sh", "--url", dispatcher_url, "--context_lengths", "4000", "--dry-run", env=env
+    )
+    assert "| curl -sS -X POST" in shown.stdout and "-H @-" in shown.stdout
+    assert "secret-identity-token" not in shown.stdout
+
+
 def test_upload_haystack_copies_the_txt_files_and_refuses_a_folder_without_any(
     tmp_path: Path,
 ) -> None:

@@ -126,11 +126,19 @@ def test_checkov_passes_offline_and_every_skip_says_why() -> None:
 
 def test_nothing_is_public_and_the_bucket_is_private_and_versioned() -> None:
     text_of_all = " ".join(p.read_text() for p in INFRA.glob("*.tf"))
-    assert "allUsers" not in text_of_all and "allAuthenticatedUsers" not in text_of_all
-    bucket = resources()[("google_storage_bucket", "data")]
-    assert text(bucket["public_access_prevention"]) == "enforced"
-    assert bucket["uniform_bucket_level_access"] is True
-    assert first(bucket["versioning"])["enabled"] is True
+    # The public is named once: where variables.tf refuses it as an invoker
+    # (tests/unit/test_bucket_access.py plans with it and sees the refusal).
+    variables = (INFRA / "variables.tf").read_text()
+    start = variables.index('variable "run_invokers"')
+    refusal = variables[start : variables.index("\n}\n", start)]
+    assert "allUsers and allAuthenticatedUsers are refused" in refusal
+    elsewhere = text_of_all.replace(refusal, "")
+    assert "allUsers" not in elsewhere and "allAuthenticatedUsers" not in elsewhere
+    for name in ("data", "sources"):
+        bucket = resources()[("google_storage_bucket", name)]
+        assert text(bucket["public_access_prevention"]) == "enforced"
+        assert bucket["uniform_bucket_level_access"] is True
+        assert first(bucket["versioning"])["enabled"] is True
 
 
 def test_the_functions_environment_names_real_settings() -> None:

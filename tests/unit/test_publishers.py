@@ -15,19 +15,21 @@ from typing import Any
 import pytest
 
 from niah.core.interfaces import Publisher
-from niah_devtools.deploy_plan import text
 from niah_devtools.publishes import CallGraph, describe, function_topics, publisher_topics
 from tests.unit.terraform_plan import (
     INFRA,
+    NAMED_MEMBERS,
+    RUNS_ACCOUNT,
     Planned,
     configuration,
     depends_on,
+    grantee,
+    local_maps,
     references,
 )
 
 # A function's source as terraform uploads it (main.tf): functions/<source>-<md5>.zip.
 SOURCE_OBJECT = re.compile(r"functions/(\w+)-[0-9a-f]{32}\.zip")
-RUNS_ACCOUNT = re.compile(r'^google_service_account\.runs\["(\w+)"\]$')
 
 
 @pytest.fixture(scope="module")
@@ -105,18 +107,6 @@ def functions_in(plan: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, st
     return found
 
 
-def local_maps() -> dict[str, Any]:
-    """The ``locals`` of infra/, as python-hcl2 reads them."""
-    import hcl2
-
-    values: dict[str, Any] = {}
-    for path in sorted(INFRA.glob("*.tf")):
-        with path.open() as handle:
-            for block in hcl2.load(handle).get("locals", []):
-                values.update(block)
-    return values
-
-
 def publisher_grants(plan: dict[str, Any]) -> dict[str, set[str]]:
     """Account of ours -> the topic names it holds roles/pubsub.publisher on, as planned."""
     config = configuration(plan)
@@ -128,17 +118,9 @@ def publisher_grants(plan: dict[str, Any]) -> dict[str, set[str]]:
             continue
         if after["role"] != "roles/pubsub.publisher":
             continue
-        resource = config[re.sub(r"\[.*\]$", "", change["address"])]
-        member = resource["expressions"]["member"]["references"]
-        if "google_service_account.runs" not in member:
+        account = grantee(change, config, maps)
+        if account in NAMED_MEMBERS.values():
             continue  # not a function's account (the Pub/Sub agent forwards dead letters)
-        named = [m.group(1) for ref in member if (m := RUNS_ACCOUNT.match(ref))]
-        if named:
-            account = named[0]
-        else:  # runs[each.value.account] over a local map
-            assert "each.value.account" in member, member
-            (walked,) = resource["for_each_expression"]["references"]
-            account = text(maps[walked.removeprefix("local.")][change["index"]]["account"])
         granted.setdefault(account, set()).add(after["topic"])
     return granted
 

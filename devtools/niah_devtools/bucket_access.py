@@ -1,0 +1,56 @@
+"""Who may read and who may write where in the data bucket: the table infra/ is held to.
+
+The emulators have no IAM, so an account that can write more than its function writes
+shows nowhere but in a security review, and one that can write less shows as a 403 in
+production. The prefixes are the code's own: niah.settings' ``*_prefix`` fields (the
+deployment sets none of them: infra/main.tf's environment has no ``NIAH_*_PREFIX``) and
+the token cache's ``CACHE_PREFIX``. Which function writes under which prefix follows the
+``blobs.write`` calls of the code each function's entry point reaches:
+
+- worker (``handle_cell``): the haystack's token cache (niah.core.haystack_tokens), the
+  cell's prompt and a whole long answer (``contexts_prefix``), an answer the store
+  refused (``kept_answers_prefix``), and a batch run's input, manifests, line claims
+  and ingest markers (``batches_prefix``, niah.service.batch_runs and batch_ingest);
+- dead-letter handler (``handle_dead_letter``): an answer kept again when the store
+  still refuses it (``kept_answers_prefix``, through ``store_cell``);
+- report (``handle_report``): each run's heatmap, page and summary, and the runs index
+  (``reports_prefix``, niah.service.report and runs_index);
+- Vertex AI's service agent: a batch job's predictions beside its input
+  (``batches_prefix``);
+- the dispatcher and the sweep write nothing there.
+
+tests/unit/test_bucket_access.py checks every planned storage grant against this.
+"""
+
+from __future__ import annotations
+
+from niah.core.haystack_tokens import CACHE_PREFIX
+from niah.settings import Settings
+
+
+def _prefix(field: str) -> str:
+    """A prefix setting's value as deployed: its default."""
+    return str(Settings.model_fields[field].default)
+
+
+# The account (google_service_account.runs' key, or vertex_agent) -> where it writes.
+WRITES: dict[str, frozenset[str]] = {
+    "worker": frozenset(
+        {
+            CACHE_PREFIX,
+            _prefix("contexts_prefix"),
+            _prefix("kept_answers_prefix"),
+            _prefix("batches_prefix"),
+        }
+    ),
+    "dead_letter": frozenset({_prefix("kept_answers_prefix")}),
+    "report": frozenset({_prefix("reports_prefix")}),
+    "vertex_agent": frozenset({_prefix("batches_prefix")}),
+}
+
+# The accounts that read (and list) the whole bucket: haystacks, the tokenizer model,
+# caches, kept answers, batch output, the runs index's generations.
+READERS = frozenset({"dispatcher", "worker", "dead_letter", "report"})
+
+# Every account of ours a storage grant may name; the sweep reads and writes no object.
+ACCOUNTS = frozenset({*WRITES, *READERS, "sweep"})
