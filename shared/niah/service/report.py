@@ -284,7 +284,7 @@ def render_report(
         log("report being rendered elsewhere", run_id=run_id)
         return None
     try:
-        return _render_claimed(run_id, claim_id, store=store, blobs=blobs)
+        return _render_claimed(run_id, claim_id, store=store, blobs=blobs, ledger=ledger)
     except Exception:
         # Let the next delivery render rather than find the claim held and drop it: so a
         # request that keeps failing is dead-lettered. Our claim is ours still: the lease
@@ -297,7 +297,12 @@ def render_report(
 
 
 def _render_claimed(
-    run_id: str, claim_id: str, *, store: ResultStore, blobs: BlobStore
+    run_id: str,
+    claim_id: str,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    ledger: SpendLedger | None = None,
 ) -> dict[str, str] | None:
     """Read, render and store the report under ``claim_id``; see ``render_report``."""
     run = store.get_run(run_id) or {}  # with its counts and totals, read after the claim
