@@ -15,7 +15,10 @@ document is far below Firestore's one write a second per document.
 
 from __future__ import annotations
 
-from typing import Any
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
@@ -30,6 +33,32 @@ CONTROL = "control"
 KILL_SWITCH = "kill_switch"
 # A float sum's rounding must not refuse a run that fits to the cent.
 SLACK_USD = 1e-9
+T = TypeVar("T")
+
+
+# Transactions that meet on a window document are retried after a random wait, growing
+# with each try: the client's own retries come at once, and 20 identical POSTs at once
+# all met the same lock again until the emulator timed them out (409 "Transaction lock
+# timeout"), a 503 for most of them.
+RESERVE_ATTEMPTS = 12
+RESERVE_WAIT_SECONDS = 0.05
+
+
+def _with_backoff(attempt: Callable[[], T]) -> T:
+    """``attempt()``, tried again after a jittered, growing wait while it meets a lock."""
+    from google.api_core.exceptions import Conflict
+
+    for tries in range(1, RESERVE_ATTEMPTS + 1):
+        try:
+            return attempt()
+        except (Conflict, ValueError) as error:
+            # Aborted (a lock lost to another transaction) is a Conflict; the client says
+            # "Failed to commit transaction in 1 attempts." as a ValueError.
+            lost = isinstance(error, Conflict) or str(error).startswith("Failed to commit")
+            if not lost or tries == RESERVE_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(0.5, 1.5) * RESERVE_WAIT_SECONDS * tries)
+    raise AssertionError("unreachable")
 
 
 @raises_service_errors(unavailable=StoreUnavailableError)
@@ -87,8 +116,11 @@ class FirestoreSpendLedger:
             metering.count(FIRESTORE_WRITES, 1 + len(refs))
             return Reservation(True, spent)
 
-        result: Reservation = reserve(self._db.transaction())
-        return result
+        held = run_ref.get()  # a repeated request: its run holds its reservation already
+        metering.reads(1)
+        if held.exists and not (held.to_dict() or {}).get("settled"):
+            return Reservation(True, {}, held=True)
+        return _with_backoff(lambda: reserve(self._db.transaction(max_attempts=1)))
 
     def settle(self, run_id: str, spent_usd: float) -> float | None:
         """Replace the run's outstanding reservation by what it spent beyond the settled."""
