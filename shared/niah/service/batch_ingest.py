@@ -207,7 +207,7 @@ def tend_ingest(
 
     A live piece writes a marker at least every ``batch_ingest_seconds`` (a hand-on
     writes one), so coverage that has not grown for twice that has no live piece behind
-    it: only then are its gaps published again, and a live piece's lines are never
+    it: only then are its gaps published again, and a live piece's lines are not
     scored or judged twice. Whether ``job`` changed (its progress noted), to be saved.
     """
     seen = _markers(run_id, job, blobs)
