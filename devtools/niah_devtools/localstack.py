@@ -79,6 +79,11 @@ def worker_model_env(ports: Ports) -> dict[str, str]:
     }
 
 
+# How often Cloud Scheduler calls the sweep in a deployment (infra/functions.tf,
+# ``google_cloud_scheduler_job.sweep``; a unit test reads both).
+PRODUCTION_SWEEP_EVERY_SECONDS = 120.0
+
+
 def _start(name: str, command: list[str], state_dir: Path, env: Mapping[str, str]) -> None:
     logs = state_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -149,8 +154,12 @@ def up(
     worker_env: Mapping[str, str] | None = None,
     ack_deadline_seconds: int = 600,
     sweep_every_seconds: float = 30.0,
+    production_sweep: bool = False,
 ) -> dict[str, str]:
     """Bring the whole stack up; return the client environment (also in ``state_dir/env``).
+
+    ``production_sweep``: the sweep with the settings a deployment ships (its stall
+    window, ``PRODUCTION_SWEEP_EVERY_SECONDS``) instead of the local stack's shorter ones.
 
     ``ack_deadline_seconds`` bounds how long a push may take before Pub/Sub redelivers
     it; it must cover a cell queued behind the one local model, and it is also how long
@@ -184,7 +193,11 @@ def up(
         {**base_env, **env},
     )
     overrides = dict(worker_env or {})
-    _start_functions(state_dir, ports, {**env, **worker_model_env(ports)}, overrides)
+    if production_sweep:
+        sweep_every_seconds = PRODUCTION_SWEEP_EVERY_SECONDS
+    _start_functions(
+        state_dir, ports, {**env, **worker_model_env(ports)}, overrides, production_sweep
+    )
     _wait_http(f"http://127.0.0.1:{ports.vertex_standin}/", 60, "vertex-standin", state_dir)
     # Cloud Scheduler's part: call the sweep every so often.
     _start(
@@ -248,12 +261,18 @@ def _start_emulators(state_dir: Path, ports: Ports, base_env: Mapping[str, str])
 
 
 def _start_functions(
-    state_dir: Path, ports: Ports, function_env: Mapping[str, str], overrides: Mapping[str, str]
+    state_dir: Path,
+    ports: Ports,
+    function_env: Mapping[str, str],
+    overrides: Mapping[str, str],
+    production_sweep: bool = False,
 ) -> None:
     """Start each function as a functions-framework process, as a deployment would.
 
     ``overrides`` (a test's settings) win over each function's local defaults.
     """
+    # Locally, a run with no progress for 2 minutes is swept; deployed, the shipped default.
+    sweep_defaults = {} if production_sweep else {"NIAH_SWEEP_STALLED_AFTER_SECONDS": "120"}
     functions = {
         "dispatcher": ("dispatcher", "dispatch", "http", ports.dispatcher, {}),
         "worker": ("worker", "handle_cell", "http", ports.worker, {"THREADS": "4"}),
@@ -264,7 +283,7 @@ def _start_functions(
             "sweep",
             "http",
             ports.sweep,
-            {"NIAH_SWEEP_STALLED_AFTER_SECONDS": "120"},
+            sweep_defaults,
         ),
     }
     specs = {

@@ -84,6 +84,47 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         localstack.down(state_dir)
 
 
+@pytest.fixture(scope="session")
+def production_stack_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A second stack whose recovery settings are a deployment's, for fault tests.
+
+    The sweep runs as Cloud Scheduler calls it deployed, with the shipped stall window;
+    leases, the ack deadline (600 s, infra/pubsub.tf) and retries are the shipped ones
+    too, so a recovery measured here is the one production gets. Its own ports
+    (``NIAH_TEST_BASE_PORT`` + 10 onwards); started only by the tests that ask for it.
+    """
+    state_dir = tmp_path_factory.mktemp("production-stack")
+    before = dict(os.environ)
+    try:
+        env = localstack.up(
+            state_dir, base_port=BASE_PORT + 10, ack_deadline_seconds=600, production_sweep=True
+        )
+    finally:
+        _restore(before)  # the default stack's tests keep talking to it
+    try:
+        yield Stack(env, state_dir, "")
+    finally:
+        localstack.down(state_dir)
+
+
+@pytest.fixture
+def production_stack(production_stack_session: Stack) -> Iterator[Stack]:
+    """The production-settings stack, its emulators the clients' for this test."""
+    before = dict(os.environ)
+    os.environ.update(production_stack_session.env)
+    try:
+        yield production_stack_session
+    finally:
+        _restore(before)
+
+
+def _restore(environ: dict[str, str]) -> None:
+    """Put ``os.environ`` back as it was."""
+    for key in set(os.environ) - set(environ):
+        del os.environ[key]
+    os.environ.update(environ)
+
+
 def drain(subscription: str, *, settle_seconds: float = 2.0) -> list[dict[str, Any]]:
     """Pull and ack everything on a subscription until it stays empty for a moment."""
     import google.cloud.pubsub_v1 as pubsub_v1
