@@ -16,7 +16,7 @@ from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.dispatch import parse_request
 from tests import REPO
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fakes import MemoryBlobs, MemorySpendLedger, MemoryStore, RecordingPublisher
 
 DISPATCHER = str(REPO / "functions" / "dispatcher" / "main.py")
 
@@ -46,6 +46,10 @@ def http_dispatcher(monkeypatch: pytest.MonkeyPatch, blobs: MemoryBlobs | None =
     served = sys.modules["main"]
     clients = (MemoryStore(), RecordingPublisher(), blobs or MemoryBlobs())
     monkeypatch.setattr(served, "_clients", lambda: clients)
+    # Its own ledger too: without it the entry point reached for Firestore, and these
+    # tests passed only after an integration stack had set the emulator's address.
+    ledger = MemorySpendLedger()
+    monkeypatch.setattr(served, "_ledger", lambda: ledger)
     return app.test_client(), clients
 
 
