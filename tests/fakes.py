@@ -123,6 +123,7 @@ class MemoryStoreExtras:
             "released": False,
             "handed_on": False,
             "lapses": lapses,
+            **({"taken_over_at": dt.datetime.now(dt.UTC)} if lapses else {}),
         }
         return claims
 
@@ -160,6 +161,20 @@ class MemoryStoreExtras:
                 lease["handed_on"] = True
                 lapsed.append(cell)
         return lapsed
+
+    def lease_seconds_left(self, run_id: str, cell_id: str) -> float | None:
+        lease = self.leases.get((run_id, cell_id), {})
+        left = lease.get("expires_at", 0) - time.monotonic()
+        return None if lease.get("released") or left <= 0 else left
+
+    def has_live_lease(self, run_id: str) -> bool:
+        return bool(self.leased_cells(run_id))
+
+    def taken_over_since(self, run_id: str, since: dt.datetime) -> bool:
+        return any(
+            run == run_id and lease.get("taken_over_at", since) > since
+            for (run, _), lease in self.leases.items()
+        )
 
     def open_call(
         self,
@@ -217,6 +232,14 @@ class MemoryStoreExtras:
         record = self.attempts.setdefault((run_id, cell_id), {"failures": 0})
         record["failures"] += 1
         record["last_error"] = error
+        record["at"] = time.monotonic()
+
+    def attempted_within(self, run_id: str, seconds: float) -> bool:
+        since = time.monotonic() - seconds
+        return any(
+            run == run_id and record.get("at", since) > since
+            for (run, _), record in self.attempts.items()
+        )
 
     def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
         return self.attempts.get((run_id, cell_id))
@@ -392,7 +415,8 @@ class MemoryStore(MemoryStoreExtras):
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         firestore_value(fields)
-        self.runs[run_id].update(fields)
+        # As Firestore's: every update is the run's progress.
+        self.runs[run_id].update({**fields, "updated_at": dt.datetime.now(dt.UTC)})
 
     def cancel_run(self, run_id: str) -> CancelOutcome:
         run = self.runs.get(run_id)

@@ -170,9 +170,22 @@ class Settings(BaseSettings):
     # is slow. The subscription's dead-letter policy stays as the backstop for crashes.
     max_cell_failures: int = 5
 
-    # A running run with no progress for this long gets its missing cells republished
-    # by the sweep. Longer than a cell can legitimately be in retry (5 deliveries of up
-    # to a 600 s ack deadline plus 600 s backoff), so it rarely races a live cell.
+    # A run none of whose cells is leased, on a fleet that holds no lease for any run,
+    # with no progress and no retryable failure for this long, has nothing in flight and
+    # nothing queued ahead of it: its missing cells' messages were lost (a push cut off
+    # by a dead worker, a dispatcher or a release killed before it published). The sweep
+    # publishes them again (niah.service.sweep, "quiet runs"). Pub/Sub pushes a waiting
+    # message to an idle endpoint within seconds, and a dead holder's lease lapses within
+    # cell_lease_seconds, so this need not be longer than one lease.
+    sweep_quiet_after_seconds: float = Field(default=30.0, ge=1)
+    # A cell that failed retryably is back in Pub/Sub's backoff for up to this long (the
+    # subscriptions' maximum_backoff, infra/pubsub.tf): its run is not quiet meanwhile.
+    sweep_retry_backoff_seconds: float = Field(default=600.0, ge=0)
+
+    # The last resort, for what nothing above explains: a running run with no progress
+    # for this long gets its missing cells republished by the sweep. Longer than a cell
+    # can legitimately be in retry (5 deliveries of up to a 600 s ack deadline plus
+    # 600 s backoff), so it rarely races a live cell.
     sweep_stalled_after_seconds: float = 7200.0
 
     # How long a cell's lease holds off other deliveries unless renewed. Its holder

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -208,6 +209,9 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "renew_lease": lambda s: s.renew_lease("r", "c", 1, 60),
     "release_cell": lambda s: s.release_cell("r", "c", 1),
     "hand_on_lapsed": lambda s: s.hand_on_lapsed("r"),
+    "lease_seconds_left": lambda s: s.lease_seconds_left("r", "c"),
+    "has_live_lease": lambda s: s.has_live_lease("r"),
+    "taken_over_since": lambda s: s.taken_over_since("r", dt.datetime.now(dt.UTC)),
     "mark_report_requested": lambda s: s.mark_report_requested("r", 60),
     "clear_report_request": lambda s: s.clear_report_request("r"),
     "leased_cells": lambda s: s.leased_cells("r"),
@@ -216,6 +220,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "list_calls": lambda s: s.list_calls("r"),
     "note_attempt": lambda s: s.note_attempt("r", "c", "boom"),
     "last_attempt": lambda s: s.last_attempt("r", "c"),
+    "attempted_within": lambda s: s.attempted_within("r", 600),
     "claim_report": lambda s: s.claim_report("r", 60, "claim"),
     "finish_report": lambda s: s.finish_report("r", "claim", 1, {}),
     "fail_report": lambda s: s.fail_report("r", {"kind": "k", "reason": "r"}, claim_id="c"),

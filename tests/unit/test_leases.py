@@ -41,7 +41,11 @@ def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
 def test_a_live_holders_lease_never_lapses_however_long_its_call(
     world: dict[str, Any], short_leases: float
 ) -> None:
-    """A call three leases long: every other delivery meanwhile is held off; one call."""
+    """A call three leases long: every other delivery meanwhile is held off; one call.
+
+    Each of them watches the lease until its holder renews it (within a third of a
+    lease), then backs off.
+    """
     store, task = world["store"], world["tasks"][0]
     in_call = threading.Event()
     held_off: list[str] = []
@@ -62,7 +66,7 @@ def test_a_live_holders_lease_never_lapses_however_long_its_call(
         held_off.append("held")
         time.sleep(0.1)
     worker.join(10)
-    assert len(provider.prompts) == 1 and len(held_off) >= 10
+    assert len(provider.prompts) == 1 and len(held_off) >= 3
     (cell,) = store.list_cells(world["run_id"])
     assert cell["score"] == 10
     assert run_cell(world, task, ScriptedProvider(echo_needle_number)) == "duplicate"
@@ -71,14 +75,24 @@ def test_a_live_holders_lease_never_lapses_however_long_its_call(
 def test_a_dead_holders_lease_lapses_within_one_lease_and_the_cell_is_asked_again(
     world: dict[str, Any], short_leases: float
 ) -> None:
-    """A holder killed mid-call renews nothing: the next delivery claims after one lease."""
+    """A holder killed mid-call renews nothing: the next delivery claims after one lease.
+
+    Before: that delivery backed off at once, and the cell waited on Pub/Sub's growing
+    redelivery backoff or the sweep (issue 39: 120 s after a kill on the local stack).
+    Now it watches the lease, and takes the cell over the moment it lapses.
+    """
     store, task = world["store"], world["tasks"][0]
     assert store.claim_cell(world["run_id"], task.cell_id, short_leases) == 1  # then killed
-    with pytest.raises(CellInFlightError):
-        run_cell(world, task, ScriptedProvider(echo_needle_number))
-    time.sleep(short_leases + 0.1)
+    world["publisher"].cells.clear()
+    started = time.monotonic()
     provider = ScriptedProvider(echo_needle_number)
     assert run_cell(world, task, provider) == "answered"
+    waited = time.monotonic() - started
+    assert short_leases * 0.9 <= waited <= short_leases + 1.0
+    # The dead worker may have held other pushes of the run: the run's cells that
+    # nothing holds are published again by the delivery that found the death.
+    others = sorted(t.cell_id for t in world["tasks"][1:])
+    assert sorted(m["cell_id"] for m in world["publisher"].cells) == others
     assert len(provider.prompts) == 1
     (call,) = store.list_calls(world["run_id"])
     assert call["call_id"] == f"{task.cell_id}.C002"  # the killed claim's number stays used
@@ -277,10 +291,12 @@ def test_the_sweep_hands_on_a_dead_holders_cell_once(world: dict[str, Any]) -> N
     publisher.cells.clear()
     result = sweep_stalled_runs(store=store, publisher=publisher, stalled_after_seconds=3600)
     assert result["cells_handed_on"] == 1
-    assert [m["cell_id"] for m in publisher.cells] == [dead.cell_id]
+    # The death's other losses go with it (issue 39): every cell nothing holds, once.
+    unheld = [t.cell_id for t in world["tasks"][2:]]
+    assert [m["cell_id"] for m in publisher.cells] == [dead.cell_id, *unheld]
     assert publisher.cells[0]["run_stamp"] == store.runs[run_id]["stamp"]
     again = sweep_stalled_runs(store=store, publisher=publisher, stalled_after_seconds=3600)
-    assert again["cells_handed_on"] == 0 and len(publisher.cells) == 1
+    assert again["cells_handed_on"] == 0 and len(publisher.cells) == 1 + len(unheld)
     # The handed-on cell is claimed and answered by the message the sweep published.
     provider = ScriptedProvider(echo_needle_number)
     assert run_cell(world, CellTask.from_message(publisher.cells[0]), provider) == "answered"

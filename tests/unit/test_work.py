@@ -271,10 +271,13 @@ def test_an_answer_cut_off_by_its_budget_is_stored_truncated_never_wrong(
 
 
 def test_a_second_delivery_while_the_first_is_calling_makes_no_call(
-    world: dict[str, Any],
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The second delivery watches the lease until its holder renews it, then backs off."""
     from niah.errors import CellInFlightError
 
+    monkeypatch.setenv("NIAH_CELL_LEASE_SECONDS", "1")  # renewed every third of a second
+    get_settings.cache_clear()
     task = world["tasks"][0]
     calls: list[str] = []
 

@@ -312,6 +312,9 @@ class FirestoreStore:
                 return CLAIM_ABANDONED
             claims = int(lease.get("claims", 0)) + 1
             metering.count(FIRESTORE_WRITES)
+            # A lease that lapsed unreleased: its holder died, and with it perhaps the
+            # pushes it was serving (the sweep looks for this: ``taken_over_since``).
+            died = {"taken_over_at": now} if lapses else {}
             transaction.set(
                 reference,
                 {
@@ -320,6 +323,7 @@ class FirestoreStore:
                     "released": False,
                     "handed_on": False,
                     "lapses": lapses,
+                    **died,
                 },
             )
             return claims
@@ -451,6 +455,41 @@ class FirestoreStore:
             if hand_on(self._db.transaction(), leases.document(cell_id), lease.get("claims"))
         ]
 
+    def lease_seconds_left(self, run_id: str, cell_id: str) -> float | None:
+        """How long the cell's lease holds yet (one read); None if it is not live."""
+        snapshot = self._run(run_id).collection(LEASES).document(cell_id).get()
+        metering.reads(1)
+        lease = snapshot.to_dict() or {}
+        expires = lease.get("expires_at")
+        if lease.get("released") or expires is None:
+            return None
+        left = (expires - dt.datetime.now(dt.UTC)).total_seconds()
+        return left if left > 0 else None
+
+    def _any_later(self, run_id: str, collection: str, field: str, since: Any) -> bool:
+        """Whether a document of the run's ``collection`` has ``field`` after ``since``.
+
+        One query of at most one document (a single-field index Firestore keeps by
+        default); an empty result is billed one read.
+        """
+        query = (
+            self._run(run_id)
+            .collection(collection)
+            .where(filter=self._firestore.FieldFilter(field, ">", since))
+            .limit(1)
+        )
+        found = list(query.stream())
+        metering.reads(max(1, len(found)))
+        return bool(found)
+
+    def taken_over_since(self, run_id: str, since: dt.datetime) -> bool:
+        """Whether a dead holder's lease of the run was taken over after ``since``."""
+        return self._any_later(run_id, LEASES, "taken_over_at", since)
+
+    def has_live_lease(self, run_id: str) -> bool:
+        """Whether any lease of the run is live."""
+        return self._any_later(run_id, LEASES, "expires_at", dt.datetime.now(dt.UTC))
+
     def open_call(
         self,
         run_id: str,
@@ -551,6 +590,11 @@ class FirestoreStore:
             },
             merge=True,
         )
+
+    def attempted_within(self, run_id: str, seconds: float) -> bool:
+        """Whether a cell of the run failed retryably in the last ``seconds``."""
+        since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)
+        return self._any_later(run_id, ATTEMPTS, "updated_at", since)
 
     def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
         """The cell's attempt record: ``last_error`` and ``failures``."""

@@ -8,6 +8,7 @@ receive them; unit tests pass small fakes.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
@@ -210,6 +211,18 @@ class ResultStore(Protocol):
         """Cells whose holder died (lease lapsed unreleased), each returned once."""
         ...
 
+    def lease_seconds_left(self, run_id: str, cell_id: str) -> float | None:
+        """How long the cell's lease holds yet; None if it is not live (released, lapsed)."""
+        ...
+
+    def has_live_lease(self, run_id: str) -> bool:
+        """Whether any lease of the run is live: something is at work on it now."""
+        ...
+
+    def taken_over_since(self, run_id: str, since: dt.datetime) -> bool:
+        """Whether a lease of the run that lapsed unreleased was claimed after ``since``."""
+        ...
+
     def open_call(
         self,
         run_id: str,
@@ -241,6 +254,10 @@ class ResultStore(Protocol):
 
     def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
         """The cell's attempt record: ``last_error`` and ``failures``."""
+        ...
+
+    def attempted_within(self, run_id: str, seconds: float) -> bool:
+        """Whether a cell of the run failed retryably in the last ``seconds``."""
         ...
 
     def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:

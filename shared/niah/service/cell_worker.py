@@ -70,8 +70,9 @@ from niah.memo import ProcessCache
 from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
 from niah.service.dispatch import cell_messages, release_after_primer
-from niah.service.lease import LeaseKeeper
+from niah.service.lease import LeaseKeeper, watch_holder
 from niah.service.run_completion import request_report_if_complete
+from niah.service.sweep import republish_lost
 from niah.service.token_counts import run_token_ratio
 from niah.settings import get_settings
 from niah.tasks import Sample, get_task
@@ -315,6 +316,33 @@ def _release_if_primer(task: CellTask, *, store: ResultStore, publisher: Publish
     return release_after_primer(task.run_id, spec, store=store, publisher=publisher)
 
 
+def _republish_after_death(
+    task: CellTask, spec: RunRequest, *, store: ResultStore, publisher: Publisher
+) -> None:
+    """Hand on what a death lost, once a delivery took over the dead holder's cell.
+
+    The holder's worker may have been serving other pushes of the run, which Pub/Sub
+    redelivers only after their ack deadline; published again now (at most once per
+    quiet spell of the run, however many deliveries find deaths at once), they are
+    answered within seconds. Never fails the cell: the sweep does the same a minute on.
+    """
+    try:
+        run = store.get_run(task.run_id, counts=False)
+        last = (run or {}).get("lost_republished_at")
+        recent = (
+            isinstance(last, dt.datetime)
+            and (dt.datetime.now(dt.UTC) - last).total_seconds()
+            < get_settings().sweep_quiet_after_seconds
+        )
+        if run is None or recent:
+            return
+        republish_lost(task.run_id, spec, run, store=store, publisher=publisher,
+                       reason="holder died (found by a delivery)")  # fmt: skip
+    except Exception as error:
+        log("lost messages not published again", severity="WARNING", run_id=task.run_id,
+            error=describe(error))  # fmt: skip
+
+
 def _process_cell(
     task: CellTask,
     *,
@@ -344,6 +372,18 @@ def _process_cell(
         settings.cell_lease_seconds,
         max_lapses=settings.max_cell_failures,
     )
+    if claim == CLAIM_HELD:
+        seen = watch_holder(store, task.run_id, task.cell_id, settings.cell_lease_seconds)
+        if seen != "alive":
+            log("cell's holder gone", run_id=task.run_id, cell_id=task.cell_id, seen=seen)
+            claim = store.claim_cell(
+                task.run_id,
+                task.cell_id,
+                settings.cell_lease_seconds,
+                max_lapses=settings.max_cell_failures,
+            )
+            if seen == "lapsed" and claim >= 1:
+                _republish_after_death(task, spec, store=store, publisher=publisher)
     if claim == CLAIM_STORED:
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)

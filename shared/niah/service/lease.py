@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
+from collections.abc import Callable
 from types import TracebackType
+from typing import Literal
 
 from niah.core.interfaces import ResultStore
 from niah.logs import describe, log
@@ -86,3 +89,43 @@ class LeaseKeeper:
                 cell_id=self._cell_id,
                 renewals=self.renewals,
             )
+
+
+# What a delivery that found a cell leased saw of its holder (``watch_holder``).
+HolderSeen = Literal["alive", "lapsed", "released"]
+
+
+def watch_holder(
+    store: ResultStore,
+    run_id: str,
+    cell_id: str,
+    lease_seconds: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> HolderSeen:
+    """Watch another holder's live lease until it shows life or ends.
+
+    A delivery that finds a cell leased waits here instead of backing off at once: a
+    live holder renews every third of the lease, so it shows life within about 10 s
+    ("alive": the cell is its), and a dead one's lease lapses within one lease
+    ("lapsed": take the cell over now). Backing off at once left a killed worker's
+    cells to Pub/Sub's redelivery, whose backoff grows with each nack (on the emulator
+    to minutes, and the deliveries may run out meanwhile), or to the sweep.
+    "released": the holder stored the cell or gave it up; the next claim says which.
+    """
+    left = store.lease_seconds_left(run_id, cell_id)
+    if left is None:
+        return "released"
+    poll = min(2.0, lease_seconds / 6)
+    started = clock()
+    deadline = started + min(left, lease_seconds) + poll
+    while clock() < deadline:
+        sleep(poll)
+        now_left = store.lease_seconds_left(run_id, cell_id)
+        if now_left is None:
+            # Lapsed unreleased, or released: a renewal would have pushed it further.
+            return "lapsed" if clock() - started >= left else "released"
+        if now_left > left - (clock() - started) + poll:  # renewed: its holder lives
+            return "alive"
+    return "lapsed"

@@ -1,4 +1,4 @@
-"""The sweep: cells whose holder died, reports never asked for, runs that stalled."""
+"""The sweep: cells whose holder died, messages lost, reports never asked for, stalled runs."""
 
 from __future__ import annotations
 
@@ -13,47 +13,79 @@ from niah.service.dispatch import (
     BATCH_SUBMIT,
     batch_message,
     cell_messages,
+    primer_message,
     publish_missing,
+    release_after_primer,
     taken_cells,
 )
 from niah.service.run_completion import request_report_if_complete
+from niah.settings import get_settings
 
 
 def sweep_stalled_runs(
-    *, store: ResultStore, publisher: Publisher, stalled_after_seconds: float
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    stalled_after_seconds: float,
+    quiet_after_seconds: float | None = None,
 ) -> dict[str, int]:
-    """For every running run: hand on cells whose lease lapsed, and recover stalled runs.
+    """For every running run: hand on cells whose holder died, and the messages lost.
 
     - A cell whose holder died (its lease lapsed unreleased) is published again at
       once, whatever the run's progress: Pub/Sub's redelivery may be minutes away or,
       on the emulator, never come.
-    - A run whose cells are all stored but which has no report asks for it (at most
-      once per report lease: a request lost, or a renderer that died).
-    - A run with no progress for ``stalled_after_seconds`` gets its missing cells
-      published again. Workers skip stored cells, so publishing again is always safe.
+    - A holder's death may have taken other pushes with it (a worker serves several at
+      once, and a push cut off mid-request is redelivered only after its ack deadline,
+      10 minutes). So a run with a death since its last hand-on (a lease lapsed now, or
+      taken over by a delivery since) gets its missing cells that nothing holds
+      published again (``republish_lost``), at once.
+    - A quiet run (nothing leased anywhere, no progress and no retryable failure for
+      ``quiet_after_seconds``) has lost its messages some other way (a dispatcher or a
+      release killed before it published): the same.
+    - A run whose cells are all stored but which has no report asks for it.
+    - The last resort, for what nothing above explains: a run with no progress for
+      ``stalled_after_seconds`` gets its missing cells published again.
 
-    A scheduler runs this every few minutes.
+    Publishing again is always safe: workers skip stored cells and back off from
+    leased ones, so a cell is called once however often it is published. A scheduler
+    runs this every minute.
     """
+    settings = get_settings()
+    quiet_after = settings.sweep_quiet_after_seconds
+    if quiet_after_seconds is not None:
+        quiet_after = quiet_after_seconds
     now = dt.datetime.now(dt.UTC)
-    swept = published = handed_on = 0
-    for run in store.running_runs():
+    runs = store.running_runs()
+    # One query of at most one lease per run: whether anything is at work anywhere.
+    busy = any(_live(store, run) for run in runs)
+    tally = {"runs_swept": 0, "runs_lost": 0, "cells_republished": 0, "cells_handed_on": 0}
+    for run in runs:
         run_id = str(run["run_id"])
         try:
             spec = RunRequest.model_validate(run["spec"])
+            last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
+            idle = None if last is None else (now - last).total_seconds()
             if spec.is_batch():
-                last = max(
-                    filter(None, [run.get("updated_at"), run.get("created_at")]), default=None
-                )
-                stalled = last is None or (now - last).total_seconds() >= stalled_after_seconds
-                published += _sweep_batch(
+                stalled = idle is None or idle >= stalled_after_seconds
+                tally["cells_republished"] += _sweep_batch(
                     run_id, spec, run, store=store, publisher=publisher, stalled=stalled
                 )
                 continue
-            handed_on += _hand_on_lapsed(run_id, spec, run, store=store, publisher=publisher)
+            lapsed = _hand_on_lapsed(run_id, spec, run, store=store, publisher=publisher)
+            tally["cells_handed_on"] += len(lapsed)
             if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
                 request_report_if_complete(run_id, store=store, publisher=publisher)
-            last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
-            if last is None or (now - last).total_seconds() < stalled_after_seconds:
+                continue
+            reason = _lost(run_id, run, store, lapsed=bool(lapsed), busy=busy, idle=idle,
+                           quiet_after=quiet_after)  # fmt: skip
+            if reason is not None:
+                tally["runs_lost"] += 1
+                tally["cells_republished"] += republish_lost(
+                    run_id, spec, run, store=store, publisher=publisher, skip=set(lapsed),
+                    reason=reason,
+                )  # fmt: skip
+                continue
+            if idle is not None and idle < stalled_after_seconds:
                 continue
             taken = taken_cells(run_id, store)
             count = publish_missing(run_id, spec, taken, store=store, publisher=publisher, run=run)
@@ -62,22 +94,98 @@ def sweep_stalled_runs(
             log("sweep of a run failed", severity="ERROR", run_id=run_id, error=repr(error))
             continue
         log("stalled run swept", severity="WARNING", run_id=run_id, republished=count)
-        swept += 1
-        published += count
-    return {"runs_swept": swept, "cells_republished": published, "cells_handed_on": handed_on}
+        tally["runs_swept"] += 1
+        tally["cells_republished"] += count
+    return tally
+
+
+def _lost(
+    run_id: str,
+    run: dict[str, Any],
+    store: ResultStore,
+    *,
+    lapsed: bool,
+    busy: bool,
+    idle: float | None,
+    quiet_after: float,
+) -> str | None:
+    """Why the run's unheld missing cells have lost their messages, or None.
+
+    ``holder died``: a lease lapsed now, or one was taken over since the last hand-on.
+    ``quiet``: nothing is leased anywhere (so nothing is queued ahead of the run: Pub/Sub
+    pushes to an idle endpoint within seconds), the run made no progress for
+    ``quiet_after`` s, and no cell failed within Pub/Sub's longest backoff.
+    """
+    since = run.get("lost_republished_at") or run.get("created_at")
+    if lapsed or (isinstance(since, dt.datetime) and store.taken_over_since(run_id, since)):
+        return "holder died"
+    if busy or (idle is not None and idle < quiet_after):
+        return None
+    if store.attempted_within(run_id, get_settings().sweep_retry_backoff_seconds):
+        return None
+    return "quiet"
+
+
+def _live(store: ResultStore, run: dict[str, Any]) -> bool:
+    """Whether the run has a live lease; a run the store cannot answer for counts as live."""
+    try:
+        return store.has_live_lease(str(run["run_id"]))
+    except Exception as error:  # unsure: hold the quiet rule back rather than republish
+        log("sweep could not read a run's leases", severity="WARNING", error=repr(error))
+        return True
+
+
+def republish_lost(
+    run_id: str,
+    spec: RunRequest,
+    run: dict[str, Any],
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    skip: set[str] | frozenset[str] = frozenset(),
+    reason: str,
+) -> int:
+    """Publish again what a run whose messages were lost waits on; how many messages.
+
+    A run whose primer holds the rest back gets its primer again, or, if the primer is
+    done with and its release was lost, the release. Any other gets its cells neither
+    stored nor leased (nor in ``skip``: handed on already). Noted on the run
+    (``lost_republished_at``, which is also its progress), so deaths before it are not
+    counted again and the quiet rule waits another quiet spell.
+    """
+    primer = run.get("primer_cell")
+    if primer and not run.get("primer_released"):
+        if primer in store.cell_ids(run_id):
+            count = release_after_primer(run_id, spec, store=store, publisher=publisher)
+        elif primer in store.leased_cells(run_id) or primer in skip:
+            count = 0
+        else:
+            message = primer_message(run_id, spec, run)
+            count = publisher.publish_cells([message]) if message else 0
+    else:
+        taken = taken_cells(run_id, store) | set(skip)
+        messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in taken]
+        count = publisher.publish_cells(messages) if messages else 0
+    store.update_run(
+        run_id, {"lost_republished_at": dt.datetime.now(dt.UTC), "lost_republished": count}
+    )
+    log("lost messages published again", severity="WARNING", run_id=run_id, reason=reason,
+        republished=count)  # fmt: skip
+    return count
 
 
 def _hand_on_lapsed(
     run_id: str, spec: RunRequest, run: dict[str, Any], *, store: ResultStore, publisher: Publisher
-) -> int:
-    """Publish again the cells of the run whose holder died; how many."""
+) -> list[str]:
+    """Publish again the cells of the run whose holder died; which."""
     lapsed = set(store.hand_on_lapsed(run_id))
     if not lapsed:
-        return 0
+        return []
     messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] in lapsed]
-    count = publisher.publish_cells(messages) if messages else 0
-    log("cells of dead holders handed on", severity="WARNING", run_id=run_id, cells=count)
-    return count
+    if messages:
+        publisher.publish_cells(messages)
+    log("cells of dead holders handed on", severity="WARNING", run_id=run_id, cells=len(messages))
+    return sorted(lapsed)
 
 
 def _sweep_batch(
