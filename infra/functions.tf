@@ -79,8 +79,9 @@ locals {
       concurrency   = 1
     }
     # Republishes the missing cells of stalled runs (a crashed worker's message that
-    # Pub/Sub stopped redelivering); Cloud Scheduler calls it every 2 minutes. A run is
-    # stalled after NIAH_SWEEP_STALLED_AFTER_SECONDS, 2 hours by default.
+    # Pub/Sub stopped redelivering); Cloud Scheduler calls it every minute. A run is
+    # quiet after NIAH_SWEEP_QUIET_AFTER_SECONDS (30 s) with nothing leased anywhere, and
+    # stalled (the last resort) after NIAH_SWEEP_STALLED_AFTER_SECONDS, 2 hours.
     sweep = {
       name          = "niah-sweep"
       entry_point   = "sweep"
@@ -142,9 +143,12 @@ resource "google_cloudfunctions2_function" "internal" {
 resource "google_cloud_scheduler_job" "sweep" {
   name   = "niah-sweep"
   region = var.region
-  # Every 2 minutes: a cell whose worker died (its lease lapsed) is published again
-  # within about two minutes even where Pub/Sub's redelivery is slower.
-  schedule = "*/2 * * * *"
+  # Every minute (Scheduler's finest): a cell whose worker died (its lease lapsed), or a
+  # run whose messages were lost with it (nothing leased, no progress for
+  # NIAH_SWEEP_QUIET_AFTER_SECONDS), is published again within about 90 s of the death
+  # even where Pub/Sub's redelivery is slower (docs/reliability.md, "Recovery times").
+  # Idle, a pass reads one document: 1,440 reads a day, inside Firestore's free 50,000.
+  schedule = "* * * * *"
   # The sweep may run 300 s; Scheduler's default deadline for HTTP targets is 180 s.
   attempt_deadline = "320s"
 

@@ -81,7 +81,7 @@ def worker_model_env(ports: Ports) -> dict[str, str]:
 
 # How often Cloud Scheduler calls the sweep in a deployment (infra/functions.tf,
 # ``google_cloud_scheduler_job.sweep``; a unit test reads both).
-PRODUCTION_SWEEP_EVERY_SECONDS = 120.0
+PRODUCTION_SWEEP_EVERY_SECONDS = 60.0
 
 
 def _start(name: str, command: list[str], state_dir: Path, env: Mapping[str, str]) -> None:

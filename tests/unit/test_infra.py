@@ -225,6 +225,20 @@ def test_every_lease_and_deadline_outlasts_what_it_waits_for() -> None:
     assert sweep < int(deadline.removesuffix("s"))
 
 
+def test_the_local_production_sweep_runs_as_often_as_the_deployed_one() -> None:
+    """Fault tests on ``production_stack`` measure the recovery a deployment gets."""
+    from niah_devtools.localstack import PRODUCTION_SWEEP_EVERY_SECONDS
+
+    schedule = text(resources()[("google_cloud_scheduler_job", "sweep")]["schedule"])
+    minute = schedule.split()[0]
+    every_minutes = 1 if minute == "*" else int(minute.removeprefix("*/"))
+    assert every_minutes * 60 == PRODUCTION_SWEEP_EVERY_SECONDS == 60
+    # A dead holder's cell and a quiet run are each found within one lease and a pass.
+    settings = Settings()
+    assert settings.sweep_quiet_after_seconds <= settings.cell_lease_seconds
+    assert settings.cell_lease_seconds + PRODUCTION_SWEEP_EVERY_SECONDS <= 90
+
+
 def test_a_live_report_renderer_never_loses_its_lease() -> None:
     from niah.service.report import REPORT_LEASE_SECONDS
 
