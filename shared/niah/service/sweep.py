@@ -27,8 +27,10 @@ def sweep_stalled_runs(
     - A cell whose holder died (its lease lapsed unreleased) is published again at
       once, whatever the run's progress: Pub/Sub's redelivery may be minutes away or,
       on the emulator, never come.
-    - A run whose cells are all stored but which has no report asks for it (at most
-      once per report lease: a request lost, or a renderer that died).
+    - A run whose cells are all stored but which has no report asks for it once no
+      renderer is alive: its claim lapsed (``report_lease_seconds`` unrenewed, the
+      renderer died) or was never taken a lease after the last ask (the request was
+      lost). Never while a renderer renews its claim.
     - A run with no progress for ``stalled_after_seconds`` gets its missing cells
       published again. Workers skip stored cells, so publishing again is always safe.
 
