@@ -686,7 +686,7 @@ class FirestoreStore:
         whose renderer is alive (its claim taken or renewed within the window); one
         whose renderer died (its claim lapsed) or whose request was lost is.
         """
-        from google.api_core.exceptions import AlreadyExists, FailedPrecondition
+        from google.api_core.exceptions import AlreadyExists, FailedPrecondition, NotFound
 
         reference = self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
         now = dt.datetime.now(dt.UTC)
@@ -710,15 +710,17 @@ class FirestoreStore:
             return False  # a renderer is at work
         metering.count(FIRESTORE_WRITES)
         try:
-            reference.set(
-                {"requested_at": now},
-                **(
-                    {"option": self._db.write_option(last_update_time=snapshot.update_time)}
-                    if snapshot.exists
-                    else {}
-                ),
-            )
-        except (FailedPrecondition, AlreadyExists):
+            if snapshot.exists:
+                # Guarded by the mark's update time, so of two askers one wins. ``update``:
+                # ``set`` takes no write option (it raised TypeError, and so nothing past
+                # the window ever asked again).
+                reference.update(
+                    {"requested_at": now},
+                    option=self._db.write_option(last_update_time=snapshot.update_time),
+                )
+            else:  # cleared meanwhile (a reset): created, as a first ask is
+                reference.create({"requested_at": now})
+        except (FailedPrecondition, AlreadyExists, NotFound):
             return False  # another asker took it first
         return True
 
