@@ -250,10 +250,23 @@ class MemoryStoreExtras:
             return "done"
         if run.get("status") == "report_failed":
             return "failed"
-        if run.get("report_claim"):
+        claimed_at = run.get("report_claimed_at")
+        now = time.monotonic()
+        if claimed_at is not None and now - claimed_at < lease_seconds:
             return "held"
-        run["report_claim"] = claim_id
+        run.update(report_claim=claim_id, report_claimed_at=now)
         return "claimed"
+
+    def renew_report_claim(self, run_id: str, claim_id: str) -> bool:
+        run = self.runs.get(run_id, {})
+        if run.get("report_claim") != claim_id:
+            return False
+        run["report_claimed_at"] = time.monotonic()
+        return True
+
+    def lapse_report_claim(self, run_id: str) -> None:
+        """The renderer died: its claim runs out unrenewed (as a kill would leave it)."""
+        self.runs[run_id]["report_claimed_at"] = 0.0
 
     def finish_report(
         self, run_id: str, claim_id: str, cells_read: int, fields: dict[str, Any]
@@ -274,6 +287,7 @@ class MemoryStoreExtras:
         firestore_value(error)
         run.update(status="report_failed", report_error=error)
         run.pop("report_claim", None)
+        run.pop("report_claimed_at", None)
         return True
 
     def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
@@ -281,6 +295,13 @@ class MemoryStoreExtras:
         requested = self.report_requests.get(run_id)
         if requested is not None and now - requested < window_seconds:
             return False
+        if requested is not None:  # past the window: as Firestore, read the run
+            run = self.runs.get(run_id, {})
+            if run.get("status") in ("complete", "report_failed"):
+                return False
+            claimed_at = run.get("report_claimed_at")
+            if claimed_at is not None and now - claimed_at < window_seconds:
+                return False
         self.report_requests[run_id] = now
         return True
 
@@ -294,6 +315,7 @@ class MemoryStoreExtras:
         run.pop("report", None)
         run.pop("report_error", None)
         run.pop("report_claim", None)
+        run.pop("report_claimed_at", None)
 
     def running_runs(self) -> list[dict[str, Any]]:
         return [

@@ -194,6 +194,12 @@ class Settings(BaseSettings):
     # lapses within this: its cell is answered again within about a minute.
     cell_lease_seconds: float = Field(default=30.0, ge=1, le=600)
 
+    # How long a run's report claim holds off other renderers unless renewed; renewed
+    # every third of this while the renderer works, as a cell's lease is. A renderer
+    # killed mid-render lets it lapse within this, and the sweep's next pass asks for
+    # the report again; the report is asked for again no sooner than this either.
+    report_lease_seconds: float = Field(default=30.0, ge=1, le=600)
+
     # A dead-lettered cell is published again this many times (always while its lease
     # is live) before it is stored failed: its deliveries may have run out on a slow
     # call, a dead holder or a store outage, none of them the cell's fault.

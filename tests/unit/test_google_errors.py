@@ -222,6 +222,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "last_attempt": lambda s: s.last_attempt("r", "c"),
     "attempted_within": lambda s: s.attempted_within("r", 600),
     "claim_report": lambda s: s.claim_report("r", 60, "claim"),
+    "renew_report_claim": lambda s: s.renew_report_claim("r", "claim"),
     "finish_report": lambda s: s.finish_report("r", "claim", 1, {}),
     "fail_report": lambda s: s.fail_report("r", {"kind": "k", "reason": "r"}, claim_id="c"),
     "reopen_report": lambda s: s.reopen_report("r"),

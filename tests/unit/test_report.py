@@ -104,10 +104,10 @@ def test_a_held_report_is_a_quiet_no_op_and_a_done_one_is_not_rendered_again() -
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 1, "model": "m"})
     store.record_cell("r", "a", CELLS[0], failed=False, shards=1)
-    store.runs["r"]["report_claim"] = "another"  # another instance is rendering
+    assert store.claim_report("r", 60, "another") == "claimed"  # another instance renders
     assert render_report("r", store=store, blobs=blobs) is None
     assert "reports/r/heatmap.png" not in blobs.objects
-    store.runs["r"].pop("report_claim")
+    store.reopen_report("r")  # it failed and let go
     render_report("r", store=store, blobs=blobs)
     blobs.writes.clear()
     render_report("r", store=store, blobs=blobs)

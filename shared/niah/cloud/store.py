@@ -605,8 +605,10 @@ class FirestoreStore:
     def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
         """Take the right to render the run's report, in a transaction on the run.
 
-        Rare (once per run), so a transaction on the run document is fine here. A
-        claim older than ``lease_seconds`` is taken over: its renderer died.
+        Rare (once per run), so a transaction on the run document is fine here. The
+        claim is ``report_claim`` and ``report_claimed_at``, when it was taken or last
+        renewed (``renew_report_claim``): one not renewed for ``lease_seconds`` is taken
+        over, its renderer died.
         """
         firestore = self._firestore
         reference = self._run(run_id)
@@ -629,6 +631,27 @@ class FirestoreStore:
 
         result: ReportClaim = claim(self._db.transaction())
         return result
+
+    def renew_report_claim(self, run_id: str, claim_id: str) -> bool:
+        """Stamp claim ``claim_id``'s ``report_claimed_at`` now; False if it is gone.
+
+        A transaction on the run, every third of a lease while a report renders: the run
+        document takes no other steady writes (its counts are sharded).
+        """
+        firestore = self._firestore
+        reference = self._run(run_id)
+
+        @firestore.transactional
+        def renew(transaction: Any) -> bool:
+            metering.reads(1)
+            run = reference.get(transaction=transaction).to_dict() or {}
+            if run.get("report_claim") != claim_id:
+                return False
+            metering.count(FIRESTORE_WRITES)
+            transaction.update(reference, {"report_claimed_at": dt.datetime.now(dt.UTC)})
+            return True
+
+        return bool(renew(self._db.transaction()))
 
     def finish_report(
         self, run_id: str, claim_id: str, cells_read: int, fields: dict[str, Any]
@@ -699,12 +722,15 @@ class FirestoreStore:
         return bool(fail(self._db.transaction()))
 
     def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
-        """Note that the run's report is being asked for; False if it was, within the window.
+        """Note that the run's report is being asked for; False if that would ask twice.
 
         One create (or, past the window, one update guarded by the mark's update time),
-        so of any number of workers finishing or redelivered at once, one asks.
+        so of any number of workers finishing or redelivered at once, one asks. Past the
+        window the run is read too: a report written or failed is not asked for, nor one
+        whose renderer is alive (its claim taken or renewed within the window); one
+        whose renderer died (its claim lapsed) or whose request was lost is.
         """
-        from google.api_core.exceptions import AlreadyExists, FailedPrecondition
+        from google.api_core.exceptions import AlreadyExists, FailedPrecondition, NotFound
 
         reference = self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
         now = dt.datetime.now(dt.UTC)
@@ -719,17 +745,26 @@ class FirestoreStore:
         requested = (snapshot.to_dict() or {}).get("requested_at")
         if requested is not None and (now - requested).total_seconds() < window_seconds:
             return False
+        run = self._run(run_id).get().to_dict() or {}
+        metering.reads(1)
+        if run.get("status") in (RUN_COMPLETE, RUN_REPORT_FAILED):
+            return False
+        claimed_at = run.get("report_claimed_at")
+        if claimed_at is not None and (now - claimed_at).total_seconds() < window_seconds:
+            return False  # a renderer is at work
         metering.count(FIRESTORE_WRITES)
         try:
-            reference.set(
-                {"requested_at": now},
-                **(
-                    {"option": self._db.write_option(last_update_time=snapshot.update_time)}
-                    if snapshot.exists
-                    else {}
-                ),
-            )
-        except (FailedPrecondition, AlreadyExists):
+            if snapshot.exists:
+                # Guarded by the mark's update time, so of two askers one wins. ``update``:
+                # ``set`` takes no write option (it raised TypeError, and so nothing past
+                # the window ever asked again).
+                reference.update(
+                    {"requested_at": now},
+                    option=self._db.write_option(last_update_time=snapshot.update_time),
+                )
+            else:  # cleared meanwhile (a reset): created, as a first ask is
+                reference.create({"requested_at": now})
+        except (FailedPrecondition, AlreadyExists, NotFound):
             return False  # another asker took it first
         return True
 

@@ -261,7 +261,18 @@ class ResultStore(Protocol):
         ...
 
     def claim_report(self, run_id: str, lease_seconds: float, claim_id: str) -> ReportClaim:
-        """Take the right to render the run's report: "claimed", or "done" / "held" / "failed"."""
+        """Take the right to render the run's report: "claimed", or "done" / "held" / "failed".
+
+        "held" while another renderer's claim is live: taken or renewed within
+        ``lease_seconds``. One not renewed for that long is taken over (its renderer died).
+        """
+        ...
+
+    def renew_report_claim(self, run_id: str, claim_id: str) -> bool:
+        """Keep claim ``claim_id`` on the run's report live a lease more; False if it is gone.
+
+        Gone: dropped (a reset, a recorded failure), or lapsed and taken over.
+        """
         ...
 
     def fail_report(self, run_id: str, error: dict[str, Any], *, claim_id: str | None) -> bool:
@@ -279,7 +290,11 @@ class ResultStore(Protocol):
         ...
 
     def mark_report_requested(self, run_id: str, window_seconds: float) -> bool:
-        """Note the report is being asked for; False if it was within ``window_seconds``."""
+        """Note the report is being asked for; False if that would ask twice.
+
+        Twice: it was asked for within ``window_seconds``, or a renderer's claim on it is
+        live (taken or renewed within ``window_seconds``), or it is written or failed.
+        """
         ...
 
     def clear_report_request(self, run_id: str) -> None:

@@ -1,10 +1,11 @@
-"""A cell's lease kept live while its holder works: only a dead holder's lease lapses.
+"""Claims kept live while their holder works: only a dead holder's claim lapses.
 
-The lease is short (``cell_lease_seconds``, 30 s by default) and renewed every third of
-it from a background thread while the worker builds, calls and stores. A holder killed
-mid-call stops renewing, so its lease lapses within one lease and the next delivery (or
-the sweep, or the dead-letter handler) has the cell answered again; a live holder's
-lease never lapses however long its call takes.
+A cell's lease (``cell_lease_seconds``) and a run's report claim
+(``report_lease_seconds``), 30 s by default, are renewed every third of it from a
+background thread while the worker builds, calls and stores, or the renderer reads,
+draws and writes. A holder killed mid-way stops renewing, so its claim lapses within
+one lease and the next delivery (or the sweep, or the dead-letter handler) does the
+work again; a live holder's claim never lapses however long it works.
 """
 
 from __future__ import annotations
@@ -20,27 +21,31 @@ from niah.core.interfaces import ResultStore
 from niah.logs import describe, log
 
 
-class LeaseKeeper:
-    """Renews claim ``claim`` of a cell every ``lease_seconds / 3`` until closed."""
+class ClaimKeeper:
+    """Calls ``renew`` every ``lease_seconds / 3`` until closed, or until the claim is gone.
+
+    ``what`` names the claim in the log ("lease": "lease renewed", "lease lost");
+    ``labels`` go on each line.
+    """
 
     def __init__(
-        self, store: ResultStore, run_id: str, cell_id: str, claim: int, lease_seconds: float
+        self, renew: Callable[[], bool], lease_seconds: float, *, what: str, **labels: str
     ) -> None:
-        self._store = store
-        self._run_id = run_id
-        self._cell_id = cell_id
-        self._claim = claim
+        self._renew_once = renew
         self._lease_seconds = lease_seconds
+        self._what = what
+        self._labels = labels
         self._stop = threading.Event()
-        # In the request's context: its renewals count with the cell's operations.
+        # In the request's context: its renewals count with the request's operations.
         context = contextvars.copy_context()
+        name = "-".join([what.replace(" ", "-"), *labels.values()])
         self._thread = threading.Thread(
-            target=context.run, args=(self._renew,), name=f"lease-{cell_id}", daemon=True
+            target=context.run, args=(self._renew,), name=name, daemon=True
         )
         self.renewals = 0
         self.lost = False
 
-    def __enter__(self) -> LeaseKeeper:
+    def __enter__(self) -> ClaimKeeper:
         self._thread.start()
         return self
 
@@ -51,44 +56,58 @@ class LeaseKeeper:
         traceback: TracebackType | None,
     ) -> None:
         self._stop.set()
-        # A renewal stuck on a frozen store must not hold the cell's answer back.
+        # A renewal stuck on a frozen store must not hold the holder's answer back.
         self._thread.join(timeout=1.0)
 
     def _renew(self) -> None:
         interval = self._lease_seconds / 3
         while not self._stop.wait(interval):
             try:
-                held = self._store.renew_lease(
-                    self._run_id, self._cell_id, self._claim, self._lease_seconds
-                )
+                held = self._renew_once()
             except Exception as error:  # the store is down: try again next beat
                 log(
-                    "lease renewal failed",
+                    f"{self._what} renewal failed",
                     severity="WARNING",
-                    run_id=self._run_id,
-                    cell_id=self._cell_id,
                     error=describe(error),
+                    **self._labels,
                 )
                 continue
             if not held:
-                # Released, or lapsed (the store was unreachable for a whole lease) and
-                # claimed by another delivery: nothing left to keep.
+                # Released, dropped (a reset), or lapsed (the store was unreachable for a
+                # whole lease) and claimed by another delivery: nothing left to keep.
                 self.lost = True
-                log(
-                    "lease lost",
-                    severity="WARNING",
-                    run_id=self._run_id,
-                    cell_id=self._cell_id,
-                )
+                log(f"{self._what} lost", severity="WARNING", **self._labels)
                 return
             self.renewals += 1
-            # Said, so a long call's kept lease shows (and its operations are accounted).
-            log(
-                "lease renewed",
-                run_id=self._run_id,
-                cell_id=self._cell_id,
-                renewals=self.renewals,
-            )
+            # Said, so a long holder's kept claim shows (and its operations are accounted).
+            log(f"{self._what} renewed", renewals=self.renewals, **self._labels)
+
+
+class LeaseKeeper(ClaimKeeper):
+    """Renews claim ``claim`` of a cell's lease every ``lease_seconds / 3`` until closed."""
+
+    def __init__(
+        self, store: ResultStore, run_id: str, cell_id: str, claim: int, lease_seconds: float
+    ) -> None:
+        super().__init__(
+            lambda: store.renew_lease(run_id, cell_id, claim, lease_seconds),
+            lease_seconds,
+            what="lease",
+            run_id=run_id,
+            cell_id=cell_id,
+        )
+
+
+def keep_report_claim(
+    store: ResultStore, run_id: str, claim_id: str, lease_seconds: float
+) -> ClaimKeeper:
+    """A keeper of the run's report claim ``claim_id`` while its renderer works."""
+    return ClaimKeeper(
+        lambda: store.renew_report_claim(run_id, claim_id),
+        lease_seconds,
+        what="report claim",
+        run_id=run_id,
+    )
 
 
 # What a delivery that found a cell leased saw of its holder (``watch_holder``).

@@ -36,7 +36,8 @@ from niah.core.uncertainty import with_interval
 from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
 from niah.service.admission import settle_run_spend
-from niah.service.run_completion import REPORT_LEASE_SECONDS, record_report_failure
+from niah.service.lease import keep_report_claim
+from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.settings import get_settings
 
@@ -253,7 +254,10 @@ def render_report(
     Claims first, then reads: a reset while rendering drops the claim, and the run is
     marked complete only if the claim still stands and the counts match the cells read
     (``finish_report``). Otherwise the report is stale: it is reopened and requested
-    again, so the cells as they are now are rendered.
+    again, so the cells as they are now are rendered. The claim is a short lease
+    (``report_lease_seconds``) renewed while this renders (``keep_report_claim``): a
+    renderer killed mid-render lets it lapse within a lease, and the sweep's next pass
+    asks for the report again.
 
     A report that cannot be drawn from the run's data fails the same way every time: it
     is recorded on the run (``report_failed``) and acknowledged. Anything else (the
@@ -271,7 +275,8 @@ def render_report(
         log("report requested before the last cell", run_id=run_id)
         return None
     claim_id = uuid.uuid4().hex
-    claim = store.claim_report(run_id, REPORT_LEASE_SECONDS, claim_id)
+    lease_seconds = get_settings().report_lease_seconds
+    claim = store.claim_report(run_id, lease_seconds, claim_id)
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
         return dict((store.get_run(run_id, counts=False) or {}).get("report") or {})
@@ -280,19 +285,28 @@ def render_report(
         return None
     if claim == "held":
         # Another renderer is at work: nothing to do here. If it dies, its claim lapses
-        # and the sweep asks for the report again (``sweep_stalled_runs``).
+        # within a lease and the sweep asks for the report again (``sweep_stalled_runs``).
         log("report being rendered elsewhere", run_id=run_id)
         return None
+    keeper = keep_report_claim(store, run_id, claim_id, lease_seconds)
     try:
-        return _render_claimed(run_id, claim_id, store=store, blobs=blobs, ledger=ledger)
+        with keeper:
+            return _render_claimed(run_id, claim_id, store=store, blobs=blobs, ledger=ledger)
     except Exception:
         # Let the next delivery render rather than find the claim held and drop it: so a
-        # request that keeps failing is dead-lettered. Our claim is ours still: the lease
-        # outlasts the function's timeout.
-        try:
-            store.reopen_report(run_id)
-        except NiahError as error:
-            log("report claim not dropped", severity="WARNING", run_id=run_id, error=str(error))
+        # request that keeps failing is dead-lettered. Unless the keeper lost the claim
+        # (a reset dropped it, or the store was out of reach a whole lease and another
+        # renderer took it over): then it is not ours to drop.
+        if not keeper.lost:
+            try:
+                store.reopen_report(run_id)
+            except NiahError as error:
+                log(
+                    "report claim not dropped",
+                    severity="WARNING",
+                    run_id=run_id,
+                    error=str(error),
+                )
         raise
 
 

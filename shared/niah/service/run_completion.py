@@ -11,12 +11,7 @@ import datetime as dt
 from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, Publisher, ResultStore
 from niah.errors import DeadLetteredError
 from niah.logs import log
-
-# Longer than the report function may run (300 s, infra/functions.tf), so only a dead
-# renderer's claim is taken over, and a live one's guarded finish cannot fail on a
-# takeover; shorter than Pub/Sub keeps redelivering. A report is asked for at most
-# once in this window.
-REPORT_LEASE_SECONDS = 360.0
+from niah.settings import get_settings
 
 
 def request_report_if_complete(
@@ -25,11 +20,13 @@ def request_report_if_complete(
     """Publish a report request when every cell of the run is stored, once.
 
     Of the workers that store a run's last cells together and of any duplicate
-    deliveries after them, one asks (``mark_report_requested``); again only after
-    ``REPORT_LEASE_SECONDS`` with the run still not complete (its request was lost or
-    its renderer died), or after a reset. ``total``: the run's cell count where the
-    caller read the run already (a worker), saving that read; a complete run then only
-    finds its report requested already.
+    deliveries after them, one asks (``mark_report_requested``). Again, never while a
+    renderer is alive (its claim renewed within ``report_lease_seconds``): only once
+    the run is still not complete a lease after the last ask and its renderer's claim
+    lapsed (the renderer died) or was never taken (the request was lost), or after a
+    reset. ``total``: the run's cell count where the caller read the run already (a
+    worker), saving that read; a complete run then only finds its report requested
+    already.
     """
     if total is None:
         run = store.get_run(run_id, counts=False)
@@ -40,7 +37,7 @@ def request_report_if_complete(
     # One aggregation read: a cell is counted in the same write that stores it.
     if store.count_cells(run_id) < total:
         return False
-    if not store.mark_report_requested(run_id, REPORT_LEASE_SECONDS):
+    if not store.mark_report_requested(run_id, get_settings().report_lease_seconds):
         log("report already requested", run_id=run_id)
         return False
     try:

@@ -42,7 +42,10 @@ def sweep_stalled_runs(
     - A quiet run (nothing leased anywhere, no progress and no retryable failure for
       ``quiet_after_seconds``) has lost its messages some other way (a dispatcher or a
       release killed before it published): the same.
-    - A run whose cells are all stored but which has no report asks for it.
+    - A run whose cells are all stored but which has no report asks for it once no
+      renderer is alive: its claim lapsed (``report_lease_seconds`` unrenewed, the
+      renderer died) or was never taken a lease after the last ask (the request was
+      lost). Never while a renderer renews its claim.
     - The last resort, for what nothing above explains: a run with no progress for
       ``stalled_after_seconds`` gets its missing cells published again.
 
