@@ -50,12 +50,15 @@ def world(
     served: tuple[str, StandinState],
     blobs: MemoryBlobs,
     body: dict[str, Any] = BODY,
+    *,
+    store: MemoryStore | None = None,
     **config: Any,
 ) -> dict[str, Any]:
+    """A batch run dispatched on fakes (``store``, or a new one), the stand-in set to ``config``."""
     url, state = served
     requests.post(f"{url}/_standin/config", json=config, timeout=5).raise_for_status()
     state.batch.files = BlobFiles(blobs)
-    store, publisher = MemoryStore(), RecordingPublisher()
+    store, publisher = store or MemoryStore(), RecordingPublisher()
     run = dispatch_run(body, store=store, publisher=publisher, blobs=blobs)
 
     def step(message: dict[str, Any]) -> str:

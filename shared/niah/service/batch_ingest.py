@@ -13,7 +13,9 @@ each output file (``batch_ingest_piece_bytes``). A piece streams its range, skip
 line whose cell is stored before any scoring or judge call, stores the rest through
 the same create-if-absent write as an online answer, and writes a marker of what it
 saw. A piece that runs past ``batch_ingest_seconds`` hands the rest of its range to a
-new message, so no request holds a whole file or outlives the function's timeout.
+new message, so no request holds a whole file or outlives the function's timeout. A
+piece holds a lease while it reads; one whose worker died is asked again by the sweep
+once its lease lapses (``niah.service.batch_pieces``).
 
 **Settling.** When the markers cover every byte of the job's output, the job is settled
 once (a claim guards it): its unstored cells are the failed lines and the lines the job
@@ -29,7 +31,6 @@ in a cancelled or superseded run, wait for the next round.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 import time
@@ -56,6 +57,7 @@ from niah.logs import log
 from niah.models.providers import get_provider
 from niah.models.providers.gemini import answer_from_json
 from niah.models.providers.gemini_request import cell_of_line, request_digest
+from niah.service.batch_pieces import file_key, ingest_message, job_key, piece_lease
 from niah.service.cell_worker import (
     CellTask,
     ProviderFactory,
@@ -70,7 +72,6 @@ from niah.service.cell_worker import (
 )
 from niah.service.dispatch import (
     BATCH_FAIL,
-    BATCH_INGEST,
     BATCH_SETTLE,
     BATCH_SUBMIT,
     batch_message,
@@ -187,28 +188,18 @@ def start_ingest(
     return {"ingest": {"files": listed, "started_at": dt.datetime.now(dt.UTC)}}, messages
 
 
-def ingest_message(
-    run_id: str, run: dict[str, Any], job_name: str, file: str, start: int, end: int
-) -> dict[str, Any]:
-    """The message that asks a worker to ingest bytes ``[start, end)`` of ``file``."""
-    return batch_message(run_id, BATCH_INGEST, run) | {
-        "job": job_name,
-        "file": file,
-        "start": start,
-        "end": end,
-    }
-
-
 def tend_ingest(
     run_id: str, run: dict[str, Any], job: dict[str, Any], *, store: ResultStore,
     blobs: BlobStore, publisher: Publisher, provider_for: ProviderFactory = get_provider,
 ) -> bool:  # fmt: skip
-    """A job being ingested, as a poll finds it: settled once read, its dead pieces re-asked.
+    """A job being ingested, as a poll finds it: settled once read, its lost pieces re-asked.
 
-    A live piece writes a marker at least every ``batch_ingest_seconds`` (a hand-on
-    writes one), so coverage that has not grown for twice that has no live piece behind
-    it: only then are its gaps published again, and a live piece's lines are not
-    scored or judged twice. Whether ``job`` changed (its progress noted), to be saved.
+    A piece whose worker died is asked again by the sweep as soon as its lease lapses
+    (``batch_pieces``); this is the backstop for one that died before taking its lease,
+    or a message lost. A live piece writes a marker at least every
+    ``batch_ingest_seconds`` (a hand-on writes one), so coverage that has not grown for
+    twice that has no live piece behind it: only then are its gaps published again.
+    Whether ``job`` changed (its progress noted), to be saved.
     """
     seen = _markers(run_id, job, blobs)
     gaps = [
@@ -250,7 +241,12 @@ def ingest_piece(
     publisher: Publisher,
     provider_for: ProviderFactory,
 ) -> str:
-    """Store the answered lines of one byte range of one output file; settle if last."""
+    """Store the answered lines of one byte range of one output file; settle if last.
+
+    Under the piece's lease (``batch_pieces``), renewed while it reads and released once
+    its marker is written: a piece whose worker dies is published again by the sweep
+    once the lease lapses. A delivery that finds the lease held backs off (redelivered).
+    """
     run_id = str(body["run_id"])
     job = _job(run, str(body["job"]))
     if job is None or job.get("ingested") or job.get("ended"):
@@ -258,12 +254,23 @@ def ingest_piece(
     if "ingest" not in job:  # published just before the poll recorded the ingest
         raise CellInFlightError(f"the ingest of {job['name']} is not recorded yet")
     name, start, end = str(body["file"]), int(body["start"]), int(body["end"])
-    piece = _Piece(run_id, run, spec, job, store=store, blobs=blobs, publisher=publisher,
-                   provider_for=provider_for)  # fmt: skip
-    stop = piece.read(name, start, end)
-    _write_marker(run_id, job, name, start, stop, piece.seen, blobs)
+    lease_seconds = get_settings().cell_lease_seconds
+    key = piece_lease(job["name"], name, start, end)
+    claim = store.claim_cell(run_id, key, lease_seconds)
+    if claim == CLAIM_HELD:
+        raise CellInFlightError(f"{name} from {start} is being read by another delivery")
+    try:
+        with LeaseKeeper(store, run_id, key, claim, lease_seconds):
+            piece = _Piece(run_id, run, spec, job, store=store, blobs=blobs,
+                           publisher=publisher, provider_for=provider_for)  # fmt: skip
+            stop = piece.read(name, start, end)
+            _write_marker(run_id, job, name, start, stop, piece.seen, blobs)
+            if stop < end:
+                rest = ingest_message(run_id, run, job["name"], name, stop, end)
+                publisher.publish_cells([rest])
+    finally:
+        store.release_cell(run_id, key, claim)
     if stop < end:
-        publisher.publish_cells([ingest_message(run_id, run, job["name"], name, stop, end)])
         log("batch ingest piece handed on", run_id=run_id, file=name, at=stop, end=end)
         return "handed on"
     if _covered(run_id, job, blobs):
@@ -486,19 +493,14 @@ def _reason(status: Any) -> str:
 
 
 def _ingest_prefix(run_id: str, job: dict[str, Any]) -> str:
-    key = hashlib.sha256(str(job["name"]).encode()).hexdigest()[:16]
-    return f"{get_settings().batches_prefix}{run_id}/ingest/{key}/"
-
-
-def _file_key(name: str) -> str:
-    return hashlib.sha256(name.encode()).hexdigest()[:16]
+    return f"{get_settings().batches_prefix}{run_id}/ingest/{job_key(str(job['name']))}/"
 
 
 def _write_marker(
     run_id: str, job: dict[str, Any], name: str, start: int, end: int, seen: dict[str, Any],
     blobs: BlobStore,
 ) -> None:  # fmt: skip
-    marker = f"{_ingest_prefix(run_id, job)}pieces/{_file_key(name)}-{start:013d}-{end:013d}.json"
+    marker = f"{_ingest_prefix(run_id, job)}pieces/{file_key(name)}-{start:013d}-{end:013d}.json"
     body = {"file": name, "start": start, "end": end} | seen
     blobs.write(marker, json.dumps(body).encode(), content_type=MANIFEST_TYPE)
 
@@ -511,7 +513,7 @@ def _markers(
     run_id: str, job: dict[str, Any], blobs: BlobStore
 ) -> dict[str, list[tuple[int, int]]]:
     """Each output file's ranges read, by file name (from the markers' names)."""
-    keys = {_file_key(file["name"]): file["name"] for file in job["ingest"]["files"]}
+    keys = {file_key(file["name"]): file["name"] for file in job["ingest"]["files"]}
     ranges: dict[str, list[tuple[int, int]]] = {}
     for info in _marker_infos(run_id, job, blobs):
         key, start, end = info.name.rsplit("/", 1)[1].removesuffix(".json").split("-")
@@ -567,7 +569,7 @@ def settle_job(
     new message, so no call outlives the function however many there are.
     """
     settings = get_settings()
-    key = f"batch-settle-{hashlib.sha256(job_name.encode()).hexdigest()[:16]}"
+    key = f"batch-settle-{job_key(job_name)}"
     claim = store.claim_cell(run_id, key, settings.cell_lease_seconds)
     if claim == CLAIM_HELD:
         raise CellInFlightError(f"job {job_name} of {run_id} is being settled")

@@ -8,6 +8,7 @@ from typing import Any
 from niah.core.interfaces import Publisher, ResultStore
 from niah.core.spec import RunRequest
 from niah.logs import log
+from niah.service.batch_pieces import hand_on_dead_pieces
 from niah.service.dispatch import (
     BATCH_POLL,
     BATCH_SUBMIT,
@@ -200,10 +201,12 @@ def _sweep_batch(
     publisher: Publisher,
     stalled: bool,
 ) -> int:
-    """A batch run's turn: poll its open jobs; resubmit a lost submit; finish it.
+    """A batch run's turn: poll its open jobs; re-ask dead pieces; resubmit a lost submit.
 
     Its jobs are polled on every sweep (the worker reads their state and ingests what is
-    done): the sweep itself stays light, with no Vertex client. Messages published.
+    done): the sweep itself stays light, with no Vertex client. A piece of output whose
+    holder died (its lease lapsed) is published again at once, as a dead holder's cell
+    is. Messages published.
     """
     jobs = run.get("batch_jobs") or []
     if any(
@@ -212,7 +215,8 @@ def _sweep_batch(
     ):
         # An open job, or a superseded one whose output is still being read (a resume
         # waits on it): the poll tends both.
-        return publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
+        dead = hand_on_dead_pieces(run_id, run, store=store, publisher=publisher)
+        return dead + publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
     if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
         request_report_if_complete(run_id, store=store, publisher=publisher)
         return 0
