@@ -36,8 +36,14 @@ def judge_calls(stack: Stack) -> int:
     return standin_kinds(stack).get("generate", 0)
 
 
-def test_a_worker_killed_mid_ingest_costs_a_lease_and_a_sweep(production_stack: Stack) -> None:
+@pytest.mark.parametrize("kill", ["group", "child"])
+def test_a_worker_killed_mid_ingest_costs_a_lease_and_a_sweep(
+    production_stack: Stack, kill: str
+) -> None:
     """2 x 3 cells in one batch job, each line judged; the worker killed mid-piece.
+
+    ``group``: the whole function, started again a second later; ``child``: its serving
+    process, which gunicorn replaces at once.
 
     How the kill is made to hit mid-ingest: every line of the job's output is judged,
     and the stand-in takes ``JUDGE_SECONDS`` over each judge call, so the one piece
@@ -54,7 +60,7 @@ def test_a_worker_killed_mid_ingest_costs_a_lease_and_a_sweep(production_stack: 
         "context_lengths": [1000, 2000],
         "scorer": "both",
         "evaluator_model_name": "gemini-3.8-flash",
-        "seed": 390,
+        "seed": 390 if kill == "group" else 391,
     }
     response = post(stack, body)
     assert response.status_code == 202, response.text
@@ -66,12 +72,16 @@ def test_a_worker_killed_mid_ingest_costs_a_lease_and_a_sweep(production_stack: 
 
     # The job ends at once; the ingest starts at the sweep's next poll (a minute).
     wait_for(mid_piece, timeout=300, what="the piece midway, a judge call out")
-    localstack.kill_process(stack.state_dir, "worker")
+    if kill == "group":
+        localstack.kill_process(stack.state_dir, "worker")
+    else:
+        assert localstack.kill_children(stack.state_dir, "worker") >= 1
     stored_at_kill, judged_at_kill = len(store.cell_ids(run_id)), judge_calls(stack)
     run = store.get_run(run_id) or {}
     assert 3 <= stored_at_kill < 6 and not run["batch_jobs"][0].get("ingested")  # midway
-    time.sleep(1)
-    localstack.start_function(stack.state_dir, "worker")
+    if kill == "group":
+        time.sleep(1)
+        localstack.start_function(stack.state_dir, "worker")
     restarted = time.monotonic()
 
     wait_complete(run_id, timeout=RECOVERY_SECONDS + 60)
@@ -80,7 +90,8 @@ def test_a_worker_killed_mid_ingest_costs_a_lease_and_a_sweep(production_stack: 
     numbers: dict[str, Any] = figures(stack, run_id, started, "worker killed mid batch ingest")
     (job,) = run["batch_jobs"]
     print(
-        f"FAULT-FIGURES batch ingest: recovered_after_restart_seconds={recovered:.1f} "
+        f"FAULT-FIGURES batch ingest, {kill} killed: "
+        f"recovered_after_restart_seconds={recovered:.1f} "
         f"stored_at_kill={stored_at_kill} judge_calls_at_kill={judged_at_kill} "
         f"judge_calls={judge_calls(stack)} lines_duplicate={job['lines_duplicate']}"
     )

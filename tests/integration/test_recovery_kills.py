@@ -161,8 +161,10 @@ def run_through_kill(
         ("release", "group"),
         ("calls", "group"),
         ("report", "group"),
+        ("primer", "child"),
         ("release", "child"),
         ("calls", "child"),
+        ("report", "child"),
     ],
 )
 def test_a_worker_killed_at_any_moment_costs_seconds(
