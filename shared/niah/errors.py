@@ -170,7 +170,7 @@ class CloudAccessError(PermanentRunError):
 
 
 class ReportPendingError(RetryableError):
-    """Another instance holds the report's lease; try again when it may have expired."""
+    """A render went stale (a reset dropped its claim meanwhile): render again on redelivery."""
 
 
 class ReportRenderError(NiahError):
