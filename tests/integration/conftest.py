@@ -84,6 +84,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         localstack.down(state_dir)
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests on the production-settings stack (``-m production_stack``).
+
+    They mostly wait on leases and sweep passes, on a stack of their own, so
+    scripts/test.sh runs them beside the rest.
+    """
+    for item in items:
+        if "production_stack" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.production_stack)
+
+
 @pytest.fixture(scope="session")
 def production_stack_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A second stack whose recovery settings are a deployment's, for fault tests.
