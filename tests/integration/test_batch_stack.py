@@ -90,13 +90,19 @@ def test_a_batch_grid_completes_one_cell_per_line_at_the_batch_rate(stack: Stack
     store = FirestoreStore()
     unread = {k: v for k, v in job.items() if k != "ingest"} | {"ingested": False}
     store.update_run(run_id, {"batch_jobs": [unread]})
-    publish(stack, "niah-cells", {"run_id": run_id, "batch_action": "poll"}, copies=2)
+    poll = {"run_id": run_id, "batch_action": "poll"}
+    publish(stack, "niah-cells", poll, copies=1)
     wait_for(
         lambda: (store.get_run(run_id) or {})["batch_jobs"][0].get("ingested"),
         timeout=60,
         what="the job ingested again",
     )
-    time.sleep(3)  # the second copy
+    # The second copy after the first is done. Sent together, on a loaded machine the
+    # second poll could settle the job from the first ingest's markers before the new
+    # piece read its lines (lines_duplicate then counted nothing): a race of the test's
+    # making, seen once in CI (2026-11-27).
+    publish(stack, "niah-cells", poll, copies=1)
+    time.sleep(3)
     again = store.get_run(run_id)
     assert again is not None and again["batch_jobs"][0]["lines_duplicate"] == 5
     assert (again["done"], again["failed"]) == (6, 0)
