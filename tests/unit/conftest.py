@@ -28,6 +28,17 @@ def naive_dispatch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()
 
 
+@pytest.fixture
+def short_leases(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A one-second cell lease, renewed every third of a second.
+
+    ``naive_dispatch`` clears the settings cache again after the test.
+    """
+    monkeypatch.setenv("NIAH_CELL_LEASE_SECONDS", "1")
+    get_settings.cache_clear()
+    return 1.0
+
+
 @pytest.fixture(scope="session")
 def offline(tmp_path_factory: pytest.TempPathFactory) -> OfflineTerraform:
     try:

@@ -24,7 +24,7 @@ from niah.service.dispatch import dispatch_run
 from niah.settings import get_settings
 from niah_devtools.standin import StandinState
 from tests.fakes import MemoryBlobs
-from tests.unit.test_batch_runs import BODY, drain, poll_until_done, world
+from tests.unit.test_batch_runs import BODY, drain, ingest_started, poll_until_done, world
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 
@@ -267,14 +267,7 @@ def test_pieces_lost_with_their_worker_are_asked_again_only_once_progress_stops(
 ) -> None:
     settings_env.setenv("NIAH_BATCH_INGEST_SECONDS", "0.2")
     w = world(standin, essay_blobs, batch_delay_seconds=0.1)
-    w["step"](w["publisher"].cells[0])
-    deadline = time.monotonic() + 10
-    while "ingest" not in w["store"].get_run(w["run_id"])["batch_jobs"][0]:
-        assert time.monotonic() < deadline
-        w["step"]({"run_id": w["run_id"], "batch_action": "poll"})
-        time.sleep(0.05)
-    lost = [m for m in w["publisher"].cells if m.get("batch_action") == "ingest"]
-    assert len(lost) == 1  # published, never delivered: its worker died
+    lost = [ingest_started(w)]  # its one piece published, never delivered: its worker died
     w["delivered"] = len(w["publisher"].cells)
 
     def poll() -> list[dict[str, Any]]:

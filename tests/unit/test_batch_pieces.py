@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,21 +20,11 @@ from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 from niah_devtools.standin import StandinState
 from tests.fakes import MemoryBlobs, MemoryStore
-from tests.unit.test_batch_runs import BODY, world
+from tests.unit.test_batch_runs import BODY, ingest_started, ingests, world
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 # Each line scored exact and by the judge: a judge call per line the stand-in counts.
 JUDGED = BODY | {"scorer": "both", "evaluator_model_name": "gemini-3.8-flash"}
-
-
-@pytest.fixture
-def short_leases(monkeypatch: pytest.MonkeyPatch) -> Iterator[float]:
-    """A one-second lease, renewed every third of a second."""
-    monkeypatch.setenv("NIAH_CELL_LEASE_SECONDS", "1")
-    get_settings.cache_clear()
-    yield 1.0
-    monkeypatch.undo()
-    get_settings.cache_clear()
 
 
 class Killed(BaseException):
@@ -76,27 +65,11 @@ class KilledMidPiece(MemoryStore):
             super().release_cell(run_id, cell_id, claim)
 
 
-def ingests(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [m for m in messages if m.get("batch_action") == "ingest"]
-
-
 def sweep(w: dict[str, Any]) -> list[dict[str, Any]]:
     """One pass of the sweep: the ingest pieces it published."""
     before = len(w["publisher"].cells)
     sweep_stalled_runs(store=w["store"], publisher=w["publisher"], stalled_after_seconds=3600)
     return ingests(w["publisher"].cells[before:])
-
-
-def ingest_started(w: dict[str, Any]) -> dict[str, Any]:
-    """Submit and poll until the job's output is being ingested: its one piece, published."""
-    w["step"](w["publisher"].cells[0])
-    deadline = time.monotonic() + 10
-    while "ingest" not in w["store"].get_run(w["run_id"])["batch_jobs"][0]:
-        assert time.monotonic() < deadline
-        w["step"]({"run_id": w["run_id"], "batch_action": "poll"})
-        time.sleep(0.05)
-    (piece,) = ingests(w["publisher"].cells)
-    return piece
 
 
 def calls(w: dict[str, Any], kind: str) -> int:

@@ -207,3 +207,19 @@ def test_a_cancelled_batch_runs_job_is_cancelled_and_resume_submits_a_new_round(
     assert len(w["store"].list_cells(w["run_id"])) == 6
     old, new = w["store"].get_run(w["run_id"])["batch_jobs"]
     assert old["superseded"] and old["cancel_sent"] and new["ingested"]
+
+
+def ingests(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in messages if m.get("batch_action") == "ingest"]
+
+
+def ingest_started(w: dict[str, Any]) -> dict[str, Any]:
+    """Submit and poll until the job's output is being ingested: its one piece, published."""
+    w["step"](w["publisher"].cells[0])
+    deadline = time.monotonic() + 10
+    while "ingest" not in w["store"].get_run(w["run_id"])["batch_jobs"][0]:
+        assert time.monotonic() < deadline
+        w["step"]({"run_id": w["run_id"], "batch_action": "poll"})
+        time.sleep(0.05)
+    (piece,) = ingests(w["publisher"].cells)
+    return piece

@@ -26,14 +26,6 @@ from tests.unit.test_work import dispatch_task, echo_needle_number, run_cell
 
 
 @pytest.fixture
-def short_leases(monkeypatch: pytest.MonkeyPatch) -> float:
-    """A one-second lease, renewed every third of a second."""
-    monkeypatch.setenv("NIAH_CELL_LEASE_SECONDS", "1")
-    get_settings.cache_clear()
-    return 1.0
-
-
-@pytest.fixture
 def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
     return dispatch_task(essay_blobs, context_lengths=[300, 600], document_depth_percents=[0, 100])
 
