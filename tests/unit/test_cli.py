@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests import REPO
-
-
-def niah(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "niah.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+from tests.cli_inprocess import niah
 
 
 def test_the_harness_list_syntax_and_shell_words_both_work() -> None:

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_inprocess import niah
 from tests.docs_commands import PAGES, REPO, every_command, quickstart
 
 README = REPO / "README.md"
-NIAH = Path(sys.executable).parent / "niah"
 
 # (pattern a command must match whole, what runs it): "test FILE::NAME" names the test
 # that runs the command (checked to exist), "here" is this module, "not run: ..." why not.
@@ -175,8 +173,6 @@ def test_the_docs_run_commands_are_accepted(command: str) -> None:
     args = [word for word in words[2:] if word != "--wait"]
     if "--estimate" not in args:
         args.append("--estimate")
-    done = subprocess.run(
-        [str(NIAH), "run", *args], capture_output=True, text=True, timeout=120, check=False
-    )
+    done = niah("run", *args)
     assert done.returncode == 0, f"{command}: {done.stderr}"
     assert "prompt tokens:" in done.stdout
