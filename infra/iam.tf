@@ -100,7 +100,7 @@ resource "time_sleep" "build_roles" {
 # - report: reads cells, writes the run's report fields, the report objects and the runs
 #   index (reports/index.html, index.json); publishes nothing.
 # Which function publishes to which topic is read from the code by
-# tests/unit/test_publishers.py, which checks these grants against it both ways.
+# tests/deploy/test_publishers.py, which checks these grants against it both ways.
 locals {
   project_roles = {
     dispatcher_firestore  = { account = "dispatcher", role = "roles/datastore.user" }
@@ -124,7 +124,7 @@ locals {
   # roles/storage.objectUser held only under the account's prefixes, by an IAM condition
   # (below). The prefixes are niah.settings' (contexts_prefix, ...) and the token
   # cache's (niah.core.haystack_tokens.CACHE_PREFIX); niah_devtools.bucket_access.WRITES
-  # is this table read from the code, and tests/unit/test_bucket_access.py fails when a
+  # is this table read from the code, and tests/deploy/test_bucket_access.py fails when a
   # planned storage grant reaches past it.
   bucket_readers = ["dispatcher", "worker", "dead_letter", "report"]
   bucket_writes = {

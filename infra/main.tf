@@ -174,7 +174,7 @@ resource "google_storage_bucket_object" "source" {
 }
 
 # The Gemma 3 tokenizer model (no weights), content-addressed as the worker expects it:
-# niah.models.catalog.tokenizer_object (tests/unit/test_infra.py checks they agree).
+# niah.models.catalog.tokenizer_object (tests/deploy/test_infra.py checks they agree).
 resource "google_storage_bucket_object" "tokenizer" {
   name         = "tokenizers/gemma3-${substr(filesha256(var.tokenizer_model), 0, 16)}.model"
   bucket       = google_storage_bucket.data.name

@@ -4,7 +4,7 @@
 # new major version, 8.0.0, whose breaking changes this configuration was not checked
 # against; so the provider is held to 7.x. The newest 7.x is 7.46.1 (cdktn-provider-google
 # 20.3.1's package.json, cdktn.provider.version, read 2026-11-26), the schema the offline
-# check validates and plans against (tests/unit/test_terraform_offline.py).
+# check validates and plans against (tests/deploy/test_terraform_offline.py).
 # hashicorp/google-beta gives google_project_service_identity alone (the Vertex AI service
 # agent, created before it is granted roles: iam.tf); held to the same 7.x, newest 7.46.1
 # (cdktn-provider-google-beta 20.3.1's package.json, read 2026-11-27).

@@ -4,7 +4,7 @@
 #   build/functions/<name>.zip   own pinned requirements.txt (functions/<name>/requirements.txt)
 # for <name> in dispatcher (also the sweep), worker (also the dead-letter handler), report.
 # Only shared/niah ships: the developer tooling (devtools/), the tests and the other
-# functions never do; tests/unit/test_packaging.py checks it.
+# functions never do; tests/deploy/test_packaging.py checks it.
 #   scripts/package_functions.sh [--local-model] [OUT_DIR]
 # --local-model adds Gemma 3 270M's GGUF and llama.cpp to the worker's requirements
 # (functions/worker/requirements-local-model.txt), for a deployment that runs the local model.

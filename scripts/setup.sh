@@ -114,7 +114,7 @@ command -v terraform >/dev/null || {
   echo "       install it from developer.hashicorp.com/terraform/install (no provider download is needed)" >&2
   exit 1
 }
-# The offline Terraform check (tests/unit/test_terraform_offline.py): the tf package in a
+# The offline Terraform check (tests/deploy/test_terraform_offline.py): the tf package in a
 # virtualenv of its own (it wants protobuf < 6), and the google, google-beta and time
 # providers' schemas, read once from their prebuilt bindings wheels (downloaded, never
 # imported) into .venv-terraform/schemas/. Redone when the requirements or the reader change.

@@ -51,3 +51,48 @@ def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackToken
     for path in sorted(essays_dir.glob("*.txt")):
         blobs.objects[f"haystacks/paul_graham_essays/{path.name}"] = path.read_bytes()
     return load_haystack(blobs, "haystacks/paul_graham_essays/", tokenizer)
+
+
+# Tiers, by folder: ``unit`` (in-process, seconds), ``deploy`` (Terraform, checkov and
+# the scripts as processes), ``integration`` (a local stack of emulators and functions;
+# its fault tests on the production-settings stack are also ``production_stack``),
+# ``system`` (real Google Cloud, skipped unless asked for). docs/testing.md has the table.
+TIERS = ("unit", "deploy", "integration", "system")
+
+# Seconds each integration file took on a 2-core machine (2026-11-27), so that
+# scripts/test.sh's workers take the longest first and end together; a file not listed
+# counts as a minute. Only the order of the work depends on these figures.
+STACK_SECONDS: dict[str, float] = {}
+# Tests that share the offline Terraform plan (tests/deploy/conftest.py): one group, so
+# the plan is made once, not once per worker.
+TERRAFORM_FIXTURES = {"offline", "planned", "deploy_vars"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its tier and group the tests that share a costly fixture.
+
+    Under pytest-xdist (``--dist loadgroup``) a group runs on one worker. A worker starts
+    a stack the first time one of its tests needs it, so a file of stack tests is one
+    group (one stack, and the file's order kept); each fault test on the
+    production-settings stack is a group of its own, since those tests spend their
+    time waiting on leases and sweep passes and run well side by side. The collection
+    is ordered longest first, which xdist follows with ``--no-loadscope-reorder``.
+    """
+    weight: dict[str, float] = {}
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if tier == "integration":
+            if "production_stack" in fixtures:
+                group, weight[item.nodeid] = item.nodeid, 150.0
+            else:
+                group = item.path.name
+                weight[item.nodeid] = STACK_SECONDS.get(group, 60.0)
+            item.add_marker(pytest.mark.xdist_group(group))
+        elif fixtures & TERRAFORM_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("terraform-plan"))
+            weight[item.nodeid] = 30.0
+    items.sort(key=lambda item: -weight.get(item.nodeid, 0.0))  # stable: files stay whole

@@ -19,7 +19,7 @@ the token cache's ``CACHE_PREFIX``. Which function writes under which prefix fol
   (``batches_prefix``);
 - the dispatcher and the sweep write nothing there.
 
-tests/unit/test_bucket_access.py checks every planned storage grant against this.
+tests/deploy/test_bucket_access.py checks every planned storage grant against this.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Production checks what the emulators do not: a function whose account lacks
 ``roles/pubsub.publisher`` on a topic gets a 403 the first time it publishes there. So
-the grants in infra/iam.tf are checked against the code (tests/unit/test_publishers.py),
+the grants in infra/iam.tf are checked against the code (tests/deploy/test_publishers.py),
 and this module says what the code publishes, without running it:
 
 - the topics: each method of ``niah.cloud.bus.PubSubPublisher`` that names a

@@ -20,8 +20,11 @@ from google.api_core.exceptions import DeadlineExceeded
 
 from niah_devtools import localstack
 
-# NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578).
-BASE_PORT = int(os.environ.get("NIAH_TEST_BASE_PORT", "8570"))
+# NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578). Under
+# pytest-xdist each worker (gw0, gw1, ...) runs its own stacks 1,000 ports further on,
+# so workers never share an emulator (scripts/test.sh runs the tiers side by side).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+BASE_PORT = int(os.environ.get("NIAH_TEST_BASE_PORT", "8570")) + 1000 * int(_WORKER[2:] or 0)
 # The account the local budget-alert "push" names (in production, niah-pusher).
 BUDGET_ALERT_PUSHER = "niah-pusher@niah-local.iam.gserviceaccount.com"
 
@@ -62,7 +65,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # deadline, so it does not race redelivery), checking every 5 s.
             "NIAH_SWEEP_STALLED_AFTER_SECONDS": "30",
             # A frozen Firestore fails a cell's commit after 10 s (60 s in production),
-            # inside the freeze test's 30 s freeze, so the kept-answer path is taken.
+            # inside the freeze tests' 40 s freeze, so the kept-answer path is taken.
             "NIAH_STORE_TIMEOUT_SECONDS": "10",
             # Budget alerts come with this account's token (test_limits_stack.py), and
             # a lifted kill switch reaches the dispatcher within a second.

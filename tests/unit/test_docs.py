@@ -59,22 +59,22 @@ ACCOUNTED: list[tuple[str, str]] = [
     ),
     (
         r"PROJECT=\S+ BUCKET=\S+ INVOKER=\S+ scripts/deploy\.sh --dry-run",
-        "test tests/unit/test_deploy_scripts.py::"
+        "test tests/deploy/test_deploy_scripts.py::"
         "test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_the_plan",
     ),
     (
         r"PROJECT=\S+ BUCKET=\S+ INVOKER=\S+ scripts/deploy\.sh",
         "not run: a Google project; deploy.sh with fake gcloud and terraform runs in "
-        "tests/unit/test_deploy_scripts.py::test_deploy_builds_every_input_then_runs_terraform_in_order",
+        "tests/deploy/test_deploy_scripts.py::test_deploy_builds_every_input_then_runs_terraform_in_order",
     ),
     (
         r"scripts/start_run\.sh .*",
-        "test tests/unit/test_deploy_scripts.py::"
+        "test tests/deploy/test_deploy_scripts.py::"
         "test_start_run_posts_with_the_gcloud_identity_token_and_says_where_to_look",
     ),
     (
         r"scripts/upload_haystack\.sh .*",
-        "test tests/unit/test_deploy_scripts.py::"
+        "test tests/deploy/test_deploy_scripts.py::"
         "test_upload_haystack_copies_the_txt_files_and_refuses_a_folder_without_any",
     ),
     (

@@ -6,7 +6,7 @@ read from their prebuilt CDK Terrain bindings; scripts/setup.sh makes .venv-terr
 Terraform itself checks the configuration against them; the plan never calls Google.
 Each injected mistake below must make `terraform validate` fail, so a check that passes
 everything would be caught.
-The plan is made once a session (tests/unit/conftest.py, ``planned``).
+The plan is made once a session (tests/deploy/conftest.py, ``planned``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from niah_devtools.tfoffline.workdir import SCHEMAS, OfflineTerraform
-from tests.unit.terraform_plan import (
+from tests.deploy.terraform_plan import (
     INFRA,
     configuration,
     copy_infra,

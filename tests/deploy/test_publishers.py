@@ -4,7 +4,7 @@ The emulators have no IAM, so a missing ``roles/pubsub.publisher`` shows only in
 production, as a 403 on the first publish. The topics each function publishes to are
 read from the code (niah_devtools.publishes: a call graph from the function's entry
 point to the Publisher methods it reaches); the grants from the offline plan of infra/
-(tests/unit/conftest.py, ``planned``, made once a session).
+(tests/deploy/conftest.py, ``planned``, made once a session).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from niah.core.interfaces import Publisher
 from niah_devtools.publishes import CallGraph, describe, function_topics, publisher_topics
-from tests.unit.terraform_plan import (
+from tests.deploy.terraform_plan import (
     INFRA,
     NAMED_MEMBERS,
     RUNS_ACCOUNT,

@@ -127,7 +127,7 @@ def test_checkov_passes_offline_and_every_skip_says_why() -> None:
 def test_nothing_is_public_and_the_bucket_is_private_and_versioned() -> None:
     text_of_all = " ".join(p.read_text() for p in INFRA.glob("*.tf"))
     # The public is named once: where variables.tf refuses it as an invoker
-    # (tests/unit/test_bucket_access.py plans with it and sees the refusal).
+    # (tests/deploy/test_bucket_access.py plans with it and sees the refusal).
     variables = (INFRA / "variables.tf").read_text()
     start = variables.index('variable "run_invokers"')
     refusal = variables[start : variables.index("\n}\n", start)]

@@ -1,6 +1,6 @@
 """The offline plan of infra/ and how to read it: shared by the tests of the Terraform.
 
-``tests/unit/conftest.py`` plans once per session (``planned``); the tests of the
+``tests/deploy/conftest.py`` plans once per session (``planned``); the tests of the
 deployment's order (test_terraform_offline.py) and of its publisher grants
 (test_publishers.py) read the same plan.
 """

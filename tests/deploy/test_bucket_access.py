@@ -1,7 +1,7 @@
 """Every account may write only where its function writes, as the offline plan grants it.
 
 The table is niah_devtools.bucket_access (read from the code's prefixes); the grants are
-the offline plan's (tests/unit/conftest.py, ``planned``). A grant that reaches past an
+the offline plan's (tests/deploy/conftest.py, ``planned``). A grant that reaches past an
 account's prefixes, or holds without a condition, fails here before it is deployed; the
 checker is itself tried on plans with one grant widened, so a check that passes
 everything would be caught.
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from niah.settings import Settings
 from niah_devtools.bucket_access import ACCOUNTS, READERS, WRITES
 from niah_devtools.tfoffline.workdir import OfflineTerraform
-from tests.unit.terraform_plan import (
+from tests.deploy.terraform_plan import (
     INFRA,
     Planned,
     configuration,
