@@ -49,6 +49,9 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
             "the dispatcher reaches niah.models.tokenizer: functions.dispatcher.main -> ",
         ),
         ("core/haystack_files.py", "import numpy", "the dispatcher reaches numpy"),
+        # The command line is the top floor: no job imports it back.
+        ("service/sweep.py", "from niah.cli.output import count", "niah.service may import"),
+        ("tasks/single.py", "from niah.cloud.store import FirestoreStore", "niah.tasks may"),
     ],
 )
 def test_a_wrong_import_is_caught(
@@ -69,3 +72,11 @@ def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
         + "\nif TYPE_CHECKING:\n    from niah.cloud.store import FirestoreStore\n"
     )
     assert check(root) == []
+
+
+def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:
+    """As ``niah/suite.py`` was: a module no layer holds would import unchecked."""
+    root = copy_of_the_tree(tmp_path)
+    (root / "shared" / "niah" / "suite.py").write_text("from niah.cli.output import count\n")
+    problems = check(root)
+    assert any("niah.suite is in no layer" in problem for problem in problems), problems

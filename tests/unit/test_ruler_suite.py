@@ -17,7 +17,7 @@ from niah.core.ruler_suite import (
     suite_requests,
 )
 from niah.service.dispatch import parse_request
-from niah.suite import run_suite
+from niah.cli.suite import run_suite
 
 USER = {"model_name": "gemini-2.5-flash", "context_lengths": [4000, 8000], "seed": 3}
 
