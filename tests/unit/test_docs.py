@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from niah_devtools.docs_figures import EACH, FIGURES, block, cited, missing_keys, rewrite
+from niah_devtools.docs_pictures import PICTURES
 from tests.docs_commands import PAGES, REPO, every_command, quickstart
 
 README = REPO / "README.md"
@@ -231,3 +232,11 @@ def test_a_table_without_its_figures_says_how_to_measure_them(tmp_path: Path) ->
     assert "commit `abc123`, 2026-11-27" in rewritten and rewritten.endswith("end -->\nb\n")
     with pytest.raises(KeyError, match="no figures named"):
         rewrite("<!-- figures:nothing begin -->\n<!-- figures:nothing end -->", {}, results)
+
+
+def test_the_docs_pictures_are_drawn_by_today_s_code() -> None:
+    """docs/images/ holds what the report's renderer draws now, byte for byte."""
+    for name, draw in PICTURES.items():
+        assert (REPO / "docs" / "images" / name).read_bytes() == draw(), (
+            f"docs/images/{name} is stale: run python -m niah_devtools.docs_pictures"
+        )
