@@ -327,14 +327,30 @@ def update_part(name: str) -> None:
 RESULTS = REPO / "results" / "bench.json"
 
 
+def provenance() -> dict[str, str]:
+    """The commit and UTC day figures are measured at: what the docs cite them by."""
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    return {"commit": head.stdout.strip() or "unknown", "date": day}
+
+
 def merge_results(figures: dict[str, Any], results: Path = RESULTS) -> None:
     """Write ``figures`` into ``results`` (results/bench.json) over what is there.
 
     A full run keeps the parts run alone (``--only``); a part keeps the full run's.
+    ``measured`` says, per key, the commit and day it was measured at
+    (scripts/docs_figures.py writes them beside the docs' tables).
     """
     out = json.loads(results.read_text()) if results.exists() else {}
+    stamp = provenance()
+    measured = out.get("measured", {}) | {key: stamp for key in figures}
     results.parent.mkdir(exist_ok=True)
-    results.write_text(json.dumps(out | figures, indent=2) + "\n")
+    results.write_text(json.dumps(out | figures | {"measured": measured}, indent=2) + "\n")
 
 
 # Every part at tiny sizes (--smoke): what tests/integration/test_bench_smoke.py runs, so

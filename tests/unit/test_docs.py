@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from niah_devtools.docs_figures import EACH, FIGURES, block, cited, missing_keys, rewrite
+from niah_devtools.docs_pictures import PICTURES
 from tests.cli_inprocess import niah
 from tests.docs_commands import PAGES, REPO, every_command, quickstart
 
@@ -176,3 +179,60 @@ def test_the_docs_run_commands_are_accepted(command: str) -> None:
     done = niah("run", *args)
     assert done.returncode == 0, f"{command}: {done.stderr}"
     assert "prompt tokens:" in done.stdout
+
+
+def holding(paths: list[str]) -> Any:
+    """The smallest data with every dotted path (``*``: a one-element list), leaves 1.0."""
+    if paths == [""]:
+        return 1.0
+    heads = {path.partition(".")[0] for path in paths}
+    inner = {h: [p.partition(".")[2] for p in paths if p.partition(".")[0] == h] for h in heads}
+    if heads == {EACH}:
+        return [holding(inner[EACH])]
+    return {head: holding(rest) for head, rest in inner.items()}
+
+
+def synthetic_bench(names: list[str]) -> dict[str, Any]:
+    """A bench.json holding exactly the keys the named tables declare."""
+    return {FIGURES[name].section: holding(list(FIGURES[name].keys)) for name in names}
+
+
+def test_every_figure_marker_in_the_docs_names_a_known_table_begun_and_ended() -> None:
+    names = cited()
+    assert {"scale", "counting", "grid_cost"} <= set(names)
+    for page in PAGES:
+        text = page.read_text()
+        for name in set(re.findall(r"<!-- figures:([\w-]+) begin -->", text)):
+            assert name in FIGURES, f"{page.name}: no table named {name}"
+            assert text.count(f"<!-- figures:{name} end -->") == 1, f"{page.name}: {name}"
+
+
+def test_each_table_reads_only_the_keys_it_declares(tmp_path: Path) -> None:
+    """What the benchmark's smoke test holds the benchmark to is what the tables read."""
+    results = tmp_path / "bench.json"
+    results.write_text("{}")
+    for name in FIGURES:
+        bench = synthetic_bench([name])
+        assert missing_keys(bench, [name]) == []
+        assert "Not measured" not in block(name, bench, results), name
+
+
+def test_a_table_without_its_figures_says_how_to_measure_them(tmp_path: Path) -> None:
+    results = tmp_path / "bench.json"
+    results.write_text("{}")
+    page = "a\n<!-- figures:scale begin -->\nold\n<!-- figures:scale end -->\nb\n"
+    rewritten = rewrite(page, {}, results)
+    assert "old" not in rewritten and "`scripts/bench.sh --only scale`" in rewritten
+    measured = {"measured": {"scale": {"commit": "abc123", "date": "2026-11-27"}}}
+    rewritten = rewrite(page, synthetic_bench(["scale"]) | measured, results)
+    assert "commit `abc123`, 2026-11-27" in rewritten and rewritten.endswith("end -->\nb\n")
+    with pytest.raises(KeyError, match="no figures named"):
+        rewrite("<!-- figures:nothing begin -->\n<!-- figures:nothing end -->", {}, results)
+
+
+def test_the_docs_pictures_are_drawn_by_today_s_code() -> None:
+    """docs/images/ holds what the report's renderer draws now, byte for byte."""
+    for name, draw in PICTURES.items():
+        assert (REPO / "docs" / "images" / name).read_bytes() == draw(), (
+            f"docs/images/{name} is stale: run python -m niah_devtools.docs_pictures"
+        )

@@ -1,14 +1,23 @@
-"""The layering check passes on this tree and catches each kind of wrong import."""
+"""The layering check passes on this tree and catches each kind of wrong import.
+
+And the drawing of the layers in docs/architecture.md keeps up with the tree: every
+package of ``shared/niah`` has a row in its layer table, and every deployed function
+(a folder of ``functions/``, a function or scheduler job of ``infra/``) is named there.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from niah_devtools.deploy_plan import resources, text
 from niah_devtools.layering import check
 from tests import REPO
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 
 def test_the_tree_keeps_its_layers() -> None:
@@ -49,6 +58,9 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
             "the dispatcher reaches niah.models.tokenizer: functions.dispatcher.main -> ",
         ),
         ("core/haystack_files.py", "import numpy", "the dispatcher reaches numpy"),
+        # The command line is the top floor: no job imports it back.
+        ("service/sweep.py", "from niah.cli.output import count", "niah.service may import"),
+        ("tasks/single.py", "from niah.cloud.store import FirestoreStore", "niah.tasks may"),
     ],
 )
 def test_a_wrong_import_is_caught(
@@ -69,3 +81,59 @@ def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
         + "\nif TYPE_CHECKING:\n    from niah.cloud.store import FirestoreStore\n"
     )
     assert check(root) == []
+
+
+def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:
+    """As ``niah/suite.py`` was: a module no layer holds would import unchecked."""
+    root = copy_of_the_tree(tmp_path)
+    (root / "shared" / "niah" / "suite.py").write_text("from niah.cli.output import count\n")
+    problems = check(root)
+    assert any("niah.suite is in no layer" in problem for problem in problems), problems
+
+
+def packages_of_the_tree(niah: Path) -> list[str]:
+    """``niah/core/``, ``niah/models/providers/``...: every folder with an ``__init__.py``."""
+    return sorted(
+        f"niah/{init.parent.relative_to(niah).as_posix()}/"
+        for init in niah.rglob("__init__.py")
+        if init.parent != niah
+    )
+
+
+def packages_in_the_layer_table(page: str) -> set[str]:
+    """The packages named in the first cell of the layer table's rows."""
+    return set(re.findall(r"^\| `(niah/[\w/]+/)`", page, flags=re.M))
+
+
+def test_every_package_has_a_row_in_the_architecture_layer_table() -> None:
+    packages = packages_of_the_tree(REPO / "shared" / "niah")
+    assert "niah/tasks/" in packages and "niah/models/providers/" in packages
+    missing = set(packages) - packages_in_the_layer_table(ARCHITECTURE.read_text())
+    assert not missing, f"docs/architecture.md's layer table has no row for {sorted(missing)}"
+
+
+def test_a_new_package_missing_from_the_layer_table_is_caught(tmp_path: Path) -> None:
+    niah = tmp_path / "niah"
+    for package in ("core", "core/request", "tasks"):
+        (niah / package).mkdir(parents=True)
+        (niah / package / "__init__.py").write_text("")
+    table = "| `niah/core/` | x |\n| `niah/tasks/` | x |\n"
+    assert set(packages_of_the_tree(niah)) - packages_in_the_layer_table(table) == {
+        "niah/core/request/"
+    }
+
+
+def deployed_functions() -> list[str]:
+    """Each function folder, and each function and scheduler job infra/ deploys."""
+    folders = [f"functions/{main.parent.name}" for main in (REPO / "functions").glob("*/main.py")]
+    kinds = ("google_cloudfunctions2_function", "google_cloud_scheduler_job")
+    deployed = [text(body["name"]) for (kind, _), body in resources().items() if kind in kinds]
+    return sorted({*folders, *deployed})
+
+
+def test_every_deployed_function_is_named_in_the_architecture_page() -> None:
+    functions = deployed_functions()
+    assert {"functions/worker", "niah-dead-letter", "niah-sweep"} <= set(functions)
+    page = ARCHITECTURE.read_text()
+    missing = [name for name in functions if f"`{name}`" not in page]
+    assert not missing, f"docs/architecture.md does not name {missing}"

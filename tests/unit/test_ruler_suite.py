@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from niah.cli.suite import run_suite
 from niah.core.comparison import compare_runs, render_comparison_page
 from niah.core.ruler_suite import (
     LEFT_OUT,
@@ -17,7 +18,6 @@ from niah.core.ruler_suite import (
     suite_requests,
 )
 from niah.service.dispatch import parse_request
-from niah.suite import run_suite
 
 USER = {"model_name": "gemini-2.5-flash", "context_lengths": [4000, 8000], "seed": 3}
 

@@ -72,8 +72,8 @@ def _wait(run_id: str, timeout: float) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> None:
     """Submit a run (and follow it with --wait), or only estimate it (--estimate)."""
     payload = run_payload(args)
-    if args.suite:  # one run per task of the suite (niah.suite)
-        from niah.suite import run_suite
+    if args.suite:  # one run per task of the suite (niah.cli.suite)
+        from niah.cli.suite import run_suite
 
         sys.exit(
             run_suite(

@@ -2,7 +2,8 @@
 
 Kept apart from the command line's parser: the CLI hands over its parsed options and its
 own ways to submit a run, wait for one and reach the store; this module knows what a
-suite is (``niah.core.ruler_suite``) and what to print.
+suite is (``niah.core.ruler_suite``) and what to print. It sits in the CLI's floor
+because it prints with ``niah.cli.output``: below it, that import would point up.
 """
 
 from __future__ import annotations
