@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from niah.core.comparison import compare_runs, render_comparison_page
-from niah.core.report_page import (
-    CONTENT_SECURITY_POLICY,
+from niah.core.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
     HARNESS_COLOURS,
     HARNESS_SCALE,
     PERCENT_SCALE,
-    TEXT_LIMIT,
-    render_run_page,
 )
+from niah.core.pages import content_security_policy
+from niah.core.report_page import render_run_page
+from niah.core.report_samples import TEXT_LIMIT
 from niah.core.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
 from niah.core.summary import summarize
 from niah.errors import ComparisonError
@@ -107,8 +107,9 @@ def rows_of(page: str) -> list[dict[str, Any]]:
 
 def test_the_report_is_one_page_that_may_request_nothing() -> None:
     page = page_of(run_doc("run-a"), CELLS, [])
-    assert f'content="{CONTENT_SECURITY_POLICY}"' in page
-    assert CONTENT_SECURITY_POLICY.startswith("default-src 'none'")
+    policy = content_security_policy("page.js")
+    assert f'content="{policy}"' in page
+    assert policy.startswith("default-src 'none'")
     # Nothing to fetch: no src= or href= at all, no link or stylesheet element.
     assert re.search(r"\s(src|href)=", page) is None
     assert "<link" not in page and "@import" not in page
@@ -250,7 +251,7 @@ def test_hostile_names_and_answers_are_text_on_both_pages() -> None:
         render_comparison_page(compare_runs([(run, cells), (run_doc("run-b"), cells)])),
     ]
     for page in pages:
-        assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+        assert "<img" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
 
 
 def test_only_the_pages_own_script_may_run() -> None:
@@ -260,9 +261,10 @@ def test_only_the_pages_own_script_may_run() -> None:
     page = page_of(run_doc("run-a"), CELLS, [])
     [script] = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    assert f"script-src 'sha256-{digest}'" in CONTENT_SECURITY_POLICY
-    assert "unsafe-inline'; img-src" not in CONTENT_SECURITY_POLICY
-    assert "script-src 'unsafe-inline'" not in CONTENT_SECURITY_POLICY
+    policy = content_security_policy("page.js")
+    assert f"script-src 'sha256-{digest}'" in policy
+    assert "unsafe-inline'; img-src" not in policy
+    assert "script-src 'unsafe-inline'" not in policy
 
 
 def test_mrcr_is_drawn_as_its_bins_curve_and_other_tasks_as_heatmap_and_curve() -> None:
@@ -350,7 +352,7 @@ def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None
 
 def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
     """Each text keeps 600 characters on small pages, its share of 2.4 MB on large ones."""
-    from niah.core.report_page import text_limit
+    from niah.core.report_samples import text_limit
 
     assert (text_limit(1), text_limit(1_000), text_limit(5_000), text_limit(10_000)) == (
         TEXT_LIMIT,
