@@ -147,6 +147,28 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
     assert "depth 0 %, mean over lengths: 7.75" in margins
 
 
+def test_the_figures_are_numbers_and_words_the_templates_draw() -> None:
+    from niah.core.curves import Curve, curve_figure
+    from niah.core.heatmap import heatmap_figure
+    from niah.core.summary import score_table
+
+    hostile = "<b>label</b>"
+    heatmap = heatmap_figure(score_table(CELLS), HARNESS_SCALE, label=hostile)
+    depth_rows, mean_row = heatmap["lines"][:-1], heatmap["lines"][-1]
+    assert [line["label"]["text"] for line in depth_rows] == ["0 %", "50 %"]
+    assert mean_row["label"] == {"x": 62, "y": 107.0, "text": "mean", "bold": True, "marked": False}
+    failed = depth_rows[1]["squares"][0]
+    assert (failed["fill"], failed["value"], failed["text"]) == (ERROR_COLOUR, "", "–")
+    assert heatmap["width"] >= 640 and heatmap["label"] == hostile  # escaped by the template
+    plot = curve_figure([Curve(hostile, {1000: 50.0, 2000: None}, {1000: [40.0, 60.0]})], label="l")
+    # Two lengths (2000 has no mean), edge to edge: 1000 at the left edge, x = 52.
+    [band] = plot["bands"]
+    assert band["bar"] == {"x": "52.0", "y1": "159.2", "y2": "110.8"} and not band["points"]
+    [run] = plot["runs"]
+    assert run["points"] == "52.0,135.0" and run["dots"][0]["value"] == "50"
+    assert "<svg" not in str(heatmap) + str(plot)
+
+
 def test_the_run_header_measures_and_failures_are_on_the_page() -> None:
     page = page_of(run_doc("run-a"), CELLS, [])
     for text in (
