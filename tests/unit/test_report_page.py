@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from niah.core.comparison import compare_runs, render_comparison_page
-from niah.core.report_page import (
-    CONTENT_SECURITY_POLICY,
+from niah.core.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
     HARNESS_COLOURS,
     HARNESS_SCALE,
     PERCENT_SCALE,
-    TEXT_LIMIT,
-    render_run_page,
 )
+from niah.core.pages import content_security_policy
+from niah.core.report_page import render_run_page
+from niah.core.report_samples import TEXT_LIMIT
 from niah.core.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
 from niah.core.summary import summarize
 from niah.errors import ComparisonError
@@ -107,8 +107,9 @@ def rows_of(page: str) -> list[dict[str, Any]]:
 
 def test_the_report_is_one_page_that_may_request_nothing() -> None:
     page = page_of(run_doc("run-a"), CELLS, [])
-    assert f'content="{CONTENT_SECURITY_POLICY}"' in page
-    assert CONTENT_SECURITY_POLICY.startswith("default-src 'none'")
+    policy = content_security_policy("page.js")
+    assert f'content="{policy}"' in page
+    assert policy.startswith("default-src 'none'")
     # Nothing to fetch: no src= or href= at all, no link or stylesheet element.
     assert re.search(r"\s(src|href)=", page) is None
     assert "<link" not in page and "@import" not in page
@@ -144,6 +145,28 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
     assert len(margins) == 2 + 2 + 1  # per depth, per length, overall
     assert "2,000 tokens, mean over depths: 10" in margins
     assert "depth 0 %, mean over lengths: 7.75" in margins
+
+
+def test_the_figures_are_numbers_and_words_the_templates_draw() -> None:
+    from niah.core.curves import Curve, curve_figure
+    from niah.core.heatmap import heatmap_figure
+    from niah.core.summary import score_table
+
+    hostile = "<b>label</b>"
+    heatmap = heatmap_figure(score_table(CELLS), HARNESS_SCALE, label=hostile)
+    depth_rows, mean_row = heatmap["lines"][:-1], heatmap["lines"][-1]
+    assert [line["label"]["text"] for line in depth_rows] == ["0 %", "50 %"]
+    assert mean_row["label"] == {"x": 62, "y": 107.0, "text": "mean", "bold": True, "marked": False}
+    failed = depth_rows[1]["squares"][0]
+    assert (failed["fill"], failed["value"], failed["text"]) == (ERROR_COLOUR, "", "–")
+    assert heatmap["width"] >= 640 and heatmap["label"] == hostile  # escaped by the template
+    plot = curve_figure([Curve(hostile, {1000: 50.0, 2000: None}, {1000: [40.0, 60.0]})], label="l")
+    # Two lengths (2000 has no mean), edge to edge: 1000 at the left edge, x = 52.
+    [band] = plot["bands"]
+    assert band["bar"] == {"x": "52.0", "y1": "159.2", "y2": "110.8"} and not band["points"]
+    [run] = plot["runs"]
+    assert run["points"] == "52.0,135.0" and run["dots"][0]["value"] == "50"
+    assert "<svg" not in str(heatmap) + str(plot)
 
 
 def test_the_run_header_measures_and_failures_are_on_the_page() -> None:
@@ -250,7 +273,7 @@ def test_hostile_names_and_answers_are_text_on_both_pages() -> None:
         render_comparison_page(compare_runs([(run, cells), (run_doc("run-b"), cells)])),
     ]
     for page in pages:
-        assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+        assert "<img" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
 
 
 def test_only_the_pages_own_script_may_run() -> None:
@@ -260,9 +283,10 @@ def test_only_the_pages_own_script_may_run() -> None:
     page = page_of(run_doc("run-a"), CELLS, [])
     [script] = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    assert f"script-src 'sha256-{digest}'" in CONTENT_SECURITY_POLICY
-    assert "unsafe-inline'; img-src" not in CONTENT_SECURITY_POLICY
-    assert "script-src 'unsafe-inline'" not in CONTENT_SECURITY_POLICY
+    policy = content_security_policy("page.js")
+    assert f"script-src 'sha256-{digest}'" in policy
+    assert "unsafe-inline'; img-src" not in policy
+    assert "script-src 'unsafe-inline'" not in policy
 
 
 def test_mrcr_is_drawn_as_its_bins_curve_and_other_tasks_as_heatmap_and_curve() -> None:
@@ -350,7 +374,7 @@ def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None
 
 def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
     """Each text keeps 600 characters on small pages, its share of 2.4 MB on large ones."""
-    from niah.core.report_page import text_limit
+    from niah.core.report_samples import text_limit
 
     assert (text_limit(1), text_limit(1_000), text_limit(5_000), text_limit(10_000)) == (
         TEXT_LIMIT,

@@ -9,11 +9,13 @@ Every run after the first is tested against the first, sample by sample
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from niah.core.curves import Curve, curve_svg
-from niah.core.pages import markup, render
+from niah.core.curves import Curve, curve_figure
+from niah.core.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_figure, percent_table
+from niah.core.pages import page_shell, render
 from niah.core.paired import (
     METHOD_NAMES,
     NO_DIFFERENCE,
@@ -24,16 +26,7 @@ from niah.core.paired import (
     points_text,
     round_points,
 )
-from niah.core.report_page import (
-    DIFFERENCE_SCALE,
-    PERCENT_SCALE,
-    effective_length_text,
-    escape,
-    heatmap_svg,
-    page_shell,
-    percent_table,
-    runs_table,
-)
+from niah.core.report_page import effective_length_text
 from niah.core.ruler_suite import RulerTable, ruler_table
 from niah.core.served_models import model_shown, runs_answered_by_others, served_versions
 from niah.core.spec import run_label
@@ -42,6 +35,8 @@ from niah.core.uncertainty import with_interval
 from niah.errors import ComparisonError, DifferentModelsError
 
 Point = tuple[int, float]
+# A table as the ``table`` macro writes it: {"headers": [...], "rows": [[...], ...]}.
+Table = dict[str, list[Any]]
 
 
 @dataclass(frozen=True)
@@ -207,7 +202,7 @@ def render_comparison_page(comparison: Comparison) -> str:
     """The comparison as one HTML page: heatmaps on one scale, the difference, the table."""
     first, second = comparison.runs[0], comparison.runs[1]
     measured = {c.run_id: measures(c.cells) for c in comparison.runs}
-    overview = runs_table(
+    overview = table_of(
         comparison.runs,
         [
             ("label", lambda c: c.name),
@@ -234,6 +229,58 @@ def render_comparison_page(comparison: Comparison) -> str:
             ),
         ],
     )
+    tested = comparison.paired[0]
+    curves = [
+        Curve(
+            c.name,
+            {int(n): v for n, v in measured[c.run_id]["by_length"].items()},
+            {int(n): b for n, b in measured[c.run_id]["by_length_interval"].items()},
+        )
+        for c in comparison.runs
+    ]
+    ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
+    return render(
+        "comparison.html",
+        **page_shell(f"Comparison: {' · '.join(c.name for c in comparison.runs)}"),
+        runs=[
+            {
+                "name": c.name,
+                "run_id": c.run_id,
+                "heatmap": heatmap_figure(c.table, PERCENT_SCALE, label=f"heatmap of {c.run_id}"),
+            }
+            for c in comparison.runs
+        ],
+        overview=overview,
+        notes=_notes(comparison),
+        significance=[_significance(paired) for paired in comparison.paired],
+        curves=curve_figure(curves, label="mean score against context length, one curve per run"),
+        ruler=_ruler(ruler) if ruler else None,
+        first=first.name,
+        second=second.name,
+        difference=heatmap_figure(
+            comparison.difference,
+            DIFFERENCE_SCALE,
+            label=f"difference {second.name} minus {first.name}",
+            marked=frozenset(n for n, test in tested.by_length.items() if test.significant),
+        ),
+        disagreements_count=len(comparison.disagreements),
+        disagreements=_disagreement_table(comparison) if comparison.disagreements else None,
+    )
+
+
+def table_of(items: Sequence[Any], columns: Sequence[tuple[str, Callable[[Any], Any]]]) -> Table:
+    """A table for the ``table`` macro: the headers, and a row per item (None as nothing)."""
+    return {
+        "headers": [name for name, _ in columns],
+        "rows": [
+            ["" if (v := value(item)) is None else v for _, value in columns] for item in items
+        ],
+    }
+
+
+def _notes(comparison: Comparison) -> list[str]:
+    """What the reader must know of the runs before reading their scores side by side."""
+    first, second = comparison.runs[0], comparison.runs[1]
     notes = []
     if answered_by_others := runs_answered_by_others([(c.run, c.cells) for c in comparison.runs]):
         notes.append(f"Answered by other models than asked for: {answered_by_others}.")
@@ -246,64 +293,21 @@ def render_comparison_page(comparison: Comparison) -> str:
             "partner in the other run (different samples per point): their points are "
             "compared by mean, and they are not in the table of disagreements."
         )
-    tested = comparison.paired[0]
-    difference = heatmap_svg(
-        comparison.difference,
-        DIFFERENCE_SCALE,
-        label=f"difference {second.name} minus {first.name}",
-        marked=frozenset(n for n, test in tested.by_length.items() if test.significant),
-    )
-    curves = curve_svg(
-        [
-            Curve(
-                c.name,
-                {int(n): v for n, v in measured[c.run_id]["by_length"].items()},
-                {int(n): b for n, b in measured[c.run_id]["by_length_interval"].items()},
-            )
-            for c in comparison.runs
-        ],
-        label="mean score against context length, one curve per run",
-    )
-    ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
-    return render(
-        "comparison.html",
-        **page_shell(f"Comparison: {' · '.join(c.name for c in comparison.runs)}"),
-        runs=[
-            {
-                "name": c.name,
-                "run_id": c.run_id,
-                "heatmap": markup(
-                    heatmap_svg(c.table, PERCENT_SCALE, label=f"heatmap of {c.run_id}")
-                ),
-            }
-            for c in comparison.runs
-        ],
-        overview=markup(overview),
-        notes=notes,
-        significance=markup(significance_section(comparison.paired)),
-        curves=markup(curves),
-        ruler=markup(_ruler_section(ruler) if ruler else ""),
-        first=first.name,
-        second=second.name,
-        difference=markup(difference),
-        disagreements_count=len(comparison.disagreements),
-        disagreements=markup(_disagreement_table(comparison)),
-    )
+    return notes
 
 
-def significance_section(tests: list[PairedComparison]) -> str:
-    """Each later run against the first: the paired tests, overall and per length."""
-    parts = []
-    for paired in tests:
-        first, second = paired.names()
-        heading = f"<h3>{escape(second)} minus {escape(first)}</h3>"
-        if paired.overall is None:
-            parts.append(f"{heading}<p>No sample is scored in both runs: nothing to test.</p>")
-            continue
-        rows = [("all lengths", paired.overall)] + [
-            (f"{length:,}", test) for length, test in paired.by_length.items()
-        ]
-        table = runs_table(
+def _significance(paired: PairedComparison) -> dict[str, Any]:
+    """A later run against the first: the paired tests, overall and per length."""
+    first, second = paired.names()
+    if paired.overall is None:
+        return {"first": first, "second": second, "table": None}
+    rows = [("all lengths", paired.overall)] + [
+        (f"{length:,}", test) for length, test in paired.by_length.items()
+    ]
+    return {
+        "first": first,
+        "second": second,
+        "table": table_of(
             rows,
             [
                 ("length (tokens)", lambda row: row[0]),
@@ -315,24 +319,11 @@ def significance_section(tests: list[PairedComparison]) -> str:
                 ("p", lambda row: p_figure(row[1].p_value)),
                 ("verdict", lambda row: row[1].verdict),
             ],
-        )
-        unscored = (
-            f"<p class=note>{paired.unscored_pairs} shared samples are scored in one run "
-            "only (failed, unscored or truncated in the other) and are left out.</p>"
-            if paired.unscored_pairs
-            else ""
-        )
-        parts.append(
-            f"{heading}{table}<p class=note>{escape(METHOD_NAMES[paired.overall.method])}; "
-            "samples paired by length, depth and sample index; p &lt; 0.05 is significant, "
-            f"else &ldquo;{NO_DIFFERENCE}&rdquo;. Each length is tested on its own.</p>"
-            f"{unscored}"
-        )
-    return (
-        '<section id="section-significance"><h2>Is the difference real?</h2>'
-        + "".join(parts)
-        + "</section>"
-    )
+        ),
+        "method": METHOD_NAMES[paired.overall.method],
+        "no_difference": NO_DIFFERENCE,
+        "unscored_pairs": paired.unscored_pairs,
+    }
 
 
 def _bounds_text(test: PairedTest) -> str:
@@ -341,7 +332,7 @@ def _bounds_text(test: PairedTest) -> str:
     return f"{points_text(test.low)} to {points_text(test.high)}"
 
 
-def _ruler_section(table: RulerTable) -> str:
+def _ruler(table: RulerTable) -> dict[str, Any]:
     """RULER's table of the compared runs that are RULER's tasks (``niah run --suite``)."""
     rows: list[tuple[str, dict[int, float | None]]] = [
         *table.rows.items(),
@@ -355,21 +346,17 @@ def _ruler_section(table: RulerTable) -> str:
         (f"{length:,}", lambda row, length=length: shown(row[1][length]))
         for length in table.lengths
     ]
-    effective = f"{table.effective_length:,}" if table.effective_length else "none"
-    return (
-        f'<section id="section-ruler"><h2>RULER</h2>{runs_table(rows, columns)}'
-        f"<p class=note>Each task's mean score (RULER's recall, percent) per length; the "
-        f"average over the {len(table.rows)} tasks (of RULER's 13) per length. Effective "
-        f"length: <b>{escape(effective)}</b>, the longest length up to which every average "
-        f"is above {table.threshold} (Llama-2-7B's, RULER's threshold).</p></section>"
-    )
+    return {
+        "table": table_of(rows, columns),
+        "tasks": len(table.rows),
+        "effective_length": f"{table.effective_length:,}" if table.effective_length else "none",
+        "threshold": table.threshold,
+    }
 
 
-def _disagreement_table(comparison: Comparison) -> str:
-    if not comparison.disagreements:
-        return "<p>None: every shared sample has the same outcome and score.</p>"
+def _disagreement_table(comparison: Comparison) -> Table:
     first, second = comparison.runs[0].name, comparison.runs[1].name
-    return runs_table(
+    return table_of(
         comparison.disagreements,
         [
             ("cell", lambda d: d["cell_id"]),

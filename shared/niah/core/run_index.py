@@ -10,15 +10,12 @@ partial update to lose.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import hashlib
 import json
-import re
 from typing import Any
 
 from niah.core.interfaces import RUN_CANCELLED
-from niah.core.pages import render
+from niah.core.pages import content_security_policy, render
 from niah.core.report_page import effective_length_text
 from niah.core.served_models import answered_by_text
 from niah.core.spec import run_label
@@ -137,21 +134,9 @@ def index_json(index: dict[str, Any]) -> bytes:
     return json.dumps(index, indent=1, default=str).encode()
 
 
-# Stands for the policy while the page is rendered: the policy holds the script's hash.
-_POLICY_SLOT = "CSP-POLICY-SLOT"
-
-
 def render_index_page(index: dict[str, Any]) -> str:
     """The index page: runs table (sortable, filterable) and a leaderboard per task.
 
     Its policy allows its one inline script by hash, and no request leaves the page.
     """
-    page = render("runs_index.html", index=index, policy=_POLICY_SLOT)
-    script = re.search(r"<script>(.*?)</script>", page, re.DOTALL)
-    digest = hashlib.sha256((script.group(1) if script else "").encode()).digest()
-    policy = (
-        f"default-src 'none'; style-src 'unsafe-inline'; script-src "
-        f"'sha256-{base64.b64encode(digest).decode()}'; img-src data:; base-uri 'none'; "
-        "form-action 'none'"
-    )
-    return page.replace(_POLICY_SLOT, policy, 1)
+    return render("runs_index.html", index=index, policy=content_security_policy("runs_index.js"))

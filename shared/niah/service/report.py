@@ -12,18 +12,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from niah.core.comparison import Comparison
-from niah.core.interfaces import BlobStore, ResultStore, SpendLedger, gs_uri
-from niah.core.report_page import (
+from niah.core.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
     HARNESS_SCALE,
     PERCENT_SCALE,
-    REPORT_PAGE_FILE,
     Scale,
-    heatmap_cells,
     percent_table,
-    render_run_page,
 )
+from niah.core.interfaces import BlobStore, ResultStore, SpendLedger, gs_uri
+from niah.core.report_page import REPORT_PAGE_FILE, heatmap_cells, render_run_page
 from niah.core.spec import run_label
 from niah.core.summary import (
     GENERATED_MRCR_NOTE,
