@@ -63,6 +63,9 @@ TIERS = ("unit", "deploy", "integration", "system")
 # scripts/test.sh's workers take the longest first and end together; a file not listed
 # counts as a minute. Only the order of the work depends on these figures.
 STACK_SECONDS: dict[str, float] = {}
+# The fault tests on the production-settings stack are dealt round into this many groups:
+# each group starts one such stack, so this bounds how many run at once (about 2 GB each).
+PRODUCTION_STACKS = 3
 # Tests that share the offline Terraform plan (tests/deploy/conftest.py): one group, so
 # the plan is made once, not once per worker.
 TERRAFORM_FIXTURES = {"offline", "planned", "deploy_vars"}
@@ -74,12 +77,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     Under pytest-xdist (``--dist loadgroup``) a group runs on one worker. A worker starts
     a stack the first time one of its tests needs it, so a file of stack tests is one
-    group (one stack, and the file's order kept); each fault test on the
-    production-settings stack is a group of its own, since those tests spend their
-    time waiting on leases and sweep passes and run well side by side. The collection
+    group (one stack, and the file's order kept); the fault tests on the
+    production-settings stack are dealt into ``PRODUCTION_STACKS`` groups, since they
+    spend their time waiting on leases and sweep passes and run well side by side. The collection
     is ordered longest first, which xdist follows with ``--no-loadscope-reorder``.
     """
     weight: dict[str, float] = {}
+    faults = 0
     for item in items:
         tier = item.path.parent.name
         if tier in TIERS:
@@ -87,7 +91,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = set(getattr(item, "fixturenames", ()))
         if tier == "integration":
             if "production_stack" in fixtures:
-                group, weight[item.nodeid] = item.nodeid, 150.0
+                group = f"production-stack-{faults % PRODUCTION_STACKS}"
+                faults, weight[item.nodeid] = faults + 1, 150.0
             else:
                 group = item.path.name
                 weight[item.nodeid] = STACK_SECONDS.get(group, 60.0)
