@@ -1,0 +1,81 @@
+"""Where the store's documents live in Firestore: the one place that knows the paths.
+
+- ``runs/{run_id}``: the validated spec, status, ``total``, the report.
+- ``runs/{run_id}/cells/{cell_id}``: one cell's result, in the harness's field names.
+- ``runs/{run_id}/counters/{shard}``: the run's counts (done, failed, totals.*), sharded.
+- ``runs/{run_id}/leases/{cell_id}``: who is calling the model for a cell, until when.
+- ``runs/{run_id}/calls/{cell_id}.C{n}``: every model call started for a cell (spend).
+- ``runs/{run_id}/attempts/{cell_id}``: a cell's retryable failures.
+- ``runs/{run_id}/marks/report_requested``: when the run's report was last asked for.
+
+Each part of the store (``niah.cloud.store``) builds on ``FirestoreDocuments``, which
+holds the client and finds these documents, so no other module spells a path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from niah.cloud import metering
+from niah.core.counters import shard_of
+from niah.settings import get_settings
+
+RUNS = "runs"
+CELLS = "cells"
+ATTEMPTS = "attempts"
+LEASES = "leases"
+COUNTERS = "counters"
+CALLS = "calls"
+MARKS = "marks"
+REPORT_REQUESTED = "report_requested"
+# Fields the shards hold; the run document's own copies (runs stored before the
+# counts were sharded) are added in.
+COUNTED = ("done", "failed")
+
+# A counter shard's ``done`` plus ``failed``, kept in the same write as each, so the
+# commit that stores a cell also says whether its shard is now full.
+SHARD_COUNTED = "counted"
+
+
+class FirestoreDocuments:
+    """The Firestore client and the run's documents, shared by every part of the store.
+
+    The emulator is reached through FIRESTORE_EMULATOR_HOST, as the client library does.
+    """
+
+    def __init__(self, client: Any = None) -> None:
+        from google.cloud import firestore
+
+        self._firestore = firestore
+        self._db = client or firestore.Client(project=get_settings().project)
+        # The update time of each lease this process created and has not written since,
+        # by (run, cell): its claim number and the time. The spend note is then one write
+        # guarded by that time, not a transaction (see ``open_call``).
+        self._fresh_leases: dict[tuple[str, str], tuple[int, Any]] = {}
+
+    def _run(self, run_id: str) -> Any:
+        return self._db.collection(RUNS).document(run_id)
+
+    def _shards(self, run_id: str) -> list[dict[str, Any]]:
+        shards = [doc.to_dict() or {} for doc in self._run(run_id).collection(COUNTERS).stream()]
+        metering.reads(len(shards))
+        return shards
+
+    def _shard(self, run_id: str, cell_id: str, shards: int) -> Any:
+        return self._run(run_id).collection(COUNTERS).document(shard_of(cell_id, shards))
+
+    def _any_later(self, run_id: str, collection: str, field: str, since: Any) -> bool:
+        """Whether a document of the run's ``collection`` has ``field`` after ``since``.
+
+        One query of at most one document (a single-field index Firestore keeps by
+        default); an empty result is billed one read.
+        """
+        query = (
+            self._run(run_id)
+            .collection(collection)
+            .where(filter=self._firestore.FieldFilter(field, ">", since))
+            .limit(1)
+        )
+        found = list(query.stream())
+        metering.reads(max(1, len(found)))
+        return bool(found)
