@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from niah.core.grid import Cell
 from niah.core.haystack_tokens import HaystackTokens
 from niah.core.prompt_builder import build_prompt
 from niah.core.prompts import split_transcript
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.summary import mrcr_bins
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer

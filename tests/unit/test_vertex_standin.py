@@ -432,8 +432,9 @@ FILLER = [f"Essay sentence {i} is about gardens, rivers and old clocks." for i i
 
 def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
     """A real sample of ``task_name``, its insertions placed in filler text by depth."""
+    from niah.core.grid import Cell
     from niah.core.prompts import HARNESS_TEMPLATE, render
-    from niah.core.spec import Cell, RunRequest
+    from niah.core.spec import RunRequest
     from niah.tasks import get_task
 
     task = get_task(task_name)

@@ -359,7 +359,7 @@ def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
 def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
     world: dict[str, Any], forged: dict[str, Any]
 ) -> None:
-    from niah.core.spec import Cell
+    from niah.core.grid import Cell
 
     message = {
         "run_id": world["run_id"],
