@@ -174,7 +174,8 @@ def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str
     from niah.models.providers import get_provider
     from niah.service.cell_worker import CellTask, process_cell
     from niah.service.dispatch import dispatch_run
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     provider_cache.clear()  # providers read the stand-in's URL from settings
     store, publisher = MemoryStore(), RecordingPublisher()

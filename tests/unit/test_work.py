@@ -13,7 +13,8 @@ from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_worker import CellTask, process_cell
 from niah.service.dispatch import dispatch_run
 from niah.settings import get_settings
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher, ScriptedProvider
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher, ScriptedProvider
 
 
 def echo_needle_number(prompt: str) -> str:
