@@ -12,7 +12,7 @@ from typing import Any
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
-from niah.cloud.store.paths import CALLS, LEASES, FirestoreDocuments
+from niah.cloud.store.paths import FirestoreDocuments
 from niah.errors import StoreUnavailableError
 
 
@@ -39,8 +39,8 @@ class CallLedger(FirestoreDocuments):
         instead, in the note's own write (``_note_on_fresh_lease``).
         """
         firestore = self._firestore
-        lease_ref = self._run(run_id).collection(LEASES).document(cell_id)
-        note_ref = self._run(run_id).collection(CALLS).document(call_id)
+        lease_ref = self._leases(run_id).document(cell_id)
+        note_ref = self._calls(run_id).document(call_id)
         if self._note_on_fresh_lease(
             run_id, cell_id, claim, lease_ref, note_ref, doc, lease_seconds
         ):
@@ -100,11 +100,11 @@ class CallLedger(FirestoreDocuments):
     def close_call(self, run_id: str, call_id: str, fields: dict[str, Any]) -> None:
         """Record what a call cost (or that it failed unbilled)."""
         metering.count(FIRESTORE_WRITES)
-        self._run(run_id).collection(CALLS).document(call_id).set(fields, merge=True)
+        self._calls(run_id).document(call_id).set(fields, merge=True)
 
     def list_calls(self, run_id: str) -> list[dict[str, Any]]:
         """Every model call started for the run's cells."""
-        docs = self._run(run_id).collection(CALLS).stream()
+        docs = self._calls(run_id).stream()
         calls = [doc.to_dict() | {"call_id": doc.id} for doc in docs]
         metering.reads(len(calls))
         return calls

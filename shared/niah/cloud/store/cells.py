@@ -15,7 +15,7 @@ from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
 from niah.cloud.store.calls import CallLedger
-from niah.cloud.store.paths import ATTEMPTS, CALLS, CELLS, LEASES, SHARD_COUNTED
+from niah.cloud.store.paths import SHARD_COUNTED
 from niah.core.interfaces import Recorded
 from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
@@ -62,9 +62,8 @@ class CellRecords(CallLedger):
 
         firestore = self._firestore
         self._fresh_leases.pop((run_id, cell_id), None)
-        run = self._run(run_id)
         batch = self._db.batch()
-        batch.create(run.collection(CELLS).document(cell_id), doc)
+        batch.create(self._cells(run_id).document(cell_id), doc)
         counts: dict[str, Any] = {
             SHARD_COUNTED: firestore.Increment(1),
             "failed" if failed else "done": firestore.Increment(1),
@@ -74,10 +73,10 @@ class CellRecords(CallLedger):
             counts["totals"] = {key: firestore.Increment(value) for key, value in totals.items()}
         batch.set(self._shard(run_id, cell_id, shards), counts, merge=True)
         if call is not None:
-            batch.set(run.collection(CALLS).document(call[0]), call[1], merge=True)
+            batch.set(self._calls(run_id).document(call[0]), call[1], merge=True)
         # Stored: the lease has done its job (one write in the batch, not a request more).
         batch.set(
-            run.collection(LEASES).document(cell_id),
+            self._leases(run_id).document(cell_id),
             {"expires_at": dt.datetime.now(dt.UTC), "released": True},
             merge=True,
         )
@@ -92,7 +91,7 @@ class CellRecords(CallLedger):
 
     def list_cells(self, run_id: str) -> list[dict[str, Any]]:
         """Every stored cell of the run, in cell-ID order."""
-        docs = self._run(run_id).collection(CELLS).stream()
+        docs = self._cells(run_id).stream()
         cells = [doc.to_dict() | {"cell_id": doc.id} for doc in docs]
         metering.reads(len(cells))
         return sorted(cells, key=lambda cell: str(cell["cell_id"]))
@@ -103,14 +102,14 @@ class CellRecords(CallLedger):
         Firestore still bills a read per cell, but nothing of a cell (its answer may
         be 100 KB) crosses the wire.
         """
-        docs = self._run(run_id).collection(CELLS).select([]).stream()
+        docs = self._cells(run_id).select([]).stream()
         ids = {doc.id for doc in docs}
         metering.reads(len(ids))
         return ids
 
     def count_cells(self, run_id: str) -> int:
         """How many cells are stored: one aggregation read, not one per cell."""
-        result = self._run(run_id).collection(CELLS).count().get()
+        result = self._cells(run_id).count().get()
         stored = int(result[0][0].value)
         metering.reads(-(-stored // 1000))  # one read per 1,000 index entries counted
         return stored
@@ -125,7 +124,7 @@ class CellRecords(CallLedger):
     def note_attempt(self, run_id: str, cell_id: str, error: str) -> None:
         """Remember a cell's last retryable error (for the dead-letter record)."""
         metering.count(FIRESTORE_WRITES)
-        self._run(run_id).collection(ATTEMPTS).document(cell_id).set(
+        self._attempts(run_id).document(cell_id).set(
             {
                 "last_error": error[:2000],
                 "failures": self._firestore.Increment(1),
@@ -137,10 +136,10 @@ class CellRecords(CallLedger):
     def attempted_within(self, run_id: str, seconds: float) -> bool:
         """Whether a cell of the run failed retryably in the last ``seconds``."""
         since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=seconds)
-        return self._any_later(run_id, ATTEMPTS, "updated_at", since)
+        return self._any_later(self._attempts(run_id), "updated_at", since)
 
     def last_attempt(self, run_id: str, cell_id: str) -> dict[str, Any] | None:
         """The cell's attempt record: ``last_error`` and ``failures``."""
-        snapshot = self._run(run_id).collection(ATTEMPTS).document(cell_id).get()
+        snapshot = self._attempts(run_id).document(cell_id).get()
         metering.reads(1)
         return snapshot.to_dict() if snapshot.exists else None

@@ -12,7 +12,7 @@ from typing import Any
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
-from niah.cloud.store.paths import CELLS, LEASES, FirestoreDocuments
+from niah.cloud.store.paths import FirestoreDocuments
 from niah.core.interfaces import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -45,8 +45,8 @@ class CellLeases(FirestoreDocuments):
             return 1
         self._fresh_leases.pop((run_id, cell_id), None)
         firestore = self._firestore
-        reference = self._run(run_id).collection(LEASES).document(cell_id)
-        cell = self._run(run_id).collection(CELLS).document(cell_id)
+        reference = self._leases(run_id).document(cell_id)
+        cell = self._cells(run_id).document(cell_id)
 
         @firestore.transactional
         def claim(transaction: Any) -> int:
@@ -95,7 +95,7 @@ class CellLeases(FirestoreDocuments):
         """
         from google.api_core.exceptions import AlreadyExists
 
-        reference = self._run(run_id).collection(LEASES).document(cell_id)
+        reference = self._leases(run_id).document(cell_id)
         lease = {
             "expires_at": dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds),
             "claims": 1,
@@ -118,7 +118,7 @@ class CellLeases(FirestoreDocuments):
         """
         self._fresh_leases.pop((run_id, cell_id), None)  # written now: no longer fresh
         firestore = self._firestore
-        reference = self._run(run_id).collection(LEASES).document(cell_id)
+        reference = self._leases(run_id).document(cell_id)
 
         @firestore.transactional
         def renew(transaction: Any) -> bool:
@@ -140,7 +140,7 @@ class CellLeases(FirestoreDocuments):
         that lost its lease never frees the next holder's.
         """
         self._fresh_leases.pop((run_id, cell_id), None)
-        reference = self._run(run_id).collection(LEASES).document(cell_id)
+        reference = self._leases(run_id).document(cell_id)
         released = {"expires_at": dt.datetime.now(dt.UTC), "released": True}
         if claim is None:
             metering.count(FIRESTORE_WRITES)
@@ -160,10 +160,8 @@ class CellLeases(FirestoreDocuments):
     def leased_cells(self, run_id: str) -> set[str]:
         """The cells whose lease has not expired."""
         now = dt.datetime.now(dt.UTC)
-        query = (
-            self._run(run_id)
-            .collection(LEASES)
-            .where(filter=self._firestore.FieldFilter("expires_at", ">", now))
+        query = self._leases(run_id).where(
+            filter=self._firestore.FieldFilter("expires_at", ">", now)
         )
         leased = {doc.id for doc in query.stream()}
         metering.reads(len(leased))
@@ -177,7 +175,7 @@ class CellLeases(FirestoreDocuments):
         One query on ``released`` (a single-field index Firestore keeps by default).
         """
         firestore = self._firestore
-        leases = self._run(run_id).collection(LEASES)
+        leases = self._leases(run_id)
         held = leases.where(filter=firestore.FieldFilter("released", "==", False)).stream()
         now = dt.datetime.now(dt.UTC)
         leases_now = [(doc.id, doc.to_dict() or {}) for doc in held]
@@ -213,7 +211,7 @@ class CellLeases(FirestoreDocuments):
 
     def lease_seconds_left(self, run_id: str, cell_id: str) -> float | None:
         """How long the cell's lease holds yet (one read); None if it is not live."""
-        snapshot = self._run(run_id).collection(LEASES).document(cell_id).get()
+        snapshot = self._leases(run_id).document(cell_id).get()
         metering.reads(1)
         lease = snapshot.to_dict() or {}
         expires = lease.get("expires_at")
@@ -224,8 +222,8 @@ class CellLeases(FirestoreDocuments):
 
     def taken_over_since(self, run_id: str, since: dt.datetime) -> bool:
         """Whether a dead holder's lease of the run was taken over after ``since``."""
-        return self._any_later(run_id, LEASES, "taken_over_at", since)
+        return self._any_later(self._leases(run_id), "taken_over_at", since)
 
     def has_live_lease(self, run_id: str) -> bool:
         """Whether any lease of the run is live."""
-        return self._any_later(run_id, LEASES, "expires_at", dt.datetime.now(dt.UTC))
+        return self._any_later(self._leases(run_id), "expires_at", dt.datetime.now(dt.UTC))

@@ -9,7 +9,8 @@
 - ``runs/{run_id}/marks/report_requested``: when the run's report was last asked for.
 
 Each part of the store (``niah.cloud.store``) builds on ``FirestoreDocuments``, which
-holds the client and finds these documents, so no other module spells a path.
+holds the client and finds these documents, so no other module spells a path:
+each asks for ``_cells(run_id)``, ``_leases(run_id)`` and the like.
 """
 
 from __future__ import annotations
@@ -53,29 +54,45 @@ class FirestoreDocuments:
         # guarded by that time, not a transaction (see ``open_call``).
         self._fresh_leases: dict[tuple[str, str], tuple[int, Any]] = {}
 
+    def _runs(self) -> Any:
+        return self._db.collection(RUNS)
+
     def _run(self, run_id: str) -> Any:
-        return self._db.collection(RUNS).document(run_id)
+        return self._runs().document(run_id)
+
+    def _cells(self, run_id: str) -> Any:
+        return self._run(run_id).collection(CELLS)
+
+    def _leases(self, run_id: str) -> Any:
+        return self._run(run_id).collection(LEASES)
+
+    def _calls(self, run_id: str) -> Any:
+        return self._run(run_id).collection(CALLS)
+
+    def _attempts(self, run_id: str) -> Any:
+        return self._run(run_id).collection(ATTEMPTS)
+
+    def _counters(self, run_id: str) -> Any:
+        return self._run(run_id).collection(COUNTERS)
+
+    def _report_mark(self, run_id: str) -> Any:
+        return self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
 
     def _shards(self, run_id: str) -> list[dict[str, Any]]:
-        shards = [doc.to_dict() or {} for doc in self._run(run_id).collection(COUNTERS).stream()]
+        shards = [doc.to_dict() or {} for doc in self._counters(run_id).stream()]
         metering.reads(len(shards))
         return shards
 
     def _shard(self, run_id: str, cell_id: str, shards: int) -> Any:
-        return self._run(run_id).collection(COUNTERS).document(shard_of(cell_id, shards))
+        return self._counters(run_id).document(shard_of(cell_id, shards))
 
-    def _any_later(self, run_id: str, collection: str, field: str, since: Any) -> bool:
-        """Whether a document of the run's ``collection`` has ``field`` after ``since``.
+    def _any_later(self, collection: Any, field: str, since: Any) -> bool:
+        """Whether a document of ``collection`` (one of a run's) has ``field`` after ``since``.
 
         One query of at most one document (a single-field index Firestore keeps by
         default); an empty result is billed one read.
         """
-        query = (
-            self._run(run_id)
-            .collection(collection)
-            .where(filter=self._firestore.FieldFilter(field, ">", since))
-            .limit(1)
-        )
+        query = collection.where(filter=self._firestore.FieldFilter(field, ">", since)).limit(1)
         found = list(query.stream())
         metering.reads(max(1, len(found)))
         return bool(found)

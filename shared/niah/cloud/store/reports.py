@@ -12,7 +12,7 @@ from typing import Any
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_DELETES, FIRESTORE_WRITES
-from niah.cloud.store.paths import COUNTERS, MARKS, REPORT_REQUESTED, FirestoreDocuments
+from niah.cloud.store.paths import FirestoreDocuments
 from niah.cloud.store.runs import add_counts
 from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, ReportClaim
 from niah.errors import StoreUnavailableError
@@ -84,7 +84,7 @@ class ReportClaims(FirestoreDocuments):
         """
         firestore = self._firestore
         reference = self._run(run_id)
-        shards_query = reference.collection(COUNTERS).limit(1000)
+        shards_query = self._counters(run_id).limit(1000)
 
         @firestore.transactional
         def finish(transaction: Any) -> bool:
@@ -152,7 +152,7 @@ class ReportClaims(FirestoreDocuments):
         """
         from google.api_core.exceptions import AlreadyExists, FailedPrecondition, NotFound
 
-        reference = self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
+        reference = self._report_mark(run_id)
         now = dt.datetime.now(dt.UTC)
         metering.count(FIRESTORE_WRITES)
         try:
@@ -191,7 +191,7 @@ class ReportClaims(FirestoreDocuments):
     def clear_report_request(self, run_id: str) -> None:
         """Forget that the report was asked for: the next completion asks again."""
         metering.count(FIRESTORE_DELETES)
-        self._run(run_id).collection(MARKS).document(REPORT_REQUESTED).delete()
+        self._report_mark(run_id).delete()
 
     def reopen_report(self, run_id: str) -> None:
         """Drop a stale or failed report and its claim, so the next request renders afresh."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_DELETES, FIRESTORE_WRITES
-from niah.cloud.store.paths import ATTEMPTS, CELLS, COUNTERS, SHARD_COUNTED
+from niah.cloud.store.paths import SHARD_COUNTED
 from niah.cloud.store.reports import ReportClaims
 from niah.core.counters import shard_of
 from niah.errors import StoreUnavailableError
@@ -31,10 +31,9 @@ class FailedCellResets(ReportClaims):
         from google.api_core.exceptions import FailedPrecondition, NotFound
 
         firestore = self._firestore
-        run = self._run(run_id)
         self.reopen_report(run_id)
         failed = list(
-            run.collection(CELLS)
+            self._cells(run_id)
             .where(filter=firestore.FieldFilter("status", "==", "failed"))
             .stream()
         )
@@ -46,12 +45,12 @@ class FailedCellResets(ReportClaims):
             per_shard: dict[str, int] = {}
             for doc in chunk:
                 batch.delete(doc.reference, option=self._db.write_option(exists=True))
-                batch.delete(run.collection(ATTEMPTS).document(doc.id))
+                batch.delete(self._attempts(run_id).document(doc.id))
                 shard = shard_of(doc.id, shards)
                 per_shard[shard] = per_shard.get(shard, 0) + 1
             for shard, count in per_shard.items():
                 batch.set(
-                    run.collection(COUNTERS).document(shard),
+                    self._counters(run_id).document(shard),
                     {
                         "failed": firestore.Increment(-count),
                         SHARD_COUNTED: firestore.Increment(-count),

@@ -13,7 +13,7 @@ from typing import Any
 from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
-from niah.cloud.store.paths import COUNTED, RUNS, FirestoreDocuments
+from niah.cloud.store.paths import COUNTED, FirestoreDocuments
 from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, CancelOutcome
 from niah.errors import StoreUnavailableError
 
@@ -110,9 +110,7 @@ class RunRecords(FirestoreDocuments):
 
     def running_runs(self) -> list[dict[str, Any]]:
         """Every run whose status is still "running", with its counts."""
-        query = self._db.collection(RUNS).where(
-            filter=self._firestore.FieldFilter("status", "==", "running")
-        )
+        query = self._runs().where(filter=self._firestore.FieldFilter("status", "==", "running"))
         docs = list(query.stream())
         metering.reads(len(docs))
         return [
@@ -122,16 +120,14 @@ class RunRecords(FirestoreDocuments):
 
     def index_runs(self, fields: Sequence[str]) -> list[dict[str, Any]]:
         """Every run's ``fields`` (a projection), one read per run, no counts."""
-        query = self._db.collection(RUNS).select(list(fields))
+        query = self._runs().select(list(fields))
         docs = list(query.stream())
         metering.reads(len(docs))
         return [{**(doc.to_dict() or {}), "run_id": doc.id} for doc in docs]
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:
         """The ``limit`` most recently created runs, newest first, with their counts."""
-        query = self._db.collection(RUNS).order_by(
-            "created_at", direction=self._firestore.Query.DESCENDING
-        )
+        query = self._runs().order_by("created_at", direction=self._firestore.Query.DESCENDING)
         docs = list(query.limit(limit).stream())
         metering.reads(len(docs))
         return [
