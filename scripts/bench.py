@@ -47,11 +47,12 @@ def essay_blobs() -> Any:
 
 def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, float], float]:
     """Seconds to build one cell from cached tokens (median of 5, warm instance)."""
+    from niah.core.grid import Cell
     from niah.core.haystack_tokens import load_haystack, loaded_haystacks
     from niah.core.needles import needle_for
     from niah.core.prompt_builder import Insertion, build_prompt
     from niah.core.prompts import HARNESS_TEMPLATE
-    from niah.core.spec import Cell, RunRequest
+    from niah.core.spec import RunRequest
     from niah.models.tokenizer import get_tokenizer
 
     tokenizer = get_tokenizer()
@@ -146,7 +147,8 @@ from niah.core.prompt_builder import Insertion, build_prompt
 from niah.core.haystack_tokens import load_haystack
 from niah.core.needles import needle_for
 from niah.core.prompts import HARNESS_TEMPLATE
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
+from niah.core.grid import Cell
 from niah.models.tokenizer import get_tokenizer
 from tests.fakes import MemoryBlobs
 tokenizer = get_tokenizer()

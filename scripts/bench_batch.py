@@ -58,7 +58,8 @@ def measure_batch_ingest(cells: int = 20_000) -> dict[str, Any]:
     from niah.models.providers import _providers as provider_cache
     from niah.settings import get_settings
     from niah_devtools.standin import serve
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     server, state = serve(0)
     os.environ["NIAH_VERTEX_BASE_URL"] = f"http://127.0.0.1:{server.server_port}"

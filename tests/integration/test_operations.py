@@ -76,7 +76,8 @@ def test_a_plain_cell_costs_exactly_its_pinned_operations(stack: Stack) -> None:
     assert all(line["cpu_seconds"] >= 0 and line["wall_seconds"] > 0 for line in lines)
     # Six cells count on one shard (one per 32 cells), not the deployment's 32: the
     # report sums one document, and one completion check counts the run.
-    from niah.cloud.store import COUNTERS, FirestoreStore
+    from niah.cloud.store import FirestoreStore
+    from niah.cloud.store.paths import COUNTERS
 
     store = FirestoreStore()
     assert (store.get_run(run_id, counts=False) or {})["counter_shards"] == 1

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from niah.cloud import metering
-from niah.cloud.store import COUNTERS, FirestoreStore
+from niah.cloud.store import FirestoreStore
+from niah.cloud.store.paths import COUNTERS
 from niah.core.counters import shard_of
 from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED
 from tests.integration.conftest import Stack

@@ -18,7 +18,8 @@ from niah.core.answer_budget import (
     call_budget,
     least_thinking_budget,
 )
-from niah.core.spec import Cell, RunRequest
+from niah.core.grid import Cell
+from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.tokenizer import get_tokenizer
 from niah.service.dispatch import check_budget, model_warnings, run_record

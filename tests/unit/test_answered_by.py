@@ -303,7 +303,7 @@ def test_niah_compare_refuses_naming_the_models_and_the_flag(
 ) -> None:
     from niah.cli import compare
     from niah.cli.main import main
-    from tests.fakes import MemoryStore
+    from tests.fake_store import MemoryStore
 
     store = MemoryStore()
     for run, cells in routed_runs():

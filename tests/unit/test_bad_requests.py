@@ -16,7 +16,8 @@ from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.dispatch import parse_request
 from tests import REPO
-from tests.fakes import MemoryBlobs, MemorySpendLedger, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher
 
 DISPATCHER = str(REPO / "functions" / "dispatcher" / "main.py")
 

@@ -17,7 +17,8 @@ from niah.service.batch_lines import cell_batch_line
 from niah.service.cell_worker import CellTask, process_cell
 from niah.service.dispatch import dispatch_run
 from niah_devtools.standin import StandinState
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 

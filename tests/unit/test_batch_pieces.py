@@ -19,7 +19,8 @@ from niah.errors import CellInFlightError
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 from niah_devtools.standin import StandinState
-from tests.fakes import MemoryBlobs, MemoryStore
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs
 from tests.unit.test_batch_runs import BODY, ingest_started, ingests, world
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 

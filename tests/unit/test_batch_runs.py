@@ -21,7 +21,8 @@ from niah.service.batch_runs import handle_batch_message
 from niah.service.cancel import cancel_run
 from niah.service.dispatch import dispatch_run
 from niah_devtools.standin import StandinState
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 BODY = {

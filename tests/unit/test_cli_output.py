@@ -22,7 +22,8 @@ from niah.cli import results, run, show
 from niah.cli.main import main
 from niah.core.summary import summarize
 from tests import REPO
-from tests.fakes import MemoryStore, json_server
+from tests.fake_store import MemoryStore
+from tests.fakes import json_server
 
 
 def cell(length: int, depth: float, **fields: Any) -> dict[str, Any]:
@@ -222,7 +223,8 @@ MANY = """
 import datetime as dt, sys
 from niah.cli import results, show
 from niah.cli.main import main
-from tests.fakes import MemoryStore, json_server
+from tests.fake_store import MemoryStore
+from tests.fakes import json_server
 store = MemoryStore()
 for n in range(3000):
     store.runs[f"run-{n:05d}"] = {"model": "gemini-2.5-flash", "status": "complete",

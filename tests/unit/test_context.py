@@ -3,11 +3,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from niah.core.grid import Cell
 from niah.core.haystack_tokens import HaystackTokens, load_haystack
 from niah.core.needles import Needle, needle_for
 from niah.core.prompt_builder import BuiltPrompt, Insertion, build_prompt
 from niah.core.prompts import HARNESS_TEMPLATE, LOCAL_TEMPLATE
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.errors import ContextTooShortError
 from niah.models.tokenizer import SentencePieceTokenizer
 from tests.fakes import MemoryBlobs

@@ -2,7 +2,8 @@ import pytest
 
 from niah.errors import RequestError
 from niah.service.dispatch import dispatch_run
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher
 
 
 def test_dispatch_records_the_run_and_publishes_every_cell(essay_blobs: MemoryBlobs) -> None:

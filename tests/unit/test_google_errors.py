@@ -192,7 +192,13 @@ class Client:
 
 
 def public_methods(cls: type) -> set[str]:
-    return {name for name in vars(cls) if not name.startswith("_") and callable(vars(cls)[name])}
+    """The class's public methods, its own and its bases' (the store is composed of parts)."""
+    return {
+        name
+        for part in cls.__mro__[:-1]  # not object's
+        for name, member in vars(part).items()
+        if not name.startswith("_") and callable(member)
+    }
 
 
 STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {

@@ -71,7 +71,8 @@ def test_a_local_path_is_refused_and_a_missing_haystack_lists_those_there(
 ) -> None:
     from niah.errors import RequestError
     from niah.service.dispatch import dispatch_run
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     def dispatch(haystack_dir: str) -> RequestError:
         with pytest.raises(RequestError) as caught:

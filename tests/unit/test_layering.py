@@ -43,7 +43,11 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
         # Prices are read from genai-prices in one place.
         ("core/pricing.py", "import genai_prices", "genai_prices is for niah.catalog.prices"),
         # Cloud adapters know no model; google.genai only in the Gemini provider.
-        ("cloud/store.py", "from niah.models.tokenizer import get_tokenizer", "niah.cloud may"),
+        (
+            "cloud/store/leases.py",
+            "from niah.models.tokenizer import get_tokenizer",
+            "niah.cloud may",
+        ),
         ("service/report.py", "from google import genai", "google.genai is for"),
         # Nothing shipped imports developer tooling, even lazily inside a function.
         (

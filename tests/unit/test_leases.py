@@ -239,7 +239,8 @@ def test_repeated_requests_publish_nothing_while_the_dispatch_is_in_progress(
     essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: 20 identical POSTs of a 6-cell run published 115 cell messages."""
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     body = {"context_lengths": [300, 600], "document_depth_percents": [0, 50, 100]}
     for order, first_published in (("cache_aware", 1), ("naive", 6)):
@@ -258,7 +259,8 @@ def test_a_repeated_request_after_the_dispatch_settled_publishes_what_is_lost(
     essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run whose cells were published long ago and not stored: a re-POST nudges it."""
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     monkeypatch.setenv("NIAH_DISPATCH_ORDER", "naive")
     get_settings.cache_clear()

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from niah.core.grid import Cell
 from niah.core.haystack_tokens import HaystackTokens
 from niah.core.prompt_builder import build_prompt
 from niah.core.prompts import split_transcript
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.summary import mrcr_bins
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
@@ -298,7 +299,8 @@ def test_a_run_over_published_files_has_one_cell_per_row(
     from niah.service.cell_worker import CellTask, process_cell
     from niah.service.dispatch import dispatch_run
     from niah.settings import get_settings
-    from tests.fakes import MemoryStore, RecordingPublisher, ScriptedProvider
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher, ScriptedProvider
 
     # Cache-aware dispatch holds nothing back: published samples share no haystack.
     monkeypatch.setenv("NIAH_DISPATCH_ORDER", "cache_aware")
@@ -386,7 +388,8 @@ def test_the_generated_requests_and_questions_use_the_right_article() -> None:
 def dispatched_mrcr(blobs: MemoryBlobs) -> dict[str, Any]:
     """A run over one published file's two 2-needle rows (its 4-needle row left out)."""
     from niah.service.dispatch import dispatch_run
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     rows = [
         (transcript(PREFIX, REPLY, "Essay."), PREFIX + REPLY, 5000, 2),

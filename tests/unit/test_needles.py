@@ -1,5 +1,6 @@
+from niah.core.grid import Cell
 from niah.core.needles import needle_for
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 
 
 def test_dynamic_needle_is_reproducible_per_seed_and_cell() -> None:

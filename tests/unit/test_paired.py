@@ -159,7 +159,7 @@ def test_niah_compare_prints_the_tests_and_its_json_holds_them(
 ) -> None:
     from niah.cli import compare
     from niah.cli.main import main
-    from tests.fakes import MemoryStore
+    from tests.fake_store import MemoryStore
 
     store = MemoryStore()
     first = [cell(500, d, True, s) for d in (0, 100) for s in (0, 1, 2)]

@@ -7,7 +7,8 @@ from PIL import Image
 
 from niah.core.summary import format_table, score_table
 from niah.service.report import ERROR_COLOUR, render_heatmap, render_report
-from tests.fakes import MemoryBlobs, MemoryStore
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs
 
 CELLS: list[dict[str, Any]] = [
     {

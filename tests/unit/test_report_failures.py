@@ -13,7 +13,8 @@ from niah.service import report
 from niah.service.report import render_report
 from niah.service.run_completion import record_report_dead_letter, request_report_if_complete
 from niah.service.sweep import sweep_stalled_runs
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher
 from tests.unit.test_report import CELLS
 
 

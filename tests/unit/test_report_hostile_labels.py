@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from niah.core.spec import RunRequest
 from niah.service.report import render_report
-from tests.fakes import MemoryBlobs, MemoryStore
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs
 from tests.unit.test_report import CELLS
 
 # Each raised in the report function before (ValueError, RecursionError), or must be

@@ -23,7 +23,8 @@ from niah.service.report import render_report
 from niah.service.run_completion import request_report_if_complete
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher
 from tests.unit.test_report_failures import finished_run
 
 

@@ -26,7 +26,8 @@ from niah.core.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
 from niah.core.summary import summarize
 from niah.errors import ComparisonError
 from niah.service.report import render_report
-from tests.fakes import MemoryBlobs, MemoryStore
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs
 
 
 def cell(length: int, depth: float, ok: bool | None, sample: int = 0, **extra: Any) -> dict:

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from niah.core.grid import Cell
 from niah.core.prompts import LOCAL_TEMPLATE
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.cell_worker import build_cell_prompt
 from niah.tasks import get_task

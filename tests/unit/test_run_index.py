@@ -13,7 +13,8 @@ from typing import Any
 from niah.core.run_index import INDEX_FIELDS, build_index, render_index_page
 from niah.service.report import render_report
 from niah.service.runs_index import refresh_index
-from tests.fakes import MemoryBlobs, MemoryStore
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs
 from tests.unit.test_report import CELLS
 
 

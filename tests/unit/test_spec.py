@@ -1,6 +1,7 @@
 import pytest
 
-from niah.core.spec import Cell, RunRequest
+from niah.core.grid import Cell
+from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.dispatch import parse_request
 
@@ -157,8 +158,8 @@ STATIC_REFUSAL = (
 def test_the_harness_s_default_needle_alone_is_scored_exact_by_its_known_answer() -> None:
     """The harness README's `--dynamic_needle=False` on its own: its needle, exact."""
     from niah.core.needles import needle_for
+    from niah.core.request_options import HARNESS_DEFAULT_NEEDLE, HARNESS_DEFAULT_QUESTION
     from niah.core.scoring import exact_score
-    from niah.core.spec import HARNESS_DEFAULT_NEEDLE, HARNESS_DEFAULT_QUESTION
 
     spec = parse_request({"dynamic_needle": False, "context_lengths": [1000]})
     assert spec.scorer_name() == "exact"

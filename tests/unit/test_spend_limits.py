@@ -21,7 +21,8 @@ from niah.service.admission import handle_budget_alert, settle_run_spend
 from niah.service.cancel import cancel_run
 from niah.service.dispatch import Dispatched, dispatch_run
 from niah.settings import get_settings
-from tests.fakes import MemoryBlobs, MemorySpendLedger, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 

@@ -17,7 +17,8 @@ from google.genai import errors, types
 
 from niah.catalog.models import CATALOG, ModelInfo, catalog_entry, prompt_limit
 from niah.core.answer_budget import call_budget
-from niah.core.spec import Cell, RunRequest
+from niah.core.grid import Cell
+from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini import thinking_options
 from niah.service.dispatch import check_lengths

@@ -16,7 +16,8 @@ import pytest
 from niah.service.dispatch import dispatch_run
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher
 
 # A Gemini model: its runs are dispatched cache-aware, the primer first.
 GRID = {

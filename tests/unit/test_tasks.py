@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from niah.core.answer_budget import CallBudget
+from niah.core.grid import Cell
 from niah.core.haystack_tokens import HaystackTokens
 from niah.core.interfaces import ModelAnswer
 from niah.core.prompt_builder import build_prompt
 from niah.core.prompts import HARNESS_TEMPLATE
 from niah.core.scoring import truncated_reason, unscored_reason
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.dispatch import parse_request

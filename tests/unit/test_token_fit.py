@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from niah.core.answer_budget import call_budget
+from niah.core.grid import Cell
 from niah.core.haystack_tokens import HaystackTokens
 from niah.core.prompt_builder import BuiltPrompt
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.token_fit import (
     NEAR_LIMIT_SHARE,
     SAMPLE_SLICES,

@@ -174,7 +174,8 @@ def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str
     from niah.models.providers import get_provider
     from niah.service.cell_worker import CellTask, process_cell
     from niah.service.dispatch import dispatch_run
-    from tests.fakes import MemoryStore, RecordingPublisher
+    from tests.fake_store import MemoryStore
+    from tests.fakes import RecordingPublisher
 
     provider_cache.clear()  # providers read the stand-in's URL from settings
     store, publisher = MemoryStore(), RecordingPublisher()
@@ -432,8 +433,9 @@ FILLER = [f"Essay sentence {i} is about gardens, rivers and old clocks." for i i
 
 def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
     """A real sample of ``task_name``, its insertions placed in filler text by depth."""
+    from niah.core.grid import Cell
     from niah.core.prompts import HARNESS_TEMPLATE, render
-    from niah.core.spec import Cell, RunRequest
+    from niah.core.spec import RunRequest
     from niah.tasks import get_task
 
     task = get_task(task_name)

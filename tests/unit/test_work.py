@@ -13,7 +13,8 @@ from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_worker import CellTask, process_cell
 from niah.service.dispatch import dispatch_run
 from niah.settings import get_settings
-from tests.fakes import MemoryBlobs, MemoryStore, RecordingPublisher, ScriptedProvider
+from tests.fake_store import MemoryStore
+from tests.fakes import MemoryBlobs, RecordingPublisher, ScriptedProvider
 
 
 def echo_needle_number(prompt: str) -> str:
@@ -359,7 +360,7 @@ def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
 def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
     world: dict[str, Any], forged: dict[str, Any]
 ) -> None:
-    from niah.core.spec import Cell
+    from niah.core.grid import Cell
 
     message = {
         "run_id": world["run_id"],

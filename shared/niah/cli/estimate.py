@@ -7,7 +7,7 @@ from typing import Any
 from niah.cli.backend import blob_store
 from niah.cli.output import count, usage_error
 from niah.cli.run_options import in_cli_words
-from niah.core.spec import BATCH_TURNAROUND
+from niah.core.request_options import BATCH_TURNAROUND
 
 
 def check_request(payload: dict[str, Any]) -> None:

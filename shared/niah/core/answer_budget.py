@@ -24,7 +24,8 @@ from niah.catalog.models import (
     find_model,
     output_limit,
 )
-from niah.core.spec import NeedleType, RunRequest
+from niah.core.request_options import NeedleType
+from niah.core.spec import RunRequest
 from niah.core.vocabulary import ADJECTIVES, CHARACTER_NAMES, CITIES, NOUNS
 
 # Words around the values a right answer writes ("The special magic numbers for X are:

@@ -37,6 +37,7 @@ from niah.core.answer_budget import (
     call_budget,
     least_thinking_budget,
 )
+from niah.core.grid import Cell, primer_cell
 from niah.core.interfaces import Tokenizer
 from niah.core.pricing import Cost, cost_of
 from niah.core.prompts import (
@@ -47,7 +48,7 @@ from niah.core.prompts import (
     split_transcript,
 )
 from niah.core.sample import Sample
-from niah.core.spec import Cell, RunRequest, primer_cell
+from niah.core.spec import RunRequest
 
 # Vertex AI's implicit cache serves a shared prefix only from this many tokens
 # (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from niah.core.spec import Cell, RunRequest
+from niah.core.grid import Cell
+from niah.core.spec import RunRequest
 
 CITIES = (
     "Chicago",

@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.spec import ALL_TASK_OPTIONS
+from niah.core.request_options import ALL_TASK_OPTIONS
 from niah.core.summary import RULER_THRESHOLD
 
 ESSAYS = "paul_graham_essays"

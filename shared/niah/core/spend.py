@@ -33,9 +33,10 @@ from typing import Any
 
 from niah.catalog.prices import prices_for
 from niah.core.answer_budget import CallBudget, least_thinking_budget
+from niah.core.grid import Cell
 from niah.core.pricing import call_cost
 from niah.core.prompts import JUDGE_MAX_OUTPUT_TOKENS, judge_prompt
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 
 # Bytes (each at most one Gemma 3 token) the judge's prompt holds beyond its rubric: the
 # question, the reference needle and the answer (whose room is added on top).

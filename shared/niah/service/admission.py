@@ -26,8 +26,9 @@ from typing import Any
 
 from niah.core.answer_budget import CallBudget
 from niah.core.callers import check_may_change
+from niah.core.grid import Cell
 from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, SpendLedger
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.spend import (
     WorstCase,
     caller_window,

@@ -15,6 +15,7 @@ from niah.catalog.models import ProviderName, input_limit, prompt_limit, provide
 from niah.core.answer_budget import CallBudget, call_budget
 from niah.core.counters import run_shards, shard_of
 from niah.core.generated_context import build_generated_prompt
+from niah.core.grid import Cell
 from niah.core.haystack_files import haystack_prefix
 from niah.core.haystack_tokens import HaystackTokens, load_haystack
 from niah.core.interfaces import (
@@ -44,7 +45,7 @@ from niah.core.scoring import (
     unscored_reason,
 )
 from niah.core.served_models import answer_identity
-from niah.core.spec import RUN_ID_PATTERN, Cell, RunRequest
+from niah.core.spec import RUN_ID_PATTERN, RunRequest
 from niah.core.token_fit import (
     TokenCountRatio,
     cell_token_fields,

@@ -25,6 +25,7 @@ from niah.catalog.models import (
 from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
 from niah.core.callers import LOCAL_CALLER
 from niah.core.counters import run_shards, shard_totals, shards_for
+from niah.core.grid import Cell, primer_cell
 from niah.core.haystack_files import (
     check_source_size,
     content_fingerprint,
@@ -45,7 +46,7 @@ from niah.core.interfaces import (
 )
 from niah.core.mrcr_files import csv_files, index_rows
 from niah.core.request_errors import describe_validation_error
-from niah.core.spec import Cell, RunRequest, primer_cell, run_label
+from niah.core.spec import RunRequest, run_label
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.service.admission import admit_request

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 
+from niah.core.grid import Cell
 from niah.core.prompt_builder import Insertion
+from niah.core.request_options import NeedleType
 from niah.core.scoring import mentions
-from niah.core.spec import Cell, NeedleType, RunRequest
+from niah.core.spec import RunRequest
 from niah.tasks.base import (
     RULER_KIND_NAMES,
     Sample,

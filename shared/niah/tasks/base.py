@@ -19,10 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from niah.core.grid import Cell
 from niah.core.prompt_builder import Insertion
+from niah.core.request_options import NeedleType
 from niah.core.sample import Sample
 from niah.core.scoring import mentions
-from niah.core.spec import Cell, NeedleType, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.vocabulary import ADJECTIVES, NOUNS
 
 Outcome = Literal["correct", "wrong", "unscored", "truncated"]

@@ -26,7 +26,8 @@ import random
 from dataclasses import dataclass
 
 from niah.core.generated_context import PieceCounter
-from niah.core.spec import Cell, RunRequest
+from niah.core.grid import Cell
+from niah.core.spec import RunRequest
 from niah.core.vocabulary import ADJECTIVES, NOUNS
 from niah.errors import ContextTooShortError
 from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng

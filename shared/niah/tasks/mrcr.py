@@ -21,8 +21,9 @@ import random
 import string
 
 from niah.core.answer_budget import reply_room
+from niah.core.grid import Cell
 from niah.core.prompt_builder import Insertion
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.vocabulary import ADJECTIVES, NOUNS
 from niah.tasks.base import Sample, Verdict, sample_rng, spread_depths
 

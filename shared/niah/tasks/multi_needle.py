@@ -8,8 +8,9 @@ and scored by ``expected_answers`` or the judge.
 
 from __future__ import annotations
 
+from niah.core.grid import Cell
 from niah.core.prompt_builder import Insertion
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.vocabulary import CITIES
 from niah.tasks.base import (
     Sample,

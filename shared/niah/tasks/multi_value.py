@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from niah.core.spec import Cell, RunRequest
+from niah.core.grid import Cell
+from niah.core.spec import RunRequest
 from niah.tasks.base import (
     Sample,
     Verdict,

@@ -9,9 +9,10 @@ content word with its needle. Correct is an answer that names the character.
 
 from __future__ import annotations
 
+from niah.core.grid import Cell
 from niah.core.prompt_builder import Insertion
 from niah.core.scoring import mentions
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.core.vocabulary import CHARACTER_NAMES
 from niah.tasks.base import Sample, Verdict, sample_rng
 

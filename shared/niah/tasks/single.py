@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from niah.core.grid import Cell
 from niah.core.needles import needle_for
 from niah.core.prompt_builder import Insertion
 from niah.core.scoring import mentions
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.tasks.base import Sample, Verdict
 
 

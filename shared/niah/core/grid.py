@@ -1,0 +1,73 @@
+"""The grid a run request expands to: its cells, and how lengths and depths are spaced.
+
+The spacing follows the NIAH harness (a linspace of lengths; depths linear or sigmoid),
+so a user's grid carries over; a cell's ID is derived from its point, deterministically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+# Depths carry this many decimals (the harness's sigmoid precision), in cell IDs too.
+DEPTH_DECIMALS = 3
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One sample of a grid point: a context length in tokens, a depth in percent."""
+
+    context_length: int
+    depth_percent: float
+    sample: int = 0
+
+    @property
+    def cell_id(self) -> str:
+        """A sortable, deterministic document ID, e.g. ``L00004000-D050000`` for 4000 / 50 %.
+
+        Depths carry three decimals (the harness's sigmoid precision), so distinct
+        grid points never share an ID. Samples after the first add ``-S001``...; the
+        first keeps the grid point's ID, as a one-sample run has always stored it.
+        """
+        point = f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
+        return f"{point}-S{self.sample:03d}" if self.sample else point
+
+
+def primer_cell(cells: Sequence[Cell]) -> Cell | None:
+    """The cell cache-aware dispatch sends first (the dispatcher's and the estimate's pick).
+
+    The deepest needle at the longest length: every other cell's prefix is a prefix of
+    its. None for a one-cell run.
+    """
+    if len(cells) < 2:
+        return None
+    return max(
+        cells, key=lambda c: (c.context_length * c.depth_percent, c.context_length, -c.sample)
+    )
+
+
+def linspace_ints(low: int, high: int, count: int) -> list[int]:
+    """``np.round(np.linspace(low, high, count)).astype(int)``, deduplicated, sorted."""
+    if count == 1:
+        return [low]
+    values = {round(low + (high - low) * i / (count - 1)) for i in range(count)}
+    return sorted(int(v) for v in values)
+
+
+def logistic(x: float, top: float = 100, midpoint: float = 50, steepness: float = 0.1) -> float:
+    """The harness's sigmoid spacing of depths: dense near the ends, sparse in the middle."""
+    if x in (0, 100):
+        return float(x)
+    return round(top / (1 + math.exp(-steepness * (x - midpoint))), 3)
+
+
+def spread_depths(
+    low: float, high: float, count: int, interval_type: Literal["linear", "sigmoid"]
+) -> list[float]:
+    """``count`` depths from ``low`` to ``high`` percent, linear or sigmoid as in the harness."""
+    points = [low + (high - low) * i / (count - 1) for i in range(count)] if count > 1 else [low]
+    if interval_type == "sigmoid":
+        return sorted({round(logistic(x), DEPTH_DECIMALS) for x in points})
+    return sorted({float(round(x)) for x in points})

@@ -1,0 +1,20 @@
+"""What the service needs of its message bus: publish, and know it was accepted.
+
+``niah.cloud.bus`` implements it on Pub/Sub.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Publisher(Protocol):
+    """Publishes the service's messages and waits until each is accepted."""
+
+    def publish_cells(self, messages: list[dict[str, Any]]) -> int:
+        """Publish one message per cell; return how many were published."""
+        ...
+
+    def publish_report(self, run_id: str) -> None:
+        """Ask for the run's report to be rendered."""
+        ...
