@@ -158,15 +158,16 @@ def call_budget(
     )
 
 
-def budget_warning(spec: RunRequest) -> str | None:
+def budget_warning(spec: RunRequest, *, model: ModelInfo | None = None) -> str | None:
     """A warning where the run's ``max_output_tokens`` leaves the model too little thinking.
 
     Its replies may then end MAX_TOKENS (truncated); None when the budget has the room.
+    ``model``: as for ``call_budget``.
     """
     if spec.max_output_tokens is None:
         return None
-    budget = call_budget(spec)
-    free = call_budget(spec.model_copy(update={"max_output_tokens": None}))
+    budget = call_budget(spec, model=model)
+    free = call_budget(spec.model_copy(update={"max_output_tokens": None}), model=model)
     if budget.thinking_tokens >= free.thinking_tokens:
         return None
     return (

@@ -263,11 +263,14 @@ def check_thinking(spec: RunRequest, known: ModelInfo | None) -> None:
         )
 
 
-def model_warnings(spec: RunRequest) -> list[str]:
-    """What a user should know before paying: unknown or retiring models, a tight budget."""
+def model_warnings(spec: RunRequest, *, model: ModelInfo | None = None) -> list[str]:
+    """What a user should know before paying: unknown or retiring models, a tight budget.
+
+    ``model``: as for ``check_budget``.
+    """
     names = [name for name in (spec.model_name, spec.evaluator_model_name) if name]
     unknown = [notice for notice in map(model_notice, names) if notice]
-    tight = budget_warning(spec)
+    tight = budget_warning(spec, model=model)
     return [*unknown, *lifecycle_notes(*names), *([tight] if tight else [])]
 
 
@@ -312,7 +315,7 @@ def check_request(payload: Any, blobs: BlobStore) -> CheckedRequest:
     sourced = source_cells(source.rows) if source else None
     reply_tokens = source.reply_tokens if source else 0
     check_budget(spec, sourced, reply_tokens, model=model)
-    warnings = model_warnings(spec)
+    warnings = model_warnings(spec, model=model)
     prefix, files = resolve_haystack(spec, blobs)
     fingerprint = content_fingerprint(files)
     return CheckedRequest(
