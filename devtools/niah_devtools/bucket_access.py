@@ -10,7 +10,7 @@ the token cache's ``CACHE_PREFIX``. Which function writes under which prefix fol
 - worker (``handle_cell``): the haystack's token cache (niah.core.haystack_tokens), the
   cell's prompt and a whole long answer (``contexts_prefix``), an answer the store
   refused (``kept_answers_prefix``), and a batch run's input, manifests, line claims
-  and ingest markers (``batches_prefix``, niah.service.batch_runs and batch_ingest);
+  and ingest markers (``batches_prefix``, niah.service.batch_submit and batch_markers);
 - dead-letter handler (``handle_dead_letter``): an answer kept again when the store
   still refuses it (``kept_answers_prefix``, through ``store_cell``);
 - report (``handle_report``): each run's heatmap, page and summary, and the runs index

@@ -18,7 +18,8 @@ from niah.errors import MalformedMessageError, RequestError
 from niah.logs import log
 from niah.service.admission import handle_budget_alert
 from niah.service.cancel import cancel_run, parse_cancel
-from niah.service.dispatch import decode_body, dispatch_run
+from niah.service.dispatch import dispatch_run
+from niah.service.request_body import decode_body
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 

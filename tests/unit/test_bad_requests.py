@@ -14,7 +14,7 @@ import pytest
 
 from niah.core.spec import RunRequest
 from niah.errors import RequestError
-from niah.service.dispatch import parse_request
+from niah.service.request_body import parse_request
 from tests import REPO
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher

@@ -16,12 +16,13 @@ import time_machine
 
 from niah.catalog.availability import current_gemini_models, lifecycle_notes, retired_refusal
 from niah.catalog.lifecycle import Lifecycle, lifecycle_warning
-from niah.catalog.models import CATALOG, IGNORED_TEMPERATURE, temperature_record
+from niah.catalog.models import CATALOG, IGNORED_TEMPERATURE, find_model, temperature_record
 from niah.catalog.prices import NO_PRICE_REASONS, next_price_change, prices_for
 from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini_request import generation_for, request_body
-from niah.service.dispatch import check_budget, model_warnings, run_record
+from niah.service.dispatch import run_record
+from niah.service.request_checks import check_budget, model_warnings
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_cli import niah
 from tests.unit.test_work import dispatch_task, run_cell
@@ -154,9 +155,8 @@ def test_a_served_ga_model_has_no_warning_and_a_near_firm_date_has_one() -> None
 
 
 def test_a_model_that_ignores_temperature_is_sent_none_and_recorded_as_the_default() -> None:
-    assert (
-        temperature_record("gemini-3.6-flash") == IGNORED_TEMPERATURE == ("model default (ignored)")
-    )
+    recorded = temperature_record(find_model("gemini-3.6-flash"))
+    assert recorded == IGNORED_TEMPERATURE == "model default (ignored)"
     body = request_body("p", None, generation_for("gemini-4-argon", max_output_tokens=100))
     assert "temperature" not in body["generationConfig"]
     kept = request_body("p", None, generation_for("gemini-3.8-flash", max_output_tokens=100))

@@ -14,7 +14,7 @@ from niah.core.spec import RunRequest
 from niah.core.summary import mrcr_bins
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.dispatch import parse_request
+from niah.service.request_body import parse_request
 from niah.tasks import get_task
 from niah.tasks.mrcr import mrcr_score
 from tests.fakes import MemoryBlobs

@@ -17,7 +17,7 @@ from niah.core.ruler_suite import (
     ruler_task_name,
     suite_requests,
 )
-from niah.service.dispatch import parse_request
+from niah.service.request_body import parse_request
 
 USER = {"model_name": "gemini-2.5-flash", "context_lengths": [4000, 8000], "seed": 3}
 

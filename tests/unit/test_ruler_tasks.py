@@ -212,7 +212,7 @@ def test_a_run_s_mean_is_ruler_s_task_score() -> None:
 )
 def test_an_option_for_another_task_is_refused_by_name(options: dict[str, Any], named: str) -> None:
     from niah.errors import RequestError
-    from niah.service.dispatch import parse_request
+    from niah.service.request_body import parse_request
 
     with pytest.raises(RequestError, match=re.escape(named)):
         parse_request({"context_lengths": [4000], **options})

@@ -21,7 +21,7 @@ from niah.core.grid import Cell
 from niah.core.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini import thinking_options
-from niah.service.dispatch import check_lengths
+from niah.service.request_checks import check_lengths
 from niah_devtools.standin import serve
 
 PROMPT = "Some essay text. The special magic Lagos number is: 7304912. More text."
@@ -179,9 +179,9 @@ def test_the_longest_admitted_prompt_leaves_room_for_the_call_it_makes(
     longest = prompt_limit(info.name, call_budget(spec).max_output_tokens)
     assert longest is not None and longest < 1_048_576
     # The dispatcher admits exactly that long a grid, and not a token more.
-    check_lengths(spec.model_copy(update={"context_lengths": [longest]}), [Cell(longest, 50)])
+    check_lengths(spec.model_copy(update={"context_lengths": [longest]}), info, [Cell(longest, 50)])
     with pytest.raises(RequestError, match="shared with the output budget"):
-        check_lengths(spec, [Cell(longest + 1, 50)])
+        check_lengths(spec, info, [Cell(longest + 1, 50)])
     try:
         status = 0
         client.models.generate_content(

@@ -172,6 +172,15 @@ class ModelInfo:
     # minus your input tokens"), so a prompt leaves room for the call's output budget.
     shared_limit: bool = False
 
+    def prompt_limit(self, max_output_tokens: int) -> int | None:
+        """The longest prompt a call with ``max_output_tokens`` may send, where known.
+
+        The input limit, less the output budget where input and output share one limit.
+        """
+        if self.input_tokens is None:
+            return None
+        return self.input_tokens - (max_output_tokens if self.shared_limit else 0)
+
 
 def _budget(low: int, high: int, *, off: bool, default_on: bool = True) -> Thinking:
     return Thinking(
@@ -448,14 +457,9 @@ def input_limit(provider: ProviderName, model_name: str) -> int | None:
 
 
 def prompt_limit(model_name: str, max_output_tokens: int) -> int | None:
-    """The longest prompt a call with ``max_output_tokens`` may send, where known.
-
-    The input limit, less the output budget where input and output share one limit.
-    """
+    """The longest prompt a call to ``model_name`` may send (``ModelInfo.prompt_limit``)."""
     known = find_model(model_name)
-    if known is None or known.input_tokens is None:
-        return None
-    return known.input_tokens - (max_output_tokens if known.shared_limit else 0)
+    return known.prompt_limit(max_output_tokens) if known else None
 
 
 def output_limit(model_name: str) -> int | None:
@@ -466,7 +470,11 @@ def output_limit(model_name: str) -> int | None:
 
 def temperature_for(model_name: str) -> float | None:
     """The temperature the model is called at: 0, Google's advice, or None (ignored)."""
-    known = find_model(model_name)
+    return temperature_of(find_model(model_name))
+
+
+def temperature_of(known: ModelInfo | None) -> float | None:
+    """The temperature a catalog entry is called at (None: a model the catalog lacks)."""
     return known.temperature if known else TEMPERATURE
 
 
@@ -474,9 +482,12 @@ def temperature_for(model_name: str) -> float | None:
 IGNORED_TEMPERATURE = "model default (ignored)"
 
 
-def temperature_record(model_name: str) -> float | str:
-    """The temperature as a run states it: the number sent, or ``IGNORED_TEMPERATURE``."""
-    temperature = temperature_for(model_name)
+def temperature_record(known: ModelInfo | None) -> float | str:
+    """The temperature as a run states it: the number sent, or ``IGNORED_TEMPERATURE``.
+
+    ``known``: the model's catalog entry (None: one the catalog does not list).
+    """
+    temperature = temperature_of(known)
     return IGNORED_TEMPERATURE if temperature is None else temperature
 
 

@@ -17,7 +17,7 @@ def check_request(payload: dict[str, Any]) -> None:
     the checks of the request alone, the same wherever they run.
     """
     from niah.errors import RequestError
-    from niah.service.dispatch import parse_request
+    from niah.service.request_body import parse_request
 
     try:
         parse_request(payload)
@@ -95,12 +95,9 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     from niah.core.sample import Sample
     from niah.errors import ConfigurationError, RequestError
     from niah.models.providers import provider_class
-    from niah.service.dispatch import (
-        check_budget,
-        parse_request,
-        resolve_mrcr_source,
-        source_cells,
-    )
+    from niah.service.request_body import parse_request
+    from niah.service.request_checks import check_budget
+    from niah.service.run_sources import resolve_mrcr_source, source_cells
     from niah.tasks import get_task
 
     try:

@@ -62,7 +62,7 @@ def model_rows(today: dt.date | None = None) -> list[dict[str, Any]]:
                 "input_tokens": info.input_tokens,
                 "output_tokens": info.output_tokens,
                 "thinking": _thinking(info),
-                "temperature": temperature_record(info.name),
+                "temperature": temperature_record(info),
                 "prices": _rates(prices_for(info.name, noon)),
                 "no_price_reason": NO_PRICE_REASONS.get(info.name),
                 "next_price_change": (

@@ -22,7 +22,6 @@ from niah.catalog.models import (
     THINKING_LEVEL_ROOM,
     ModelInfo,
     find_model,
-    output_limit,
 )
 from niah.core.request_options import NeedleType
 from niah.core.spec import RunRequest
@@ -129,8 +128,14 @@ def thinking_room(
     return 0
 
 
-def call_budget(spec: RunRequest, answer_tokens: int = 0) -> CallBudget:
-    """The model call's budget for a sample of the run (``answer_tokens``: its own room)."""
+def call_budget(
+    spec: RunRequest, answer_tokens: int = 0, *, model: ModelInfo | None = None
+) -> CallBudget:
+    """The model call's budget for a sample of the run (``answer_tokens``: its own room).
+
+    ``model``: the catalog's entry for ``spec.model_name`` where the caller resolved it
+    (looked up here otherwise: a model the catalog does not know is None either way).
+    """
     answer = max(answer_room(spec), answer_tokens)
     if spec.max_output_tokens is not None:
         return CallBudget(
@@ -140,10 +145,10 @@ def call_budget(spec: RunRequest, answer_tokens: int = 0) -> CallBudget:
             answer_tokens=min(answer, spec.max_output_tokens),
             thinking_tokens=max(0, spec.max_output_tokens - answer),
         )
-    model = find_model(spec.model_name)
+    model = model or find_model(spec.model_name)
     thinking = thinking_room(model, spec.thinking_budget, spec.thinking_level)
     total = max(answer + thinking, PROVIDER_OUTPUT_TOKENS[spec.provider()])
-    cap = output_limit(spec.model_name)
+    cap = model.output_tokens if model else None
     total = min(total, cap) if cap else total
     return CallBudget(
         total,
@@ -154,15 +159,16 @@ def call_budget(spec: RunRequest, answer_tokens: int = 0) -> CallBudget:
     )
 
 
-def budget_warning(spec: RunRequest) -> str | None:
+def budget_warning(spec: RunRequest, *, model: ModelInfo | None = None) -> str | None:
     """A warning where the run's ``max_output_tokens`` leaves the model too little thinking.
 
     Its replies may then end MAX_TOKENS (truncated); None when the budget has the room.
+    ``model``: as for ``call_budget``.
     """
     if spec.max_output_tokens is None:
         return None
-    budget = call_budget(spec)
-    free = call_budget(spec.model_copy(update={"max_output_tokens": None}))
+    budget = call_budget(spec, model=model)
+    free = call_budget(spec.model_copy(update={"max_output_tokens": None}), model=model)
     if budget.thinking_tokens >= free.thinking_tokens:
         return None
     return (

@@ -1,59 +1,41 @@
-"""Dispatch: validate a run request, record the run, publish one message per cell."""
+"""Dispatch: record an admitted run and publish its cells (or its primer, or a batch round).
+
+The request is read and checked first (``niah.service.request_checks``) and its spend
+held (``niah.service.admission``); this module expands the grid into the run record,
+tells a new run from a repeated request, and publishes what is missing.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
-from niah.catalog.availability import lifecycle_notes, retired_refusal
-from niah.catalog.models import (
-    LOCAL_MODEL,
-    find_model,
-    input_limit,
-    is_gemini_name,
-    model_notice,
-    not_a_text_model,
-    prompt_limit,
-    provider_for_model,
-    temperature_record,
-)
-from niah.core.answer_budget import answer_room, budget_warning, call_budget, reply_room
+from niah.catalog.availability import lifecycle_notes
+from niah.catalog.models import ModelInfo, find_model, temperature_record
+from niah.core.answer_budget import call_budget
 from niah.core.callers import LOCAL_CALLER
 from niah.core.counters import run_shards, shard_totals, shards_for
-from niah.core.grid import Cell, primer_cell
-from niah.core.haystack_files import (
-    check_source_size,
-    content_fingerprint,
-    haystack_files,
-    haystack_prefix,
-    mrcr_source_prefix,
-)
+from niah.core.grid import primer_cell
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
     RUN_REPORT_FAILED,
     RUN_RUNNING,
-    BlobInfo,
     BlobStore,
     Publisher,
     ResultStore,
     SpendLedger,
 )
-from niah.core.mrcr_files import csv_files, index_rows
-from niah.core.request_errors import describe_validation_error
 from niah.core.spec import RunRequest, run_label
-from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.service.admission import admit_request
+from niah.service.request_checks import check_request
 from niah.service.run_completion import request_report_if_complete
+from niah.service.run_sources import RunSource, listed_files, source_cells
 from niah.settings import get_settings
 
-MIN_CONTEXT_LENGTH = 128
 # A repeated request within this long of the run's last publish publishes nothing: its
 # cells are on their way (a client's retry, or twenty identical POSTs at once).
 DISPATCH_SETTLE_SECONDS = 60.0
@@ -90,389 +72,24 @@ class _Progress:
     cancelled: bool = False
 
 
-# No run option takes a whole number this long (the largest bound, seed's, has 19
-# digits). Python refuses to read one of over 4,300 digits (its int conversion limit, a
-# ValueError, not a JSON error), so a longer literal is refused here, by its key.
-MAX_NUMBER_DIGITS = 100
-
-
-@dataclass(frozen=True)
-class _LongNumber:
-    """A whole-number literal too long to be any option's value: how many digits."""
-
-    digits: int
-
-
-def decode_body(data: bytes) -> Any:
-    """The request body as JSON, strictly: no repeated keys, no NaN or Infinity.
-
-    Python's parser takes the last of two equal keys and reads NaN; either would run
-    something other than what the client's other tools (and the client) read. A whole
-    number of more than ``MAX_NUMBER_DIGITS`` digits is refused naming its key.
-    """
-
-    def no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in seen:
-                raise RequestError(key, "is given twice in the JSON body; give it once")
-            _no_long_number(key, value)
-            seen[key] = value
-        return seen
-
-    def no_constants(name: str) -> Any:
-        raise RequestError("body", f"{name} is not a JSON number; send a finite number")
-
-    def short_int(literal: str) -> int | _LongNumber:
-        digits = len(literal.lstrip("-"))
-        return int(literal) if digits <= MAX_NUMBER_DIGITS else _LongNumber(digits)
-
-    try:
-        body = json.loads(
-            data.decode("utf-8") or "null",
-            object_pairs_hook=no_repeats,
-            parse_constant=no_constants,
-            parse_int=short_int,
-        )
-        _no_long_number("body", body)
-        return body
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
-        raise RequestError(
-            "body", f"not valid JSON ({error}); send a JSON object of run options"
-        ) from error
-
-
-def _no_long_number(key: str, value: Any) -> None:
-    """Refuse a whole number too long for any option, in ``value`` or a list in it."""
-    if isinstance(value, _LongNumber):
-        raise RequestError(
-            key,
-            f"is a whole number of {value.digits} digits; no run option takes more than "
-            f"{MAX_NUMBER_DIGITS} (see the option's limits in the README)",
-        )
-    if isinstance(value, list):
-        for item in value:
-            _no_long_number(key, item)
-
-
-def parse_request(payload: Any) -> RunRequest:
-    """Validate a JSON payload; the first problem becomes a ``RequestError``."""
-    if not isinstance(payload, dict):
-        raise RequestError("body", "must be a JSON object of run options")
-    # A deployment picks the model a request that names none gets (Gemini, deployed).
-    payload = {"model_name": get_settings().default_model_name, **payload}
-    try:
-        return RunRequest.model_validate(payload)
-    except ValidationError as error:
-        raise RequestError(*describe_validation_error(error)) from error
-
-
-def check_budget(spec: RunRequest, cells: list[Cell] | None = None, reply_tokens: int = 0) -> None:
-    """Refuse grids that are impossible or above the configured budget.
-
-    ``cells``: the run's cells where they come from data (MRCR v2's files), not the grid;
-    ``reply_tokens``: the room of the longest published reply among them.
-    """
-    settings = get_settings()
-    lengths, depths = spec.lengths(), spec.depths()
-    # Counted before the grid is expanded: a 1,000 x 1,000 request must cost nothing.
-    count = len(cells) if cells is not None else len(lengths) * len(depths) * spec.samples_per_cell
-    if count > settings.max_cells_per_run:
-        samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
-        shape = (
-            ""
-            if cells is not None
-            else f" ({len(lengths)} lengths x {len(depths)} depths{samples})"
-        )
-        raise RequestError(
-            "context_lengths",
-            f"the grid has {count} cells{shape}, above the limit of "
-            f"{settings.max_cells_per_run} (NIAH_MAX_CELLS_PER_RUN); use fewer lengths, "
-            "depths or samples",
-        )
-    cells = cells if cells is not None else spec.cells()
-    total_tokens = sum(cell.context_length for cell in cells)
-    if total_tokens > settings.max_tokens_per_run:
-        raise RequestError(
-            "context_lengths",
-            f"the grid asks for {total_tokens} prompt tokens, above the limit of "
-            f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
-        )
-    check_model(spec)
-    check_output_budget(spec, reply_tokens)
-    if spec.mrcr_source is None:  # published samples are as long as Google made them
-        check_lengths(spec, cells)
-
-
-def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:
-    """Refuse a ``max_output_tokens`` below the room a right answer needs.
-
-    Such a run could only end its answers at the budget (``truncated``): refused before
-    anything is paid, with the least value that fits.
-    """
-    needed = max(answer_room(spec), reply_tokens)
-    if spec.max_output_tokens is not None and spec.max_output_tokens < needed:
-        raise RequestError(
-            "max_output_tokens",
-            f"{spec.max_output_tokens} tokens cannot hold a right answer to task {spec.task} "
-            f"(up to {needed} tokens); set max_output_tokens to at least {needed} plus the "
-            "model's thinking, or leave it out (the budget is then the answer's room plus "
-            "the model's thinking room)",
-        )
-
-
-def check_lengths(spec: RunRequest, cells: list[Cell]) -> None:
-    """Refuse lengths below the prompt's own size or above the model's input limit."""
-    shortest = min(cell.context_length for cell in cells)
-    floor = minimum_context_length(spec)
-    if shortest < floor:
-        raise RequestError(
-            "context_lengths",
-            f"{shortest} tokens is below the prompt's own size (template, question and "
-            f"needle need about {floor}); ask for at least {floor} tokens",
-        )
-    limit = input_limit(spec.provider(), spec.model_name)
-    output = call_budget(spec).max_output_tokens
-    shared = ""
-    if spec.provider() == "local" and limit is not None:
-        # llama.cpp's window holds the answer too: leave it the run's answer budget.
-        limit = get_settings().local_model_max_context - 1 - output
-    elif limit is not None and (room := prompt_limit(spec.model_name, output)) != limit:
-        # Gemini 4: input and output share one limit; the call's output budget is taken.
-        shared = f" (its {limit}-token limit, shared with the output budget of {output})"
-        limit = room
-    longest = max(cell.context_length for cell in cells)
-    if limit is not None and longest > limit:
-        raise RequestError(
-            "context_lengths",
-            f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens{shared}",
-        )
-
-
-def check_model(spec: RunRequest) -> None:
-    """Refuse models no provider of this deployment can serve, and impossible thinking."""
-    provider = spec.provider()
-    if provider == "local" and spec.model_name != LOCAL_MODEL:
-        raise RequestError("model_name", f"the local provider serves only {LOCAL_MODEL}")
-    if provider == "local" and not get_settings().local_model_available:
-        raise RequestError(
-            "model_name",
-            f"this deployment has no local model (deploy with LOCAL_MODEL=1 for {LOCAL_MODEL}); "
-            "use a gemini-* model",
-        )
-    for field_name, name in (
-        ("model_name", spec.model_name),
-        ("evaluator_model_name", spec.evaluator_model_name),
-    ):
-        if name and not_a_text_model(name):
-            raise RequestError(
-                field_name,
-                f"{name} is not a text model (an image, speech, live, embedding or other "
-                "variant): a needle test needs a Gemini text model such as gemini-3.8-flash",
-            )
-    if provider == "gemini" and not is_gemini_name(spec.model_name):
-        raise RequestError(
-            "model_name",
-            f"{spec.model_name!r} is not a Gemini model ID: give the bare ID (e.g. "
-            "gemini-3.8-flash); the project and location are the deployment's",
-        )
-    if provider == "openai_compatible" and not get_settings().openai_base_url:
-        raise RequestError(
-            "model_name",
-            f"unknown model {spec.model_name!r}: use a gemini-* model, {LOCAL_MODEL}, or "
-            "model_provider openai_compatible on a deployment with NIAH_OPENAI_BASE_URL set",
-        )
-    for name in filter(None, [spec.evaluator_model_name]):
-        if name == LOCAL_MODEL:
-            raise RequestError(
-                "evaluator_model_name",
-                f"{LOCAL_MODEL} is a 270M base model: it cannot grade answers (it gives no "
-                "score); use a Gemini model as the judge, or scorer exact",
-            )
-        if provider_for_model(name) == "gemini" and not is_gemini_name(name):
-            raise RequestError(
-                "evaluator_model_name",
-                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-3.8-flash)",
-            )
-        if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
-            raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
-    check_thinking(spec)
-    for field_name, name in (
-        ("model_name", spec.model_name),
-        ("evaluator_model_name", spec.evaluator_model_name),
-    ):
-        check_not_retired(field_name, name, allowed=spec.allow_retired)
-
-
-def check_not_retired(field_name: str, model_name: str | None, *, allowed: bool) -> None:
-    """Refuse a model Vertex AI has retired, naming its date and Google's replacement.
-
-    Every call to it would be a 404. ``allowed`` (the request's ``allow_retired``) lets a
-    project that still has access run it; the run's notes then say so.
-    """
-    refusal = retired_refusal(model_name) if model_name else None
-    if refusal and not allowed:
-        raise RequestError(
-            field_name,
-            f"{refusal}; to call it anyway (a project that still has access), set allow_retired",
-        )
-
-
-def check_thinking(spec: RunRequest) -> None:
-    """Refuse a thinking setting the catalog says the model cannot take.
-
-    Gemini 2.5 takes ``thinking_budget``, Gemini 3 ``thinking_level`` (the API refuses
-    both in one request); each within its model's range.
-    """
-    if spec.thinking_budget is not None and spec.thinking_level is not None:
-        raise RequestError(
-            "thinking_level", "give thinking_budget (Gemini 2.5) or thinking_level (Gemini 3)"
-        )
-    known = find_model(spec.model_name)
-    if known is None or known.provider != "gemini":
-        return
-    thinking = known.thinking
-    if known.assumed and spec.thinking_budget not in (None, -1):
-        raise RequestError(
-            "thinking_budget",
-            f"{known.name} is taken for a Gemini 3 model, which sets thinking by "
-            "thinking_level, not by a budget",
-        )
-    if known.assumed:
-        return  # its levels are not published here: the API says if one is refused
-    if spec.thinking_level is not None and spec.thinking_level not in thinking.levels:
-        takes = (
-            f"takes thinking_level {', '.join(thinking.levels)}"
-            if thinking.levels
-            else "has no thinking_level"
-            + (" (it takes thinking_budget)" if thinking.control == "budget" else "")
-        )
-        raise RequestError("thinking_level", f"{known.name} {takes}")
-    budget = spec.thinking_budget
-    if budget is None or budget == -1:
-        return
-    if thinking.control == "none":
-        raise RequestError(
-            "thinking_budget", f"{known.name} does not think; leave thinking_budget out"
-        )
-    if thinking.control == "level":
-        raise RequestError(
-            "thinking_budget",
-            f"{known.name} sets thinking by thinking_level ({', '.join(thinking.levels)}), "
-            "not by a budget",
-        )
-    if budget == 0 and not thinking.can_disable:
-        raise RequestError(
-            "thinking_budget",
-            f"{known.name} cannot turn thinking off; use {thinking.budget_min} to "
-            f"{thinking.budget_max}, or -1 for dynamic",
-        )
-    if budget != 0 and not thinking.budget_min <= budget <= thinking.budget_max:
-        raise RequestError(
-            "thinking_budget",
-            f"{known.name} takes a thinking budget of {thinking.budget_min} to "
-            f"{thinking.budget_max} tokens (or -1 for dynamic"
-            + (", 0 for off)" if thinking.can_disable else ")"),
-        )
-
-
-def model_warnings(spec: RunRequest) -> list[str]:
-    """What a user should know before paying: unknown or retiring models, a tight budget."""
-    names = [name for name in (spec.model_name, spec.evaluator_model_name) if name]
-    unknown = [notice for notice in map(model_notice, names) if notice]
-    tight = budget_warning(spec)
-    return [*unknown, *lifecycle_notes(*names), *([tight] if tight else [])]
-
-
-def minimum_context_length(spec: RunRequest) -> int:
-    """A safe lower bound on the prompt's own size in tokens, without a tokenizer.
-
-    The built-in templates, question and needle take under 128 tokens; a custom
-    template or needle (or the user's needles) is estimated at one token per 3 characters.
-    """
-    own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
-    own_text += 0 if spec.dynamic_needle else len(spec.needle)
-    own_text += sum(len(text) for text in spec.needles or [])
-    return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
-
-
-# A haystack listing up to this many files rides on the run document, so workers need
-# not list the bucket for every cell (larger ones are listed by each worker instead).
-MAX_LISTED_FILES = 1000
-
-
-def resolve_haystack(spec: RunRequest, blobs: BlobStore) -> tuple[str, list[BlobInfo]]:
-    """The haystack's object prefix and files; a ``RequestError`` if unusable."""
-    try:
-        prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
-        files = haystack_files(blobs, prefix)
-        check_source_size(files, option="haystack_dir")
-        return prefix, files
-    except HaystackError as error:
-        raise RequestError("haystack_dir", str(error)) from error
-
-
-def listed_files(files: list[BlobInfo]) -> list[dict[str, Any]]:
-    """A haystack listing as the run document keeps it (empty when too long to keep)."""
-    if len(files) > MAX_LISTED_FILES:
-        return []
-    return [{"name": f.name, "size": f.size, "fingerprint": f.fingerprint} for f in files]
-
-
-@dataclass(frozen=True)
-class _Source:
-    """Google's MRCR v2 samples a run reads: the files and the rows kept."""
-
-    files: list[str]
-    rows: list[tuple[int, int, int, int, int]]  # (file index, row, context_len, offset, length)
-    fingerprint: str
-    reply_tokens: int = 0  # the room of the longest expected reply
-
-
-def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> _Source | None:
-    """The published MRCR v2 rows a run reads (one streaming pass), or None.
-
-    Rows of another needle count than ``num_needles`` (when given) are left out.
-    """
-    if spec.mrcr_source is None:
-        return None
-    try:
-        prefix = mrcr_source_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
-        listed = csv_files(blobs, prefix)
-        check_source_size(listed, option="mrcr_source")
-        files = [info.name for info in listed]
-        refs = index_rows(blobs, files)
-    except (HaystackError, KeyError, ValueError) as error:
-        raise RequestError("mrcr_source", str(error)) from error
-    wanted = spec.num_needles
-    kept = [ref for ref in refs if wanted is None or ref.needles in (None, wanted)]
-    if not kept:
-        raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
-    fingerprint = content_fingerprint(listed, salt="mrcr_v2")
-    return _Source(
-        files,
-        [(files.index(r.file), r.row, r.context_len, r.offset, r.length) for r in kept],
-        fingerprint,
-        reply_room(max(r.answer_bytes for r in kept)),
-    )
-
-
-def source_cells(source_rows: list[Any]) -> list[Cell]:
-    """The cells of a run over published rows: one per row, its length Google's count."""
-    return [Cell(int(row[2]), 0.0, number) for number, row in enumerate(source_rows)]
-
-
 def run_record(
-    run_id: str, spec: RunRequest, haystack_uri: str, source: _Source | None = None
+    run_id: str,
+    spec: RunRequest,
+    haystack_uri: str,
+    source: RunSource | None = None,
+    *,
+    model: ModelInfo | None = None,
 ) -> dict[str, Any]:
     """The run document a new run starts with.
 
     ``stamp`` tells this run from one created later under the same ID (after a
     delete): every cell message carries it, and a worker drops a message whose stamp
-    is not its run's.
+    is not its run's. ``model``: the catalog's entry for ``spec.model_name`` where the
+    caller resolved it (looked up here otherwise).
     """
+    model = model or find_model(spec.model_name)
     cells = source_cells(source.rows) if source else spec.cells()
-    budget = call_budget(spec, source.reply_tokens if source else 0)
+    budget = call_budget(spec, source.reply_tokens if source else 0, model=model)
     shards = shards_for(len(cells), get_settings().counter_shards)
     sourced = (
         # Firestore holds no nested arrays: each row as a map.
@@ -501,7 +118,7 @@ def run_record(
         "status": RUN_RUNNING,
         # How the model is called, stated with every result (MRCR v2's README asks it).
         "call_settings": {
-            "temperature": temperature_record(spec.model_name),
+            "temperature": temperature_record(model),
             "thinking_budget": spec.thinking_budget,  # None: the model's default
             "thinking_level": spec.thinking_level,
             # The answer budget each call gets: the answer's room plus the thinking room
@@ -603,16 +220,11 @@ def dispatch_run(
     ``ledger``: where spend is held against the ceilings (none: unlimited, as in tests
     of other concerns); ``caller``: who asks (``niah.core.callers``).
     """
-    spec = parse_request(payload)
-    source = resolve_mrcr_source(spec, blobs)
-    sourced = source_cells(source.rows) if source else None
-    check_budget(spec, sourced, source.reply_tokens if source else 0)
-    warnings = model_warnings(spec)
-    prefix, files = resolve_haystack(spec, blobs)
-    fingerprint = content_fingerprint(files)
-    run_id = spec.run_id(fingerprint + (source.fingerprint if source else ""))
-    record = run_record(run_id, spec, f"gs://{blobs.bucket}/{prefix}", source)
-    record["haystack_files"] = listed_files(files)
+    checked = check_request(payload, blobs)
+    spec, run_id, warnings = checked.spec, checked.run_id, checked.warnings
+    haystack_uri = f"gs://{blobs.bucket}/{checked.haystack_prefix}"
+    record = run_record(run_id, spec, haystack_uri, checked.source, model=checked.model)
+    record["haystack_files"] = listed_files(checked.haystack_files)
     total = int(record["total"])
     primer = primer_message(run_id, spec, record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress
@@ -620,8 +232,8 @@ def dispatch_run(
     record |= admit_request(
         run_id,
         spec,
-        sourced or spec.cells(),
-        call_budget(spec, source.reply_tokens if source else 0),
+        checked.cells,
+        checked.budget,
         store.get_run(run_id),
         running=store.running_runs,
         ledger=ledger,

@@ -1,0 +1,331 @@
+"""What a run request may ask, checked before anything is recorded, published or paid.
+
+The checks that need more than the request's own fields: the deployment's limits (cells,
+tokens), the model catalog (which models, what thinking, whose input limit), the answer
+budget, and the sources in the bucket. ``check_request`` runs them in order and resolves
+the model's catalog entry once, for every check and the run record after them. What a
+run may spend, and who may change it, is ``niah.service.admission``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from niah.catalog.availability import lifecycle_notes, retired_refusal
+from niah.catalog.models import (
+    LOCAL_MODEL,
+    ModelInfo,
+    find_model,
+    is_gemini_name,
+    model_notice,
+    not_a_text_model,
+    provider_for_model,
+)
+from niah.core.answer_budget import CallBudget, answer_room, budget_warning, call_budget
+from niah.core.haystack_files import content_fingerprint
+from niah.core.interfaces import BlobInfo, BlobStore
+from niah.core.spec import Cell, RunRequest
+from niah.errors import RequestError
+from niah.service.request_body import parse_request
+from niah.service.run_sources import (
+    RunSource,
+    resolve_haystack,
+    resolve_mrcr_source,
+    source_cells,
+)
+from niah.settings import get_settings
+
+MIN_CONTEXT_LENGTH = 128
+
+
+def check_budget(
+    spec: RunRequest,
+    cells: list[Cell] | None = None,
+    reply_tokens: int = 0,
+    *,
+    model: ModelInfo | None = None,
+) -> None:
+    """Refuse grids that are impossible or above the configured budget.
+
+    ``cells``: the run's cells where they come from data (MRCR v2's files), not the grid;
+    ``reply_tokens``: the room of the longest published reply among them; ``model``: the
+    catalog's entry for ``spec.model_name`` where the caller resolved it (looked up here
+    otherwise: a model the catalog does not know is None either way).
+    """
+    model = model or find_model(spec.model_name)
+    settings = get_settings()
+    lengths, depths = spec.lengths(), spec.depths()
+    # Counted before the grid is expanded: a 1,000 x 1,000 request must cost nothing.
+    count = len(cells) if cells is not None else len(lengths) * len(depths) * spec.samples_per_cell
+    if count > settings.max_cells_per_run:
+        samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
+        shape = (
+            ""
+            if cells is not None
+            else f" ({len(lengths)} lengths x {len(depths)} depths{samples})"
+        )
+        raise RequestError(
+            "context_lengths",
+            f"the grid has {count} cells{shape}, above the limit of "
+            f"{settings.max_cells_per_run} (NIAH_MAX_CELLS_PER_RUN); use fewer lengths, "
+            "depths or samples",
+        )
+    cells = cells if cells is not None else spec.cells()
+    total_tokens = sum(cell.context_length for cell in cells)
+    if total_tokens > settings.max_tokens_per_run:
+        raise RequestError(
+            "context_lengths",
+            f"the grid asks for {total_tokens} prompt tokens, above the limit of "
+            f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
+        )
+    check_model(spec, model)
+    check_output_budget(spec, reply_tokens)
+    if spec.mrcr_source is None:  # published samples are as long as Google made them
+        check_lengths(spec, model, cells)
+
+
+def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:
+    """Refuse a ``max_output_tokens`` below the room a right answer needs.
+
+    Such a run could only end its answers at the budget (``truncated``): refused before
+    anything is paid, with the least value that fits.
+    """
+    needed = max(answer_room(spec), reply_tokens)
+    if spec.max_output_tokens is not None and spec.max_output_tokens < needed:
+        raise RequestError(
+            "max_output_tokens",
+            f"{spec.max_output_tokens} tokens cannot hold a right answer to task {spec.task} "
+            f"(up to {needed} tokens); set max_output_tokens to at least {needed} plus the "
+            "model's thinking, or leave it out (the budget is then the answer's room plus "
+            "the model's thinking room)",
+        )
+
+
+def check_lengths(spec: RunRequest, model: ModelInfo | None, cells: list[Cell]) -> None:
+    """Refuse lengths below the prompt's own size or above the model's input limit.
+
+    ``model``: the catalog's entry for ``spec.model_name`` (None: limit unknown).
+    """
+    shortest = min(cell.context_length for cell in cells)
+    floor = minimum_context_length(spec)
+    if shortest < floor:
+        raise RequestError(
+            "context_lengths",
+            f"{shortest} tokens is below the prompt's own size (template, question and "
+            f"needle need about {floor}); ask for at least {floor} tokens",
+        )
+    output = call_budget(spec, model=model).max_output_tokens
+    limit = model.prompt_limit(output) if model else None
+    shared = ""
+    if spec.provider() == "local":
+        # llama.cpp's window holds the answer too: leave it the run's answer budget.
+        limit = get_settings().local_model_max_context - 1 - output
+    elif model is not None and limit != model.input_tokens:
+        # Gemini 4: input and output share one limit; the call's output budget is taken.
+        shared = (
+            f" (its {model.input_tokens}-token limit, shared with the output budget of {output})"
+        )
+    longest = max(cell.context_length for cell in cells)
+    if limit is not None and longest > limit:
+        raise RequestError(
+            "context_lengths",
+            f"{longest} tokens is above {spec.model_name}'s input limit of {limit} tokens{shared}",
+        )
+
+
+def check_model(spec: RunRequest, model: ModelInfo | None) -> None:
+    """Refuse models no provider of this deployment can serve, and impossible thinking.
+
+    ``model``: the catalog's entry for ``spec.model_name`` (None: one it does not know).
+    """
+    provider = spec.provider()
+    if provider == "local" and spec.model_name != LOCAL_MODEL:
+        raise RequestError("model_name", f"the local provider serves only {LOCAL_MODEL}")
+    if provider == "local" and not get_settings().local_model_available:
+        raise RequestError(
+            "model_name",
+            f"this deployment has no local model (deploy with LOCAL_MODEL=1 for {LOCAL_MODEL}); "
+            "use a gemini-* model",
+        )
+    for field_name, name in (
+        ("model_name", spec.model_name),
+        ("evaluator_model_name", spec.evaluator_model_name),
+    ):
+        if name and not_a_text_model(name):
+            raise RequestError(
+                field_name,
+                f"{name} is not a text model (an image, speech, live, embedding or other "
+                "variant): a needle test needs a Gemini text model such as gemini-3.8-flash",
+            )
+    if provider == "gemini" and not is_gemini_name(spec.model_name):
+        raise RequestError(
+            "model_name",
+            f"{spec.model_name!r} is not a Gemini model ID: give the bare ID (e.g. "
+            "gemini-3.8-flash); the project and location are the deployment's",
+        )
+    if provider == "openai_compatible" and not get_settings().openai_base_url:
+        raise RequestError(
+            "model_name",
+            f"unknown model {spec.model_name!r}: use a gemini-* model, {LOCAL_MODEL}, or "
+            "model_provider openai_compatible on a deployment with NIAH_OPENAI_BASE_URL set",
+        )
+    for name in filter(None, [spec.evaluator_model_name]):
+        if name == LOCAL_MODEL:
+            raise RequestError(
+                "evaluator_model_name",
+                f"{LOCAL_MODEL} is a 270M base model: it cannot grade answers (it gives no "
+                "score); use a Gemini model as the judge, or scorer exact",
+            )
+        if provider_for_model(name) == "gemini" and not is_gemini_name(name):
+            raise RequestError(
+                "evaluator_model_name",
+                f"{name!r} is not a Gemini model ID: give the bare ID (e.g. gemini-3.8-flash)",
+            )
+        if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
+            raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
+    check_thinking(spec, model)
+    for field_name, name in (
+        ("model_name", spec.model_name),
+        ("evaluator_model_name", spec.evaluator_model_name),
+    ):
+        check_not_retired(field_name, name, allowed=spec.allow_retired)
+
+
+def check_not_retired(field_name: str, model_name: str | None, *, allowed: bool) -> None:
+    """Refuse a model Vertex AI has retired, naming its date and Google's replacement.
+
+    Every call to it would be a 404. ``allowed`` (the request's ``allow_retired``) lets a
+    project that still has access run it; the run's notes then say so.
+    """
+    refusal = retired_refusal(model_name) if model_name else None
+    if refusal and not allowed:
+        raise RequestError(
+            field_name,
+            f"{refusal}; to call it anyway (a project that still has access), set allow_retired",
+        )
+
+
+def check_thinking(spec: RunRequest, known: ModelInfo | None) -> None:
+    """Refuse a thinking setting the catalog says the model cannot take.
+
+    Gemini 2.5 takes ``thinking_budget``, Gemini 3 ``thinking_level`` (the API refuses
+    both in one request); each within its model's range.
+    """
+    if spec.thinking_budget is not None and spec.thinking_level is not None:
+        raise RequestError(
+            "thinking_level", "give thinking_budget (Gemini 2.5) or thinking_level (Gemini 3)"
+        )
+    if known is None or known.provider != "gemini":
+        return
+    thinking = known.thinking
+    if known.assumed and spec.thinking_budget not in (None, -1):
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} is taken for a Gemini 3 model, which sets thinking by "
+            "thinking_level, not by a budget",
+        )
+    if known.assumed:
+        return  # its levels are not published here: the API says if one is refused
+    if spec.thinking_level is not None and spec.thinking_level not in thinking.levels:
+        takes = (
+            f"takes thinking_level {', '.join(thinking.levels)}"
+            if thinking.levels
+            else "has no thinking_level"
+            + (" (it takes thinking_budget)" if thinking.control == "budget" else "")
+        )
+        raise RequestError("thinking_level", f"{known.name} {takes}")
+    budget = spec.thinking_budget
+    if budget is None or budget == -1:
+        return
+    if thinking.control == "none":
+        raise RequestError(
+            "thinking_budget", f"{known.name} does not think; leave thinking_budget out"
+        )
+    if thinking.control == "level":
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} sets thinking by thinking_level ({', '.join(thinking.levels)}), "
+            "not by a budget",
+        )
+    if budget == 0 and not thinking.can_disable:
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} cannot turn thinking off; use {thinking.budget_min} to "
+            f"{thinking.budget_max}, or -1 for dynamic",
+        )
+    if budget != 0 and not thinking.budget_min <= budget <= thinking.budget_max:
+        raise RequestError(
+            "thinking_budget",
+            f"{known.name} takes a thinking budget of {thinking.budget_min} to "
+            f"{thinking.budget_max} tokens (or -1 for dynamic"
+            + (", 0 for off)" if thinking.can_disable else ")"),
+        )
+
+
+def model_warnings(spec: RunRequest, *, model: ModelInfo | None = None) -> list[str]:
+    """What a user should know before paying: unknown or retiring models, a tight budget.
+
+    ``model``: as for ``check_budget``.
+    """
+    names = [name for name in (spec.model_name, spec.evaluator_model_name) if name]
+    unknown = [notice for notice in map(model_notice, names) if notice]
+    tight = budget_warning(spec, model=model)
+    return [*unknown, *lifecycle_notes(*names), *([tight] if tight else [])]
+
+
+def minimum_context_length(spec: RunRequest) -> int:
+    """A safe lower bound on the prompt's own size in tokens, without a tokenizer.
+
+    The built-in templates, question and needle take under 128 tokens; a custom
+    template or needle (or the user's needles) is estimated at one token per 3 characters.
+    """
+    own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
+    own_text += 0 if spec.dynamic_needle else len(spec.needle)
+    own_text += sum(len(text) for text in spec.needles or [])
+    return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
+
+
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A run request that passed every check: what the dispatcher records and publishes."""
+
+    spec: RunRequest
+    # The catalog's entry for spec.model_name, resolved once (None: not in the catalog).
+    model: ModelInfo | None
+    run_id: str
+    # The run's cells: the grid's, or one per published MRCR v2 row.
+    cells: list[Cell]
+    budget: CallBudget
+    haystack_prefix: str
+    haystack_files: list[BlobInfo]
+    source: RunSource | None
+    warnings: list[str]
+
+
+def check_request(payload: Any, blobs: BlobStore) -> CheckedRequest:
+    """Read and check a run request, its sources included; a ``RequestError`` if refused.
+
+    The run ID is derived from the request and its sources' content, so a client that
+    retries names the same run.
+    """
+    spec = parse_request(payload)
+    model = find_model(spec.model_name)
+    source = resolve_mrcr_source(spec, blobs)
+    sourced = source_cells(source.rows) if source else None
+    reply_tokens = source.reply_tokens if source else 0
+    check_budget(spec, sourced, reply_tokens, model=model)
+    warnings = model_warnings(spec, model=model)
+    prefix, files = resolve_haystack(spec, blobs)
+    fingerprint = content_fingerprint(files)
+    return CheckedRequest(
+        spec,
+        model,
+        spec.run_id(fingerprint + (source.fingerprint if source else "")),
+        sourced or spec.cells(),
+        call_budget(spec, reply_tokens, model=model),
+        prefix,
+        files,
+        source,
+        warnings,
+    )
