@@ -22,7 +22,8 @@ from niah.cloud.metering import metered
 from niah.cloud.store import FirestoreStore
 from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
 from niah.logs import log
-from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
+from niah.service.cell_worker import process_cell, record_dead_letter
+from niah.service.messages import CellTask
 from niah.service.run_completion import record_report_dead_letter
 from niah.settings import get_settings
 

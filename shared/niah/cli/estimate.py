@@ -95,12 +95,8 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     from niah.core.sample import Sample
     from niah.errors import ConfigurationError, RequestError
     from niah.models.providers import provider_class
-    from niah.service.dispatch import (
-        check_budget,
-        parse_request,
-        resolve_mrcr_source,
-        source_cells,
-    )
+    from niah.service.dispatch import check_budget, parse_request, resolve_mrcr_source
+    from niah.service.messages import source_cells
     from niah.tasks import get_task
 
     try:

@@ -57,28 +57,24 @@ from niah.logs import log
 from niah.models.providers import get_provider
 from niah.models.providers.gemini import answer_from_json
 from niah.models.providers.gemini_request import cell_of_line, request_digest
-from niah.service.batch_pieces import file_key, ingest_message, job_key, piece_lease
-from niah.service.cell_worker import (
-    CellTask,
-    ProviderFactory,
-    RunView,
-    cell_record,
-    cell_sample,
-    failed_cell,
-    harness_timestamp,
-    run_view,
-    scored_answer,
-    store_cell,
-)
-from niah.service.dispatch import (
+from niah.service.batch_pieces import file_key, job_key, piece_lease
+from niah.service.cell_answer import cell_record
+from niah.service.cell_prompt import cell_sample
+from niah.service.cell_records import failed_cell, harness_timestamp, store_cell
+from niah.service.cell_scoring import scored_answer
+from niah.service.lease import LeaseKeeper
+from niah.service.messages import (
     BATCH_FAIL,
     BATCH_SETTLE,
     BATCH_SUBMIT,
+    CellTask,
     batch_message,
     cell_messages,
+    ingest_message,
 )
-from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
+from niah.service.run_view import RunView, run_view
+from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
 
 MANIFEST_TYPE = "application/json"

@@ -63,26 +63,22 @@ from niah.service.batch_ingest import (
     write_manifest,
 )
 from niah.service.batch_lines import UnfittedCounts, cell_batch_line
-from niah.service.cell_worker import (
-    CellTask,
-    ProviderFactory,
-    TokenizerFactory,
-    failed_cell,
-    run_haystack,
-    run_view,
-    store_cell,
-)
-from niah.service.dispatch import (
+from niah.service.cell_prompt import run_haystack
+from niah.service.cell_records import failed_cell, store_cell
+from niah.service.lease import LeaseKeeper
+from niah.service.messages import (
     BATCH_FAIL,
     BATCH_INGEST,
     BATCH_POLL,
     BATCH_SETTLE,
     BATCH_SUBMIT,
+    CellTask,
     batch_message,
 )
-from niah.service.lease import LeaseKeeper
 from niah.service.run_completion import request_report_if_complete
+from niah.service.run_view import run_view
 from niah.service.token_counts import run_token_ratio
+from niah.service.worker_deps import ProviderFactory, TokenizerFactory
 from niah.settings import get_settings
 
 BatchFactory = Callable[[str], BatchClient]

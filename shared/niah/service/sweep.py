@@ -9,7 +9,7 @@ from niah.core.interfaces import Publisher, ResultStore
 from niah.core.spec import RunRequest
 from niah.logs import log
 from niah.service.batch_pieces import hand_on_dead_pieces
-from niah.service.dispatch import (
+from niah.service.messages import (
     BATCH_POLL,
     BATCH_SUBMIT,
     batch_message,

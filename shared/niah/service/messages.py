@@ -1,0 +1,250 @@
+"""The messages on the cells topic, each built and parsed here: one owner per format.
+
+A cell's message (``CellTask``: the dispatcher, the sweep, a primer's release and the
+dead-letter handler publish it, the worker parses it), a primer's, and a batch run's
+worker-side steps. Publishing a run's missing cells is here too, so the worker, the
+sweep, cancel and batch publish without importing the dispatcher. Light on purpose:
+the dispatcher imports it, and its cold start stays free of the worker's machinery.
+The report request is the publisher's own (``niah.cloud.bus``): it takes a run ID.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.interfaces import RUN_CANCELLED, Publisher, ResultStore
+from niah.core.spec import RUN_ID_PATTERN, Cell, RunRequest, primer_cell
+from niah.errors import MalformedMessageError
+from niah.logs import log
+from niah.service.run_completion import request_report_if_complete
+from niah.settings import get_settings
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """A cell message: which run, which grid point, which delivery."""
+
+    run_id: str
+    cell_id: str
+    context_length: int
+    depth_percent: float
+    delivery_attempt: int = 1
+    sample: int = 0
+    # A published MRCR v2 sample: which file of the run's source, which row, and where
+    # its bytes are (offset, length) when the dispatcher kept that.
+    source_file: str | None = None
+    row: int | None = None
+    span: tuple[int, int] | None = None
+    # Published alone ahead of its run's other cells (cache-aware dispatch): whoever
+    # answers it publishes the rest.
+    primer: bool = False
+    # The run's creation stamp: a message of a run deleted and created again is not its.
+    run_stamp: str | None = None
+    # How often the dead-letter handler has published this cell again.
+    dead_letters: int = 0
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
+        """Parse a cell message's body.
+
+        ``MalformedMessageError`` for a run ID no run can have: it names no document.
+        """
+        run_id = data["run_id"]
+        if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+            raise MalformedMessageError(f"run_id {str(run_id)[:40]!r} is not a run ID")
+        return cls(
+            run_id=run_id,
+            cell_id=str(data["cell_id"]),
+            context_length=int(data["context_length"]),
+            depth_percent=float(data["depth_percent"]),
+            delivery_attempt=delivery_attempt,
+            sample=int(data.get("sample", 0)),
+            source_file=str(data["source_file"]) if data.get("source_file") else None,
+            row=int(data["row"]) if data.get("row") is not None else None,
+            span=(int(data["offset"]), int(data["length"])) if data.get("length") else None,
+            primer=data.get("primer") is True,
+            run_stamp=str(data["run_stamp"]) if data.get("run_stamp") else None,
+            dead_letters=int(data.get("dead_letters", 0)),
+        )
+
+    def message(self) -> dict[str, Any]:
+        """The message body of this task (to publish it, or publish it again)."""
+        body: dict[str, Any] = {
+            "run_id": self.run_id,
+            "cell_id": self.cell_id,
+            "context_length": self.context_length,
+            "depth_percent": self.depth_percent,
+            "sample": self.sample,
+        }
+        optional = {
+            "source_file": self.source_file,
+            "row": self.row,
+            "offset": self.span[0] if self.span else None,
+            "length": self.span[1] if self.span else None,
+            "primer": self.primer or None,
+            "run_stamp": self.run_stamp,
+            "dead_letters": self.dead_letters or None,
+        }
+        return body | {key: value for key, value in optional.items() if value is not None}
+
+    @property
+    def cell(self) -> Cell:
+        """The grid point and sample this message is about."""
+        return Cell(self.context_length, self.depth_percent, self.sample)
+
+
+def run_cell_tasks(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[CellTask]:
+    """Every cell of the run as its message says it: the grid's, or one per published row."""
+    stamp = str(run["stamp"]) if run.get("stamp") else None
+    rows = run.get("source_rows")
+    if not rows:
+        return [_cell_task(run_id, cell, stamp) for cell in spec.cells()]
+    files = run["source_files"]
+    cells = source_cells([(row["file"], row["row"], row["tokens"]) for row in rows])
+    return [
+        # Its byte span where the dispatcher kept one: the worker reads the row alone.
+        _cell_task(
+            run_id,
+            cell,
+            stamp,
+            source_file=files[row["file"]],
+            row=row["row"],
+            span=(row["offset"], row["length"]) if row.get("length") else None,
+        )
+        for cell, row in zip(cells, rows, strict=True)
+    ]
+
+
+def _cell_task(run_id: str, cell: Cell, stamp: str | None, **source: Any) -> CellTask:
+    return CellTask(
+        run_id=run_id,
+        cell_id=cell.cell_id,
+        context_length=cell.context_length,
+        depth_percent=cell.depth_percent,
+        sample=cell.sample,
+        run_stamp=stamp,
+        **source,
+    )
+
+
+def source_cells(source_rows: list[Any]) -> list[Cell]:
+    """The cells of a run over published rows: one per row, its length Google's count."""
+    return [Cell(int(row[2]), 0.0, number) for number, row in enumerate(source_rows)]
+
+
+def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One message per cell of the run: the grid's, or one per published row."""
+    return [task.message() for task in run_cell_tasks(run_id, spec, run)]
+
+
+def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The message of a new run's primer cell, published alone; None to publish all.
+
+    Every prompt of a grid is the template's head and the haystack from its start up
+    to the first needle, so the cell with the deepest needle at the longest length has
+    the longest prefix, and every other cell's prefix is a prefix of its. Sent first,
+    it fills Vertex's implicit cache; the worker that stores it publishes the rest
+    (``release_after_primer``), whose prefixes then hit the cache. Runs of published
+    MRCR samples share no haystack, and one-cell runs have nothing to gain.
+    """
+    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
+        return None
+    cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
+    first = primer_cell(cells)
+    if first is None:
+        return None
+    return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
+
+
+def release_after_primer(
+    run_id: str, spec: RunRequest, *, store: ResultStore, publisher: Publisher
+) -> int:
+    """Publish a run's cells held back behind its primer (stored, failed or retrying).
+
+    Once: the run is marked released after publishing, so a primer that fails five
+    times, or is delivered again, publishes the grid once. A release cut off before
+    the mark is done again by the primer's next delivery or dead letter (the cells
+    stored or in flight by then are left out).
+    """
+    run = store.get_run(run_id, counts=False)
+    if run is None or run.get("primer_released"):
+        return 0
+    if run.get("status") == RUN_CANCELLED:  # left unreleased: a resume publishes the rest
+        log("cells not released: the run is cancelled", run_id=run_id)
+        return 0
+    published = publish_missing(
+        run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
+    )
+    store.update_run(run_id, {"primer_released": True, "published_at": dt.datetime.now(dt.UTC)})
+    log("cells released after the primer", run_id=run_id, published=published)
+    return published
+
+
+def taken_cells(run_id: str, store: ResultStore) -> set[str]:
+    """The run's cells that must not be published again: stored, or in flight (leased).
+
+    The one place that knows it (a re-POST, a primer's release, the sweep). IDs only:
+    a projection, not the stored cells' contents.
+    """
+    return store.cell_ids(run_id) | store.leased_cells(run_id)
+
+
+def publish_missing(
+    run_id: str,
+    spec: RunRequest,
+    stored: set[str],
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    run: dict[str, Any],
+) -> int:
+    """Publish the cells of the run not in ``stored``; if none, ask for the report.
+
+    A batch run's missing cells go as one message: submit them as batch jobs (the
+    worker does; it submits a round once).
+    """
+    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
+    if not messages:
+        # Every cell is stored but the report may never have been asked for.
+        request_report_if_complete(run_id, store=store, publisher=publisher)
+        return 0
+    if spec.is_batch():
+        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
+    return publisher.publish_cells(messages)
+
+
+# What a batch message asks of the worker: submit the run's missing cells as batch
+# jobs, look at its jobs (ingest what is done, cancel them if the run is cancelled), or
+# ingest one piece of a job's output, settle a job once read, or store a job's
+# unanswered cells failed (``niah.service.batch_ingest``).
+BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
+BATCH_SETTLE, BATCH_FAIL = "settle", "fail"
+
+
+def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:
+    """A message on the cells topic for a batch run's worker-side step.
+
+    ``batch_round``: which submission (0, then one more per resume), so a redelivered
+    submit of a round submits nothing again.
+    """
+    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
+    return {
+        "run_id": run_id,
+        "batch_action": action,
+        "batch_round": int(run.get("batch_round", 0)),
+        **stamp,
+    }
+
+
+def ingest_message(
+    run_id: str, run: dict[str, Any], job_name: str, file: str, start: int, end: int
+) -> dict[str, Any]:
+    """The message that asks a worker to ingest bytes ``[start, end)`` of ``file``."""
+    return batch_message(run_id, BATCH_INGEST, run) | {
+        "job": job_name,
+        "file": file,
+        "start": start,
+        "end": end,
+    }
