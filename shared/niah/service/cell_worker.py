@@ -29,7 +29,8 @@ from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_answer import answer_claimed
 from niah.service.cell_records import Outcome, failed_cell, kept_answer, store_cell
 from niah.service.lease import LeaseKeeper, watch_holder
-from niah.service.messages import CellTask, release_after_primer
+from niah.service.messages import CellTask
+from niah.service.missing_cells import release_after_primer
 from niah.service.run_completion import request_report_if_complete
 from niah.service.run_view import RunView, current_run, run_spec
 from niah.service.sweep import republish_lost

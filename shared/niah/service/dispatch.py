@@ -49,7 +49,8 @@ from niah.core.spec import Cell, RunRequest, run_label
 from niah.errors import HaystackError, RequestError
 from niah.logs import log
 from niah.service.admission import admit_request
-from niah.service.messages import primer_message, publish_missing, source_cells, taken_cells
+from niah.service.messages import primer_message, source_cells
+from niah.service.missing_cells import publish_missing, taken_cells
 from niah.settings import get_settings
 
 MIN_CONTEXT_LENGTH = 128

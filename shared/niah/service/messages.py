@@ -1,24 +1,21 @@
-"""The messages on the cells topic, each built and parsed here: one owner per format.
+"""The service's messages, each built and parsed here: one owner per format.
 
 A cell's message (``CellTask``: the dispatcher, the sweep, a primer's release and the
-dead-letter handler publish it, the worker parses it), a primer's, and a batch run's
-worker-side steps. Publishing a run's missing cells is here too, so the worker, the
-sweep, cancel and batch publish without importing the dispatcher. Light on purpose:
-the dispatcher imports it, and its cold start stays free of the worker's machinery.
-The report request is the publisher's own (``niah.cloud.bus``): it takes a run ID.
+dead-letter handler publish it, the worker parses it), a primer's, a batch run's
+worker-side steps, and a run's report request. The worker, the sweep, cancel, batch
+and run completion build their messages here, not in the dispatcher. It imports no
+other job of the service (publishing a run's missing cells, which asks for the report,
+is ``niah.service.missing_cells``), and it is light: the dispatcher's cold start stays
+free of the worker's machinery.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.interfaces import RUN_CANCELLED, Publisher, ResultStore
 from niah.core.spec import RUN_ID_PATTERN, Cell, RunRequest, primer_cell
 from niah.errors import MalformedMessageError
-from niah.logs import log
-from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 
 
@@ -146,7 +143,7 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     to the first needle, so the cell with the deepest needle at the longest length has
     the longest prefix, and every other cell's prefix is a prefix of its. Sent first,
     it fills Vertex's implicit cache; the worker that stores it publishes the rest
-    (``release_after_primer``), whose prefixes then hit the cache. Runs of published
+    (``missing_cells.release_after_primer``), whose prefixes then hit the cache. Runs of published
     MRCR samples share no haystack, and one-cell runs have nothing to gain.
     """
     if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
@@ -156,63 +153,6 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     if first is None:
         return None
     return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
-
-
-def release_after_primer(
-    run_id: str, spec: RunRequest, *, store: ResultStore, publisher: Publisher
-) -> int:
-    """Publish a run's cells held back behind its primer (stored, failed or retrying).
-
-    Once: the run is marked released after publishing, so a primer that fails five
-    times, or is delivered again, publishes the grid once. A release cut off before
-    the mark is done again by the primer's next delivery or dead letter (the cells
-    stored or in flight by then are left out).
-    """
-    run = store.get_run(run_id, counts=False)
-    if run is None or run.get("primer_released"):
-        return 0
-    if run.get("status") == RUN_CANCELLED:  # left unreleased: a resume publishes the rest
-        log("cells not released: the run is cancelled", run_id=run_id)
-        return 0
-    published = publish_missing(
-        run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
-    )
-    store.update_run(run_id, {"primer_released": True, "published_at": dt.datetime.now(dt.UTC)})
-    log("cells released after the primer", run_id=run_id, published=published)
-    return published
-
-
-def taken_cells(run_id: str, store: ResultStore) -> set[str]:
-    """The run's cells that must not be published again: stored, or in flight (leased).
-
-    The one place that knows it (a re-POST, a primer's release, the sweep). IDs only:
-    a projection, not the stored cells' contents.
-    """
-    return store.cell_ids(run_id) | store.leased_cells(run_id)
-
-
-def publish_missing(
-    run_id: str,
-    spec: RunRequest,
-    stored: set[str],
-    *,
-    store: ResultStore,
-    publisher: Publisher,
-    run: dict[str, Any],
-) -> int:
-    """Publish the cells of the run not in ``stored``; if none, ask for the report.
-
-    A batch run's missing cells go as one message: submit them as batch jobs (the
-    worker does; it submits a round once).
-    """
-    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
-    if not messages:
-        # Every cell is stored but the report may never have been asked for.
-        request_report_if_complete(run_id, store=store, publisher=publisher)
-        return 0
-    if spec.is_batch():
-        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
-    return publisher.publish_cells(messages)
 
 
 # What a batch message asks of the worker: submit the run's missing cells as batch
@@ -248,3 +188,23 @@ def ingest_message(
         "start": start,
         "end": end,
     }
+
+
+# What a report request says it is (``report_request_run``).
+REPORT_REQUEST = "report"
+
+
+def report_message(run_id: str) -> dict[str, Any]:
+    """The message on the reports topic that asks for ``run_id``'s report."""
+    return {"run_id": run_id, "request": REPORT_REQUEST}
+
+
+def report_request_run(body: dict[str, Any]) -> str | None:
+    """The run a report request names; None for any other message (a cell's, a batch step's).
+
+    The dead-letter topic takes both kinds. Requests published before they said what
+    they are carry the run's ID alone.
+    """
+    if body.get("request") == REPORT_REQUEST or set(body) == {"run_id"}:
+        return str(body["run_id"])
+    return None

@@ -15,10 +15,8 @@ from niah.service.messages import (
     batch_message,
     cell_messages,
     primer_message,
-    publish_missing,
-    release_after_primer,
-    taken_cells,
 )
+from niah.service.missing_cells import publish_missing, release_after_primer, taken_cells
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 
