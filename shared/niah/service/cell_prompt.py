@@ -146,7 +146,7 @@ def count_before_call(
         )
         else None
     )
-    known = input_limit(spec.provider(), spec.model_name)
+    known = input_limit("gemini", spec.model_name)  # a Gemini model: asked above
     refuse_over_limit(
         spec.model_name,
         context_length=cell.context_length,
