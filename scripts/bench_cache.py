@@ -14,7 +14,7 @@ prices the same calls from the same cache model without building them.
   cached. The stand-in answers after ``LATENCY`` seconds, longer than sending the
   grid takes here, and the figures say whether every call arrived before the first
   answer.
-- "cache_aware": the primer the dispatcher picks (``dispatch.primer_message``) alone,
+- "cache_aware": the primer the dispatcher picks (``messages.primer_message``) alone,
   then, once it is answered, the rest at once.
 - "batch": the grid as one Vertex AI batch job (``execution: batch``), its lines in the
   order the worker writes them (cell order, ``batch_runs.submit_batch``), each line's

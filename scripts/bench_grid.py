@@ -1,7 +1,7 @@
 """A run's prompts as the worker builds them, primer first: what the cache benchmarks send.
 
 The default haystack (the essays ``scripts/setup.sh`` unpacks) stands in the bucket; each
-prompt comes from the worker's own ``build_cell_prompt``, so a benchmark measures the
+prompt comes from the worker's own ``prepare_call``, so a benchmark measures the
 prompts a run really sends.
 """
 
@@ -30,8 +30,8 @@ def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str,
     """Every cell's (ID, prompt) for run request ``grid``; the dispatcher's primer first."""
     from niah.core.spec import RunRequest
     from niah.models.tokenizer import get_tokenizer
-    from niah.service.cell_worker import build_cell_prompt
-    from niah.service.dispatch import primer_message
+    from niah.service.cell_prompt import prepare_call
+    from niah.service.messages import primer_message
     from niah.tasks import get_task
 
     blobs = essay_blobs()
@@ -43,14 +43,14 @@ def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str,
     return [
         (
             cell.cell_id,
-            build_cell_prompt(
+            prepare_call(
                 spec,
                 cell,
                 task.sample(spec, cell),
                 default_template=default_template,
                 tokenizer=tokenizer,
                 blobs=blobs,
-            ).prompt,
+            ).built.prompt,
         )
         for cell in cells
     ]

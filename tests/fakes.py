@@ -130,8 +130,8 @@ class RecordingPublisher:
         self.cells.extend(messages)
         return len(messages)
 
-    def publish_report(self, run_id: str) -> None:
-        self.reports.append(run_id)
+    def publish_report(self, message: dict[str, Any]) -> None:
+        self.reports.append(str(message["run_id"]))
 
 
 class ScriptedProvider:

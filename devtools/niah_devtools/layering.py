@@ -88,6 +88,11 @@ DISPATCHER_FORBIDDEN = (
     "niah.models.providers",
     "niah.core.haystack_tokens",
     "niah.service.cell_worker",
+    "niah.service.cell_answer",
+    "niah.service.cell_prompt",
+    "niah.service.cell_scoring",
+    "niah.service.cell_records",
+    "niah.service.run_view",
     "niah.service.report",
     "niah.tasks",
 )

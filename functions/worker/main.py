@@ -17,12 +17,13 @@ import flask
 import functions_framework
 
 from niah.cloud.blobs import GcsBlobStore
-from niah.cloud.bus import PubSubPublisher, decode_event, report_request_run
+from niah.cloud.bus import PubSubPublisher, decode_event
 from niah.cloud.metering import metered
 from niah.cloud.store import FirestoreStore
 from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
 from niah.logs import log
-from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
+from niah.service.cell_worker import process_cell, record_dead_letter
+from niah.service.messages import CellTask, report_request_run
 from niah.service.run_completion import record_report_dead_letter
 from niah.settings import get_settings
 

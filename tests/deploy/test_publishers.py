@@ -50,7 +50,7 @@ def test_the_call_graph_finds_a_publish_however_it_is_reached(graph: CallGraph) 
     extra = {
         "functions.probe.main": (
             "from niah.service import run_completion\n"
-            "from niah.service.dispatch import publish_missing\n"
+            "from niah.service.missing_cells import publish_missing\n"
             "def quiet(store):\n"
             "    return store.get_run('r')\n"
             "def direct(publisher):\n"

@@ -11,6 +11,7 @@ from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher
 from niah.cloud.store import FirestoreStore
 from niah.errors import CloudAccessError, CloudRefusedError
+from niah.service.messages import report_message
 from niah.settings import get_settings
 from tests.integration.conftest import Stack
 
@@ -31,7 +32,7 @@ def test_publishing_to_a_missing_topic_names_the_fix(
     stack: Stack, missing_reports_topic: str
 ) -> None:
     with pytest.raises(CloudAccessError) as raised:
-        PubSubPublisher().publish_report("run-1")
+        PubSubPublisher().publish_report(report_message("run-1"))
     assert raised.value.kind == "cloud_access"
     assert str(raised.value).startswith("NotFound: 404")
     assert "check infra/ was applied" in str(raised.value)

@@ -14,8 +14,9 @@ from niah.core.spec import RunRequest
 from niah.models.providers.gemini_request import request_digest
 from niah.models.tokenizer import get_tokenizer
 from niah.service.batch_lines import cell_batch_line
-from niah.service.cell_worker import CellTask, process_cell
+from niah.service.cell_worker import process_cell
 from niah.service.dispatch import dispatch_run
+from niah.service.messages import CellTask
 from niah_devtools.standin import StandinState
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher

@@ -6,8 +6,9 @@ import pytest
 
 from niah.errors import RequestError
 from niah.service.cancel import cancel_run, parse_cancel
-from niah.service.cell_worker import CellTask, record_dead_letter
+from niah.service.cell_worker import record_dead_letter
 from niah.service.dispatch import dispatch_run
+from niah.service.messages import CellTask
 from niah.service.sweep import sweep_stalled_runs
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_work import cache_aware_world, dispatch_task, echo_needle_number, run_cell

@@ -203,7 +203,7 @@ def test_the_primer_is_the_one_the_dispatcher_picks() -> None:
     """One pick (spec.primer_cell) for both; the dispatcher's message is that cell's."""
     from niah.core.estimate import estimate_figures
     from niah.core.spec import RunRequest
-    from niah.service.dispatch import primer_message
+    from niah.service.messages import primer_message
 
     for grid in (SMALL_GRID, {**SMALL_GRID, "samples_per_cell": 2}):
         spec = RunRequest.model_validate(grid)

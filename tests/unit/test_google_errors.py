@@ -23,6 +23,7 @@ from niah.errors import (
     RequestError,
     StoreUnavailableError,
 )
+from niah.service.messages import report_message
 
 NO_TRANSACTION_ID = "The transaction has no transaction ID, so it cannot be committed."
 
@@ -239,7 +240,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
 }
 PUBLISHER_CALLS: dict[str, Callable[[PubSubPublisher], object]] = {
     "publish_cells": lambda p: p.publish_cells([{"run_id": "r", "cell_id": "c"}]),
-    "publish_report": lambda p: p.publish_report("r"),
+    "publish_report": lambda p: p.publish_report(report_message("r")),
 }
 BLOBS_CALLS: dict[str, Callable[[GcsBlobStore], object]] = {
     "list": lambda b: b.list("haystacks/"),

@@ -17,9 +17,9 @@ import pytest
 
 from niah.core.interfaces import CLAIM_ABANDONED, CLAIM_HELD
 from niah.errors import CellInFlightError, CloudUnavailableError
-from niah.service.cell_worker import CellTask
 from niah.service.dispatch import dispatch_run
 from niah.service.lease import LeaseKeeper
+from niah.service.messages import CellTask
 from niah.settings import get_settings
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_work import dispatch_task, echo_needle_number, run_cell

@@ -296,8 +296,9 @@ def test_a_file_without_the_columns_is_refused_by_name() -> None:
 def test_a_run_over_published_files_has_one_cell_per_row(
     essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from niah.service.cell_worker import CellTask, process_cell
+    from niah.service.cell_worker import process_cell
     from niah.service.dispatch import dispatch_run
+    from niah.service.messages import CellTask
     from niah.settings import get_settings
     from tests.fake_store import MemoryStore
     from tests.fakes import RecordingPublisher, ScriptedProvider
@@ -436,7 +437,8 @@ def test_a_forged_message_of_published_rows_is_refused_unpaid(
     essay_blobs: MemoryBlobs, how: str
 ) -> None:
     """Before: any file and row of the bucket was read and paid for, past the run's total."""
-    from niah.service.cell_worker import CellTask, process_cell, record_dead_letter
+    from niah.service.cell_worker import process_cell, record_dead_letter
+    from niah.service.messages import CellTask
     from tests.fakes import ScriptedProvider
 
     world = dispatched_mrcr(essay_blobs)

@@ -1,6 +1,6 @@
 """RULER's variable tracking, common and frequent words: made by RULER's rules, to the token.
 
-Each prompt is built as the worker builds it (``build_cell_prompt``) at 1K, 8K and 32K
+Each prompt is built as the worker builds it (``prepare_call``) at 1K, 8K and 32K
 tokens, then read back as a checker would: the chains resolve to the expected names,
 the common words are listed exactly their count and more often than any other word, the
 expected coded words are the three most frequent. Scoring is RULER's recall, checked
@@ -19,7 +19,7 @@ from niah.core.grid import Cell
 from niah.core.prompts import LOCAL_TEMPLATE
 from niah.core.spec import RunRequest
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.cell_worker import build_cell_prompt
+from niah.service.cell_prompt import prepare_call
 from niah.tasks import get_task
 from niah.tasks.frequent_words import NOISE_WORD, zeta
 from tests.fakes import MemoryBlobs
@@ -32,14 +32,14 @@ def built(task: str, length: int, tokenizer: SentencePieceTokenizer, **options: 
     spec = RunRequest(task=task, context_lengths=[length], seed=7, **options)
     cell = Cell(length, 50.0, 1)
     sample = get_task(task).sample(spec, cell)
-    prompt = build_cell_prompt(
+    prompt = prepare_call(
         spec,
         cell,
         sample,
         default_template=LOCAL_TEMPLATE,
         tokenizer=tokenizer,
         blobs=MemoryBlobs(),
-    )
+    ).built
     return spec, sample, prompt
 
 

@@ -28,7 +28,7 @@ from niah.core.token_fit import (
 )
 from niah.errors import PromptOverLimitError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.cell_worker import count_before_call
+from niah.service.cell_prompt import count_before_call
 
 
 class CountingProvider:

@@ -172,8 +172,9 @@ def test_openai_compatible_provider(standin: tuple[str, StandinState]) -> None:
 def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str]:
     from niah.models.providers import _providers as provider_cache
     from niah.models.providers import get_provider
-    from niah.service.cell_worker import CellTask, process_cell
+    from niah.service.cell_worker import process_cell
     from niah.service.dispatch import dispatch_run
+    from niah.service.messages import CellTask
     from tests.fake_store import MemoryStore
     from tests.fakes import RecordingPublisher
 

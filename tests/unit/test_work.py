@@ -10,8 +10,9 @@ from niah.core.interfaces import Provider
 from niah.core.summary import spend_summary
 from niah.errors import PermanentCellError, RetryableError, StoreUnavailableError
 from niah.models.tokenizer import get_tokenizer
-from niah.service.cell_worker import CellTask, process_cell
+from niah.service.cell_worker import process_cell
 from niah.service.dispatch import dispatch_run
+from niah.service.messages import CellTask
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher, ScriptedProvider
@@ -333,7 +334,7 @@ def test_a_client_retry_does_not_publish_cells_in_flight(world: dict[str, Any]) 
 def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
     world: dict[str, Any],
 ) -> None:
-    from niah.service.cell_worker import MAX_STORED_ANSWER_BYTES
+    from niah.service.cell_scoring import MAX_STORED_ANSWER_BYTES
 
     huge = "7" * (1_100_000)  # over Firestore's 1 MiB document limit
     provider = ScriptedProvider(lambda prompt: huge)

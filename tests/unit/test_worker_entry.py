@@ -124,7 +124,7 @@ def test_a_dead_lettered_batch_step_is_acknowledged_for_the_sweep_to_ask_again()
 
 def test_a_dead_lettered_report_request_is_recorded_on_its_run(monkeypatch: Any) -> None:
     """Report requests share the dead-letter topic with cells; each is told apart."""
-    from niah.cloud.bus import REPORT_REQUEST
+    from niah.service.messages import REPORT_REQUEST
     from tests.fake_store import MemoryStore
     from tests.unit.test_report_failures import finished_run
 

@@ -1,4 +1,7 @@
-"""Pub/Sub: publishing the cell and report messages, and reading a push event."""
+"""Pub/Sub: publishing the cell and report messages, and reading a push event.
+
+The messages themselves are built and parsed in ``niah.service.messages``.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,6 @@ from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import PUBSUB_BYTES, PUBSUB_MESSAGES
 from niah.errors import MalformedMessageError
 from niah.settings import get_settings
-
-# What a report request says it is (``report_request_run``).
-REPORT_REQUEST = "report"
 
 
 @raises_service_errors()
@@ -52,23 +52,13 @@ class PubSubPublisher:
             future.result(timeout=self._timeout)
         return len(futures)
 
-    def publish_report(self, run_id: str) -> None:
-        """Publish the run's report request and wait for it to be accepted."""
-        data = json.dumps({"run_id": run_id, "request": REPORT_REQUEST}).encode()
+    def publish_report(self, message: dict[str, Any]) -> None:
+        """Publish a run's report request and wait for it to be accepted."""
+        data = json.dumps(message).encode()
         metering.count(PUBSUB_MESSAGES)
         metering.count(PUBSUB_BYTES, len(data))
+        run_id = str(message["run_id"])
         self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
-
-
-def report_request_run(body: dict[str, Any]) -> str | None:
-    """The run a report request names; None for any other message (a cell's, a batch step's).
-
-    The dead-letter topic takes both kinds. Requests published before they said what
-    they are carry the run's ID alone.
-    """
-    if body.get("request") == REPORT_REQUEST or set(body) == {"run_id"}:
-        return str(body["run_id"])
-    return None
 
 
 def decode_event(event_data: Any) -> tuple[dict[str, Any], int]:

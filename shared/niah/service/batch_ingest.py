@@ -45,10 +45,11 @@ from niah.models.providers import get_provider
 from niah.service.batch_manifest import job_named
 from niah.service.batch_markers import covered, marker_ranges, uncovered, write_marker
 from niah.service.batch_output import OutputReader
-from niah.service.batch_pieces import ingest_message, piece_lease
+from niah.service.batch_pieces import piece_lease
 from niah.service.batch_settle import settle_job
-from niah.service.cell_worker import ProviderFactory
 from niah.service.lease import LeaseKeeper
+from niah.service.messages import ingest_message
+from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
 
 

@@ -26,8 +26,8 @@ from niah.models.providers import get_provider
 from niah.service.batch_ingest import start_ingest, tend_ingest
 from niah.service.batch_manifest import job_cells, output_files
 from niah.service.batch_settle import fail_cells
-from niah.service.cell_worker import ProviderFactory
-from niah.service.dispatch import BATCH_POLL, batch_message
+from niah.service.messages import BATCH_POLL, batch_message
+from niah.service.worker_deps import ProviderFactory
 
 
 def poll_batch(

@@ -1,6 +1,6 @@
 """A cell as a line of a Vertex AI batch input file: the request an online call sends.
 
-The prompt comes from the worker's own builder (``build_cell_prompt``) and the generation
+The prompt comes from the worker's own sequence (``prepare_call``) and the generation
 settings from the one definition both paths use (``niah.models.providers.gemini_request``),
 so a batch run asks exactly what an online run asks. A Gemini run's haystack prompt is
 fitted to the model's count (``niah.core.token_fit``) and a prompt over the model's
@@ -13,21 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from niah.core.answer_budget import call_budget
 from niah.core.interfaces import BlobInfo, BlobStore, Provider
 from niah.core.spec import RunRequest
 from niah.core.token_fit import TokenCountRatio
 from niah.models.providers.gemini import GeminiProvider
 from niah.models.providers.gemini_request import batch_line, generation_for, request_body
-from niah.service.cell_worker import (
-    CellTask,
-    TokenizerFactory,
-    build_cell_prompt,
-    cell_sample,
-    cell_turns,
-    count_before_call,
-    reads_haystack,
-)
+from niah.service.cell_prompt import cell_sample, count_before_call, prepare_call, reads_haystack
+from niah.service.messages import CellTask
+from niah.service.worker_deps import TokenizerFactory
 
 # Prompts not built from the haystack (generated contexts, published rows) a batch counts
 # exactly before it estimates the rest: one ``countTokens`` a cell would not fit a
@@ -84,7 +77,7 @@ def cell_batch_line(
     """
     sample = cell_sample(task, spec, task.cell, blobs)
     ratio = token_ratio() if token_ratio is not None and reads_haystack(sample) else None
-    built = build_cell_prompt(
+    prepared = prepare_call(
         spec,
         task.cell,
         sample,
@@ -94,8 +87,7 @@ def cell_batch_line(
         haystack_files=haystack_files,
         token_ratio=ratio,
     )
-    turns = cell_turns(built, sample)
-    budget = call_budget(spec, sample.answer_tokens)
+    built, budget = prepared.built, prepared.budget
     if provider is not None:
         estimate = ratio
         if ratio is None and unfitted is not None and unfitted.counted >= UNFITTED_COUNTED:
@@ -110,4 +102,4 @@ def cell_batch_line(
         thinking_level=budget.thinking_level,
     )
     planned = built.planned_prompt_tokens if sample.prompt is None else None
-    return BatchLine(batch_line(request_body(built.prompt, turns, generation)), planned)
+    return BatchLine(batch_line(request_body(built.prompt, prepared.turns, generation)), planned)

@@ -12,8 +12,7 @@ from typing import Any, NamedTuple
 
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.spec import RunRequest
-from niah.service.cell_worker import CellTask
-from niah.service.dispatch import cell_messages
+from niah.service.messages import CellTask, cell_messages
 
 MANIFEST_TYPE = "application/json"
 

@@ -31,17 +31,14 @@ from niah.logs import log
 from niah.models.providers.gemini import answer_from_json
 from niah.models.providers.gemini_request import cell_of_line, request_digest
 from niah.service.batch_manifest import prompt_groups, run_tasks
-from niah.service.cell_worker import (
-    CellTask,
-    ProviderFactory,
-    cell_record,
-    cell_sample,
-    harness_timestamp,
-    run_view,
-    scored_answer,
-    store_cell,
-)
+from niah.service.cell_answer import cell_record
+from niah.service.cell_prompt import cell_sample
+from niah.service.cell_records import harness_timestamp, store_cell
+from niah.service.cell_scoring import scored_answer
 from niah.service.lease import LeaseKeeper
+from niah.service.messages import CellTask
+from niah.service.run_view import run_view
+from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
 
 

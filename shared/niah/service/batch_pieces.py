@@ -1,4 +1,4 @@
-"""A piece of a batch job's output: its message, its lease, and its recovery if it dies.
+"""A piece of a batch job's output: its lease, and its recovery if it dies.
 
 A piece (``batch_ingest.ingest_piece``) reads one byte range of one output file under a
 lease of its own: a document in the run's leases (``piece_lease``), taken with the
@@ -33,7 +33,7 @@ from typing import Any
 
 from niah.core.interfaces import Publisher, ResultStore
 from niah.logs import log
-from niah.service.dispatch import BATCH_INGEST, batch_message
+from niah.service.messages import ingest_message
 
 # The lease of a piece, among the run's cell leases: no cell ID starts so.
 PIECE_LEASE = "batch-piece-"
@@ -47,18 +47,6 @@ def job_key(job_name: str) -> str:
 def file_key(name: str) -> str:
     """An output file's name as a short key (its markers' and pieces' names)."""
     return hashlib.sha256(name.encode()).hexdigest()[:16]
-
-
-def ingest_message(
-    run_id: str, run: dict[str, Any], job_name: str, file: str, start: int, end: int
-) -> dict[str, Any]:
-    """The message that asks a worker to ingest bytes ``[start, end)`` of ``file``."""
-    return batch_message(run_id, BATCH_INGEST, run) | {
-        "job": job_name,
-        "file": file,
-        "start": start,
-        "end": end,
-    }
 
 
 def piece_lease(job_name: str, file: str, start: int, end: int) -> str:

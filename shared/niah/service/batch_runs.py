@@ -38,8 +38,8 @@ from niah.service.batch_ingest import ingest_piece
 from niah.service.batch_jobs import cancel_jobs, poll_batch
 from niah.service.batch_settle import settle_job, store_failed
 from niah.service.batch_submit import submit_batch
-from niah.service.cell_worker import ProviderFactory, TokenizerFactory
-from niah.service.dispatch import BATCH_FAIL, BATCH_INGEST, BATCH_SETTLE, BATCH_SUBMIT
+from niah.service.messages import BATCH_FAIL, BATCH_INGEST, BATCH_SETTLE, BATCH_SUBMIT
+from niah.service.worker_deps import ProviderFactory, TokenizerFactory
 
 BatchFactory = Callable[[str], BatchClient]
 

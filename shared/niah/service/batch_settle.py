@@ -21,10 +21,12 @@ from niah.service.batch_manifest import job_cells, job_named, run_tasks
 from niah.service.batch_markers import tally_markers
 from niah.service.batch_output import OutputReader, reason_key
 from niah.service.batch_pieces import job_key
-from niah.service.cell_worker import ProviderFactory, RunView, failed_cell, run_view, store_cell
-from niah.service.dispatch import BATCH_FAIL, BATCH_SETTLE, BATCH_SUBMIT, batch_message
+from niah.service.cell_records import failed_cell, store_cell
 from niah.service.lease import LeaseKeeper
+from niah.service.messages import BATCH_FAIL, BATCH_SETTLE, BATCH_SUBMIT, batch_message
 from niah.service.run_completion import request_report_if_complete
+from niah.service.run_view import RunView, run_view
+from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
 
 

@@ -31,18 +31,14 @@ from niah.models.providers.gemini_request import request_digest
 from niah.service.batch_jobs import earlier_output_pending
 from niah.service.batch_lines import UnfittedCounts, cell_batch_line
 from niah.service.batch_manifest import ManifestLine, manifest_name, run_tasks, write_manifest
-from niah.service.cell_worker import (
-    CellTask,
-    ProviderFactory,
-    TokenizerFactory,
-    failed_cell,
-    run_haystack,
-    run_view,
-    store_cell,
-)
+from niah.service.cell_prompt import run_haystack
+from niah.service.cell_records import failed_cell, store_cell
 from niah.service.lease import LeaseKeeper
+from niah.service.messages import CellTask
 from niah.service.run_completion import request_report_if_complete
+from niah.service.run_view import run_view
 from niah.service.token_counts import run_token_ratio
+from niah.service.worker_deps import ProviderFactory, TokenizerFactory
 from niah.settings import get_settings
 
 

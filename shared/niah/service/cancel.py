@@ -21,7 +21,7 @@ from niah.core.spec import RUN_ID_PATTERN
 from niah.errors import RequestError
 from niah.logs import log
 from niah.service.admission import settle_run_spend
-from niah.service.dispatch import BATCH_POLL, batch_message
+from niah.service.messages import BATCH_POLL, batch_message
 from niah.settings import get_settings
 
 

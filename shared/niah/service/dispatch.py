@@ -17,7 +17,6 @@ from niah.catalog.models import ModelInfo, find_model, temperature_record
 from niah.core.answer_budget import call_budget
 from niah.core.callers import LOCAL_CALLER
 from niah.core.counters import run_shards, shard_totals, shards_for
-from niah.core.grid import primer_cell
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
@@ -31,8 +30,9 @@ from niah.core.interfaces import (
 from niah.core.spec import RunRequest, run_label
 from niah.logs import log
 from niah.service.admission import admit_request
+from niah.service.messages import primer_message
+from niah.service.missing_cells import publish_missing, taken_cells
 from niah.service.request_checks import check_request
-from niah.service.run_completion import request_report_if_complete
 from niah.service.run_sources import RunSource, listed_files, source_cells
 from niah.settings import get_settings
 
@@ -300,136 +300,6 @@ def dispatch_run(
         retried=progress.retried,
         warnings=warnings,
     )
-
-
-def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[dict[str, Any]]:
-    """One message per cell of the run: the grid's, or one per published row."""
-    rows = run.get("source_rows")
-    extras: list[dict[str, Any]]
-    if not rows:
-        cells = spec.cells()
-        extras = [{} for _ in cells]
-    else:
-        files = run["source_files"]
-        cells = source_cells([(row["file"], row["row"], row["tokens"]) for row in rows])
-        # Its byte span where the dispatcher kept one: the worker reads the row alone.
-        extras = [
-            {"source_file": files[row["file"]], "row": row["row"]}
-            | ({"offset": row["offset"], "length": row["length"]} if row.get("length") else {})
-            for row in rows
-        ]
-    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
-    return [
-        {
-            "run_id": run_id,
-            "cell_id": cell.cell_id,
-            "context_length": cell.context_length,
-            "depth_percent": cell.depth_percent,
-            "sample": cell.sample,
-            **extra,
-            **stamp,
-        }
-        for cell, extra in zip(cells, extras, strict=True)
-    ]
-
-
-def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, Any] | None:
-    """The message of a new run's primer cell, published alone; None to publish all.
-
-    Every prompt of a grid is the template's head and the haystack from its start up
-    to the first needle, so the cell with the deepest needle at the longest length has
-    the longest prefix, and every other cell's prefix is a prefix of its. Sent first,
-    it fills Vertex's implicit cache; the worker that stores it publishes the rest
-    (``release_after_primer``), whose prefixes then hit the cache. Runs of published
-    MRCR samples share no haystack, and one-cell runs have nothing to gain.
-    """
-    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
-        return None
-    cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
-    first = primer_cell(cells)
-    if first is None:
-        return None
-    return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
-
-
-def release_after_primer(
-    run_id: str, spec: RunRequest, *, store: ResultStore, publisher: Publisher
-) -> int:
-    """Publish a run's cells held back behind its primer (stored, failed or retrying).
-
-    Once: the run is marked released after publishing, so a primer that fails five
-    times, or is delivered again, publishes the grid once. A release cut off before
-    the mark is done again by the primer's next delivery or dead letter (the cells
-    stored or in flight by then are left out).
-    """
-    run = store.get_run(run_id, counts=False)
-    if run is None or run.get("primer_released"):
-        return 0
-    if run.get("status") == RUN_CANCELLED:  # left unreleased: a resume publishes the rest
-        log("cells not released: the run is cancelled", run_id=run_id)
-        return 0
-    published = publish_missing(
-        run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
-    )
-    store.update_run(run_id, {"primer_released": True, "published_at": dt.datetime.now(dt.UTC)})
-    log("cells released after the primer", run_id=run_id, published=published)
-    return published
-
-
-def taken_cells(run_id: str, store: ResultStore) -> set[str]:
-    """The run's cells that must not be published again: stored, or in flight (leased).
-
-    The one place that knows it (a re-POST, a primer's release, the sweep). IDs only:
-    a projection, not the stored cells' contents.
-    """
-    return store.cell_ids(run_id) | store.leased_cells(run_id)
-
-
-def publish_missing(
-    run_id: str,
-    spec: RunRequest,
-    stored: set[str],
-    *,
-    store: ResultStore,
-    publisher: Publisher,
-    run: dict[str, Any],
-) -> int:
-    """Publish the cells of the run not in ``stored``; if none, ask for the report.
-
-    A batch run's missing cells go as one message: submit them as batch jobs (the
-    worker does; it submits a round once).
-    """
-    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
-    if not messages:
-        # Every cell is stored but the report may never have been asked for.
-        request_report_if_complete(run_id, store=store, publisher=publisher)
-        return 0
-    if spec.is_batch():
-        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
-    return publisher.publish_cells(messages)
-
-
-# What a batch message asks of the worker: submit the run's missing cells as batch
-# jobs, look at its jobs (ingest what is done, cancel them if the run is cancelled), or
-# ingest one piece of a job's output, settle a job once read, or store a job's
-# unanswered cells failed (``niah.service.batch_ingest``).
-BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
-BATCH_SETTLE, BATCH_FAIL = "settle", "fail"
-
-
-def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:
-    """A message on the cells topic for a batch run's worker-side step.
-
-    ``batch_round``: which submission (0, then one more per resume), so a redelivered
-    submit of a round submits nothing again.
-    """
-    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
-    return {
-        "run_id": run_id,
-        "batch_action": action,
-        "batch_round": int(run.get("batch_round", 0)),
-        **stamp,
-    }
 
 
 def start_batch_round(run_id: str, run: dict[str, Any], *, store: ResultStore) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import datetime as dt
 from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, Publisher, ResultStore
 from niah.errors import DeadLetteredError
 from niah.logs import log
+from niah.service.messages import report_message
 from niah.settings import get_settings
 
 
@@ -41,7 +42,7 @@ def request_report_if_complete(
         log("report already requested", run_id=run_id)
         return False
     try:
-        publisher.publish_report(run_id)
+        publisher.publish_report(report_message(run_id))
     except BaseException:
         store.clear_report_request(run_id)  # not asked after all: the next one asks
         raise

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.answer_budget import reply_room
+from niah.core.grid import Cell
 from niah.core.haystack_files import (
     check_source_size,
     content_fingerprint,
@@ -19,7 +20,7 @@ from niah.core.haystack_files import (
 )
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.mrcr_files import csv_files, index_rows
-from niah.core.spec import Cell, RunRequest
+from niah.core.spec import RunRequest
 from niah.errors import HaystackError, RequestError
 
 # A haystack listing up to this many files rides on the run document, so workers need

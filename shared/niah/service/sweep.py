@@ -9,16 +9,14 @@ from niah.core.interfaces import Publisher, ResultStore
 from niah.core.spec import RunRequest
 from niah.logs import log
 from niah.service.batch_pieces import hand_on_dead_pieces
-from niah.service.dispatch import (
+from niah.service.messages import (
     BATCH_POLL,
     BATCH_SUBMIT,
     batch_message,
     cell_messages,
     primer_message,
-    publish_missing,
-    release_after_primer,
-    taken_cells,
 )
+from niah.service.missing_cells import publish_missing, release_after_primer, taken_cells
 from niah.service.run_completion import request_report_if_complete
 from niah.settings import get_settings
 

@@ -15,6 +15,6 @@ class Publisher(Protocol):
         """Publish one message per cell; return how many were published."""
         ...
 
-    def publish_report(self, run_id: str) -> None:
-        """Ask for the run's report to be rendered."""
+    def publish_report(self, message: dict[str, Any]) -> None:
+        """Ask for a run's report to be rendered (``niah.service.messages.report_message``)."""
         ...

@@ -1,0 +1,241 @@
+"""Answering a cell this delivery holds the lease of: prompt, model call, score, record.
+
+The call is noted in the run's ledger before it is made (a worker killed mid-call
+still leaves it in the spend) and closed in the write that stores the cell. Retryable
+failures raise until the cell has failed too often; permanent ones are stored on it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from niah.core.grid import Cell
+from niah.core.interfaces import BlobStore, ResultStore, gs_uri
+from niah.core.spec import RunRequest
+from niah.core.token_fit import cell_token_fields
+from niah.errors import (
+    CellInFlightError,
+    CloudUnavailableError,
+    HaystackError,
+    NiahError,
+    PermanentCellError,
+    PermanentRunError,
+    RetryableError,
+)
+from niah.logs import log
+from niah.service.cell_prompt import (
+    cell_sample,
+    count_before_call,
+    prepare_call,
+    reads_haystack,
+    run_haystack,
+)
+from niah.service.cell_records import (
+    Call,
+    Outcome,
+    failed_cell,
+    failure_fields,
+    harness_timestamp,
+    store_cell,
+)
+from niah.service.cell_scoring import scored_answer
+from niah.service.messages import CellTask
+from niah.service.run_view import RunView
+from niah.service.token_counts import run_token_ratio
+from niah.service.worker_deps import WorkerDeps
+from niah.settings import get_settings
+from niah.tasks import Sample
+
+
+def answer_claimed(
+    task: CellTask,
+    run: RunView,
+    claim: int,
+    deps: WorkerDeps,
+) -> Outcome:
+    """Build, ask, score and store a cell this delivery holds the lease of."""
+    cell, spec = task.cell, run.spec
+    started = time.monotonic()
+    try:
+        sample = cell_sample(task, spec, cell, deps.blobs)
+    except HaystackError as error:  # a published file replaced or gone: nothing to ask
+        return store_cell(
+            task,
+            failed_cell(task, spec, error),
+            {},
+            run=run,
+            store=deps.store,
+            blobs=deps.blobs,
+            publisher=deps.publisher,
+        )
+    totals: dict[str, float] = {}
+    call: Call | None = None
+    try:
+        fields, totals, call = _answer_cell(task, run, sample, claim, deps)
+    except (CloudUnavailableError, CellInFlightError):
+        raise  # the service's own store or bus, or another holder: not a failure of the cell
+    except RetryableError as error:
+        fields = _retry_or_give_up(task, error, store=deps.store)
+    except (PermanentCellError, PermanentRunError) as error:
+        fields = failure_fields(error.kind, str(error))
+    doc = cell_record(task, spec, cell, sample) | fields
+    doc |= {
+        "test_duration_seconds": round(time.monotonic() - started, 4),
+        "test_timestamp_utc": harness_timestamp(),
+    }
+    return store_cell(
+        task,
+        doc,
+        totals,
+        call=call,
+        run=run,
+        store=deps.store,
+        blobs=deps.blobs,
+        publisher=deps.publisher,
+    )
+
+
+def cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
+    """The fields every stored cell has, in the harness's result names where they exist."""
+    return {
+        "run_id": task.run_id,
+        "model": spec.model_name,
+        "task": spec.task,
+        "context_length": cell.context_length,
+        "depth_percent": cell.depth_percent,
+        "sample": cell.sample,
+        "version": spec.results_version,
+        "needle": sample.needle,
+        "question": sample.question,
+        "expected_answer": ", ".join(sample.expected),
+        "expected_answers": list(sample.expected),
+        "attempts": task.delivery_attempt,
+    }
+
+
+def _retry_or_give_up(
+    task: CellTask, error: RetryableError, *, store: ResultStore
+) -> dict[str, Any]:
+    """Count the failure; raise it again (redelivery) until the cell has failed too often.
+
+    Counted across deliveries, so a run ends even where dead-lettering is slow.
+    """
+    store.note_attempt(task.run_id, task.cell_id, str(error))
+    failures = int((store.last_attempt(task.run_id, task.cell_id) or {}).get("failures", 1))
+    if failures < get_settings().max_cell_failures:
+        log(
+            "cell will be retried",
+            severity="WARNING",
+            run_id=task.run_id,
+            cell_id=task.cell_id,
+            failures=failures,
+            error=str(error),
+        )
+        raise error
+    message = f"gave up after {failures} failed attempts; last error: {error}"
+    return failure_fields("retries_exhausted", message)
+
+
+def _answer_cell(
+    task: CellTask, run: RunView, sample: Sample, claim: int, deps: WorkerDeps
+) -> tuple[dict[str, Any], dict[str, float], Call]:
+    """Build the prompt, ask the model, score.
+
+    Returns the cell's fields, the run's increments and the call's record (closed with
+    the cell, in one write).
+    """
+    started = time.monotonic()
+    cell, spec, store = task.cell, run.spec, deps.store
+    call_id = f"{task.cell_id}.C{claim:03d}"
+    provider = deps.provider_for(run.provider_name, spec.model_name)
+    tokenizer = deps.tokenizer_for(provider.tokenizer_name)
+    ratio = None
+    if run.provider_name == "gemini" and reads_haystack(sample):
+        ratio = run_token_ratio(
+            task.run_id,
+            spec,
+            run.token_count,
+            stamp=task.run_stamp,
+            haystack=run_haystack(spec, tokenizer, deps.blobs, run.haystack_files),
+            tokenizer=tokenizer,
+            provider=provider,
+            store=store,
+        )
+    prepared = prepare_call(
+        spec,
+        cell,
+        sample,
+        default_template=provider.default_template,
+        tokenizer=tokenizer,
+        blobs=deps.blobs,
+        haystack_files=run.haystack_files,
+        token_ratio=ratio,
+    )
+    built, budget = prepared.built, prepared.budget
+    fields: dict[str, Any] = {
+        "planned_prompt_tokens": built.planned_prompt_tokens,
+        "insertion_depth_percent": round(built.actual_depth_percent, 3),
+        "build_seconds": round(time.monotonic() - started, 4),
+    }
+    if ratio is not None:
+        # The length the prompt was fitted to, as the model counts (its local count is
+        # planned_prompt_tokens, exact).
+        fields["fitted_prompt_tokens"] = cell.context_length - spec.final_context_length_buffer
+    if spec.save_contexts:
+        fields["context_uri"] = _save_prompt(task, built.prompt, deps.blobs)
+    counted = count_before_call(spec, cell, built, ratio, provider, budget)
+    if counted is not None:
+        fields["counted_prompt_tokens"] = counted
+    # Noted before the call: a worker killed mid-call still leaves the call in the spend.
+    # The note checks the lease is still this claim's: after a store stall longer than
+    # the lease, another delivery may hold the cell, and then only it calls.
+    noted = store.open_call(
+        task.run_id,
+        call_id,
+        {
+            "cell_id": task.cell_id,
+            "model": spec.model_name,
+            "status": "started",
+            "planned_prompt_tokens": built.planned_prompt_tokens,
+        },
+        cell_id=task.cell_id,
+        claim=claim,
+        lease_seconds=get_settings().cell_lease_seconds,
+    )
+    if not noted:
+        log("lease lost before the call", run_id=task.run_id, cell_id=task.cell_id)
+        raise CellInFlightError(f"{task.cell_id} lost its lease to another delivery")
+    fields["max_output_tokens"] = budget.max_output_tokens
+    try:
+        answer = provider.generate(
+            built.prompt,
+            max_output_tokens=budget.max_output_tokens,
+            thinking_budget=budget.thinking_budget,
+            thinking_level=budget.thinking_level,
+            turns=prepared.turns,
+        )
+    except NiahError as error:
+        # An error reply has no usage metadata: nothing was generated to bill.
+        store.close_call(task.run_id, call_id, {"status": "error", "error": str(error)[:500]})
+        raise
+    log(
+        "model call",
+        run_id=task.run_id,
+        cell_id=task.cell_id,
+        latency_seconds=round(answer.latency_seconds, 3),
+        prompt_tokens=answer.prompt_tokens,
+    )
+    answered, totals, call_fields = scored_answer(
+        task, spec, sample, answer, budget=budget, blobs=deps.blobs, provider_for=deps.provider_for
+    )
+    if sample.prompt is None:  # built here: its local count is exact
+        answered |= cell_token_fields(answer.prompt_tokens, built.planned_prompt_tokens)
+    return fields | answered, totals, (call_id, call_fields)
+
+
+def _save_prompt(task: CellTask, prompt: str, blobs: BlobStore) -> str:
+    """Store the cell's prompt (``save_contexts``); where it went."""
+    name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.txt"
+    blobs.write(name, prompt.encode(), content_type="text/plain", if_absent=True)
+    return gs_uri(blobs.bucket, name)

@@ -1,0 +1,208 @@
+"""The service's messages, each built and parsed here: one owner per format.
+
+A cell's message (``CellTask``: the dispatcher, the sweep, a primer's release and the
+dead-letter handler publish it, the worker parses it), a primer's, a batch run's
+worker-side steps, and a run's report request. The worker, the sweep, cancel, batch
+and run completion build their messages here, not in the dispatcher. Of the service
+it imports only the cells of published rows (``run_sources``, core alone beneath it);
+publishing a run's missing cells, which asks for the report, is
+``niah.service.missing_cells``. It is light: the dispatcher's cold start stays
+free of the worker's machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.grid import Cell, primer_cell
+from niah.core.spec import RUN_ID_PATTERN, RunRequest
+from niah.errors import MalformedMessageError
+from niah.service.run_sources import source_cells
+from niah.settings import get_settings
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """A cell message: which run, which grid point, which delivery."""
+
+    run_id: str
+    cell_id: str
+    context_length: int
+    depth_percent: float
+    delivery_attempt: int = 1
+    sample: int = 0
+    # A published MRCR v2 sample: which file of the run's source, which row, and where
+    # its bytes are (offset, length) when the dispatcher kept that.
+    source_file: str | None = None
+    row: int | None = None
+    span: tuple[int, int] | None = None
+    # Published alone ahead of its run's other cells (cache-aware dispatch): whoever
+    # answers it publishes the rest.
+    primer: bool = False
+    # The run's creation stamp: a message of a run deleted and created again is not its.
+    run_stamp: str | None = None
+    # How often the dead-letter handler has published this cell again.
+    dead_letters: int = 0
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
+        """Parse a cell message's body.
+
+        ``MalformedMessageError`` for a run ID no run can have: it names no document.
+        """
+        run_id = data["run_id"]
+        if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+            raise MalformedMessageError(f"run_id {str(run_id)[:40]!r} is not a run ID")
+        return cls(
+            run_id=run_id,
+            cell_id=str(data["cell_id"]),
+            context_length=int(data["context_length"]),
+            depth_percent=float(data["depth_percent"]),
+            delivery_attempt=delivery_attempt,
+            sample=int(data.get("sample", 0)),
+            source_file=str(data["source_file"]) if data.get("source_file") else None,
+            row=int(data["row"]) if data.get("row") is not None else None,
+            span=(int(data["offset"]), int(data["length"])) if data.get("length") else None,
+            primer=data.get("primer") is True,
+            run_stamp=str(data["run_stamp"]) if data.get("run_stamp") else None,
+            dead_letters=int(data.get("dead_letters", 0)),
+        )
+
+    def message(self) -> dict[str, Any]:
+        """The message body of this task (to publish it, or publish it again)."""
+        body: dict[str, Any] = {
+            "run_id": self.run_id,
+            "cell_id": self.cell_id,
+            "context_length": self.context_length,
+            "depth_percent": self.depth_percent,
+            "sample": self.sample,
+        }
+        optional = {
+            "source_file": self.source_file,
+            "row": self.row,
+            "offset": self.span[0] if self.span else None,
+            "length": self.span[1] if self.span else None,
+            "primer": self.primer or None,
+            "run_stamp": self.run_stamp,
+            "dead_letters": self.dead_letters or None,
+        }
+        return body | {key: value for key, value in optional.items() if value is not None}
+
+    @property
+    def cell(self) -> Cell:
+        """The grid point and sample this message is about."""
+        return Cell(self.context_length, self.depth_percent, self.sample)
+
+
+def run_cell_tasks(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[CellTask]:
+    """Every cell of the run as its message says it: the grid's, or one per published row."""
+    stamp = str(run["stamp"]) if run.get("stamp") else None
+    rows = run.get("source_rows")
+    if not rows:
+        return [_cell_task(run_id, cell, stamp) for cell in spec.cells()]
+    files = run["source_files"]
+    cells = source_cells([(row["file"], row["row"], row["tokens"]) for row in rows])
+    return [
+        # Its byte span where the dispatcher kept one: the worker reads the row alone.
+        _cell_task(
+            run_id,
+            cell,
+            stamp,
+            source_file=files[row["file"]],
+            row=row["row"],
+            span=(row["offset"], row["length"]) if row.get("length") else None,
+        )
+        for cell, row in zip(cells, rows, strict=True)
+    ]
+
+
+def _cell_task(run_id: str, cell: Cell, stamp: str | None, **source: Any) -> CellTask:
+    return CellTask(
+        run_id=run_id,
+        cell_id=cell.cell_id,
+        context_length=cell.context_length,
+        depth_percent=cell.depth_percent,
+        sample=cell.sample,
+        run_stamp=stamp,
+        **source,
+    )
+
+
+def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One message per cell of the run: the grid's, or one per published row."""
+    return [task.message() for task in run_cell_tasks(run_id, spec, run)]
+
+
+def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The message of a new run's primer cell, published alone; None to publish all.
+
+    Every prompt of a grid is the template's head and the haystack from its start up
+    to the first needle, so the cell with the deepest needle at the longest length has
+    the longest prefix, and every other cell's prefix is a prefix of its. Sent first,
+    it fills Vertex's implicit cache; the worker that stores it publishes the rest
+    (``missing_cells.release_after_primer``), whose prefixes then hit the cache. Runs of published
+    MRCR samples share no haystack, and one-cell runs have nothing to gain.
+    """
+    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
+        return None
+    cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
+    first = primer_cell(cells)
+    if first is None:
+        return None
+    return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
+
+
+# What a batch message asks of the worker: submit the run's missing cells as batch
+# jobs, look at its jobs (ingest what is done, cancel them if the run is cancelled), or
+# ingest one piece of a job's output, settle a job once read, or store a job's
+# unanswered cells failed (``niah.service.batch_ingest``).
+BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
+BATCH_SETTLE, BATCH_FAIL = "settle", "fail"
+
+
+def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:
+    """A message on the cells topic for a batch run's worker-side step.
+
+    ``batch_round``: which submission (0, then one more per resume), so a redelivered
+    submit of a round submits nothing again.
+    """
+    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
+    return {
+        "run_id": run_id,
+        "batch_action": action,
+        "batch_round": int(run.get("batch_round", 0)),
+        **stamp,
+    }
+
+
+def ingest_message(
+    run_id: str, run: dict[str, Any], job_name: str, file: str, start: int, end: int
+) -> dict[str, Any]:
+    """The message that asks a worker to ingest bytes ``[start, end)`` of ``file``."""
+    return batch_message(run_id, BATCH_INGEST, run) | {
+        "job": job_name,
+        "file": file,
+        "start": start,
+        "end": end,
+    }
+
+
+# What a report request says it is (``report_request_run``).
+REPORT_REQUEST = "report"
+
+
+def report_message(run_id: str) -> dict[str, Any]:
+    """The message on the reports topic that asks for ``run_id``'s report."""
+    return {"run_id": run_id, "request": REPORT_REQUEST}
+
+
+def report_request_run(body: dict[str, Any]) -> str | None:
+    """The run a report request names; None for any other message (a cell's, a batch step's).
+
+    The dead-letter topic takes both kinds. Requests published before they said what
+    they are carry the run's ID alone.
+    """
+    if body.get("request") == REPORT_REQUEST or set(body) == {"run_id"}:
+        return str(body["run_id"])
+    return None
