@@ -12,7 +12,8 @@
 # stack file or the Terraform plan stay together (tests/conftest.py).
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    lint, types, layering and the unit tier: the edit-test loop
+#   scripts/test.sh --quick    lint, types, layering and the unit tier but its heavy tests
+#                              (million-token prompts and the like): the edit-test loop
 #   scripts/test.sh ARGS...    lint, types, layering, then pytest ARGS (one process)
 #
 # NIAH_TEST_WORKERS sets how many workers the whole run uses (default 4: most of the
@@ -30,7 +31,7 @@ scripts/setup.sh --tests
 .venv/bin/mypy
 .venv/bin/python -m niah_devtools.layering
 if [ "$quick" -eq 1 ]; then
-  exec .venv/bin/python -m pytest -q -n 2 -m unit "$@"
+  exec .venv/bin/python -m pytest -q -n 2 -m "unit and not heavy" "$@"
 fi
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"

@@ -21,7 +21,7 @@ import pytest
 from niah.cli import results, run, show
 from niah.cli.main import main
 from niah.core.summary import summarize
-from tests import REPO
+from tests import HEAVY, REPO
 from tests.fake_store import MemoryStore
 from tests.fakes import json_server
 
@@ -252,6 +252,7 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(words: list[str]) -> None:
     assert len(piped.stdout.splitlines()) == 1
 
 
+@HEAVY
 def test_missing_credentials_are_one_line_with_the_fix(tmp_path: Path) -> None:
     env = {
         key: value

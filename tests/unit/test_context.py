@@ -11,6 +11,7 @@ from niah.core.prompts import HARNESS_TEMPLATE, LOCAL_TEMPLATE
 from niah.core.spec import RunRequest
 from niah.errors import ContextTooShortError
 from niah.models.tokenizer import SentencePieceTokenizer
+from tests import HEAVY
 from tests.fakes import MemoryBlobs
 
 
@@ -47,7 +48,7 @@ TEMPLATES = {
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
-@pytest.mark.parametrize("length", [1_000, 32_000, 128_000, 1_000_000])
+@pytest.mark.parametrize("length", [1_000, 32_000, 128_000, pytest.param(1_000_000, marks=HEAVY)])
 def test_the_whole_prompt_is_exactly_the_requested_length(
     essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int, template: str
 ) -> None:
@@ -73,7 +74,7 @@ def test_the_whole_prompt_is_exactly_the_requested_length(
         assert built.context.count(needle.text) == 1
 
 
-@pytest.mark.parametrize("length", [1_000, 8_000, 512_000, 2_000_000])
+@pytest.mark.parametrize("length", [1_000, 8_000, 512_000, pytest.param(2_000_000, marks=HEAVY)])
 def test_the_local_prompt_is_exact_at_every_length(
     essays: HaystackTokens, tokenizer: SentencePieceTokenizer, length: int
 ) -> None:
@@ -123,6 +124,7 @@ def test_haystack_repeats_in_file_order(essays: HaystackTokens) -> None:
     assert np.all(np.diff([essays.byte_offset(i) for i in range(0, twice, 997)]) >= 0)
 
 
+@HEAVY
 def test_a_several_megabyte_haystack_works_as_well(
     tokenizer: SentencePieceTokenizer, shakespeare_dir: Path
 ) -> None:

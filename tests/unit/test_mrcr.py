@@ -17,6 +17,7 @@ from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.request_body import parse_request
 from niah.tasks import get_task
 from niah.tasks.mrcr import mrcr_score
+from tests import HEAVY
 from tests.fakes import MemoryBlobs
 
 PREFIX = "aB3dE5gH7jK9"
@@ -60,7 +61,7 @@ def test_the_text_after_the_last_occurrence_of_the_prefix_is_scored() -> None:
         # 334 turns whose boundaries move between sentences with every budget step: the
         # whole-layout search alone missed it; moving only the end lands it.
         (131_072, 8, 1),
-        (1_000_000, 8, 0),
+        pytest.param(1_000_000, 8, 0, marks=HEAVY),
     ],
 )
 def test_a_generated_transcript_is_exact_and_holds_its_needles_in_order(

