@@ -123,7 +123,7 @@ locals {
   # caches, kept answers, batch output), and where each writes. Writing is
   # roles/storage.objectUser held only under the account's prefixes, by an IAM condition
   # (below). The prefixes are niah.settings' (contexts_prefix, ...) and the token
-  # cache's (niah.core.haystack_tokens.CACHE_PREFIX); niah_devtools.bucket_access.WRITES
+  # cache's (niah.core.prompts.haystack_tokens.CACHE_PREFIX); niah_devtools.bucket_access.WRITES
   # is this table read from the code, and tests/deploy/test_bucket_access.py fails when a
   # planned storage grant reaches past it.
   bucket_readers = ["dispatcher", "worker", "dead_letter", "report"]

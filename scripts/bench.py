@@ -47,12 +47,12 @@ def essay_blobs() -> Any:
 
 def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, float], float]:
     """Seconds to build one cell from cached tokens (median of 5, warm instance)."""
-    from niah.core.grid import Cell
-    from niah.core.haystack_tokens import load_haystack, loaded_haystacks
-    from niah.core.needles import needle_for
-    from niah.core.prompt_builder import Insertion, build_prompt
-    from niah.core.prompts import HARNESS_TEMPLATE
-    from niah.core.spec import RunRequest
+    from niah.core.prompts.haystack_tokens import load_haystack, loaded_haystacks
+    from niah.core.prompts.needles import needle_for
+    from niah.core.prompts.prompt_builder import Insertion, build_prompt
+    from niah.core.prompts.texts import HARNESS_TEMPLATE
+    from niah.core.request.grid import Cell
+    from niah.core.request.spec import RunRequest
     from niah.models.tokenizer import get_tokenizer
 
     tokenizer = get_tokenizer()
@@ -143,12 +143,12 @@ def harness_baseline(
 PEAK_PROBE = """
 import resource, sys, time
 sys.path.insert(0, {repo!r})
-from niah.core.prompt_builder import Insertion, build_prompt
-from niah.core.haystack_tokens import load_haystack
-from niah.core.needles import needle_for
-from niah.core.prompts import HARNESS_TEMPLATE
-from niah.core.spec import RunRequest
-from niah.core.grid import Cell
+from niah.core.prompts.prompt_builder import Insertion, build_prompt
+from niah.core.prompts.haystack_tokens import load_haystack
+from niah.core.prompts.needles import needle_for
+from niah.core.prompts.texts import HARNESS_TEMPLATE
+from niah.core.request.spec import RunRequest
+from niah.core.request.grid import Cell
 from niah.models.tokenizer import get_tokenizer
 from tests.fakes import MemoryBlobs
 tokenizer = get_tokenizer()
@@ -173,7 +173,7 @@ def measure_peak_rss(
 
     The process loads the tokenizer and the cached tokens, as a new worker would.
     """
-    from niah.core.haystack_tokens import CACHE_PREFIX, load_haystack, loaded_haystacks
+    from niah.core.prompts.haystack_tokens import CACHE_PREFIX, load_haystack, loaded_haystacks
     from niah.models.tokenizer import get_tokenizer
 
     blobs = essay_blobs()

@@ -4,7 +4,7 @@ An 11 x 11 grid from 1,000 to 1,000,000 tokens on gemini-3.1-pro-preview: every 
 is built as the worker builds it (the single-needle task's sample, the harness
 template, the default haystack, token-exact) and sent through the real google-genai
 SDK to the Vertex stand-in with its implicit-cache model on (a prefix of at least
-2,048 tokens, ``niah.core.estimate.IMPLICIT_CACHE_MIN_TOKENS``, shared with a prompt
+2,048 tokens, ``niah.core.money.estimate.IMPLICIT_CACHE_MIN_TOKENS``, shared with a prompt
 answered in the last 300 s is billed as cached: ``niah_devtools.standin.
 _cached_prefix_tokens`` has the sources and the assumptions). ``niah run --estimate``
 prices the same calls from the same cache model without building them.
@@ -20,7 +20,7 @@ prices the same calls from the same cache model without building them.
   order the worker writes them (cell order, ``batch_runs.submit_batch``), each line's
   request as the worker builds it (``request_body``), submitted through google-genai's
   ``client.batches`` to the stand-in, which answers the lines in file order with the
-  same cache model; priced at the batch rates (``niah.core.pricing``: input and output
+  same cache model; priced at the batch rates (``niah.core.money.pricing``: input and output
   at half, cached input at the cached rate). Vertex does not promise an order inside a
   job: with no cache hit at all the grid costs exactly half of naive.
 
@@ -126,7 +126,7 @@ def _batch_answers(prompts: list[tuple[str, str]], latency: float) -> tuple[list
 def measure_grid_cost(grid: dict[str, Any] = GRID, latency: float = LATENCY) -> dict[str, Any]:
     """Both orders against a fresh stand-in each; the input costs and the saving."""
     started = time.perf_counter()
-    from niah.core.prompts import HARNESS_TEMPLATE
+    from niah.core.prompts.texts import HARNESS_TEMPLATE
 
     prompts = grid_prompts(grid, HARNESS_TEMPLATE)  # the primer first
     build_seconds = time.perf_counter() - started
@@ -171,11 +171,11 @@ def _priced(
     answers: list[Any], wall: float, arrivals: list[float] | None, *, batch: bool = False
 ) -> dict[str, Any]:
     """One order's figures: tokens, cache hits and the input cost (at batch rates)."""
-    from niah.core.estimate import CallTokens, price_calls
+    from niah.core.money.estimate import CallTokens, price_calls
 
     prompt = sum(a.prompt_tokens or 0 for a in answers)
     cached = sum(a.cached_tokens or 0 for a in answers)
-    # Input only, priced as the estimate prices its calls (niah.core.estimate).
+    # Input only, priced as the estimate prices its calls (niah.core.money.estimate).
     cost = price_calls(
         MODEL,
         [CallTokens(a.prompt_tokens or 0, a.cached_tokens or 0) for a in answers],

@@ -67,7 +67,7 @@ def measure_counting(samples: int = SAMPLES) -> dict[str, Any]:
         from google.cloud import firestore
 
         from niah.cloud.store import FirestoreStore
-        from niah.core.counters import shard_of
+        from niah.core.results.counters import shard_of
         from niah.settings import get_settings
 
         get_settings.cache_clear()

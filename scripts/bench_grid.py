@@ -28,7 +28,7 @@ def essay_blobs() -> Any:
 
 def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str, str]]:
     """Every cell's (ID, prompt) for run request ``grid``; the dispatcher's primer first."""
-    from niah.core.spec import RunRequest
+    from niah.core.request.spec import RunRequest
     from niah.models.tokenizer import get_tokenizer
     from niah.service.cell_prompt import prepare_call
     from niah.service.messages import primer_message

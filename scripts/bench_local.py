@@ -26,7 +26,7 @@ DEMO = {
 
 def measure_local_reuse(demo: dict[str, Any] = DEMO) -> dict[str, Any]:
     """Model seconds and prompt tokens evaluated, with and without prompt reuse."""
-    from niah.core.prompts import LOCAL_TEMPLATE
+    from niah.core.prompts.texts import LOCAL_TEMPLATE
     from niah.models.providers.local_gemma import LocalGemmaProvider
 
     # The primer first, then the grid's order, as the one local worker answers them.

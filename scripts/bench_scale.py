@@ -5,7 +5,7 @@ Runs of 100, 1,000 and 10,000 samples (a 10 x 10 grid at 1,000-1,900 tokens, wit
 at zero latency, so what is measured is the service: dispatch, the worker's path, the
 report. Figures come from the functions' own log lines (each request logs its wall and
 CPU seconds and the Google operations it made, counted at the adapters) and from the
-bucket. Priced at Google's list prices (``niah.core.service_cost``), as the service's
+bucket. Priced at Google's list prices (``niah.core.money.service_cost``), as the service's
 own cost per 1,000 samples beside the model's cost for a typical cell.
 """
 
@@ -69,7 +69,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
     """One run of ``samples`` samples: its figures."""
     from niah.cloud.blobs import GcsBlobStore
     from niah.cloud.store import FirestoreStore
-    from niah.core.service_cost import function_usd, operations_usd
+    from niah.core.money.service_cost import function_usd, operations_usd
     from niah_devtools import localstack
 
     body = {
@@ -160,7 +160,7 @@ def _growth(runs: list[dict[str, Any]], key: str) -> list[float | None]:
 
 def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> dict[str, Any]:
     """Every size on one local stack; the figures, their growth and the costs."""
-    from niah.core.pricing import cost_of
+    from niah.core.money.pricing import cost_of
     from niah.settings import get_settings
     from niah_devtools import localstack
 
@@ -217,6 +217,7 @@ def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> d
         "typical_cell": TYPICAL_CELL,
         "note": (
             "local stack on this machine (emulators, 8 worker threads), stand-in at zero "
-            "latency; costs at Google's list prices beyond free tiers (niah.core.service_cost)"
+            "latency; costs at Google's list prices beyond free tiers "
+            "(niah.core.money.service_cost)"
         ),
     }

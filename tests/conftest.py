@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from niah.core.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.prompts.haystack_tokens import HaystackTokens, load_haystack
 from niah.models.tokenizer import SentencePieceTokenizer, get_tokenizer
 from tests import REPO
 from tests.fakes import MemoryBlobs

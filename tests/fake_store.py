@@ -226,7 +226,7 @@ class MemoryStore:
         Counting a run's cells afresh on every store made a 20,000-cell ingest quadratic
         in the fake (a benchmark measured the fake, not the ingest).
         """
-        from niah.core.counters import shard_of
+        from niah.core.results.counters import shard_of
 
         cells = self.cells.get(run_id, {})
         tallies: dict[tuple[str, int], tuple[set[str], Counter[int]]] = self.__dict__.setdefault(

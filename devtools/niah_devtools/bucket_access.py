@@ -7,7 +7,7 @@ deployment sets none of them: infra/main.tf's environment has no ``NIAH_*_PREFIX
 the token cache's ``CACHE_PREFIX``. Which function writes under which prefix follows the
 ``blobs.write`` calls of the code each function's entry point reaches:
 
-- worker (``handle_cell``): the haystack's token cache (niah.core.haystack_tokens), the
+- worker (``handle_cell``): the haystack's token cache (niah.core.prompts.haystack_tokens), the
   cell's prompt and a whole long answer (``contexts_prefix``), an answer the store
   refused (``kept_answers_prefix``), and a batch run's input, manifests, line claims
   and ingest markers (``batches_prefix``, niah.service.batch_submit and batch_markers);
@@ -24,7 +24,7 @@ tests/deploy/test_bucket_access.py checks every planned storage grant against th
 
 from __future__ import annotations
 
-from niah.core.haystack_tokens import CACHE_PREFIX
+from niah.core.prompts.haystack_tokens import CACHE_PREFIX
 from niah.settings import Settings
 
 

@@ -59,7 +59,7 @@ def demo_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def demo_heatmap() -> bytes:
     """The demo run's heatmap PNG, drawn as the report function draws a run's."""
-    from niah.core.summary import summarize
+    from niah.core.results.summary import summarize
     from niah.service.report import render_report_files
 
     run, cells = demo_run()

@@ -86,7 +86,7 @@ DISPATCHER_FORBIDDEN = (
     "niah.models.tokenizer",
     "niah.models.gemma_assets",
     "niah.models.providers",
-    "niah.core.haystack_tokens",
+    "niah.core.prompts.haystack_tokens",
     "niah.service.cell_worker",
     "niah.service.cell_answer",
     "niah.service.cell_prompt",
@@ -113,7 +113,10 @@ def _under(name: str, prefix: str) -> bool:
 
 
 def module_name(path: Path, root: Path) -> str:
-    """``niah.core.spec`` for ``root/niah/core/spec.py``; packages drop ``__init__``."""
+    """``niah.core.request.spec`` for ``root/niah/core/request/spec.py``.
+
+    Packages drop ``__init__``.
+    """
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()

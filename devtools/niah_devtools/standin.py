@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from niah.core.estimate import IMPLICIT_CACHE_MIN_TOKENS
+from niah.core.money.estimate import IMPLICIT_CACHE_MIN_TOKENS
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
 from niah_devtools.standin_replies import as_openai, reply_identity, with_vertex_usage_details

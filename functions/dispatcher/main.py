@@ -13,7 +13,7 @@ from niah.cloud.bus import PubSubPublisher, decode_event
 from niah.cloud.metering import metered
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
-from niah.core.callers import caller_of
+from niah.core.request.callers import caller_of
 from niah.errors import MalformedMessageError, RequestError
 from niah.logs import log
 from niah.service.admission import handle_budget_alert

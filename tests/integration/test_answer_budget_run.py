@@ -16,8 +16,8 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
-from niah.core.answer_budget import answer_room
-from niah.core.spec import RunRequest
+from niah.core.prompts.answer_budget import answer_room
+from niah.core.request.spec import RunRequest
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import post, wait_complete
 from tests.integration.test_report_browser import niah

@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from niah.cloud.store import FirestoreStore
-from niah.core.answer_budget import answer_room
-from niah.core.spec import RunRequest
+from niah.core.prompts.answer_budget import answer_room
+from niah.core.request.spec import RunRequest
 from niah_devtools import localstack
 from tests.integration.conftest import Stack, drain
 from tests.integration.test_local_stack import wait_complete

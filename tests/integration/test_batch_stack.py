@@ -17,7 +17,7 @@ import requests
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.interfaces import ModelAnswer
-from niah.core.pricing import answer_cost
+from niah.core.money.pricing import answer_cost
 from niah.service.batch_output import lines_in_range
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_cli_stack import niah

@@ -71,7 +71,7 @@ def test_a_harness_style_run_then_status_and_list_read_well(stack: Stack) -> Non
 def test_the_harness_readme_s_static_needle_runs_and_is_scored(stack: Stack) -> None:
     """`--dynamic_needle=False` alone: the harness's default needle, scored exact."""
     from niah.cloud.store import FirestoreStore
-    from niah.core.request_options import HARNESS_DEFAULT_NEEDLE
+    from niah.core.request.request_options import HARNESS_DEFAULT_NEEDLE
 
     started = niah(
         stack, "run", "--dynamic_needle=False", "--context_lengths", "1000",

@@ -313,8 +313,8 @@ def test_markup_that_slipped_past_escaping_could_load_and_run_nothing(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from niah.core.report_page import render_run_page
-    from niah.core.summary import summarize
+    from niah.core.pages.report_page import render_run_page
+    from niah.core.results.summary import summarize
 
     hits: list[str] = []
 
@@ -369,8 +369,8 @@ def test_a_10000_sample_report_is_light_paged_and_filters_and_sorts_all_of_it(
     """
     import time
 
-    from niah.core.report_page import render_run_page
-    from niah.core.summary import summarize
+    from niah.core.pages.report_page import render_run_page
+    from niah.core.results.summary import summarize
     from tests.unit.test_report_page import cell, run_doc
 
     cells = [
@@ -482,8 +482,8 @@ def test_the_report_leads_with_the_answer_and_fits_1280_px(
     browser: Any, tmp_path: Path, task: str, lengths: int, depths: int
 ) -> None:
     """Headline first, a heatmap at least 600 px wide, key columns within the page."""
-    from niah.core.report_page import render_run_page
-    from niah.core.summary import summarize
+    from niah.core.pages.report_page import render_run_page
+    from niah.core.results.summary import summarize
     from tests.unit.test_report_page import cell, run_doc
 
     grid = [(1000 * (n + 1), 100 * d / (depths - 1)) for n in range(lengths) for d in range(depths)]

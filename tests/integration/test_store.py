@@ -11,8 +11,8 @@ import pytest
 from niah.cloud import metering
 from niah.cloud.store import FirestoreStore
 from niah.cloud.store.paths import COUNTERS
-from niah.core.counters import shard_of
 from niah.core.interfaces import CLAIM_HELD, CLAIM_STORED
+from niah.core.results.counters import shard_of
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ def fresh_run(store: FirestoreStore, total: int) -> str:
     return run_id
 
 
-# The run's counter shards, as the dispatcher would size them (niah.core.counters).
+# The run's counter shards, as the dispatcher would size them (niah.core.results.counters).
 SHARDS = 8
 
 

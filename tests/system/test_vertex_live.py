@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from niah.core.scoring import exact_score, judge_answer
+from niah.core.results.scoring import exact_score, judge_answer
 from niah.models.providers.gemini import GeminiProvider
 from niah.settings import get_settings
 

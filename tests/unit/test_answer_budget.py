@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from niah.catalog.models import THINKING_LEVEL_ROOM, find_model
-from niah.core.answer_budget import (
+from niah.core.prompts.answer_budget import (
     ANSWER_SLACK,
     CallBudget,
     answer_room,
     call_budget,
     least_thinking_budget,
 )
-from niah.core.grid import Cell
-from niah.core.spec import RunRequest
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.tokenizer import get_tokenizer
 from niah.service.dispatch import run_record

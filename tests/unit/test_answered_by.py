@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from niah.catalog.models import same_model
-from niah.core.comparison import compare_runs, render_comparison_page
 from niah.core.interfaces import ModelAnswer
-from niah.core.run_index import build_index, index_entry, render_index_page
-from niah.core.served_models import answer_identity, answered_by_text, served_versions
-from niah.core.summary import summarize
+from niah.core.pages.run_index import build_index, index_entry, render_index_page
+from niah.core.results.comparison import compare_runs, render_comparison_page
+from niah.core.results.served_models import answer_identity, answered_by_text, served_versions
+from niah.core.results.summary import summarize
 from niah.errors import DifferentModelsError
 from niah.models.providers.gemini import GeminiProvider, _answer_of, answer_from_json
 from niah.models.providers.openai_compat import OpenAICompatibleProvider

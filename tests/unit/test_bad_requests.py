@@ -12,7 +12,7 @@ from typing import Any, get_args
 import functions_framework
 import pytest
 
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 from tests import REPO

@@ -3,7 +3,7 @@
 import pytest
 
 from niah.catalog.prices import Prices, prices_for
-from niah.core.pricing import call_cost, cost_of
+from niah.core.money.pricing import call_cost, cost_of
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from niah.cli.estimate import estimate_figures, format_estimate
 from niah.cli.parser import build_parser
 from niah.cli.run import BATCH_WAIT_SECONDS, ONLINE_WAIT_SECONDS, wait_timeout
-from niah.core.request_options import BATCH_TURNAROUND
+from niah.core.request.request_options import BATCH_TURNAROUND
 from niah.settings import Settings
 
 GEMINI = {

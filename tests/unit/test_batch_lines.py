@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.models.providers.gemini_request import request_digest
 from niah.models.tokenizer import get_tokenizer
 from niah.service.batch_lines import cell_batch_line

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from niah.core.interfaces import ModelAnswer
-from niah.core.pricing import answer_cost
+from niah.core.money.pricing import answer_cost
 from niah.models.providers.gemini import GeminiProvider
 from niah.models.tokenizer import get_tokenizer
 from niah.service.batch_runs import handle_batch_message

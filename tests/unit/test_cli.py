@@ -128,8 +128,8 @@ def test_the_local_model_is_refused_as_a_judge() -> None:
 
 
 def test_every_run_option_has_help_from_one_source() -> None:
-    from niah.core.request_options import OPTION_HELP
-    from niah.core.spec import RunRequest
+    from niah.core.request.request_options import OPTION_HELP
+    from niah.core.request.spec import RunRequest
 
     assert set(OPTION_HELP) == set(RunRequest.model_fields)
     result = niah("run", "--help")

@@ -20,7 +20,7 @@ import pytest
 
 from niah.cli import results, run, show
 from niah.cli.main import main
-from niah.core.summary import summarize
+from niah.core.results.summary import summarize
 from tests import HEAVY, REPO
 from tests.fake_store import MemoryStore
 from tests.fakes import json_server

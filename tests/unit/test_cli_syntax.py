@@ -15,7 +15,7 @@ import pytest
 from niah.cli.main import main
 from niah.cli.parser import parse_command_line
 from niah.cli.run_options import run_payload
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from tests.fakes import json_server
 
 BOOLEAN_OPTIONS = [

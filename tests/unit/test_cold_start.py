@@ -19,8 +19,8 @@ HEAVY = (
     "niah.service.cell_prompt",
     "niah.service.cell_scoring",
     "niah.service.cell_records",
-    "niah.core.prompt_builder",
-    "niah.core.haystack_tokens",
+    "niah.core.prompts.prompt_builder",
+    "niah.core.prompts.haystack_tokens",
     "niah.models.tokenizer",
     "niah.models.providers",
 )

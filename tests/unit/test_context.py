@@ -3,12 +3,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from niah.core.grid import Cell
-from niah.core.haystack_tokens import HaystackTokens, load_haystack
-from niah.core.needles import Needle, needle_for
-from niah.core.prompt_builder import BuiltPrompt, Insertion, build_prompt
-from niah.core.prompts import HARNESS_TEMPLATE, LOCAL_TEMPLATE
-from niah.core.spec import RunRequest
+from niah.core.prompts.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.prompts.needles import Needle, needle_for
+from niah.core.prompts.prompt_builder import BuiltPrompt, Insertion, build_prompt
+from niah.core.prompts.texts import HARNESS_TEMPLATE, LOCAL_TEMPLATE
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError
 from niah.models.tokenizer import SentencePieceTokenizer
 from tests import HEAVY
@@ -144,7 +144,7 @@ def test_a_several_megabyte_haystack_works_as_well(
 def test_a_length_no_cut_can_reach_fails_the_cell_instead_of_landing_off(
     essays: HaystackTokens,
 ) -> None:
-    from niah.core import prompt_builder
+    from niah.core.prompts import prompt_builder
 
     class EvenTotalsOnly:
         """Every haystack token adds two prompt tokens: odd totals are unreachable."""

@@ -147,7 +147,7 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
 
 
 def test_a_huge_grid_is_refused_before_it_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from niah.core.spec import RunRequest
+    from niah.core.request.spec import RunRequest
     from niah.service.request_checks import check_budget
 
     def no_expansion(self: RunRequest) -> list:

@@ -97,9 +97,9 @@ def test_the_1m_grid_shows_naive_cache_aware_and_judge_figures_in_json_and_text(
 def test_the_1m_grid_is_priced_cell_by_cell_at_its_own_count_and_tier(
     grid_1m: tuple[dict[str, Any], str],
 ) -> None:
-    from niah.core.answer_budget import least_thinking_budget
-    from niah.core.pricing import cost_of
-    from niah.core.prompts import JUDGE_MAX_OUTPUT_TOKENS
+    from niah.core.money.pricing import cost_of
+    from niah.core.prompts.answer_budget import least_thinking_budget
+    from niah.core.prompts.texts import JUDGE_MAX_OUTPUT_TOKENS
 
     figures, _ = grid_1m
     cells = figures["per_cell"]
@@ -133,9 +133,9 @@ def test_the_1m_grid_is_priced_cell_by_cell_at_its_own_count_and_tier(
 
 
 def _estimate(grid: dict[str, Any], **kwargs: Any) -> Any:
-    from niah.core.estimate import estimate_run
-    from niah.core.prompts import HARNESS_TEMPLATE
-    from niah.core.spec import RunRequest
+    from niah.core.money.estimate import estimate_run
+    from niah.core.prompts.texts import HARNESS_TEMPLATE
+    from niah.core.request.spec import RunRequest
     from niah.tasks import get_task
 
     spec = RunRequest.model_validate(grid)
@@ -149,9 +149,9 @@ def _estimate(grid: dict[str, Any], **kwargs: Any) -> Any:
 def test_a_small_grid_matches_the_benchmarks_built_prompts_and_cache_model() -> None:
     from bench_grid import essay_blobs, grid_prompts
 
-    from niah.core.estimate import CallTokens, price_calls
-    from niah.core.haystack_tokens import load_haystack
-    from niah.core.prompts import HARNESS_TEMPLATE
+    from niah.core.money.estimate import CallTokens, price_calls
+    from niah.core.prompts.haystack_tokens import load_haystack
+    from niah.core.prompts.texts import HARNESS_TEMPLATE
     from niah.models.tokenizer import get_tokenizer
     from niah_devtools.standin import StandinState, _cached_prefix_tokens
 
@@ -201,8 +201,8 @@ def test_a_small_grid_matches_the_benchmarks_built_prompts_and_cache_model() -> 
 @pytest.mark.usefixtures("cache_aware")
 def test_the_primer_is_the_one_the_dispatcher_picks() -> None:
     """One pick (spec.primer_cell) for both; the dispatcher's message is that cell's."""
-    from niah.core.estimate import estimate_figures
-    from niah.core.spec import RunRequest
+    from niah.core.money.estimate import estimate_figures
+    from niah.core.request.spec import RunRequest
     from niah.service.messages import primer_message
 
     for grid in (SMALL_GRID, {**SMALL_GRID, "samples_per_cell": 2}):
@@ -216,7 +216,7 @@ def test_the_primer_is_the_one_the_dispatcher_picks() -> None:
 
 
 def test_a_buffer_lowers_the_count_and_a_conversation_above_the_tier_is_long() -> None:
-    from niah.core.estimate import TURN_ALLOWANCE, estimate_figures
+    from niah.core.money.estimate import TURN_ALLOWANCE, estimate_figures
 
     buffered = estimate_figures(
         _estimate({"model_name": "gemini-3.1-pro-preview", "context_lengths": [200_000],
@@ -236,7 +236,7 @@ def test_a_buffer_lowers_the_count_and_a_conversation_above_the_tier_is_long() -
 
 
 def test_a_budget_that_cuts_thinking_or_an_unknown_model_warns() -> None:
-    from niah.core.estimate import estimate_figures
+    from niah.core.money.estimate import estimate_figures
 
     base = {"model_name": "gemini-3.1-pro-preview", "context_lengths": [4000]}
     short = estimate_figures(_estimate({**base, "max_output_tokens": 200}))

@@ -2,8 +2,8 @@ import threading
 
 import pytest
 
-from niah.core.haystack_files import haystack_prefix
-from niah.core.haystack_tokens import CACHE_PREFIX, load_haystack, loaded_haystacks
+from niah.core.prompts.haystack_files import haystack_prefix
+from niah.core.prompts.haystack_tokens import CACHE_PREFIX, load_haystack, loaded_haystacks
 from niah.errors import HaystackError
 from niah.models.tokenizer import SentencePieceTokenizer
 from tests.fakes import MemoryBlobs

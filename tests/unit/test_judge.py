@@ -1,7 +1,7 @@
 import pytest
 
-from niah.core.prompts import judge_prompt
-from niah.core.scoring import parse_judge_score
+from niah.core.prompts.texts import judge_prompt
+from niah.core.results.scoring import parse_judge_score
 
 
 @pytest.mark.parametrize(

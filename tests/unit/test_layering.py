@@ -34,14 +34,22 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
     ("module", "wrong_import", "expected"),
     [
         # Core must not talk to Google, nor use a cloud adapter or a provider.
-        ("core/spec.py", "import google.cloud.firestore", "google.cloud is for niah.cloud"),
-        ("core/needles.py", "from niah.cloud.store import FirestoreStore", "niah.core may import"),
-        ("core/scoring.py", "from niah.models.providers import get_provider", "niah.core may"),
+        ("core/request/spec.py", "import google.cloud.firestore", "google.cloud is for niah.cloud"),
+        (
+            "core/prompts/needles.py",
+            "from niah.cloud.store import FirestoreStore",
+            "niah.core may import",
+        ),
+        (
+            "core/results/scoring.py",
+            "from niah.models.providers import get_provider",
+            "niah.core may",
+        ),
         # The catalog stays a leaf that anything may ask.
-        ("catalog/models.py", "from niah.core.spec import RunRequest", "niah.catalog may"),
+        ("catalog/models.py", "from niah.core.request.spec import RunRequest", "niah.catalog may"),
         ("catalog/prices.py", "from niah.models.tokenizer import get_tokenizer", "niah.catalog"),
         # Prices are read from genai-prices in one place.
-        ("core/pricing.py", "import genai_prices", "genai_prices is for niah.catalog.prices"),
+        ("core/money/pricing.py", "import genai_prices", "genai_prices is for niah.catalog.prices"),
         # Cloud adapters know no model; google.genai only in the Gemini provider.
         (
             "cloud/store/leases.py",
@@ -61,7 +69,7 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
             "from niah.models.tokenizer import get_tokenizer",
             "the dispatcher reaches niah.models.tokenizer: functions.dispatcher.main -> ",
         ),
-        ("core/haystack_files.py", "import numpy", "the dispatcher reaches numpy"),
+        ("core/prompts/haystack_files.py", "import numpy", "the dispatcher reaches numpy"),
         # The command line is the top floor: no job imports it back.
         ("service/sweep.py", "from niah.cli.output import count", "niah.service may import"),
         ("tasks/single.py", "from niah.cloud.store import FirestoreStore", "niah.tasks may"),
@@ -79,7 +87,7 @@ def test_a_wrong_import_is_caught(
 
 def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
     root = copy_of_the_tree(tmp_path)
-    target = root / "shared" / "niah" / "core" / "spec.py"
+    target = root / "shared" / "niah" / "core" / "request" / "spec.py"
     target.write_text(
         target.read_text()
         + "\nif TYPE_CHECKING:\n    from niah.cloud.store import FirestoreStore\n"

@@ -60,8 +60,8 @@ def test_a_haystack_listed_on_the_run_is_not_listed_again_until_the_cache_is_col
     essay_blobs: MemoryBlobs,
 ) -> None:
     """Before: every cell listed the haystack's prefix in the bucket (a class A call)."""
-    from niah.core.haystack_files import haystack_files
-    from niah.core.haystack_tokens import load_haystack, loaded_haystacks
+    from niah.core.prompts.haystack_files import haystack_files
+    from niah.core.prompts.haystack_tokens import load_haystack, loaded_haystacks
     from niah.models.tokenizer import get_tokenizer
 
     prefix = "haystacks/paul_graham_essays/"
@@ -116,7 +116,7 @@ def test_only_the_last_cell_of_each_shard_counts_the_run(
     own shard; the run is counted once per shard at most, and the report is still asked
     for exactly once, at the end.
     """
-    from niah.core.counters import shard_of
+    from niah.core.results.counters import shard_of
 
     world = _run_of_120_cells(essay_blobs, monkeypatch, most_shards=4)
     store, tasks = world["store"], world["tasks"]
@@ -132,7 +132,7 @@ def test_only_the_last_cell_of_each_shard_counts_the_run(
 
 
 def test_a_run_gets_one_counter_shard_per_32_cells_up_to_the_setting() -> None:
-    from niah.core.counters import shards_for
+    from niah.core.results.counters import shards_for
 
     sizes = [1, 32, 33, 100, 1_000, 1_024, 1_025, 10_000]
     assert [shards_for(total, 32) for total in sizes] == [1, 1, 2, 4, 32, 32, 32, 32]
@@ -176,7 +176,7 @@ def test_a_run_counts_on_its_own_shards_whatever_the_setting_says_later(
     A deployment changed meanwhile (``NIAH_COUNTER_SHARDS``) neither stalls it nor has
     every cell count the run.
     """
-    from niah.core.counters import shard_of
+    from niah.core.results.counters import shard_of
     from niah.settings import get_settings
     from tests.unit.test_work import dispatch_task
 

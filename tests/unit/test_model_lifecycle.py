@@ -18,7 +18,7 @@ from niah.catalog.availability import current_gemini_models, lifecycle_notes, re
 from niah.catalog.lifecycle import Lifecycle, lifecycle_warning
 from niah.catalog.models import CATALOG, IGNORED_TEMPERATURE, find_model, temperature_record
 from niah.catalog.prices import NO_PRICE_REASONS, next_price_change, prices_for
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini_request import generation_for, request_body
 from niah.service.dispatch import run_record

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from niah.core.grid import Cell
-from niah.core.haystack_tokens import HaystackTokens
-from niah.core.prompt_builder import build_prompt
-from niah.core.prompts import split_transcript
-from niah.core.spec import RunRequest
-from niah.core.summary import mrcr_bins
+from niah.core.prompts.haystack_tokens import HaystackTokens
+from niah.core.prompts.prompt_builder import build_prompt
+from niah.core.prompts.texts import split_transcript
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
+from niah.core.results.summary import mrcr_bins
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.request_body import parse_request
@@ -201,7 +201,7 @@ class CountingBlobs(MemoryBlobs):
 
 
 def test_the_reader_parses_the_published_layout() -> None:
-    from niah.core.mrcr_files import csv_files, index_rows, read_row
+    from niah.core.prompts.mrcr_files import csv_files, index_rows, read_row
     from niah.tasks.mrcr import published_sample
 
     blobs = MemoryBlobs()
@@ -224,7 +224,7 @@ def test_the_reader_parses_the_published_layout() -> None:
 
 
 def test_a_multi_megabyte_file_is_streamed_not_loaded_whole() -> None:
-    from niah.core.mrcr_files import read_row
+    from niah.core.prompts.mrcr_files import read_row
 
     blobs = CountingBlobs()
     filler = "All work and no play. " * 60_000  # ~1.3 MB a row
@@ -248,7 +248,7 @@ def test_a_row_is_read_at_its_byte_span_not_past_the_rows_before_it() -> None:
     KB and the row. Every row so read equals the row streamed, quotes, doubled quotes,
     newlines and CRLF line ends in its fields included.
     """
-    from niah.core.mrcr_files import HEADER_CHUNK_BYTES, index_rows, read_row
+    from niah.core.prompts.mrcr_files import HEADER_CHUNK_BYTES, index_rows, read_row
 
     blobs = CountingBlobs()
     filler = 'All "work" and no\r\nplay, "" said he.\n' * 30_000  # ~1.1 MB a row
@@ -271,7 +271,7 @@ def test_a_row_is_read_at_its_byte_span_not_past_the_rows_before_it() -> None:
 
 
 def test_a_span_that_no_longer_holds_its_row_is_refused() -> None:
-    from niah.core.mrcr_files import index_rows, read_row
+    from niah.core.prompts.mrcr_files import index_rows, read_row
     from niah.errors import HaystackError
 
     blobs = MemoryBlobs()
@@ -285,7 +285,7 @@ def test_a_span_that_no_longer_holds_its_row_is_refused() -> None:
 
 
 def test_a_file_without_the_columns_is_refused_by_name() -> None:
-    from niah.core.mrcr_files import index_rows
+    from niah.core.prompts.mrcr_files import index_rows
     from niah.errors import HaystackError
 
     blobs = MemoryBlobs()
@@ -343,7 +343,7 @@ def test_a_run_over_published_files_has_one_cell_per_row(
 
 
 def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> None:
-    from niah.core.summary import GENERATED_MRCR_NOTE, summarize
+    from niah.core.results.summary import GENERATED_MRCR_NOTE, summarize
     from niah.service.report import heatmap_notes
 
     cells = [

@@ -1,6 +1,6 @@
-from niah.core.grid import Cell
-from niah.core.needles import needle_for
-from niah.core.spec import RunRequest
+from niah.core.prompts.needles import needle_for
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 
 
 def test_dynamic_needle_is_reproducible_per_seed_and_cell() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from niah.core.comparison import compare_runs, render_comparison_page
-from niah.core.paired import (
+from niah.core.results.comparison import compare_runs, render_comparison_page
+from niah.core.results.paired import (
     NO_DIFFERENCE,
     comparison_lines,
     effect_text,

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from niah.core.summary import format_table, score_table
+from niah.core.results.summary import format_table, score_table
 from niah.service.report import ERROR_COLOUR, render_heatmap, render_report
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
@@ -66,7 +66,7 @@ def test_heatmap_is_a_png_with_a_grey_error_cell() -> None:
 
 
 def test_the_picture_s_title_is_one_line_and_its_notes_never_cut_a_uri() -> None:
-    from niah.core.summary import summarize
+    from niah.core.results.summary import summarize
     from niah.service.report import heatmap_notes, heatmap_title, wrap_notes
 
     cells = [c | {"task_score": 1.0 if c["score"] == 10 else 0.0} for c in CELLS if c["score"]]
@@ -179,7 +179,7 @@ def test_repeats_show_their_mean_and_spread_and_unscored_samples_do_not_count() 
 
 
 def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> None:
-    from niah.core.summary import measures
+    from niah.core.results.summary import measures
 
     scores = {4000: [1, 1, 1, 1], 8000: [1, 1, 1, 0], 16000: [1, 0, 0, 0]}
     cells = [
@@ -206,7 +206,7 @@ def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> N
 
 
 def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() -> None:
-    from niah.core.summary import effective_length
+    from niah.core.results.summary import effective_length
 
     by_length = {500: 80.0, 1000: 60.0, 4000: 60.0, 8000: 59.0}
     result = effective_length(by_length)
@@ -224,6 +224,6 @@ def test_a_run_with_no_cells_yet_formats_without_crashing() -> None:
 
 
 def test_a_model_that_never_scores_has_no_effective_length() -> None:
-    from niah.core.summary import effective_length
+    from niah.core.results.summary import effective_length
 
     assert effective_length({1000: 0.0, 2000: 0.0})["length"] is None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from niah.core.run_index import build_index
+from niah.core.pages.run_index import build_index
 from niah.errors import CloudUnavailableError
 from niah.service import report
 from niah.service.report import render_report

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.service.report import render_report
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
@@ -66,8 +66,8 @@ def test_no_text_matplotlib_draws_is_parsed_as_math(monkeypatch: pytest.MonkeyPa
     """Every Text of every figure, tick labels and legend included, made as drawn."""
     from matplotlib.text import Text
 
-    from niah.core.comparison import ComparedRun, Comparison
-    from niah.core.summary import score_table
+    from niah.core.results.comparison import ComparedRun, Comparison
+    from niah.core.results.summary import score_table
     from niah.service import report
 
     texts: list[Text] = []

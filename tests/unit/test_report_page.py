@@ -11,19 +11,19 @@ from typing import Any
 
 import pytest
 
-from niah.core.comparison import compare_runs, render_comparison_page
-from niah.core.heatmap import (
+from niah.core.pages.environment import content_security_policy
+from niah.core.pages.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
     HARNESS_COLOURS,
     HARNESS_SCALE,
     PERCENT_SCALE,
 )
-from niah.core.pages import content_security_policy
-from niah.core.report_page import render_run_page
-from niah.core.report_samples import TEXT_LIMIT
-from niah.core.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
-from niah.core.summary import summarize
+from niah.core.pages.report_page import render_run_page
+from niah.core.pages.report_samples import TEXT_LIMIT
+from niah.core.results.comparison import compare_runs, render_comparison_page
+from niah.core.results.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
+from niah.core.results.summary import summarize
 from niah.errors import ComparisonError
 from niah.service.report import render_report
 from tests.fake_store import MemoryStore
@@ -149,9 +149,9 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
 
 
 def test_the_figures_are_numbers_and_words_the_templates_draw() -> None:
-    from niah.core.curves import Curve, curve_figure
-    from niah.core.heatmap import heatmap_figure
-    from niah.core.summary import score_table
+    from niah.core.pages.heatmap import heatmap_figure
+    from niah.core.results.curves import Curve, curve_figure
+    from niah.core.results.summary import score_table
 
     hostile = "<b>label</b>"
     heatmap = heatmap_figure(score_table(CELLS), HARNESS_SCALE, label=hostile)
@@ -375,7 +375,7 @@ def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None
 
 def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
     """Each text keeps 600 characters on small pages, its share of 2.4 MB on large ones."""
-    from niah.core.report_samples import text_limit
+    from niah.core.pages.report_samples import text_limit
 
     assert (text_limit(1), text_limit(1_000), text_limit(5_000), text_limit(10_000)) == (
         TEXT_LIMIT,
@@ -397,7 +397,7 @@ def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
 
 def test_the_measures_show_each_mean_with_its_interval_and_an_undetermined_length() -> None:
     """Issue 22: a mean and an effective length say how sure they are."""
-    from niah.core.report_page import effective_length_text, with_interval
+    from niah.core.pages.report_page import effective_length_text, with_interval
 
     page = page_of(run_doc("run-a"), CELLS, [])
     # 3 of 4 right (Wilson 30.1-95.4 %); per length 1 of 2 and 2 of 2.

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from niah.cli.suite import run_suite
-from niah.core.comparison import compare_runs, render_comparison_page
-from niah.core.ruler_suite import (
+from niah.core.request.ruler_suite import (
     LEFT_OUT,
     RULER_RUNS,
     format_ruler_table,
@@ -17,6 +16,7 @@ from niah.core.ruler_suite import (
     ruler_task_name,
     suite_requests,
 )
+from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.service.request_body import parse_request
 
 USER = {"model_name": "gemini-2.5-flash", "context_lengths": [4000, 8000], "seed": 3}

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from niah.core.grid import Cell
-from niah.core.prompts import LOCAL_TEMPLATE
-from niah.core.spec import RunRequest
+from niah.core.prompts.texts import LOCAL_TEMPLATE
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.cell_prompt import prepare_call
 from niah.tasks import get_task

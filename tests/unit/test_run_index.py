@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from niah.core.run_index import INDEX_FIELDS, build_index, render_index_page
+from niah.core.pages.run_index import INDEX_FIELDS, build_index, render_index_page
 from niah.service.report import render_report
 from niah.service.runs_index import refresh_index
 from tests.fake_store import MemoryStore

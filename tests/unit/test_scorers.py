@@ -1,6 +1,6 @@
 import pytest
 
-from niah.core.scoring import exact_score
+from niah.core.results.scoring import exact_score
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 import pytest
 
-from niah.core.grid import Cell
-from niah.core.spec import RunRequest
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 
@@ -120,7 +120,7 @@ def test_bad_requests_name_the_field(payload: object, field: str) -> None:
 
 
 def test_text_put_into_a_template_is_never_read_as_a_placeholder() -> None:
-    from niah.core.prompts import render
+    from niah.core.prompts.texts import render
 
     filled = render(
         "<{context}>\n{question}{answer_lead}",
@@ -157,9 +157,9 @@ STATIC_REFUSAL = (
 
 def test_the_harness_s_default_needle_alone_is_scored_exact_by_its_known_answer() -> None:
     """The harness README's `--dynamic_needle=False` on its own: its needle, exact."""
-    from niah.core.needles import needle_for
-    from niah.core.request_options import HARNESS_DEFAULT_NEEDLE, HARNESS_DEFAULT_QUESTION
-    from niah.core.scoring import exact_score
+    from niah.core.prompts.needles import needle_for
+    from niah.core.request.request_options import HARNESS_DEFAULT_NEEDLE, HARNESS_DEFAULT_QUESTION
+    from niah.core.results.scoring import exact_score
 
     spec = parse_request({"dynamic_needle": False, "context_lengths": [1000]})
     assert spec.scorer_name() == "exact"

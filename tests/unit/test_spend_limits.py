@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import time_machine
 
-from niah.core.callers import LOCAL_CALLER, caller_of
-from niah.core.spend import day_window, month_window, read_budget_alert
+from niah.core.money.spend import day_window, month_window, read_budget_alert
+from niah.core.request.callers import LOCAL_CALLER, caller_of
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.service import admission
 from niah.service.admission import handle_budget_alert, settle_run_spend

@@ -16,9 +16,9 @@ from google import genai
 from google.genai import errors, types
 
 from niah.catalog.models import CATALOG, ModelInfo, catalog_entry, prompt_limit
-from niah.core.answer_budget import call_budget
-from niah.core.grid import Cell
-from niah.core.spec import RunRequest
+from niah.core.prompts.answer_budget import call_budget
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini import thinking_options
 from niah.service.request_checks import check_lengths

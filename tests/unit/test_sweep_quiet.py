@@ -106,7 +106,7 @@ def test_released_cells_lost_are_published_again_and_only_they(essay_blobs: Memo
 
 
 def cells_of(store: MemoryStore, run_id: str) -> list[str]:
-    from niah.core.spec import RunRequest
+    from niah.core.request.spec import RunRequest
     from niah.service.messages import cell_messages
 
     spec = RunRequest.model_validate(store.runs[run_id]["spec"])

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from niah.core.answer_budget import CallBudget
-from niah.core.grid import Cell
-from niah.core.haystack_tokens import HaystackTokens
 from niah.core.interfaces import ModelAnswer
-from niah.core.prompt_builder import build_prompt
-from niah.core.prompts import HARNESS_TEMPLATE
-from niah.core.scoring import truncated_reason, unscored_reason
-from niah.core.spec import RunRequest
+from niah.core.prompts.answer_budget import CallBudget
+from niah.core.prompts.haystack_tokens import HaystackTokens
+from niah.core.prompts.prompt_builder import build_prompt
+from niah.core.prompts.texts import HARNESS_TEMPLATE
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
+from niah.core.results.scoring import truncated_reason, unscored_reason
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.request_body import parse_request
@@ -175,7 +175,7 @@ def test_samples_differ_and_are_reproducible_from_the_seed(task: str) -> None:
 
 
 def test_the_single_tasks_first_sample_is_the_needle_it_always_was() -> None:
-    from niah.core.needles import needle_for
+    from niah.core.prompts.needles import needle_for
 
     spec = RunRequest(context_lengths=[4000])
     sample = get_task("single").sample(spec, Cell(4000, 50))
@@ -263,7 +263,7 @@ def content_words(text: str) -> set[str]:
 
 
 def test_nonliteral_needles_share_no_content_word_with_their_question() -> None:
-    from niah.core.vocabulary import CHARACTER_NAMES
+    from niah.core.prompts.vocabulary import CHARACTER_NAMES
 
     assert len(TEMPLATES) == 36 and len(set(CHARACTER_NAMES)) == 60  # as the README says
     for needle, question in TEMPLATES:

@@ -1,4 +1,4 @@
-"""Lengths as the model counts them: the ratio, the fit, the limit (niah.core.token_fit)."""
+"""Lengths as the model counts them: the ratio, the fit, the limit (niah.core.prompts.token_fit)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ from typing import Any
 
 import pytest
 
-from niah.core.answer_budget import call_budget
-from niah.core.grid import Cell
-from niah.core.haystack_tokens import HaystackTokens
-from niah.core.prompt_builder import BuiltPrompt
-from niah.core.spec import RunRequest
-from niah.core.token_fit import (
+from niah.core.prompts.answer_budget import call_budget
+from niah.core.prompts.haystack_tokens import HaystackTokens
+from niah.core.prompts.prompt_builder import BuiltPrompt
+from niah.core.prompts.token_fit import (
     NEAR_LIMIT_SHARE,
     SAMPLE_SLICES,
     SAMPLE_TOKENS,
@@ -26,6 +24,8 @@ from niah.core.token_fit import (
     sample_text,
     token_count_note,
 )
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import PromptOverLimitError
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.cell_prompt import count_before_call

@@ -112,7 +112,7 @@ def test_piece_byte_lengths_give_exact_byte_offsets(tokenizer: SentencePieceToke
 
 
 def test_no_piece_spans_a_safe_boundary(tokenizer: SentencePieceTokenizer) -> None:
-    """The property the exact prompt builder rests on (see niah.core.prompt_builder).
+    """The property the exact prompt builder rests on (see niah.core.prompts.prompt_builder).
 
     No vocabulary piece holds a space after another character (but the one piece
     ``>▁</``), and no piece mixes newlines with anything else. A new tokenizer that

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from niah.core.summary import effective_length, measures, score_table
-from niah.core.uncertainty import Interval, interval
+from niah.core.results.summary import effective_length, measures, score_table
+from niah.core.results.uncertainty import Interval, interval
 from tests.unit.test_report import sample_cell
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison
@@ -99,7 +99,7 @@ def test_measures_carry_every_mean_s_interval() -> None:
 
 
 def test_a_mean_with_its_interval_reads_the_same_on_the_page_and_in_the_terminal() -> None:
-    from niah.core.uncertainty import with_interval
+    from niah.core.results.uncertainty import with_interval
 
     assert with_interval(66.66667, [52.1234, 79.0]) == "66.7 (95 %: 52.1-79)"
     assert with_interval(66.66667, [52.1234, 79.0], unit=" %") == "66.7 % (95 %: 52.1-79 %)"
@@ -124,7 +124,7 @@ Z95 = 1.959964  # the two-sided 95 % normal quantile, to 6 decimals
 def test_samples_for_a_margin_follow_the_normal_formula_worked_by_hand(
     margin: float, score: float, by_hand: int
 ) -> None:
-    from niah.core.uncertainty import margin_for_samples, samples_for_margin, z_value
+    from niah.core.results.uncertainty import margin_for_samples, samples_for_margin, z_value
 
     assert z_value() == pytest.approx(Z95, abs=1e-6)
     p, m = score / 100, margin / 100

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import requests
 
-from niah.core.answer_budget import answer_room, call_budget
-from niah.core.spec import RunRequest
+from niah.core.prompts.answer_budget import answer_room, call_budget
+from niah.core.request.spec import RunRequest
 from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
 from niah.models.providers import _providers as provider_cache
 from niah.models.providers.gemini import GeminiProvider, retry_budget_seconds
@@ -295,7 +295,7 @@ def test_a_blocked_prompt_keeps_the_apis_reason(
 def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
-    from niah.core.summary import summarize
+    from niah.core.results.summary import summarize
     from niah.service.report import heatmap_notes
 
     store, run_id, _ = run_one_gemini_cell(essay_blobs, model_name="gemini-9-ultra")
@@ -417,7 +417,7 @@ def test_the_judge_thinks_least_and_keeps_room_to_answer(
     standin: tuple[str, StandinState], judge: str, max_output: int, thinking: object
 ) -> None:
     """Before: 256 output tokens and default thinking; a thinking judge ran out of room."""
-    from niah.core.scoring import judge_answer
+    from niah.core.results.scoring import judge_answer
 
     _, state = standin
     verdict = judge_answer(
@@ -434,9 +434,9 @@ FILLER = [f"Essay sentence {i} is about gardens, rivers and old clocks." for i i
 
 def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
     """A real sample of ``task_name``, its insertions placed in filler text by depth."""
-    from niah.core.grid import Cell
-    from niah.core.prompts import HARNESS_TEMPLATE, render
-    from niah.core.spec import RunRequest
+    from niah.core.prompts.texts import HARNESS_TEMPLATE, render
+    from niah.core.request.grid import Cell
+    from niah.core.request.spec import RunRequest
     from niah.tasks import get_task
 
     task = get_task(task_name)
@@ -449,7 +449,7 @@ def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
     )
     sample = task.sample(spec, Cell(4000, 50.0))
     if sample.context_maker is not None:  # RULER's word lists: the list is the context
-        from niah.core.generated_context import build_generated_prompt
+        from niah.core.prompts.generated_context import build_generated_prompt
 
         built = build_generated_prompt(
             get_tokenizer(),
@@ -499,7 +499,7 @@ def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
 def test_every_task_is_answered_right_by_default(
     standin: tuple[str, StandinState], task_name: str, options: dict[str, Any]
 ) -> None:
-    from niah.core.prompts import split_transcript
+    from niah.core.prompts.texts import split_transcript
 
     task, sample, prompt = task_prompt(task_name, **options)
     turns = split_transcript(prompt) if sample.conversational else None

@@ -7,7 +7,7 @@ import pytest
 
 from niah.catalog.models import ProviderName
 from niah.core.interfaces import Provider
-from niah.core.summary import spend_summary
+from niah.core.results.summary import spend_summary
 from niah.errors import PermanentCellError, RetryableError, StoreUnavailableError
 from niah.models.tokenizer import get_tokenizer
 from niah.service.cell_worker import process_cell
@@ -361,7 +361,7 @@ def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
 def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
     world: dict[str, Any], forged: dict[str, Any]
 ) -> None:
-    from niah.core.grid import Cell
+    from niah.core.request.grid import Cell
 
     message = {
         "run_id": world["run_id"],

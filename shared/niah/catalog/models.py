@@ -114,7 +114,7 @@ GEMINI_3_TEMPERATURE = 1.0
 
 # The answer budget of a model that does not think, when nothing else sets it: the
 # harness asked for 300 tokens. The answer room each task needs is added on top of the
-# thinking room (``niah.core.answer_budget``); this is only the floor.
+# thinking room (``niah.core.prompts.answer_budget``); this is only the floor.
 PROVIDER_OUTPUT_TOKENS: dict[ProviderName, int] = {
     "local": 24,
     "gemini": 300,

@@ -157,7 +157,7 @@ def where_to_look(
     ``project`` and ``bucket``: the deployment's (the dispatcher says), else the settings'.
     """
     from niah.cloud.blobs import browser_url
-    from niah.core.report_page import REPORT_PAGE_FILE
+    from niah.core.pages.report_page import REPORT_PAGE_FILE
 
     settings = get_settings()
     project = project or settings.project

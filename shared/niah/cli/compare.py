@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from niah.cli.backend import result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
-from niah.core.paired import comparison_lines
+from niah.core.results.paired import comparison_lines
 
 if TYPE_CHECKING:
-    from niah.core.comparison import Comparison
+    from niah.core.results.comparison import Comparison
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
     """Compare runs on their shared grid: an HTML page, and a PNG beside it."""
-    from niah.core.comparison import compare_runs, render_comparison_page
+    from niah.core.results.comparison import compare_runs, render_comparison_page
     from niah.errors import ComparisonError, DifferentModelsError
     from niah.service.report import render_comparison_png
 

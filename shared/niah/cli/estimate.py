@@ -7,7 +7,7 @@ from typing import Any
 from niah.cli.backend import blob_store
 from niah.cli.output import count, usage_error
 from niah.cli.run_options import in_cli_words
-from niah.core.request_options import BATCH_TURNAROUND
+from niah.core.request.request_options import BATCH_TURNAROUND
 
 
 def check_request(payload: dict[str, Any]) -> None:
@@ -91,8 +91,8 @@ def format_estimate(figures: dict[str, Any]) -> str:
 
 def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
-    from niah.core import estimate as estimating
-    from niah.core.sample import Sample
+    from niah.core.money import estimate as estimating
+    from niah.core.prompts.sample import Sample
     from niah.errors import ConfigurationError, RequestError
     from niah.models.providers import provider_class
     from niah.service.request_body import parse_request
@@ -141,7 +141,7 @@ def margin_figures(
     At the worst case (a 50 % score) and at ``expected`` if given; the grid's margins
     are for a mean per point, per length (its depths' samples) and over the run.
     """
-    from niah.core.uncertainty import (
+    from niah.core.results.uncertainty import (
         CONFIDENCE,
         margin_for_samples,
         samples_for_margin,

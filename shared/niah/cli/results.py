@@ -9,9 +9,10 @@ from typing import Any
 from niah.cli.backend import result_store, where_to_look
 from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
-from niah.core.served_models import answered_by_text, served_versions
-from niah.core.spec import run_label
-from niah.core.summary import (
+from niah.core.prompts.token_fit import token_count_note
+from niah.core.request.spec import run_label
+from niah.core.results.served_models import answered_by_text, served_versions
+from niah.core.results.summary import (
     cost_summary,
     failure_reasons,
     format_cost,
@@ -20,8 +21,7 @@ from niah.core.summary import (
     score_table,
     spend_summary,
 )
-from niah.core.token_fit import token_count_note
-from niah.core.uncertainty import with_interval
+from niah.core.results.uncertainty import with_interval
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5

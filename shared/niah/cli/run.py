@@ -18,13 +18,14 @@ from niah.cli.output import count, to_json, usage_error
 from niah.cli.results import print_results, print_status_json
 from niah.cli.run_options import run_payload
 from niah.core.interfaces import RUN_CANCELLED
-from niah.core.request_options import BATCH_QUEUE_HOURS, BATCH_RUN_HOURS, BATCH_TURNAROUND
-from niah.core.spec import RUN_ID_PATTERN
-from niah.core.summary import cost_summary
+from niah.core.request.request_options import BATCH_QUEUE_HOURS, BATCH_RUN_HOURS, BATCH_TURNAROUND
+from niah.core.request.spec import RUN_ID_PATTERN
+from niah.core.results.summary import cost_summary
 
 # How long --wait follows a run by default: an online run ends in minutes; a batch job
 # may queue for up to 72 h and then run for up to 24 h (Google's limits, see
-# niah.core.request_options.BATCH_TURNAROUND), so a batch run is followed for that whole window.
+# niah.core.request.request_options.BATCH_TURNAROUND), so a batch run is followed for
+# that whole window.
 ONLINE_WAIT_SECONDS = 3600.0
 BATCH_WAIT_SECONDS = float((BATCH_QUEUE_HOURS + BATCH_RUN_HOURS) * 3600)
 TIMEOUT_HELP = (

@@ -17,8 +17,8 @@ from typing import Any
 
 from niah.cli.output import usage_error
 from niah.cli.syntax import BooleanFlag, ListOption, TextListOption
-from niah.core.request_options import BATCH_TURNAROUND, OPTION_HELP, TaskName
-from niah.core.spec import RunRequest
+from niah.core.request.request_options import BATCH_TURNAROUND, OPTION_HELP, TaskName
+from niah.core.request.spec import RunRequest
 
 # The harness's options that mean nothing to a service, and what takes their place.
 HARNESS_ONLY_OPTIONS = {

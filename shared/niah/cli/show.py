@@ -12,8 +12,8 @@ from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
 from niah.core.interfaces import RUN_CANCELLED
-from niah.core.run_index import report_error_text
-from niah.core.summary import (
+from niah.core.pages.run_index import report_error_text
+from niah.core.results.summary import (
     summarize,
 )
 
@@ -82,7 +82,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     if run is None:
         sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
     if args.html:
-        from niah.core.report_page import render_run_page
+        from niah.core.pages.report_page import render_run_page
 
         cells = store.list_cells(args.run_id)
         if not cells:
@@ -111,7 +111,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     format. ``csv`` and ``jsonl``: one file, one row (or line) per sample. The run's
     summary goes beside the folder or file, as ``<name>.summary.json``.
     """
-    from niah.core.sample_rows import cells_jsonl, rows_csv
+    from niah.core.results.sample_rows import cells_jsonl, rows_csv
 
     out: Path = args.out
     if args.format == "json" and out.exists() and not out.is_dir():
@@ -174,7 +174,7 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 def cmd_index(args: argparse.Namespace) -> None:
     """Write the runs index (the page the report function keeps in the bucket) locally."""
-    from niah.core.run_index import INDEX_FIELDS, build_index, index_json, render_index_page
+    from niah.core.pages.run_index import INDEX_FIELDS, build_index, index_json, render_index_page
 
     writable_file(args.out, "--out")
     if args.json:

@@ -2,7 +2,7 @@
 
 Kept apart from the command line's parser: the CLI hands over its parsed options and its
 own ways to submit a run, wait for one and reach the store; this module knows what a
-suite is (``niah.core.ruler_suite``) and what to print. It sits in the CLI's floor
+suite is (``niah.core.request.ruler_suite``) and what to print. It sits in the CLI's floor
 because it prints with ``niah.cli.output``: below it, that import would point up.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from niah.cli.output import count
-from niah.core.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
+from niah.core.request.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
 
 Submit = Callable[[dict[str, Any]], dict[str, Any]]
 Wait = Callable[[str, float], dict[str, Any]]

@@ -1,7 +1,7 @@
 """Admission: whether a run may spend, who may change it, and the kill switch.
 
 - **Ceilings.** A new run (and a resume or retry that asks cells again) reserves its
-  worst case (``niah.core.spend.worst_case``) in the ledger's windows: the UTC day, the
+  worst case (``niah.core.money.spend.worst_case``) in the ledger's windows: the UTC day, the
   UTC month and, where a per-caller ceiling is set, the caller's day. One transaction
   reads every window and adds to all or none, so two POSTs at once cannot both take the
   last room. When the run's report is written (or it is cancelled) its reservation is
@@ -9,7 +9,7 @@
   runs spent plus the worst case of the runs still running. A run's spend counts in the
   day and month it was admitted, whenever its calls are billed.
 - **Callers.** A run records who started it (``created_by``); only they or an operator
-  may cancel, resume or relabel it (``niah.core.callers``).
+  may cancel, resume or relabel it (``niah.core.request.callers``).
 - **Kill switch.** A Firestore document, set by a Cloud Billing budget alert
   (``handle_budget_alert``) or by hand, lifted by an operator (``niah killswitch
   lift``). While it is on, nothing is admitted. Each dispatcher instance reads it at
@@ -24,12 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from niah.core.answer_budget import CallBudget
-from niah.core.callers import check_may_change
-from niah.core.grid import Cell
 from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, SpendLedger
-from niah.core.spec import RunRequest
-from niah.core.spend import (
+from niah.core.money.spend import (
     WorstCase,
     caller_window,
     day_window,
@@ -37,6 +33,10 @@ from niah.core.spend import (
     read_budget_alert,
     worst_case,
 )
+from niah.core.prompts.answer_budget import CallBudget
+from niah.core.request.callers import check_may_change
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.logs import log
 from niah.settings import get_settings

@@ -38,7 +38,7 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import CLAIM_HELD, BlobInfo, BlobStore, Publisher, ResultStore
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.errors import CellInFlightError
 from niah.logs import log
 from niah.models.providers import get_provider

@@ -19,7 +19,7 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.errors import BatchJobError, CellInFlightError
 from niah.logs import log
 from niah.models.providers import get_provider

@@ -3,7 +3,7 @@
 The prompt comes from the worker's own sequence (``prepare_call``) and the generation
 settings from the one definition both paths use (``niah.models.providers.gemini_request``),
 so a batch run asks exactly what an online run asks. A Gemini run's haystack prompt is
-fitted to the model's count (``niah.core.token_fit``) and a prompt over the model's
+fitted to the model's count (``niah.core.prompts.token_fit``) and a prompt over the model's
 input limit refused (``PromptOverLimitError``) here, before the job is paid for, as the
 online path does before its call.
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from niah.core.interfaces import BlobInfo, BlobStore, Provider
-from niah.core.spec import RunRequest
-from niah.core.token_fit import TokenCountRatio
+from niah.core.prompts.token_fit import TokenCountRatio
+from niah.core.request.spec import RunRequest
 from niah.models.providers.gemini import GeminiProvider
 from niah.models.providers.gemini_request import batch_line, generation_for, request_body
 from niah.service.cell_prompt import cell_sample, count_before_call, prepare_call, reads_haystack

@@ -11,7 +11,7 @@ import json
 from typing import Any, NamedTuple
 
 from niah.core.interfaces import BlobInfo, BlobStore
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.service.messages import CellTask, cell_messages
 
 MANIFEST_TYPE = "application/json"

@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from niah.core.answer_budget import call_budget
 from niah.core.interfaces import (
     CLAIM_HELD,
     CLAIM_STORED,
@@ -23,9 +22,10 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
-from niah.core.pricing import answer_cost
-from niah.core.spec import RunRequest
-from niah.core.token_fit import cell_token_fields
+from niah.core.money.pricing import answer_cost
+from niah.core.prompts.answer_budget import call_budget
+from niah.core.prompts.token_fit import cell_token_fields
+from niah.core.request.spec import RunRequest
 from niah.errors import CellInFlightError, NiahError, RetryableError
 from niah.logs import log
 from niah.models.providers.gemini import answer_from_json

@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 
 from niah.core.interfaces import RUN_CANCELLED, BatchClient, BlobStore, Publisher, ResultStore
-from niah.core.spec import RUN_ID_PATTERN, RunRequest
+from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
 from niah.errors import BatchJobError
 from niah.logs import log
 from niah.models.providers import get_provider

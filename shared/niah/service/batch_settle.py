@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from niah.core.interfaces import CLAIM_HELD, RUN_CANCELLED, BlobStore, Publisher, ResultStore
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.errors import BatchJobError, CellInFlightError, NiahError
 from niah.logs import log
 from niah.models.providers import get_provider

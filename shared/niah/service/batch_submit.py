@@ -22,8 +22,8 @@ from niah.core.interfaces import (
     ResultStore,
     gs_uri,
 )
-from niah.core.spec import RunRequest
-from niah.core.token_fit import TokenCountRatio
+from niah.core.prompts.token_fit import TokenCountRatio
+from niah.core.request.spec import RunRequest
 from niah.errors import CellInFlightError, PromptOverLimitError
 from niah.logs import log
 from niah.models.providers import get_provider

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.callers import LOCAL_CALLER, check_may_change
 from niah.core.interfaces import CancelOutcome, Publisher, ResultStore, SpendLedger
-from niah.core.pricing import spend_summary
-from niah.core.spec import RUN_ID_PATTERN
+from niah.core.money.pricing import spend_summary
+from niah.core.request.callers import LOCAL_CALLER, check_may_change
+from niah.core.request.spec import RUN_ID_PATTERN
 from niah.errors import RequestError
 from niah.logs import log
 from niah.service.admission import settle_run_spend
@@ -35,7 +35,7 @@ class Cancelled:
     total: int
     answered: int
     failed: int
-    # The run's token and cost totals as counted (``niah.core.summary.cost_summary``
+    # The run's token and cost totals as counted (``niah.core.results.summary.cost_summary``
     # reads them; not here, so the dispatcher does not load the pricing tables).
     totals: dict[str, float]
 

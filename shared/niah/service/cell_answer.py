@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.core.grid import Cell
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
-from niah.core.spec import RunRequest
-from niah.core.token_fit import cell_token_fields
+from niah.core.prompts.token_fit import cell_token_fields
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import (
     CellInFlightError,
     CloudUnavailableError,

@@ -11,17 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from niah.catalog.models import input_limit, prompt_limit
-from niah.core.answer_budget import CallBudget, call_budget
-from niah.core.generated_context import build_generated_prompt
-from niah.core.grid import Cell
-from niah.core.haystack_files import haystack_prefix
-from niah.core.haystack_tokens import HaystackTokens, load_haystack
 from niah.core.interfaces import BlobInfo, BlobStore, Provider, Tokenizer, Turn
-from niah.core.mrcr_files import read_row
-from niah.core.prompt_builder import BuiltPrompt, build_prompt
-from niah.core.prompts import split_transcript
-from niah.core.spec import RunRequest
-from niah.core.token_fit import TokenCountRatio, needs_exact_count, refuse_over_limit
+from niah.core.prompts.answer_budget import CallBudget, call_budget
+from niah.core.prompts.generated_context import build_generated_prompt
+from niah.core.prompts.haystack_files import haystack_prefix
+from niah.core.prompts.haystack_tokens import HaystackTokens, load_haystack
+from niah.core.prompts.mrcr_files import read_row
+from niah.core.prompts.prompt_builder import BuiltPrompt, build_prompt
+from niah.core.prompts.texts import split_transcript
+from niah.core.prompts.token_fit import TokenCountRatio, needs_exact_count, refuse_over_limit
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import HaystackError
 from niah.service.messages import CellTask
 from niah.tasks import Sample, get_task
@@ -85,7 +85,7 @@ def prepare_call(
     its prompt (a published MRCR row) is sent as it is. ``haystack_files``: the run's
     listing; without it the haystack's prefix is listed. ``token_ratio``: how the model
     counts the haystack; a haystack prompt is then built to the local length the model
-    counts as the cell's (``niah.core.token_fit``).
+    counts as the cell's (``niah.core.prompts.token_fit``).
     """
     template = sample.template or spec.prompt_template or default_template
     if sample.prompt is not None:

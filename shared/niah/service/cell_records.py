@@ -11,9 +11,9 @@ import datetime as dt
 import json
 from typing import Any, Literal
 
-from niah.core.counters import shard_of
 from niah.core.interfaces import BlobStore, Publisher, ResultStore, gs_uri
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
+from niah.core.results.counters import shard_of
 from niah.errors import CloudRefusedError, NiahError, RetryableError, StoreUnavailableError
 from niah.logs import log
 from niah.service.messages import CellTask

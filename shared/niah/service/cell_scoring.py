@@ -10,19 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 from niah.catalog.models import provider_for_model
-from niah.core.answer_budget import CallBudget
-from niah.core.grid import Cell
 from niah.core.interfaces import BlobStore, ModelAnswer, gs_uri
-from niah.core.pricing import Cost, answer_cost
-from niah.core.scoring import (
+from niah.core.money.pricing import Cost, answer_cost
+from niah.core.prompts.answer_budget import CallBudget
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
+from niah.core.results.scoring import (
     MISSED,
     RETRIEVED,
     judge_answer,
     truncated_reason,
     unscored_reason,
 )
-from niah.core.served_models import answer_identity
-from niah.core.spec import RunRequest
+from niah.core.results.served_models import answer_identity
 from niah.errors import NiahError
 from niah.logs import log
 from niah.service.messages import CellTask

@@ -21,7 +21,7 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.errors import CellInFlightError, DeadLetteredError, RetryableError, WorkerDiedError
 from niah.logs import describe, log
 from niah.models.providers import get_provider

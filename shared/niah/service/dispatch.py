@@ -14,9 +14,6 @@ from typing import Any
 
 from niah.catalog.availability import lifecycle_notes
 from niah.catalog.models import ModelInfo, find_model, temperature_record
-from niah.core.answer_budget import call_budget
-from niah.core.callers import LOCAL_CALLER
-from niah.core.counters import run_shards, shard_totals, shards_for
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
@@ -27,7 +24,10 @@ from niah.core.interfaces import (
     ResultStore,
     SpendLedger,
 )
-from niah.core.spec import RunRequest, run_label
+from niah.core.prompts.answer_budget import call_budget
+from niah.core.request.callers import LOCAL_CALLER
+from niah.core.request.spec import RunRequest, run_label
+from niah.core.results.counters import run_shards, shard_totals, shards_for
 from niah.logs import log
 from niah.service.admission import admit_request
 from niah.service.messages import primer_message
@@ -122,7 +122,7 @@ def run_record(
             "thinking_budget": spec.thinking_budget,  # None: the model's default
             "thinking_level": spec.thinking_level,
             # The answer budget each call gets: the answer's room plus the thinking room
-            # (niah.core.answer_budget), or the run's own max_output_tokens.
+            # (niah.core.prompts.answer_budget), or the run's own max_output_tokens.
             "max_output_tokens": budget.max_output_tokens,
             "answer_tokens": budget.answer_tokens,
             "thinking_tokens": budget.thinking_tokens,
@@ -132,7 +132,7 @@ def run_record(
         },
         "total": len(cells),
         # The counter shards, sized to the run, and what each will count: a worker
-        # checks the run only when its shard is full (niah.core.counters).
+        # checks the run only when its shard is full (niah.core.results.counters).
         "counter_shards": shards,
         "shard_totals": shard_totals((c.cell_id for c in cells), shards),
         "done": 0,
@@ -218,7 +218,7 @@ def dispatch_run(
     The run ID is derived from the request and the haystack's content, so a client
     that retries gets the same run back and workers skip the cells already answered.
     ``ledger``: where spend is held against the ceilings (none: unlimited, as in tests
-    of other concerns); ``caller``: who asks (``niah.core.callers``).
+    of other concerns); ``caller``: who asks (``niah.core.request.callers``).
     """
     checked = check_request(payload, blobs)
     spec, run_id, warnings = checked.spec, checked.run_id, checked.warnings

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.grid import Cell, primer_cell
-from niah.core.spec import RUN_ID_PATTERN, RunRequest
+from niah.core.request.grid import Cell, primer_cell
+from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
 from niah.errors import MalformedMessageError
 from niah.service.run_sources import source_cells
 from niah.settings import get_settings

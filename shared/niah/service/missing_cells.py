@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import RUN_CANCELLED, Publisher, ResultStore
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.logs import log
 from niah.service.messages import BATCH_SUBMIT, batch_message, cell_messages
 from niah.service.run_completion import request_report_if_complete

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from niah.core.comparison import Comparison
-from niah.core.heatmap import (
+from niah.core.interfaces import BlobStore, ResultStore, SpendLedger, gs_uri
+from niah.core.pages.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
     HARNESS_SCALE,
@@ -20,17 +20,17 @@ from niah.core.heatmap import (
     Scale,
     percent_table,
 )
-from niah.core.interfaces import BlobStore, ResultStore, SpendLedger, gs_uri
-from niah.core.report_page import REPORT_PAGE_FILE, heatmap_cells, render_run_page
-from niah.core.spec import run_label
-from niah.core.summary import (
+from niah.core.pages.report_page import REPORT_PAGE_FILE, heatmap_cells, render_run_page
+from niah.core.request.spec import run_label
+from niah.core.results.comparison import Comparison
+from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
     format_cost,
     score_table,
     summarize,
 )
-from niah.core.uncertainty import with_interval
+from niah.core.results.uncertainty import with_interval
 from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
 from niah.service.admission import settle_run_spend

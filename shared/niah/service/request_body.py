@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from niah.core.request_errors import describe_validation_error
-from niah.core.spec import RunRequest
+from niah.core.request.request_errors import describe_validation_error
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.settings import get_settings
 

@@ -22,11 +22,11 @@ from niah.catalog.models import (
     not_a_text_model,
     provider_for_model,
 )
-from niah.core.answer_budget import CallBudget, answer_room, budget_warning, call_budget
-from niah.core.grid import Cell
-from niah.core.haystack_files import content_fingerprint
 from niah.core.interfaces import BlobInfo, BlobStore
-from niah.core.spec import RunRequest
+from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warning, call_budget
+from niah.core.prompts.haystack_files import content_fingerprint
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 from niah.service.run_sources import (

@@ -9,18 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.answer_budget import reply_room
-from niah.core.grid import Cell
-from niah.core.haystack_files import (
+from niah.core.interfaces import BlobInfo, BlobStore
+from niah.core.prompts.answer_budget import reply_room
+from niah.core.prompts.haystack_files import (
     check_source_size,
     content_fingerprint,
     haystack_files,
     haystack_prefix,
     mrcr_source_prefix,
 )
-from niah.core.interfaces import BlobInfo, BlobStore
-from niah.core.mrcr_files import csv_files, index_rows
-from niah.core.spec import RunRequest
+from niah.core.prompts.mrcr_files import csv_files, index_rows
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import HaystackError, RequestError
 
 # A haystack listing up to this many files rides on the run document, so workers need

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from niah.catalog.models import ProviderName
-from niah.core.counters import run_shards
 from niah.core.interfaces import RUN_CANCELLED, BlobInfo, ResultStore
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
+from niah.core.results.counters import run_shards
 from niah.memo import ProcessCache
 from niah.service.messages import CellTask, run_cell_tasks
 
@@ -33,7 +33,7 @@ class RunView:
     # The listing the run was created with (None: not kept; the worker lists).
     haystack_files: list[BlobInfo] | None
     total: int  # the run's cells: whether a stored cell was its last
-    # The counter shards the run's cells are counted on (niah.core.counters).
+    # The counter shards the run's cells are counted on (niah.core.results.counters).
     counter_shards: int
     # How many cells each counter shard counts (None: a run from before they were kept).
     shard_totals: dict[str, int] | None = None
@@ -42,7 +42,7 @@ class RunView:
     # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
     # the run document every delivery reads anyway: no read more per cell.
     cancelled: bool = False
-    # How the model counts the run's haystack (``niah.core.token_fit``), once measured.
+    # How the model counts the run's haystack (``niah.core.prompts.token_fit``), once measured.
     token_count: dict[str, Any] | None = None
     # A run over published rows: each cell's message as the dispatcher makes it, by
     # cell ID (its file, row and byte span are the run's record, not the message's).

@@ -14,7 +14,7 @@ import random
 import time
 
 from niah.core.interfaces import BlobStore, ResultStore
-from niah.core.run_index import (
+from niah.core.pages.run_index import (
     INDEX_FIELDS,
     INDEX_HTML,
     INDEX_JSON,

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import Publisher, ResultStore
-from niah.core.spec import RunRequest
+from niah.core.request.spec import RunRequest
 from niah.logs import log
 from niah.service.batch_pieces import hand_on_dead_pieces
 from niah.service.messages import (

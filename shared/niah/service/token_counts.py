@@ -1,4 +1,4 @@
-"""A run's token count ratio, measured once and kept on the run (``niah.core.token_fit``).
+"""A run's token count ratio, measured once and kept on the run (``niah.core.prompts.token_fit``).
 
 Measured by the worker, not the dispatcher: the dispatcher imports no tokenizer (it
 cold-starts light), and the worker has the haystack tokenized already. Every cell of
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from niah.core.haystack_tokens import HaystackTokens
 from niah.core.interfaces import Provider, ResultStore, Tokenizer
-from niah.core.spec import RunRequest
-from niah.core.token_fit import TokenCountRatio, measure_ratio
+from niah.core.prompts.haystack_tokens import HaystackTokens
+from niah.core.prompts.token_fit import TokenCountRatio, measure_ratio
+from niah.core.request.spec import RunRequest
 from niah.logs import log
 from niah.memo import ProcessCache
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from niah.core.grid import Cell
-from niah.core.prompt_builder import Insertion
-from niah.core.request_options import NeedleType
-from niah.core.scoring import mentions
-from niah.core.spec import RunRequest
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.request.grid import Cell
+from niah.core.request.request_options import NeedleType
+from niah.core.request.spec import RunRequest
+from niah.core.results.scoring import mentions
 from niah.tasks.base import (
     RULER_KIND_NAMES,
     Sample,

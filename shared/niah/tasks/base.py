@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from niah.core.grid import Cell
-from niah.core.prompt_builder import Insertion
-from niah.core.request_options import NeedleType
-from niah.core.sample import Sample
-from niah.core.scoring import mentions
-from niah.core.spec import RunRequest
-from niah.core.vocabulary import ADJECTIVES, NOUNS
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.prompts.sample import Sample
+from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
+from niah.core.request.grid import Cell
+from niah.core.request.request_options import NeedleType
+from niah.core.request.spec import RunRequest
+from niah.core.results.scoring import mentions
 
 Outcome = Literal["correct", "wrong", "unscored", "truncated"]
 

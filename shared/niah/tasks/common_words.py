@@ -13,7 +13,7 @@ any other word, so no answer changes), so the prompt is exactly the length.
 
 Where this differs from RULER, and why: RULER's words come from the ``wonderwords``
 lists and a downloaded English word list; here they are adjective-noun pairs of the
-service's own pools (``niah.core.vocabulary``, the same form as RULER's word keys),
+service's own pools (``niah.core.prompts.vocabulary``, the same form as RULER's word keys),
 adjective-adjective-noun triples past what the pairs can fill (about 200K tokens), so
 nothing is downloaded. RULER's one-shot example before the prompt is left out (at 4K
 tokens it would take a quarter of the prompt).
@@ -25,10 +25,10 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from niah.core.generated_context import PieceCounter
-from niah.core.grid import Cell
-from niah.core.spec import RunRequest
-from niah.core.vocabulary import ADJECTIVES, NOUNS
+from niah.core.prompts.generated_context import PieceCounter
+from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError
 from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
 

@@ -24,9 +24,9 @@ import random
 import string
 from dataclasses import dataclass
 
-from niah.core.generated_context import PieceCounter
-from niah.core.grid import Cell
-from niah.core.spec import RunRequest
+from niah.core.prompts.generated_context import PieceCounter
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError
 from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
 

@@ -20,11 +20,11 @@ import difflib
 import random
 import string
 
-from niah.core.answer_budget import reply_room
-from niah.core.grid import Cell
-from niah.core.prompt_builder import Insertion
-from niah.core.spec import RunRequest
-from niah.core.vocabulary import ADJECTIVES, NOUNS
+from niah.core.prompts.answer_budget import reply_room
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.tasks.base import Sample, Verdict, sample_rng, spread_depths
 
 # MRCR v2's request parts (mrcr_utils.py): formats, needle topics, styles.

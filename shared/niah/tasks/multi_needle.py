@@ -8,10 +8,10 @@ and scored by ``expected_answers`` or the judge.
 
 from __future__ import annotations
 
-from niah.core.grid import Cell
-from niah.core.prompt_builder import Insertion
-from niah.core.spec import RunRequest
-from niah.core.vocabulary import CITIES
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.prompts.vocabulary import CITIES
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     Sample,
     Verdict,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from niah.core.grid import Cell
-from niah.core.spec import RunRequest
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     Sample,
     Verdict,

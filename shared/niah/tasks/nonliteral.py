@@ -9,11 +9,11 @@ content word with its needle. Correct is an answer that names the character.
 
 from __future__ import annotations
 
-from niah.core.grid import Cell
-from niah.core.prompt_builder import Insertion
-from niah.core.scoring import mentions
-from niah.core.spec import RunRequest
-from niah.core.vocabulary import CHARACTER_NAMES
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.prompts.vocabulary import CHARACTER_NAMES
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
+from niah.core.results.scoring import mentions
 from niah.tasks.base import Sample, Verdict, sample_rng
 
 # (needle, question): the needle names a landmark, the question its place.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from niah.core.grid import Cell
-from niah.core.needles import needle_for
-from niah.core.prompt_builder import Insertion
-from niah.core.scoring import mentions
-from niah.core.spec import RunRequest
+from niah.core.prompts.needles import needle_for
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
+from niah.core.results.scoring import mentions
 from niah.tasks.base import Sample, Verdict
 
 

@@ -24,9 +24,9 @@ import itertools
 import random
 import string
 
-from niah.core.grid import Cell
-from niah.core.prompt_builder import Insertion
-from niah.core.spec import RunRequest
+from niah.core.prompts.prompt_builder import Insertion
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
 
 # RULER's template and answer prefix for variable tracking, in its words.

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from niah.cloud import metering
-from niah.core.counters import shard_of
+from niah.core.results.counters import shard_of
 from niah.settings import get_settings
 
 RUNS = "runs"

@@ -11,7 +11,7 @@ from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_DELETES, FIRESTORE_WRITES
 from niah.cloud.store.paths import SHARD_COUNTED
 from niah.cloud.store.reports import ReportClaims
-from niah.core.counters import shard_of
+from niah.core.results.counters import shard_of
 from niah.errors import StoreUnavailableError
 
 

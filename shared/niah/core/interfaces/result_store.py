@@ -95,7 +95,7 @@ class ResultStore(Protocol):
     ) -> Recorded:
         """Create the cell's result, count it (adding ``totals``), close ``call``, free its lease.
 
-        Counted on the cell's shard of the run's ``shards`` (``niah.core.counters``).
+        Counted on the cell's shard of the run's ``shards`` (``niah.core.results.counters``).
 
         Atomic. Not stored if the cell was already stored: nothing is counted then, but
         the call is still closed (it was paid for).

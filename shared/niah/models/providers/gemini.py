@@ -12,7 +12,7 @@ from typing import Any
 
 from niah.catalog.models import GEMMA3_TOKENIZER
 from niah.core.interfaces import BatchJob, ModelAnswer, Turn
-from niah.core.prompts import HARNESS_TEMPLATE
+from niah.core.prompts.texts import HARNESS_TEMPLATE
 from niah.errors import (
     RETRYABLE_STATUS_CODES,
     ConfigurationError,

@@ -13,7 +13,7 @@ from typing import Any
 
 from niah.catalog.models import GEMMA3_TOKENIZER, temperature_for
 from niah.core.interfaces import ModelAnswer, Turn
-from niah.core.prompts import LOCAL_TEMPLATE
+from niah.core.prompts.texts import LOCAL_TEMPLATE
 from niah.errors import PermanentCellError
 from niah.models.gemma_assets import gguf_path
 from niah.settings import get_settings

@@ -12,7 +12,7 @@ from typing import Any
 
 from niah.catalog.models import GEMMA3_TOKENIZER, temperature_for
 from niah.core.interfaces import ModelAnswer, Turn
-from niah.core.prompts import HARNESS_TEMPLATE
+from niah.core.prompts.texts import HARNESS_TEMPLATE
 from niah.errors import ConfigurationError, RetryableError, classify_http_error
 from niah.settings import get_settings
 

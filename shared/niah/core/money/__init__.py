@@ -1,0 +1,1 @@
+"""Money: what calls cost, what a run will cost before it runs, and spend windows."""

@@ -1,0 +1,419 @@
+"""What a run will cost before it runs: prompt tokens per cell, caching, the judge, budgets.
+
+Every figure is per call, from what the worker would send:
+
+- **Prompt tokens.** A generated sample's prompt is built to exactly ``context_length -
+  final_context_length_buffer`` tokens of our tokenizer (``niah.core.prompts.prompt_builder``
+  lands on it or refuses the cell), so that count is exact. A conversational prompt
+  (MRCR) is sent as turns, which the API counts its own way: it gets ``TURN_ALLOWANCE``
+  tokens a turn on top (an allowance, not a bound: Google does not publish how it
+  counts turns). A published MRCR v2 row is priced at its ``context_len``, Google's
+  count. The long-context tier is decided on each cell's own count.
+- **Naive**: nothing cached. **Cache-aware**: the dispatcher's primer first, then the
+  rest, each sharing with it the template's head and the haystack before its first
+  insertion; that prefix is billed at the cached rate when it reaches
+  ``IMPLICIT_CACHE_MIN_TOKENS`` (the benchmark's stand-in uses the same model).
+- **The judge**: one call per cell, its prompt bounded by bytes (every byte of UTF-8
+  text is at most one Gemma 3 token) plus the answer's room, its output by its budget.
+
+Pure arithmetic: the caller hands over each cell's sample, a tokenizer if one is at
+hand, and where the haystack's sentences end if it read the haystack.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from niah.catalog.availability import lifecycle_notes
+from niah.catalog.models import find_model, model_notice
+from niah.catalog.prices import next_price_change, prices_for
+from niah.core.interfaces import Tokenizer
+from niah.core.money.pricing import Cost, cost_of
+from niah.core.prompts.answer_budget import (
+    CallBudget,
+    budget_warning,
+    call_budget,
+    least_thinking_budget,
+)
+from niah.core.prompts.sample import Sample
+from niah.core.prompts.texts import (
+    CONTEXT_MARK,
+    JUDGE_MAX_OUTPUT_TOKENS,
+    judge_prompt,
+    render,
+    split_transcript,
+)
+from niah.core.request.grid import Cell, primer_cell
+from niah.core.request.spec import RunRequest
+
+# Vertex AI's implicit cache serves a shared prefix only from this many tokens
+# (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview,
+# read 2026-11-26). The stand-in's cache model reads it from here.
+IMPLICIT_CACHE_MIN_TOKENS = 2048
+# A price change within this many days is told with the estimate (a run may span it).
+PRICE_CHANGE_WARNING_DAYS = 60
+# Tokens a turn may add when a transcript is sent as turns: Gemma's chat template wraps
+# each in <start_of_turn>, the role, a newline, <end_of_turn> and a newline, while the
+# "User: " / "Assistant: " marks and blank lines between them are dropped. An allowance.
+TURN_ALLOWANCE = 5
+
+PromptBasis = Literal["exact", "turns_allowance", "published"]
+
+
+@dataclass(frozen=True)
+class CallTokens:
+    """One call's tokens as billed: prompt (of which cached) and output (with thinking)."""
+
+    prompt_tokens: int
+    cached_tokens: int = 0
+    output_tokens: int = 0
+
+
+def price_calls(model_name: str, calls: Iterable[CallTokens], *, batch: bool = False) -> Cost:
+    """What ``calls`` to ``model_name`` cost, at batch rates with ``batch``; or unpriced.
+
+    Unpriced if the model has no known price. The one pricing of a list of calls: the
+    estimate's and the cache benchmark's.
+    """
+    total = Cost(0.0, priced=True)
+    for call in calls:
+        total += cost_of(
+            model_name,
+            call.prompt_tokens,
+            call.output_tokens,
+            cached_tokens=call.cached_tokens,
+            batch=batch,
+        )
+    return total
+
+
+@dataclass(frozen=True)
+class CellEstimate:
+    """One cell's call: its prompt tokens and how known, its cached prefix, its budget."""
+
+    cell: Cell
+    prompt_tokens: int
+    basis: PromptBasis
+    # Template head + haystack before the first insertion (None: no shared haystack).
+    prefix_tokens: int | None
+    head: str | None
+    max_output_tokens: int
+    answer_tokens: int
+    cached_tokens: int = 0
+    judge_prompt_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """A run's calls, priced naively, cache-aware and with the judge's, and why to worry."""
+
+    spec: RunRequest
+    cells: list[CellEstimate]
+    primer_cell_id: str | None
+    budget: CallBudget
+    judge_budget: CallBudget | None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def model_calls(self, *, cached: bool) -> list[CallTokens]:
+        """The model's calls, with the cache-aware cached prefixes or none."""
+        return [
+            CallTokens(c.prompt_tokens, c.cached_tokens if cached else 0, c.max_output_tokens)
+            for c in self.cells
+        ]
+
+    def judge_calls(self) -> list[CallTokens]:
+        """The judge's calls, one per cell, at their most."""
+        if self.judge_budget is None:
+            return []
+        output = self.judge_budget.max_output_tokens
+        return [CallTokens(c.judge_prompt_tokens, 0, output) for c in self.cells]
+
+
+def estimate_run(
+    spec: RunRequest,
+    cells: Sequence[Cell],
+    samples: Sequence[Sample],
+    *,
+    default_template: str,
+    tokenizer: Tokenizer | None = None,
+    sentence_start: Callable[[int], int] | None = None,
+) -> RunEstimate:
+    """Every call of the run, at its most, and the cached prefixes cache-aware dispatch gets.
+
+    ``tokenizer`` counts the template's head and the insertions (without it their UTF-8
+    bytes bound them, which only makes the cached prefixes shorter); ``sentence_start``
+    (the haystack's ``sentence_start_at_or_before``) moves each insertion back to its
+    sentence end as the builder does (without it the prefix runs to the nominal depth).
+    """
+    budget = call_budget(spec, max((s.answer_tokens for s in samples), default=0))
+    judged = spec.scorer_name() in ("judge", "both") and spec.evaluator_model_name
+    judge_budget = (
+        least_thinking_budget(spec.evaluator_model_name, JUDGE_MAX_OUTPUT_TOKENS)
+        if judged and spec.evaluator_model_name
+        else None
+    )
+    estimates = [
+        _cell_estimate(spec, cell, sample, default_template, tokenizer, sentence_start)
+        for cell, sample in zip(cells, samples, strict=True)
+    ]
+    if judge_budget is not None:
+        estimates = [
+            _with_judge_prompt(estimate, sample)
+            for estimate, sample in zip(estimates, samples, strict=True)
+        ]
+    primer = primer_cell([e.cell for e in estimates if e.prefix_tokens is not None])
+    if primer is not None:
+        estimates = _with_cache(estimates, primer)
+    run = RunEstimate(
+        spec,
+        estimates,
+        primer.cell_id if primer else None,
+        budget,
+        judge_budget,
+    )
+    run.warnings.extend(_warnings(spec, budget))
+    run.notes.extend(_notes(estimates, tokenizer, sentence_start))
+    return run
+
+
+def _cell_estimate(
+    spec: RunRequest,
+    cell: Cell,
+    sample: Sample,
+    default_template: str,
+    tokenizer: Tokenizer | None,
+    sentence_start: Callable[[int], int] | None,
+) -> CellEstimate:
+    """One cell's call as the worker would make it."""
+    cell_budget = call_budget(spec, sample.answer_tokens)
+    if sample.prompt is not None:  # a published row: sent whole, Google's count
+        return CellEstimate(
+            cell,
+            sample.prompt_tokens or 0,
+            "published",
+            None,
+            None,
+            cell_budget.max_output_tokens,
+            cell_budget.answer_tokens,
+        )
+    if sample.context_maker is not None:  # a list made per cell: no prefix is shared
+        return CellEstimate(
+            cell,
+            cell.context_length - spec.final_context_length_buffer,
+            "exact",
+            None,
+            None,
+            cell_budget.max_output_tokens,
+            cell_budget.answer_tokens,
+        )
+    template = sample.template or spec.prompt_template or default_template
+    head, tail = render(
+        template, context=CONTEXT_MARK, question=sample.question, answer_lead=sample.answer_lead
+    ).split(CONTEXT_MARK)
+    ordered = sorted(sample.insertions, key=lambda insertion: insertion.depth_percent)
+    own_text = head + "".join(i.text for i in ordered) + tail
+    target = cell.context_length - spec.final_context_length_buffer
+    prompt_tokens = target
+    basis: PromptBasis = "exact"
+    if sample.conversational:
+        prompt_tokens += TURN_ALLOWANCE * len(split_transcript(own_text))
+        basis = "turns_allowance"
+    # The haystack's share: the builder gives the haystack what the template, question
+    # and insertions leave (give or take a junction token).
+    own = len(tokenizer.encode(own_text)) if tokenizer else len(own_text.encode())
+    haystack = max(0, target - own)
+    first = ordered[0].depth_percent if ordered else 100.0
+    point = haystack if first >= 100 else int(haystack * first / 100)
+    if sentence_start is not None and first < 100:
+        point = sentence_start(point)
+    head_tokens = len(tokenizer.encode(head)) if tokenizer else 0
+    return CellEstimate(
+        cell,
+        prompt_tokens,
+        basis,
+        head_tokens + point,
+        head,
+        cell_budget.max_output_tokens,
+        cell_budget.answer_tokens,
+    )
+
+
+def _with_judge_prompt(estimate: CellEstimate, sample: Sample) -> CellEstimate:
+    """The judge's prompt at its most: the template's bytes and the answer's room."""
+    empty = judge_prompt(question=sample.question, reference=sample.needle, answer="")
+    return replace(estimate, judge_prompt_tokens=len(empty.encode()) + estimate.answer_tokens)
+
+
+def _with_cache(estimates: list[CellEstimate], primer: Cell) -> list[CellEstimate]:
+    """Each cell's prefix shared with the primer's, cached when it reaches the minimum.
+
+    A cell whose head differs from the primer's (a question or request before the
+    context) shares only part of the head, too short to cache.
+    """
+    first = next(e for e in estimates if e.cell == primer)
+    out = []
+    for estimate in estimates:
+        shared = 0
+        if (
+            estimate.cell != primer
+            and estimate.head == first.head
+            and estimate.prefix_tokens is not None
+            and first.prefix_tokens is not None
+        ):
+            shared = min(estimate.prefix_tokens, first.prefix_tokens, estimate.prompt_tokens)
+        cached = shared if shared >= IMPLICIT_CACHE_MIN_TOKENS else 0
+        out.append(replace(estimate, cached_tokens=cached))
+    return out
+
+
+def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
+    """Where a reply may end MAX_TOKENS, or a figure rests on an assumption."""
+    warnings = []
+    warnings.extend(lifecycle_notes(spec.model_name, spec.evaluator_model_name))
+    known = find_model(spec.model_name)
+    if known is None or known.assumed:
+        notice = model_notice(spec.model_name) or f"{spec.model_name} is not in the catalog"
+        warnings.append(f"{notice}; a reply may end MAX_TOKENS (truncated, never scored)")
+    tight = budget_warning(spec)
+    if tight:
+        warnings.append(tight)
+    judge = spec.evaluator_model_name if spec.scorer_name() in ("judge", "both") else None
+    if judge and find_model(judge) is None:
+        warnings.append(
+            f"judge {judge} is not in the catalog: its thinking is assumed off, so its "
+            "score may end MAX_TOKENS (unscored)"
+        )
+    for name in (spec.model_name, spec.evaluator_model_name):
+        if name and prices_for(name) is None:
+            warnings.append(f"no price for {name}: its cost is unknown (set NIAH_PRICE_TABLE)")
+        today = dt.datetime.now(dt.UTC).date()  # the day prices are dated by
+        change = next_price_change(name, today) if name else None
+        if change and (change[0] - today).days <= PRICE_CHANGE_WARNING_DAYS:
+            day, rates = change
+            warnings.append(
+                f"{name}'s rates change on {day} (to ${rates.input:g} input, "
+                f"${rates.output:g} output per 1M tokens): calls from that day are priced "
+                "at them (this estimate is at today's)"
+            )
+    return warnings
+
+
+def _notes(
+    estimates: list[CellEstimate],
+    tokenizer: Tokenizer | None,
+    sentence_start: Callable[[int], int] | None,
+) -> list[str]:
+    """What each figure rests on, where it is not exact."""
+    bases = Counter(e.basis for e in estimates)
+    notes = []
+    if bases["turns_allowance"]:
+        notes.append(
+            f"{bases['turns_allowance']} conversational prompts: exact as text, plus "
+            f"{TURN_ALLOWANCE} tokens a turn for the API's own count of turns (unpublished)"
+        )
+    if bases["published"]:
+        notes.append(
+            f"{bases['published']} published MRCR v2 rows: at Google's context_len; "
+            "not cache-aware (runs of published rows have no primer)"
+        )
+    if tokenizer is None:
+        notes.append("no tokenizer: the cached prefixes are counted short, by bytes")
+    if sentence_start is None and any(e.cached_tokens for e in estimates):
+        notes.append(
+            "cached prefixes run to each needle's nominal depth; the builder moves it back "
+            "to a sentence end, so cache-aware counts up to a sentence a cell as cached "
+            "that may not be"
+        )
+    return notes
+
+
+def _usd(cost: Cost) -> float | None:
+    """Dollars, or None where a price is unknown (never $0)."""
+    return round(cost.usd, 6) if cost.priced else None
+
+
+def estimate_figures(run: RunEstimate) -> dict[str, object]:
+    """Every figure of the estimate, for ``niah run --estimate`` (text and ``--json``)."""
+    spec = run.spec
+    model = spec.model_name
+    naive = price_calls(model, run.model_calls(cached=False))
+    aware = price_calls(model, run.model_calls(cached=True))
+    # Batch: no order to count on, so nothing is taken as cached (prefixes that do hit
+    # Vertex's implicit cache in a batch only lower it).
+    batch = price_calls(model, run.model_calls(cached=False), batch=True)
+    judge_name = spec.evaluator_model_name if run.judge_budget is not None else None
+    judge = price_calls(judge_name, run.judge_calls()) if judge_name else Cost(0.0, True)
+    prices = prices_for(model)
+    threshold = prices.long_context_threshold if prices else None
+    long_cells = [c for c in run.cells if threshold is not None and c.prompt_tokens > threshold]
+    naive_usd, aware_usd, judge_usd = _usd(naive), _usd(aware), _usd(judge)
+    output_tokens = sum(c.max_output_tokens for c in run.cells)
+    cached = sum(c.cached_tokens for c in run.cells)
+    prompt_tokens = sum(c.prompt_tokens for c in run.cells)
+    both = naive_usd is not None and judge_usd is not None
+    return {
+        "model_name": model,
+        "task": spec.task,
+        "cells": len(run.cells),
+        "lengths": len(spec.lengths()),
+        "depths": len(spec.depths()),
+        "samples_per_cell": spec.samples_per_cell,
+        "prompt_tokens": prompt_tokens,
+        "prompt_tokens_basis": dict(Counter(c.basis for c in run.cells)),
+        "output_tokens_at_most": output_tokens,
+        "per_call": {
+            "max_output_tokens": run.budget.max_output_tokens,
+            "answer_tokens": run.budget.answer_tokens,
+            "thinking_tokens": run.budget.thinking_tokens,
+        },
+        "long_context_threshold": threshold,
+        "long_context_cells": len(long_cells),
+        "naive": {"prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": naive_usd},
+        "cache_aware": {
+            "primer_cell_id": run.primer_cell_id,
+            "prompt_tokens": prompt_tokens,
+            "cached_tokens": cached,
+            "cells_with_cache_hits": sum(1 for c in run.cells if c.cached_tokens),
+            "cost_usd": aware_usd,
+            "saving_usd": round(naive.usd - aware.usd, 6) if naive.priced else None,
+            "saving_share": round(1 - aware.usd / naive.usd, 4)
+            if naive.priced and naive.usd
+            else None,
+        },
+        "batch": {"prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)},
+        "judge": {
+            "model_name": judge_name,
+            "calls": len(run.cells),
+            "prompt_tokens_at_most": sum(c.judge_prompt_tokens for c in run.cells),
+            "max_output_tokens": run.judge_budget.max_output_tokens,
+            "output_tokens_at_most": len(run.cells) * run.judge_budget.max_output_tokens,
+            "cost_usd": judge_usd,
+        }
+        if judge_name and run.judge_budget is not None
+        else None,
+        "total": {
+            "naive_usd": round(naive.usd + judge.usd, 6) if both else None,
+            "cache_aware_usd": round(aware.usd + judge.usd, 6) if both else None,
+        },
+        # The most the run can cost: every call naive, the judge's included.
+        "cost_usd_at_most": round(naive.usd + judge.usd, 6) if both else None,
+        "warnings": run.warnings,
+        "notes": run.notes,
+        "per_cell": [
+            {
+                "cell_id": c.cell.cell_id,
+                "prompt_tokens": c.prompt_tokens,
+                "basis": c.basis,
+                "cached_tokens": c.cached_tokens,
+                "max_output_tokens": c.max_output_tokens,
+                "long_context": threshold is not None and c.prompt_tokens > threshold,
+                **({"judge_prompt_tokens": c.judge_prompt_tokens} if judge_name else {}),
+            }
+            for c in run.cells
+        ],
+    }

@@ -1,0 +1,325 @@
+"""A run's report page: what it says of the run, handed to ``run_report.html``.
+
+One self-contained file with inline CSS, inline SVG and a little inline script; a
+Content Security Policy forbids every request, so a page opened from a bucket, a mail
+or a chat loads nothing from anywhere and shows the same thing offline. Here are the
+page's facts and figures as data; the markup is the templates' (``niah.core.pages.environment``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from niah.core.pages.environment import page_shell, render
+from niah.core.pages.heatmap import (
+    HARNESS_SCALE,
+    PERCENT_SCALE,
+    Scale,
+    heatmap_figure,
+    percent_table,
+)
+from niah.core.pages.report_samples import samples_table
+from niah.core.request.spec import run_label
+from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.served_models import model_shown, versions_text
+from niah.core.results.summary import (
+    GENERATED_MRCR_NOTE,
+    ScoreTable,
+    failure_reasons,
+    format_cost,
+    format_spend,
+    mrcr_bin_upper,
+    score_table,
+)
+from niah.core.results.uncertainty import figure as _number
+from niah.core.results.uncertainty import with_interval
+
+# The page's file name under the run's report prefix (the CLI links it before it exists).
+REPORT_PAGE_FILE = "report.html"
+
+
+def effective_length_text(effective: dict[str, Any]) -> str:
+    """The effective length, or why it is not determined, in words."""
+    length = effective["length"]
+    shown = f"{length:,}" if length is not None else "none"
+    bounds = effective.get("interval")
+    if bounds is None or effective.get("determined"):
+        return shown
+    low = f"{bounds['low']:,}" if bounds["low"] is not None else "none"
+    high = f"{bounds['high']:,}" if bounds["high"] is not None else "none"
+    return (
+        f"not determined: {shown} by the means, but the 95 % intervals allow {low} to {high} "
+        "(more samples per point narrow them)"
+    )
+
+
+def _when(value: Any) -> str:
+    """A Firestore timestamp as ISO 8601 in UTC, or "unknown"."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "unknown" if value is None else str(value)
+
+
+def run_scale(summary: dict[str, Any]) -> Scale:
+    """The harness's 1-10 for ``single``; percent for every other task."""
+    return HARNESS_SCALE if summary["score_scale"] == "1-10" else PERCENT_SCALE
+
+
+def render_run_page(
+    run: dict[str, Any], cells: list[dict[str, Any]], summary: dict[str, Any]
+) -> str:
+    """A run's whole report as one HTML page; ``summary`` is ``summarize``'s of the run."""
+    task = summary["task"]
+    title = f"{summary['model']} · {task} · {summary['run_id']}"
+    label = run_label(run)
+    return render(
+        "run_report.html",
+        **page_shell(title),
+        label=label,
+        run_id=summary["run_id"],
+        scorer=summary["scorer"],
+        status=run.get("status"),
+        headline=_headline(run, summary),
+        pictures=_pictures(summary, label, cells),
+        measure_facts=_measure_facts(summary),
+        mrcr=_mrcr_bins(summary),
+        cost_facts=_cost_facts(summary),
+        failures=list(failure_reasons(cells).items()),
+        samples=samples_table(cells),
+        run_facts=_run_facts(run, summary),
+    )
+
+
+def _pictures(summary: dict[str, Any], label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The heatmap and the score-against-length curve; for MRCR v2, its bins' curve.
+
+    An MRCR sample has no depth: a heatmap of it is one row at "0 %", so MRCR is drawn
+    as the model cards draw it, the mean per length bin with its 95 % interval.
+    """
+    run_id = summary["run_id"]
+    if summary["task"] == "mrcr":
+        bins = score_table(heatmap_cells(cells, "mrcr"), field="task_score")
+        curve = Curve(
+            label,
+            {
+                n: None if v is None else 100 * v
+                for n, v in zip(bins.lengths, bins.scores[0], strict=True)
+            },
+            dict(zip(bins.lengths, (bins.intervals or [[]])[0], strict=False)),
+        )
+        return {
+            "mrcr_bins": curve_figure([curve], label=f"MRCR v2 score per length bin of {run_id}")
+        }
+    table = score_table(heatmap_cells(cells, summary["task"]))
+    scale = run_scale(summary)
+    measures = summary["measures"]
+    curve = Curve(
+        label,
+        {int(n): v for n, v in measures["by_length"].items()},
+        {int(n): b for n, b in (measures.get("by_length_interval") or {}).items()},
+    )
+    return {
+        "heatmap": heatmap_figure(
+            table if scale is HARNESS_SCALE else percent_table(table),
+            scale,
+            label=f"heatmap of {run_id}",
+        ),
+        "scale_note": _scale_note(summary, table),
+        "curve": curve_figure([curve], label=f"mean score against context length of {run_id}"),
+    }
+
+
+def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The answer first: model, task, mean with its interval, effective length, outcomes."""
+    measures, outcomes = summary["measures"], summary["outcomes"]
+    served = summary.get("served_models") or {}
+    facts = [
+        ("model", model_shown(str(summary["model"] or ""), served)),
+        ("task", summary["task"]),
+        ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
+        ("effective length", effective_length_text(measures["effective_length"])),
+        (
+            "outcomes",
+            f"{outcomes['correct']} correct · {outcomes['wrong']} wrong · "
+            f"{outcomes['unscored']} unscored · {outcomes.get('truncated', 0)} truncated "
+            f"of {summary['samples']}",
+        ),
+        ("cost", format_cost(summary).removeprefix("cost ")),
+        ("status", str(run.get("status") or "")),
+    ]
+    return facts
+
+
+def heatmap_cells(cells: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
+    """The cells as the heatmap groups them: MRCR samples by their MRCR v2 length bin.
+
+    Every MRCR sample has its own transcript length, so a column per length would be a
+    column per sample; the model cards report by bin, and so does this heatmap (each
+    column is named by its bin's upper end).
+    """
+    if task != "mrcr":
+        return cells
+    return [c | {"context_length": mrcr_bin_upper(int(c["context_length"]))} for c in cells]
+
+
+def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
+    spec = run.get("spec") or {}
+    settings = run.get("call_settings") or {}
+    thinking = settings.get("thinking_level") or settings.get("thinking_budget")
+    served = summary.get("served_models") or {}
+    facts = [
+        ("run ID", summary["run_id"]),
+        ("model", summary["model"]),
+        # Every reply's modelVersion, counted; the local model reports none.
+        ("answered by", versions_text(served) if served else "not reported"),
+        ("task", summary["task"]),
+        ("scorer", summary["scorer"]),
+        ("status", run.get("status")),
+        (
+            "execution",
+            "batch (Vertex AI batch jobs, batch prices)"
+            if spec.get("execution") == "batch"
+            else "online",
+        ),
+        ("haystack", summary["haystack_uri"]),
+        ("created", _when(run.get("created_at"))),
+        ("last update", _when(run.get("updated_at"))),
+        ("completed", _when(run.get("completed_at"))),
+        (
+            "temperature",
+            "the model's default"
+            if settings.get("temperature") is None
+            else settings["temperature"],
+        ),
+        ("thinking", "the model's default" if thinking is None else thinking),
+        ("output budget (tokens)", _budget_text(spec, settings)),
+        ("samples per grid point", spec.get("samples_per_cell", 1)),
+        ("seed", spec.get("seed")),
+        ("results version", summary["version"]),
+        ("samples", f"{summary['samples']} ({summary['answered']} answered)"),
+    ]
+    if summary.get("mrcr"):
+        facts.append(("MRCR samples", summary["mrcr"].get("samples")))
+    if run.get("model_notes"):
+        # Google's word on the models when the run began (deprecated; retired and
+        # called anyway): a score is read in its light.
+        facts.append(("model lifecycle", "; ".join(run["model_notes"])))
+    if summary.get("token_count_note"):
+        # The lengths on the x axis are the model's count, not the local tokenizer's.
+        facts.append(("token counts", summary["token_count_note"]))
+    return [(name, "" if value is None else str(value)) for name, value in facts]
+
+
+def _budget_text(spec: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The calls' output budget, and the answer and thinking rooms it was made of."""
+    total = spec.get("max_output_tokens") or settings.get("max_output_tokens")
+    if not total:
+        return "the model's default"
+    if settings.get("answer_tokens") is None:
+        return f"{total:,}"
+    return (
+        f"{total:,} (answer {settings['answer_tokens']:,} + thinking "
+        f"{settings.get('thinking_tokens', 0):,})"
+    )
+
+
+def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    measures = summary["measures"]
+    effective = measures["effective_length"]
+    intervals = measures.get("by_length_interval", {})
+    outcomes = summary["outcomes"]
+    single = summary["task"] == "single"
+    facts = [
+        *([("mean score (1-10)", _number(summary["mean_score"]))] if single else []),
+        ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
+        (
+            "mean per length (%)",
+            " · ".join(
+                f"{int(length):,}: {with_interval(value, intervals.get(length))}"
+                for length, value in sorted(
+                    measures["by_length"].items(), key=lambda item: int(item[0])
+                )
+            ),
+        ),
+        ("effective length (tokens)", effective_length_text(effective)),
+        ("effective length rule", f"{effective['rule']} (threshold {effective['threshold']})"),
+        ("area under the curve (%)", _number(measures["area_under_curve"])),
+        (
+            "outcomes",
+            f"{outcomes['correct']} correct, {outcomes['wrong']} wrong, "
+            f"{outcomes['unscored']} unscored, {outcomes.get('truncated', 0)} truncated "
+            "(cut off at the output budget)",
+        ),
+        # Exact retrieval is the single needle's own check; other tasks score themselves.
+        *([("retrieved (exact)", _share(summary["retrieved_share"]))] if single else []),
+    ]
+    for rate in ("hallucination_rate", "distractor_hit_rate"):
+        if rate in summary:
+            facts.append((rate.replace("_", " "), _share(summary[rate])))
+    return facts
+
+
+def _mrcr_bins(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """MRCR v2's bins in their order, its two headline figures, and whether generated."""
+    mrcr = summary.get("mrcr")
+    if not mrcr:
+        return None
+    return {
+        "generated": GENERATED_MRCR_NOTE if mrcr.get("samples") == GENERATED_MRCR_NOTE else "",
+        "bins": [
+            (name, _number(value), mrcr["samples_per_bin"].get(name, 0))
+            for name, value in mrcr["bins"].items()
+        ],
+        "headline": [
+            ("cumulative to 128K (%)", _number(mrcr["cumulative_128k"])),
+            ("at 1M (%)", _number(mrcr["at_1m"])),
+        ],
+    }
+
+
+def _cost_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    totals = summary["totals"] or {}
+    deviation = summary["prompt_token_deviation"]
+    cached = summary["cached_share"]
+    return [
+        ("prompt tokens", f"{int(totals.get('prompt_tokens', 0)):,}"),
+        ("cached share", "unknown" if cached is None else _share(cached)),
+        ("output tokens", f"{int(totals.get('output_tokens', 0)):,}"),
+        ("thinking tokens", f"{int(totals.get('thinking_tokens', 0)):,}"),
+        ("cost of stored results", format_cost(summary).removeprefix("cost ")),
+        ("cost without the cache (USD)", f"{summary['cost_without_cache_usd']:.4f}"),
+        ("spend", format_spend(summary["spend"]).removeprefix("spend: ")),
+        ("mean model latency (s)", _number(summary["mean_model_seconds"])),
+        (
+            "prompt tokens minus requested length",
+            f"mean {_number(deviation['mean'])}, max |deviation| {_number(deviation['max_abs'])}",
+        ),
+    ]
+
+
+def _share(value: float | None) -> str:
+    return "unknown" if value is None else f"{100 * value:.1f} %"
+
+
+def _scale_note(summary: dict[str, Any], table: ScoreTable) -> str:
+    repeats = max((n for row in table.counts for n in row), default=0)
+    scale = (
+        "the harness's 1-10 score"
+        if summary["score_scale"] == "1-10"
+        else "the task's score, in percent"
+    )
+    spread = (
+        f"; up to {repeats} samples per point: squares show their mean, the tooltip their "
+        "standard deviation and 95 % interval"
+        if repeats > 1
+        else ""
+    )
+    binned = (
+        "; columns are MRCR v2's length bins, named by their upper end"
+        if summary["task"] == "mrcr"
+        else ""
+    )
+    return (
+        f"Colours: {scale}; grey, nothing scored (failed, unscored or truncated){spread}{binned}."
+    )

@@ -1,0 +1,142 @@
+"""The index of every run: one page and one JSON beside the reports in the bucket.
+
+Every run with its label, model (and what answered it, where that was another model),
+task, status, mean with its 95 % interval, effective length, spend, creation time and
+links; and per task a leaderboard of models against lengths, as RULER's table (each
+model's latest complete run). Built from the run documents alone (one read per run, no
+counter shards), so any report, or ``niah index``, can rebuild it whole: there is no
+partial update to lose.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from niah.core.interfaces import RUN_CANCELLED
+from niah.core.pages.environment import content_security_policy, render
+from niah.core.pages.report_page import effective_length_text
+from niah.core.request.spec import run_label
+from niah.core.results.served_models import answered_by_text
+from niah.core.results.uncertainty import with_interval
+
+# The run document's fields the index reads (a Firestore projection: nothing else).
+INDEX_FIELDS = (
+    "model",
+    "label",
+    "spec.task",
+    "status",
+    "measures",
+    "spend",
+    "created_at",
+    "report",
+    "total",
+    "served_models",
+    "report_error",
+)
+INDEX_JSON = "index.json"
+INDEX_HTML = "index.html"
+
+
+def index_entry(run: dict[str, Any]) -> dict[str, Any]:
+    """What the index says of one run document."""
+    measures = run.get("measures") or {}
+    task = str((run.get("spec") or {}).get("task", "single"))
+    created = run.get("created_at")
+    effective = measures.get("effective_length")
+    report = run.get("report") or {}
+    spend = run.get("spend") or {}
+    served = run.get("served_models") or {}
+    return {
+        "run_id": run["run_id"],
+        "label": run_label(run),
+        "model": run.get("model"),
+        # Kept by the report (runs reported before it was kept have none).
+        "served_models": served,
+        "answered_by": answered_by_text(str(run.get("model") or ""), served),
+        "task": task,
+        "status": run.get("status") or "unknown",
+        "samples": int(run.get("total", 0)),
+        "mean": measures.get("mean"),
+        "mean_interval": measures.get("mean_interval"),
+        "mean_text": _mean_text(run, measures),
+        "effective_length": effective.get("length") if effective else None,
+        "effective_length_text": effective_length_text(effective) if effective else "",
+        "by_length": {int(k): v for k, v in (measures.get("by_length") or {}).items()},
+        "spend_usd": spend.get("usd"),
+        "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
+        "report_url": report.get("html_url"),
+        "report_error": report_error_text(run),
+        "heatmap_url": report.get("heatmap_url"),
+    }
+
+
+def report_error_text(run: dict[str, Any]) -> str:
+    """Why the run's report failed ("" if it did not): its kind and reason."""
+    error = run.get("report_error") or {}
+    if not error:
+        return ""
+    reason = " ".join(str(error.get("reason") or "no reason recorded").split())  # one line
+    return f"{error.get('kind', 'error')}: {reason}"
+
+
+def _mean_text(run: dict[str, Any], measures: dict[str, Any]) -> str:
+    """The mean with its interval; or why there is none (cancelled, failed, not yet)."""
+    if measures:
+        return with_interval(measures.get("mean"), measures.get("mean_interval"))
+    if run.get("report_error"):
+        return f"none (report failed: {report_error_text(run)})"
+    return "none (cancelled)" if run.get("status") == RUN_CANCELLED else "not yet (no report)"
+
+
+def leaderboards(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per task: models (rows) against lengths (columns), each model's latest complete run."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in sorted(entries, key=lambda e: str(e["created_at"] or "")):
+        if entry["status"] == "complete" and entry["by_length"]:
+            latest[(entry["task"], str(entry["model"]))] = entry
+    boards: dict[str, dict[str, Any]] = {}
+    for (task, model), entry in sorted(latest.items()):
+        board = boards.setdefault(task, {"lengths": set(), "rows": []})
+        board["lengths"].update(entry["by_length"])
+        board["rows"].append(
+            {
+                "model": model,
+                "answered_by": entry["answered_by"],
+                "run_id": entry["run_id"],
+                "scores": entry["by_length"],
+                "mean": entry["mean"],
+            }
+        )
+    for board in boards.values():
+        board["lengths"] = sorted(board["lengths"])
+        board["rows"].sort(key=lambda row: -(row["mean"] or 0))
+    return boards
+
+
+def build_index(runs: list[dict[str, Any]], now: dt.datetime | None = None) -> dict[str, Any]:
+    """The index of ``runs`` (run documents with ``run_id``): newest first."""
+    entries = sorted(
+        (index_entry(run) for run in runs),
+        key=lambda e: str(e["created_at"] or ""),
+        reverse=True,
+    )
+    return {
+        "generated_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
+        "runs": entries,
+        "leaderboards": leaderboards(entries),
+    }
+
+
+def index_json(index: dict[str, Any]) -> bytes:
+    """The index as the bucket's ``index.json`` holds it."""
+    return json.dumps(index, indent=1, default=str).encode()
+
+
+def render_index_page(index: dict[str, Any]) -> str:
+    """The index page: runs table (sortable, filterable) and a leaderboard per task.
+
+    Its policy allows its one inline script by hash, and no request leaves the page.
+    """
+    return render("runs_index.html", index=index, policy=content_security_policy("runs_index.js"))

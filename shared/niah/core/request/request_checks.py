@@ -1,0 +1,145 @@
+"""The run request's checks that span options: what no single field's validator can see.
+
+Each error names the options it is about, since it is the user's error message
+(a 400 from the dispatcher, a line from the CLI).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from niah.core.request.request_options import (
+    ALL_TASK_OPTIONS,
+    MRCR_NEEDLES,
+    RULER_SHORT_LENGTH,
+    SINGLE_NEEDLE_OPTIONS,
+    TASK_OPTIONS,
+)
+
+if TYPE_CHECKING:
+    from niah.core.request.spec import RunRequest
+
+
+def check_options_together(request: RunRequest) -> None:
+    """The checks that span options: ranges, the task's options, batch, the scorer."""
+    if (
+        request.context_lengths is None
+        and request.context_lengths_min > request.context_lengths_max
+    ):
+        raise ValueError("context_lengths_min must not exceed context_lengths_max")
+    if (
+        request.document_depth_percents is None
+        and request.document_depth_percent_min > request.document_depth_percent_max
+    ):
+        raise ValueError("document_depth_percent_min must not exceed document_depth_percent_max")
+    check_task_options(request)
+    if request.is_batch() and request.provider() != "gemini":
+        raise ValueError(
+            "execution: batch is Vertex AI's batch prediction, for gemini-* models; "
+            f"{request.model_name} is served by the {request.provider()} provider: leave "
+            "execution out (online)"
+        )
+    if (
+        not request.dynamic_needle
+        and not request.static_expected_answer()
+        and not request.evaluator_model_name
+    ):
+        raise ValueError(
+            "expected_answer: a static needle (dynamic_needle false) needs "
+            "expected_answer, the text a right answer contains (scored exact), or "
+            "evaluator_model_name, a judge"
+        )
+    if request.scorer_name() in ("judge", "both") and not request.evaluator_model_name:
+        raise ValueError(
+            "scorer 'judge' needs evaluator_model_name (the judge model), or use scorer 'exact'"
+        )
+    if (
+        not request.dynamic_needle
+        and request.scorer in ("exact", "both")
+        and not request.static_expected_answer()
+    ):
+        raise ValueError(
+            "a static needle scored 'exact' needs expected_answer (the text the answer "
+            "must contain); or set scorer to 'judge'"
+        )
+
+
+def check_task_options(request: RunRequest) -> None:
+    """Refuse options the chosen task does not read, naming what does read them.
+
+    Only options away from their defaults count: a stored spec holds every option.
+    """
+    fields = type(request).model_fields
+    given = {
+        name for name in request.model_fields_set if getattr(request, name) != fields[name].default
+    }
+    for name in sorted(given & ALL_TASK_OPTIONS - set(TASK_OPTIONS[request.task])):
+        users = [task for task, names in TASK_OPTIONS.items() if name in names]
+        raise ValueError(
+            f"{name} applies to task {' or '.join(users)}, not {request.task}; "
+            f"set task or leave {name} out"
+        )
+    if request.needles is not None or request.expected_answers is not None:
+        check_own_needles(request)
+    if request.task != "single":
+        own = {"retrieval_question"} if request.needles is not None else set()
+        for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS) - own):
+            raise ValueError(
+                f"{name} applies to task single; task {request.task} makes its own needles"
+                + ("" if request.task != "multi_needle" else " (unless you give needles)")
+            )
+        for length in (1, RULER_SHORT_LENGTH) if request.task == "common_words" else ():
+            common, uncommon = request.common_word_repeats(length)
+            if common <= uncommon:
+                where = "below" if length < RULER_SHORT_LENGTH else "from"
+                raise ValueError(
+                    f"freq_cw ({common}) must exceed freq_ucw ({uncommon}) {where} "
+                    f"{RULER_SHORT_LENGTH} tokens: the common words must be listed more "
+                    "often than the others (set both, or leave both out for RULER's)"
+                )
+        if request.task == "mrcr" and request.needle_count() not in MRCR_NEEDLES:
+            raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
+        # The user's own needles may be graded by the judge (against the needles).
+        own_judged = request.scorer == "judge" and request.needles is not None
+        if request.scorer in ("judge", "both") and not own_judged:
+            raise ValueError(
+                f"task {request.task} scores its own answers; the judge applies to task "
+                "single (leave scorer out)"
+            )
+
+
+def check_own_needles(request: RunRequest) -> None:
+    """The harness's needle list: its question, and how its answers are scored."""
+    if request.needles is None:
+        raise ValueError(
+            "expected_answers go with needles (one per needle); give needles, or leave "
+            "expected_answers out"
+        )
+    count = len(request.needles)
+    if request.num_needles is not None and request.num_needles != count:
+        raise ValueError(
+            f"num_needles ({request.num_needles}) differs from the {count} needles given; "
+            "leave num_needles out"
+        )
+    if "retrieval_question" not in request.model_fields_set:
+        raise ValueError(
+            "retrieval_question: your needles need the question that asks for them "
+            "(as the harness's --retrieval_question)"
+        )
+    if request.expected_answers is not None and len(request.expected_answers) != count:
+        raise ValueError(
+            f"expected_answers has {len(request.expected_answers)} items for {count} needles; "
+            "give one per needle, in order"
+        )
+    if request.scorer == "both":
+        raise ValueError("scorer 'both' applies to task single; use exact or judge")
+    if request.expected_answers is None and request.scorer != "judge":
+        raise ValueError(
+            "expected_answers: say what a right answer names for each needle (one per "
+            "needle, scored exact), or grade with a judge (scorer 'judge' and "
+            "evaluator_model_name)"
+        )
+    if request.scorer == "judge" and not request.evaluator_model_name:
+        raise ValueError(
+            "scorer 'judge' needs evaluator_model_name (the judge model), or give expected_answers"
+        )

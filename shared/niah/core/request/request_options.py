@@ -1,0 +1,203 @@
+"""The run request's vocabulary: its options' names, choices, defaults, limits and help.
+
+Plain data that the request (``niah.core.request.spec``), its checks
+(``niah.core.request.request_checks``) and the CLI all read, apart from the model so
+that each reads one definition.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
+
+HARNESS_DEFAULT_NEEDLE = (
+    "\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park "
+    "on a sunny day.\n"
+)
+HARNESS_DEFAULT_QUESTION = "What is the best thing to do in San Francisco?"
+# What a right answer to the harness's default needle names: the one fact of the needle
+# that the question does not give away and an essay haystack does not hold. The harness
+# leaves this needle to its judge; its README still offers `--dynamic_needle=False` on its
+# own, so the default needle is scored exact by this, unless a judge is named.
+HARNESS_DEFAULT_ANSWER = "Dolores Park"
+
+ScorerName = Literal["exact", "judge", "both"]
+ReportedScorer = Literal["exact", "judge", "both", "task"]
+IntervalType = Literal["linear", "sigmoid"]
+TaskName = Literal[
+    "single",
+    "multi_needle",
+    "multi_key",
+    "multi_value",
+    "multi_query",
+    "absent",
+    "nonliteral",
+    "mrcr",
+    "variable_tracking",
+    "common_words",
+    "frequent_words",
+]
+NeedleType = Literal["words", "numbers", "uuids"]
+
+# The run options each task reads beyond the grid; any other task option given is a
+# mistake the user hears about (``--num_needles`` means nothing to ``multi_key``).
+TASK_OPTIONS: dict[str, tuple[str, ...]] = {
+    "single": (),
+    "multi_needle": ("num_needles", "needles", "expected_answers"),
+    "multi_key": ("num_distractors", "needle_key_type", "needle_value_type"),
+    "multi_value": ("num_values", "needle_key_type", "needle_value_type"),
+    "multi_query": ("num_queries", "needle_key_type", "needle_value_type"),
+    "absent": ("needle_key_type", "needle_value_type"),
+    "nonliteral": (),
+    "mrcr": ("num_needles", "mrcr_source"),
+    # RULER's options, under RULER's names (NVIDIA/RULER scripts/synthetic.yaml and the
+    # generators' flags in scripts/data/synthetic/, read 2026-11-26 at c3f5e3b).
+    "variable_tracking": ("num_chains", "num_hops"),
+    "common_words": ("num_cw", "freq_cw", "freq_ucw"),
+    "frequent_words": ("alpha", "vocab_size"),
+}
+# Below this many tokens RULER's common words extraction lists its words fewer times.
+RULER_SHORT_LENGTH = 4096
+# Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
+DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
+MRCR_NEEDLES = (2, 4, 8)
+ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
+# Run options added after runs were first named by their options' hash.
+ADDED_OPTIONS = ("thinking_level", "needles", "expected_answers", "execution")
+# At most this many needles (a user's own, or generated).
+MAX_NEEDLES = 100
+
+# Google's times for a Gemini batch job (cloud.google.com/vertex-ai/generative-ai/docs/
+# multimodal/batch-prediction-gemini, "Quotas and limits", read 2026-11-27): it waits
+# in the queue for capacity for up to 72 hours before it expires, and most jobs
+# complete within 24 hours of starting to run (queue time excluded); a job unfinished
+# after 24 hours is cancelled and only its completed requests are billed.
+BATCH_QUEUE_HOURS = 72
+BATCH_RUN_HOURS = 24
+BATCH_TURNAROUND = (
+    f"most jobs complete within {BATCH_RUN_HOURS} h of starting to run, "
+    f"after up to {BATCH_QUEUE_HOURS} h queued"
+)
+# Options of the single task's harness-style needle, meaningless to the others.
+SINGLE_NEEDLE_OPTIONS = ("dynamic_needle", "needle", "retrieval_question", "expected_answer")
+
+# What each run option means: the CLI's help (one source; a test checks none is missing).
+OPTION_HELP: dict[str, str] = {
+    "model_name": "the model under test: a gemini-* ID, gemma-3-270m-local, or another name",
+    "model_provider": "local, gemini or openai_compatible (inferred from the model name)",
+    "evaluator_model_name": "the LLM judge, for scorer judge or both (a Gemini model)",
+    "context_lengths": "explicit lengths in tokens: 1000 2000 or '[1000, 2000]'",
+    "context_lengths_min": "shortest length of the harness's linspace of lengths",
+    "context_lengths_max": "longest length of the linspace",
+    "context_lengths_num_intervals": "how many lengths in the linspace (the harness used 35)",
+    "document_depth_percents": "explicit needle depths in percent: 0 50 100",
+    "document_depth_percent_min": "shallowest depth of the linspace of depths",
+    "document_depth_percent_max": "deepest depth of the linspace",
+    "document_depth_percent_intervals": "how many depths (the harness used 35)",
+    "document_depth_percent_interval_type": "linear, or sigmoid (dense near the ends)",
+    "task": (
+        "single, multi_needle, multi_key, multi_value, multi_query, absent, nonliteral, mrcr, "
+        "variable_tracking, common_words or frequent_words"
+    ),
+    "num_needles": "multi_needle: needles (1-100, default 3); mrcr: 2, 4 or 8 (default 8)",
+    "needles": (
+        "multi_needle: your own needle sentences, as the harness's --needles "
+        '\'["first.", "second."]\' (with retrieval_question)'
+    ),
+    "expected_answers": (
+        "multi_needle with needles: what a right answer names for each needle, in order "
+        "(scored exact); or a judge (scorer judge)"
+    ),
+    "num_distractors": "multi_key: needles of the same form with other keys",
+    "num_values": "multi_value: values of the one key",
+    "num_queries": "multi_query: keys asked in one question",
+    "needle_key_type": "RULER-style tasks: words, numbers or uuids as keys",
+    "needle_value_type": "RULER-style tasks: words, numbers (7 digits) or uuids as values",
+    "num_chains": "variable_tracking: chains of assignments (RULER: 1)",
+    "num_hops": "variable_tracking: assignments after each chain's value (RULER: 4)",
+    "num_cw": "common_words: the common words asked for (RULER: 10)",
+    "freq_cw": "common_words: times each common word is listed (RULER: 30, or 6 below 4096 tokens)",
+    "freq_ucw": "common_words: times each other word is listed (RULER: 3, or 1 below 4096 tokens)",
+    "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
+    "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
+    "mrcr_source": "mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
+    "samples_per_cell": "independent samples per grid point, each stored on its own",
+    "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
+    "needle": "a static needle (with --no-dynamic_needle)",
+    "retrieval_question": "the static needle's question (or your own needles')",
+    "expected_answer": "what a right answer to the static needle contains (scored exact)",
+    "seed": "seeds every generated needle, key and sample",
+    "haystack_dir": (
+        "a haystack in the bucket (paul_graham_essays, shakespeare, noise), a prefix or gs:// URI"
+    ),
+    "results_version": "a new version is a new run of the same grid",
+    "final_context_length_buffer": "tokens left free below each length (the harness used 200)",
+    "num_concurrent_requests": "recorded; parallelism is the worker's max instances x concurrency",
+    "save_contexts": "store each cell's prompt in the bucket",
+    "scorer": "exact, judge or both (single task)",
+    "count_tokens_check": "also store the countTokens API's count of each prompt",
+    "max_output_tokens": "output budget (default: the answer's room + the model's thinking room)",
+    "thinking_budget": "Gemini 2.5 thinking tokens: 0 off (Flash), -1 dynamic, N a cap",
+    "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
+    "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
+    "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
+    "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
+    "allow_retired": (
+        "call a model Vertex AI has retired anyway (a project that still has access, e.g. "
+        "a private endpoint); recorded on the run"
+    ),
+}
+
+# The prompt template's placeholders, each filled once by one pass (prompts.render).
+PLACEHOLDERS = ("{context}", "{question}", "{answer_lead}")
+
+# Hard limits that no configuration lifts: beyond them a request is a mistake.
+MAX_CONTEXT_LENGTH = 10_000_000
+MAX_INTERVALS = 1_000
+
+
+def plain_text(value: str) -> str:
+    """Refuse characters a reader cannot see in free text.
+
+    Controls (newline and tab aside), format characters (bidi overrides, zero-width
+    joiners), surrogates and private use: they would reach the prompt, the stored cell
+    and every page unseen, and a bidi override shows a reviewer other text than the
+    model reads.
+    """
+    if any(
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch not in "\n\t" for ch in value
+    ):
+        raise ValueError("must not contain control, format or private-use characters")
+    return value
+
+
+# A model ID: ASCII only. Unicode's \w (pydantic's patterns are Rust regexes) takes the
+# zero-width joiners, so a name could hide one.
+MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:/-]*$"
+
+# Every free-text option is of this type (a test checks every text field refuses a bidi
+# override), so a new one cannot skip the check.
+FreeText = Annotated[str, AfterValidator(plain_text)]
+
+
+# Options that change how a run is carried out or recorded, not what it measures.
+NOT_RESULT_FIELDS = {
+    "label",
+    "allow_retired",
+    "context_lengths",
+    "context_lengths_min",
+    "context_lengths_max",
+    "context_lengths_num_intervals",
+    "document_depth_percents",
+    "document_depth_percent_min",
+    "document_depth_percent_max",
+    "document_depth_percent_intervals",
+    "document_depth_percent_interval_type",
+    "model_provider",
+    "scorer",
+    "num_concurrent_requests",
+    "save_contexts",
+    "count_tokens_check",
+}

@@ -1,0 +1,388 @@
+"""The run request: the NIAH harness's options, validated, and what names the run.
+
+The JSON keys are the harness's option names so users can carry their commands over.
+Validation errors are the user's error messages, so every constraint names its field.
+The options' vocabulary is in ``niah.core.request.request_options``, the checks across options
+in ``niah.core.request.request_checks``, the grid of cells in ``niah.core.request.grid``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
+from niah.core.request.grid import DEPTH_DECIMALS, Cell, linspace_ints, spread_depths
+from niah.core.request.request_checks import check_options_together
+from niah.core.request.request_options import (
+    ADDED_OPTIONS,
+    ALL_TASK_OPTIONS,
+    DEFAULT_NEEDLES,
+    HARNESS_DEFAULT_ANSWER,
+    HARNESS_DEFAULT_NEEDLE,
+    HARNESS_DEFAULT_QUESTION,
+    MAX_CONTEXT_LENGTH,
+    MAX_INTERVALS,
+    MAX_NEEDLES,
+    MODEL_ID_PATTERN,
+    NOT_RESULT_FIELDS,
+    PLACEHOLDERS,
+    RULER_SHORT_LENGTH,
+    TASK_OPTIONS,
+    FreeText,
+    IntervalType,
+    NeedleType,
+    ReportedScorer,
+    ScorerName,
+    TaskName,
+)
+
+
+class RunRequest(BaseModel):
+    """A needle-in-a-haystack run, in the harness's vocabulary.
+
+    Either ``context_lengths`` or the min/max/num_intervals triple sets the lengths;
+    either ``document_depth_percents`` or the min/max/intervals triple sets the depths.
+    """
+
+    # Strict: JSON true is not a length of 1, "1000" is not a number. Names are
+    # stripped where they are validated; needles and templates keep their whitespace.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model_name: str = Field(
+        default=LOCAL_MODEL, min_length=1, max_length=200, pattern=MODEL_ID_PATTERN
+    )
+    model_provider: ProviderName | None = None
+    evaluator_model_name: str | None = Field(default=None, max_length=200, pattern=MODEL_ID_PATTERN)
+
+    context_lengths: list[int] | None = None
+    # 15 x 15 by default (inspect's niah default), so the default grid fits the 500-cell
+    # cap; the harness's 35 x 35 is 1,225 cells.
+    context_lengths_min: int = Field(default=1000, ge=1, le=MAX_CONTEXT_LENGTH)
+    context_lengths_max: int = Field(default=16000, ge=1, le=MAX_CONTEXT_LENGTH)
+    context_lengths_num_intervals: int = Field(default=15, ge=1, le=MAX_INTERVALS)
+
+    document_depth_percents: list[float] | None = None
+    document_depth_percent_min: float = Field(default=0, ge=0, le=100)
+    document_depth_percent_max: float = Field(default=100, ge=0, le=100)
+    document_depth_percent_intervals: int = Field(default=15, ge=1, le=MAX_INTERVALS)
+    document_depth_percent_interval_type: IntervalType = "linear"
+
+    # The test kind (see niah.tasks); "single" is the harness's one needle.
+    task: TaskName = "single"
+    num_needles: int | None = Field(default=None, ge=1, le=MAX_NEEDLES)
+    # The harness's multi-needle list: the user's own sentences, asked for by
+    # retrieval_question, scored by expected_answers (one per needle) or the judge.
+    needles: list[FreeText] | None = Field(default=None, max_length=MAX_NEEDLES)
+    expected_answers: list[FreeText] | None = Field(default=None, max_length=MAX_NEEDLES)
+    num_distractors: int = Field(default=3, ge=0, le=100)
+    num_values: int = Field(default=4, ge=1, le=100)
+    num_queries: int = Field(default=4, ge=1, le=100)
+    needle_key_type: NeedleType = "words"
+    needle_value_type: NeedleType = "numbers"
+    # MRCR v2's published CSV files in the service's bucket (a gs:// URI or a prefix);
+    # unset, the mrcr task generates its samples.
+    mrcr_source: str | None = Field(default=None, max_length=500)
+    # RULER's variable tracking, common and frequent words (niah.tasks): None where
+    # RULER's default depends on the length (freq_cw, freq_ucw, vocab_size).
+    num_chains: int = Field(default=1, ge=1, le=20)
+    num_hops: int = Field(default=4, ge=1, le=50)
+    num_cw: int = Field(default=10, ge=1, le=100)
+    freq_cw: int | None = Field(default=None, ge=2, le=1000)
+    freq_ucw: int | None = Field(default=None, ge=1, le=1000)
+    alpha: float = Field(default=2.0, gt=1.0, le=10.0)
+    vocab_size: int | None = Field(default=None, ge=5, le=1_000_000)
+    # Independent samples per grid point (other needles and keys), each stored apart.
+    samples_per_cell: int = Field(default=1, ge=1, le=100)
+
+    dynamic_needle: bool = True
+    needle: FreeText = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
+    retrieval_question: FreeText = Field(
+        default=HARNESS_DEFAULT_QUESTION, min_length=1, max_length=2000
+    )
+    expected_answer: FreeText | None = Field(default=None, max_length=2000)
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+
+    haystack_dir: str | None = Field(default=None, max_length=500)
+    results_version: int = Field(default=1, ge=1, le=1_000_000_000)
+    final_context_length_buffer: int = Field(default=0, ge=0, le=100_000)
+    num_concurrent_requests: int = Field(default=1, ge=1, le=1000)
+    save_contexts: bool = False
+
+    scorer: ScorerName | None = None
+    count_tokens_check: bool = False
+    max_output_tokens: int | None = Field(default=None, ge=1, le=65_536)
+    # Gemini 2.5 thinks before answering, and thinking counts against max_output_tokens:
+    # 0 turns it off (Flash), -1 lets the model choose, N caps it. None: model default.
+    thinking_budget: int | None = Field(default=None, ge=-1, le=32_768)
+    # Gemini 3 and 4 set thinking by level instead (it cannot be turned off); which levels
+    # a model takes is in the catalog. None: the model's default level.
+    thinking_level: Literal["minimal", "low", "medium", "high", "xhigh"] | None = None
+    prompt_template: FreeText | None = Field(default=None, max_length=20_000)
+    # A name for people (compare, status): it measures nothing, so it is not part of the
+    # run's ID (NOT_RESULT_FIELDS), and the same run asked again with another label is
+    # relabelled. None: "model · task" (``niah.core.results.summary.run_label``).
+    label: FreeText | None = Field(default=None, min_length=1, max_length=120)
+    # How the model is called: online, each cell as its message comes (the default), or
+    # batch, the whole grid as Vertex AI batch jobs at half the online price. Part of
+    # the run's identity (a batch run is a run of its own); "online" is the default
+    # spelt out, so it names the same run as leaving it out.
+    execution: Literal["online", "batch"] | None = None
+    # Vertex AI answers a retired model with 404, so one is refused; a project that
+    # still has access (a private endpoint, an extension) says so here. It measures
+    # nothing, so it is not in the run's ID; the run's notes record it.
+    allow_retired: bool = False
+
+    @field_validator("execution")
+    @classmethod
+    def _online_is_the_default(cls, value: str | None) -> str | None:
+        return None if value == "online" else value
+
+    def is_batch(self) -> bool:
+        """Whether the run goes to Vertex AI as batch jobs, not call by call."""
+        return self.execution == "batch"
+
+    @field_validator("context_lengths")
+    @classmethod
+    def _check_lengths(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one context length, or leave it out")
+        if len(value) > MAX_INTERVALS:
+            raise ValueError(f"at most {MAX_INTERVALS} context lengths")
+        for length in value:
+            if not 1 <= length <= MAX_CONTEXT_LENGTH:
+                raise ValueError(
+                    f"each context length must be between 1 and {MAX_CONTEXT_LENGTH} tokens"
+                )
+        return sorted(set(value))
+
+    @field_validator("document_depth_percents")
+    @classmethod
+    def _check_depths(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one depth, or leave it out")
+        if len(value) > MAX_INTERVALS:
+            raise ValueError(f"at most {MAX_INTERVALS} depths")
+        for depth in value:
+            if not (math.isfinite(depth) and 0 <= depth <= 100):
+                raise ValueError("each depth must be a percent between 0 and 100")
+        return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
+
+    @field_validator("model_name", "evaluator_model_name")
+    @classmethod
+    def _check_model_name(cls, value: str | None) -> str | None:
+        if value is not None and ".." in value:
+            raise ValueError("must be a model ID, without '..'")
+        return value
+
+    @field_validator("haystack_dir", "mrcr_source")
+    @classmethod
+    def _check_haystack(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.fullmatch(r"(gs://)?[A-Za-z0-9._/-]+", value) or ".." in value.split("/"):
+            raise ValueError(
+                "must be a haystack name, a prefix or a gs:// URI of plain ASCII letters, "
+                "digits, '.', '_', '-' and '/', without '..'"
+            )
+        return value
+
+    @field_validator("label")
+    @classmethod
+    def _check_label(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip() or any(unicodedata.category(ch).startswith("C") for ch in value):
+            raise ValueError(
+                "must be a line of text: not blank, without control or format characters"
+            )
+        return value.strip()
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _check_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        counts = {name: value.count(name) for name in PLACEHOLDERS}
+        if counts["{context}"] != 1 or counts["{question}"] != 1 or counts["{answer_lead}"] > 1:
+            raise ValueError(
+                "must contain {context} and {question} exactly once each and {answer_lead} at "
+                f"most once (each copy is paid for); it has {counts}"
+            )
+        return value
+
+    @field_validator("needle", "retrieval_question", "expected_answer")
+    @classmethod
+    def _check_no_placeholder(cls, value: str | None) -> str | None:
+        for name in PLACEHOLDERS:
+            if value is not None and name in value:
+                raise ValueError(
+                    f"must not contain the template placeholder {name}; only prompt_template "
+                    "has placeholders"
+                )
+        return value
+
+    @field_validator("needles", "expected_answers")
+    @classmethod
+    def _check_texts(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one, or leave it out")
+        for number, text in enumerate(value, 1):
+            if not text.strip():
+                raise ValueError(f"item {number} is empty; each needs words")
+            if len(text) > 2000:
+                raise ValueError(f"item {number} has {len(text)} characters; at most 2000")
+            cls._check_no_placeholder(text)
+        return value
+
+    @model_validator(mode="after")
+    def _check_options_together(self) -> RunRequest:
+        check_options_together(self)
+        return self
+
+    def needle_count(self) -> int:
+        """The needles given, ``num_needles``, or the task's default (multi_needle 3, mrcr 8)."""
+        if self.needles is not None:
+            return len(self.needles)
+        return self.num_needles or DEFAULT_NEEDLES.get(self.task, 1)
+
+    def common_word_repeats(self, context_length: int) -> tuple[int, int]:
+        """How often common_words lists each common word and each other word.
+
+        RULER's rule when unset: 30 and 3, but 6 and 1 below 4096 tokens (NVIDIA/RULER
+        scripts/data/synthetic/common_words_extraction.py, read 2026-11-26 at c3f5e3b).
+        """
+        short = context_length < RULER_SHORT_LENGTH
+        common = self.freq_cw or (6 if short else 30)
+        uncommon = self.freq_ucw or (1 if short else 3)
+        return common, uncommon
+
+    def static_expected_answer(self) -> str | None:
+        """What a right answer to the static needle contains, if anything says.
+
+        The user's ``expected_answer``; else, for the harness's default needle with its
+        default question, that needle's known answer; else None (only a judge can score).
+        """
+        if self.expected_answer:
+            return self.expected_answer
+        default = (
+            self.needle == HARNESS_DEFAULT_NEEDLE
+            and self.retrieval_question == HARNESS_DEFAULT_QUESTION
+        )
+        return HARNESS_DEFAULT_ANSWER if default else None
+
+    def scorer_name(self) -> ReportedScorer:
+        """The scorer the run reports (the user's choice, else a default).
+
+        Exact for dynamic needles, as the Gemini 1.5 report does, for a static needle
+        with an ``expected_answer``, and for the harness's default needle unless a judge
+        is named (its known answer); otherwise the LLM judge. Every other task scores its
+        own answers ("task"), but for multi_needle with the user's own needles the judge
+        may grade instead.
+        """
+        if self.task != "single":
+            return "judge" if self.needles is not None and self.scorer == "judge" else "task"
+        if self.scorer:
+            return self.scorer
+        if self.dynamic_needle or self.expected_answer:
+            return "exact"
+        known = self.static_expected_answer() is not None
+        return "exact" if known and not self.evaluator_model_name else "judge"
+
+    def provider(self) -> ProviderName:
+        """The provider that serves ``model_name`` (explicit, else inferred from the name)."""
+        return self.model_provider or provider_for_model(self.model_name)
+
+    def lengths(self) -> list[int]:
+        """Context lengths in tokens, as the harness computes them."""
+        if self.context_lengths is not None:
+            return list(self.context_lengths)
+        return linspace_ints(
+            self.context_lengths_min, self.context_lengths_max, self.context_lengths_num_intervals
+        )
+
+    def depths(self) -> list[float]:
+        """Needle depths in percent, linear or sigmoid as in the harness."""
+        if self.document_depth_percents is not None:
+            return list(self.document_depth_percents)
+        return spread_depths(
+            self.document_depth_percent_min,
+            self.document_depth_percent_max,
+            self.document_depth_percent_intervals,
+            self.document_depth_percent_interval_type,
+        )
+
+    def cells(self) -> list[Cell]:
+        """Every sample of every (length, depth) point of the grid, in a stable order."""
+        return [
+            Cell(length, depth, sample)
+            for length in self.lengths()
+            for depth in self.depths()
+            for sample in range(self.samples_per_cell)
+        ]
+
+    def canonical_json(self, haystack_fingerprint: str = "") -> str:
+        """What determines the run's results, in a stable form.
+
+        The expanded grid rather than how it was written ([1000, 2000] and min/max/2
+        are the same run), the haystack's content rather than its name, and none of
+        the options that change only bookkeeping.
+        """
+        fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS | self._unused_options())
+        fields |= {
+            "lengths": self.lengths(),
+            "depths": self.depths(),
+            "provider": self.provider(),
+            "scorer": self.scorer_name(),
+            "haystack": haystack_fingerprint,
+        }
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+    def _unused_options(self) -> set[str]:
+        """Options that cannot change this run's results, so they do not name it.
+
+        A single-needle run with one sample is named as before tasks existed.
+        """
+        unused = set(ALL_TASK_OPTIONS - set(TASK_OPTIONS[self.task]))
+        # Options added since runs were first named: unset, they name nothing.
+        unused |= {name for name in ADDED_OPTIONS if getattr(self, name) is None}
+        if self.task == "single":
+            unused.add("task")
+        if self.samples_per_cell == 1:
+            unused.add("samples_per_cell")
+        return unused
+
+    def run_id(self, haystack_fingerprint: str = "") -> str:
+        """A deterministic run ID: the same request on the same haystack names the same run.
+
+        That is what makes a retried dispatch and a rerun reuse answered cells.
+        """
+        canonical = self.canonical_json(haystack_fingerprint)
+        return f"run-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
+# What ``RunRequest.run_id`` names: anything else names no run.
+RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """What a person calls a stored run: its ``--label``, else "model · task".
+
+    Runs stored before labels existed have none, and read as the default.
+    """
+    if run.get("label"):
+        return str(run["label"])
+    task = (run.get("spec") or {}).get("task", "single")
+    return f"{run.get('model') or 'model not recorded'} · {task}"

@@ -1,0 +1,435 @@
+"""Summary measures of a run: the depth x length score table and the run's figures.
+
+A grid point holds one or more samples; its value is the mean of the samples that were
+scored (an unscored sample never counts as a miss), with their standard deviation.
+``task_score`` is in [0, 1] for every task and drives the run's measures: the mean per
+length, per depth and overall, the effective length and the area under the curve.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.money.pricing import spend_summary
+from niah.core.prompts.token_fit import token_count_note
+from niah.core.results.served_models import answered_by_text, served_versions
+from niah.core.results.uncertainty import CONFIDENCE, Interval, interval
+
+# RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
+# 2026-11-26). NoLiMa's: 85 % of the model's own base score at short lengths (<= 1K
+# tokens; adobe-research/NoLiMa README).
+RULER_THRESHOLD = 85.6
+NOLIMA_SHARE = 0.85
+NOLIMA_BASE_MAX_LENGTH = 1_000
+
+# A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
+# or truncated (the reply hit its output budget: never scored, never wrong).
+OUTCOMES = ("correct", "wrong", "unscored", "truncated")
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """Mean scores by (depth, length), their spread and sample counts.
+
+    None marks a point with nothing scored (failed, unscored or missing): grey.
+    """
+
+    lengths: list[int]
+    depths: list[float]
+    scores: list[list[float | None]]
+    stds: list[list[float | None]]
+    counts: list[list[int]]
+    # Each point's 95 % interval of ``task_score``'s mean, in percent (None: none).
+    intervals: list[list[list[float] | None]] | None = None
+
+    def mean(self) -> float | None:
+        """Mean over the points that have a score."""
+        values = [v for row in self.scores for v in row if v is not None]
+        return sum(values) / len(values) if values else None
+
+
+def score_table(cells: list[dict[str, Any]], field: str = "score") -> ScoreTable:
+    """Pivot stored samples into a depth x length table of ``field``'s mean."""
+    lengths = sorted({int(c["context_length"]) for c in cells})
+    depths = sorted({float(c["depth_percent"]) for c in cells})
+    values: dict[tuple[float, int], list[float]] = {}
+    task_scores: dict[tuple[float, int], list[float]] = {}
+    for cell in cells:
+        point = (float(cell["depth_percent"]), int(cell["context_length"]))
+        score = cell.get(field)
+        values.setdefault(point, [])
+        if score is not None:
+            values[point].append(float(score))
+        if cell.get("task_score") is not None:
+            task_scores.setdefault(point, []).append(float(cell["task_score"]))
+    scores, stds, counts, intervals = [], [], [], []
+    for depth in depths:
+        found = [values.get((depth, length), []) for length in lengths]
+        scores.append([statistics.fmean(v) if v else None for v in found])
+        stds.append([statistics.pstdev(v) if v else None for v in found])
+        counts.append([len(v) for v in found])
+        intervals.append(
+            [
+                i.as_list() if (i := interval(task_scores.get((depth, length), []))) else None
+                for length in lengths
+            ]
+        )
+    return ScoreTable(lengths, depths, scores, stds, counts, intervals)
+
+
+def format_table(table: ScoreTable) -> str:
+    """The table as text: one row per depth, one column per length; '--' for nothing scored.
+
+    With repeats, each value is the mean, followed by its standard deviation.
+    """
+    if not table.lengths:
+        return "no cells stored yet"
+    repeats = any(n > 1 for row in table.counts for n in row)
+
+    def show(mean: float | None, std: float | None) -> str:
+        if mean is None:
+            return "--"
+        return f"{mean:.3g}±{std:.2g}" if repeats and std is not None else f"{mean:.3g}"
+
+    width = max(8, *(len(str(length)) + 1 for length in table.lengths)) + (6 if repeats else 0)
+    header = "depth %".rjust(8) + "".join(str(n).rjust(width) for n in table.lengths)
+    lines = [header]
+    for depth, row, spread in zip(table.depths, table.scores, table.stds, strict=True):
+        values = "".join(show(m, s).rjust(width) for m, s in zip(row, spread, strict=True))
+        lines.append(f"{depth:8g}{values}")
+    return "\n".join(lines)
+
+
+def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's measures from every sample's ``task_score`` (in [0, 1]), as percents.
+
+    Mean per length, per depth and overall, each with its 95 % interval
+    (``niah.core.results.uncertainty``); effective length (the longest length whose mean is at
+    least the threshold: NoLiMa's 85 % of the base score at lengths of 1,000 tokens or
+    less when the grid has such lengths, else RULER's 85.6) with the lengths its
+    intervals allow; and the area under the mean-vs-length curve (trapezoids over the
+    lengths, divided by their span, so 100 is perfect everywhere).
+    """
+    scored = [c for c in cells if c.get("task_score") is not None]
+    by_length = _means(scored, "context_length")
+    by_depth = _means(scored, "depth_percent")
+    length_intervals = _intervals(scored, "context_length")
+    scores = [float(c["task_score"]) for c in scored]
+    overall = _percent(scores)
+    mean_interval = interval(scores)
+    methods = {i.method for i in [mean_interval, *length_intervals.values()] if i is not None}
+    return {
+        "mean": overall,
+        "mean_interval": mean_interval.as_list() if mean_interval else None,
+        "by_length": {str(k): v for k, v in by_length.items()},
+        "by_length_interval": {
+            str(k): i.as_list() if i else None for k, i in length_intervals.items()
+        },
+        "by_depth": {f"{k:g}": v for k, v in by_depth.items()},
+        "by_depth_interval": {
+            f"{k:g}": i.as_list() if i else None
+            for k, i in _intervals(scored, "depth_percent").items()
+        },
+        "confidence": CONFIDENCE,
+        "interval_methods": sorted(methods),
+        "effective_length": effective_length(
+            {int(k): v for k, v in by_length.items()},
+            {int(k): i for k, i in length_intervals.items()},
+        ),
+        "area_under_curve": area_under_curve({int(k): v for k, v in by_length.items()}),
+    }
+
+
+def _intervals(cells: list[dict[str, Any]], key: str) -> dict[Any, Interval | None]:
+    groups: dict[Any, list[float]] = {}
+    for cell in cells:
+        groups.setdefault(cell[key], []).append(float(cell["task_score"]))
+    return {k: interval(values) for k, values in sorted(groups.items())}
+
+
+def mrcr_bins(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """MRCR v2's figures, as the model cards report them (percent of the mean score).
+
+    Samples are binned by their transcript's token count into (4K, 8K], (8K, 16K], ...
+    (google-deepmind/eval_hub mrcr_v2/mrcr_utils.py ``get_contexts`` at 67b7fd2; at most
+    4K is its own bin here); ``cumulative_128k`` is the mean over every sample up to
+    131,072 tokens and ``at_1m`` the mean of the (524,288, 1,048,576] bin.
+    """
+    scored = [c for c in cells if c.get("task_score") is not None]
+    bins: dict[str, list[float]] = {}
+    for cell in sorted(scored, key=lambda c: int(c["context_length"])):
+        bins.setdefault(_mrcr_bin(int(cell["context_length"])), []).append(
+            float(cell["task_score"])
+        )
+    up_to_128k = [float(c["task_score"]) for c in scored if int(c["context_length"]) <= 131_072]
+    at_1m = [
+        float(c["task_score"]) for c in scored if 524_288 < int(c["context_length"]) <= 1_048_576
+    ]
+    return {
+        "bins": {name: _percent(values) for name, values in bins.items()},
+        "samples_per_bin": {name: len(values) for name, values in bins.items()},
+        "cumulative_128k": _percent(up_to_128k),
+        "at_1m": _percent(at_1m),
+    }
+
+
+GENERATED_MRCR_NOTE = (
+    "generated samples, not Google's MRCR v2 files: not comparable to the model cards"
+)
+
+
+def _mrcr_provenance(run: dict[str, Any]) -> dict[str, str]:
+    """Whose samples these are: Google's files, or generated here (and so not comparable)."""
+    if (run.get("spec") or {}).get("mrcr_source"):
+        return {"samples": "Google's published MRCR v2 files", "source": run["spec"]["mrcr_source"]}
+    return {"samples": GENERATED_MRCR_NOTE}
+
+
+def mrcr_bin_upper(tokens: int) -> int:
+    """The upper end of the MRCR v2 bin a transcript of ``tokens`` falls in (4K, 8K...)."""
+    upper = 4096
+    while tokens > upper:
+        upper *= 2
+    return upper
+
+
+def _mrcr_bin(tokens: int) -> str:
+    upper = mrcr_bin_upper(tokens)
+    return "<=4K" if upper == 4096 else f"{_k(upper // 2)}-{_k(upper)}"
+
+
+def _k(tokens: int) -> str:
+    return f"{tokens // 1_048_576}M" if tokens >= 1_048_576 else f"{tokens // 1024}K"
+
+
+def _means(cells: list[dict[str, Any]], key: str) -> dict[Any, float]:
+    groups: dict[Any, list[float]] = {}
+    for cell in cells:
+        groups.setdefault(cell[key], []).append(float(cell["task_score"]))
+    return {k: v for k, values in sorted(groups.items()) if (v := _percent(values)) is not None}
+
+
+def _percent(values: list[float]) -> float | None:
+    return round(100 * statistics.fmean(values), 2) if values else None
+
+
+def effective_length(
+    by_length: dict[int, float], intervals: dict[int, Interval | None] | None = None
+) -> dict[str, Any]:
+    """The longest length whose mean (percent) reaches the threshold, and which rule.
+
+    With each length's interval: ``interval`` gives the longest length whose interval
+    lies wholly at or above the threshold (``low``) and the longest whose interval
+    reaches it (``high``); ``determined`` only when both are the effective length, so a
+    decision that rests on noise says so. A length without an interval (one graded
+    sample) could pass or fail. The threshold's own uncertainty (NoLiMa's base is a
+    mean too) is not carried.
+    """
+    short = [v for length, v in by_length.items() if length <= NOLIMA_BASE_MAX_LENGTH]
+    if short:
+        base = statistics.fmean(short)
+        threshold, rule = NOLIMA_SHARE * base, "nolima: 85% of the mean at lengths <= 1,000"
+    else:
+        base, threshold, rule = None, RULER_THRESHOLD, "ruler: 85.6"
+    # A length that scored nothing never passes: with a base of 0 there is no effective
+    # length, not the longest length.
+    passing = [length for length, value in by_length.items() if value >= threshold and value > 0]
+    length = max(passing) if passing else None
+    found: dict[str, Any] = {
+        "length": length,
+        "threshold": round(threshold, 2),
+        "rule": rule,
+        "base": round(base, 2) if base is not None else None,
+    }
+    if intervals is None:
+        return found
+    surely = [
+        n
+        for n, value in by_length.items()
+        if value > 0 and (i := intervals.get(n)) is not None and i.low >= threshold
+    ]
+    maybe = [
+        n
+        for n, value in by_length.items()
+        if value > 0 and ((i := intervals.get(n)) is None or i.high >= threshold)
+    ]
+    low, high = max(surely, default=None), max(maybe, default=None)
+    return found | {
+        "interval": {"low": low, "high": high},
+        "determined": low == high == length,
+    }
+
+
+def area_under_curve(by_length: dict[int, float]) -> float | None:
+    """Area under mean (percent) vs length, over the span of lengths (0 to 100)."""
+    points = sorted(by_length.items())
+    if not points:
+        return None
+    if len(points) == 1:
+        return points[0][1]
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in itertools.pairwise(points))
+    span = points[-1][0] - points[0][0]
+    return round(area / span, 2)
+
+
+def summarize(
+    run: dict[str, Any],
+    cells: list[dict[str, Any]],
+    calls: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The run's summary: counts, outcomes, scores, measures, timings, spend, the table."""
+    table = score_table(cells)
+    task = str((run.get("spec") or {}).get("task", "single"))
+    answered = [c for c in cells if c.get("status") == "answered"]
+    retrieved = [c for c in answered if c.get("exact_score") == 10]
+    model_seconds = [float(c.get("model_seconds", 0)) for c in answered]
+    deviations = [
+        int(c["prompt_token_deviation"])
+        for c in answered
+        if c.get("prompt_token_deviation") is not None
+    ]
+    judged = [c["judge_score"] for c in answered if c.get("judge_score") is not None]
+    outcomes = {name: 0 for name in OUTCOMES}
+    for cell in cells:
+        outcomes[str(cell.get("outcome") or "unscored")] += 1
+    served = served_versions(cells)
+    return {
+        "run_id": run["run_id"],
+        "model": run.get("model"),
+        # What answered (each reply's modelVersion, with its samples), and a sentence
+        # when that is not the model asked for: Google routes some IDs to others.
+        "served_models": served,
+        "answered_by": answered_by_text(str(run.get("model") or ""), served),
+        "task": task,
+        "version": run.get("version"),
+        "haystack_uri": run.get("haystack_uri"),
+        "scorer": run.get("scorer", "exact"),
+        # The heatmap's scale: the harness's 1-10 for single, a fraction for the others.
+        "score_scale": "1-10" if task == "single" else "fraction",
+        "cells": len({(c["context_length"], c["depth_percent"]) for c in cells}),
+        "samples": len(cells),
+        "answered": len(answered),
+        "failed": len(cells) - len(answered),
+        "outcomes": outcomes,
+        "retrieved": len(retrieved),
+        "retrieved_share": round(len(retrieved) / len(answered), 4) if answered else None,
+        "mean_score": round(m, 3) if (m := table.mean()) is not None else None,
+        "measures": measures(cells),
+        **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
+        **_task_rates(cells),
+        "mean_model_seconds": _mean(model_seconds),
+        "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
+        "mean_judge_score": _mean(judged),
+        "totals": run.get("totals", {}),
+        **cost_summary(run.get("totals", {})),
+        "spend": spend_summary(calls or [], str(run.get("model") or "")),
+        # The API's prompt token count minus the requested length: how honest the
+        # lengths on the x axis are.
+        "prompt_token_deviation": {
+            "mean": _mean(deviations),
+            "max_abs": max((abs(d) for d in deviations), default=None),
+        },
+        # How the model counts the haystack against the local tokenizer (measured once by
+        # countTokens; niah.core.prompts.token_fit), each cell's own share, and the report's line.
+        "token_count": run.get("token_count"),
+        "token_count_deviation_percent": _mean(
+            [
+                float(c["token_count_deviation_percent"])
+                for c in answered
+                if c.get("token_count_deviation_percent") is not None
+            ]
+        ),
+        "token_count_note": token_count_note(run.get("token_count")),
+        "errors": {
+            c["cell_id"]: c.get("error", {}).get("message") for c in cells if c.get("error")
+        },
+        "table": {
+            "lengths": table.lengths,
+            "depths": table.depths,
+            "scores": table.scores,
+            "stds": table.stds,
+            "samples": table.counts,
+            "intervals": table.intervals,
+        },
+    }
+
+
+def cost_summary(totals: dict[str, Any]) -> dict[str, Any]:
+    """The run's cost as billed, or None (unknown) when any cell had no known price.
+
+    Never $0 for an unknown price: the priced part and the unpriced count are given
+    beside it. The cached share is the part of the prompt tokens served from cache.
+    """
+    unpriced = int(totals.get("unpriced_cells", 0))
+    priced = round(float(totals.get("cost_usd", 0.0)), 6)
+    prompt = float(totals.get("prompt_tokens", 0.0))
+    cached = float(totals.get("cached_tokens", 0.0))
+    return {
+        "cost_usd": None if unpriced else priced,
+        "cost_priced_part_usd": priced,
+        "unpriced_cells": unpriced,
+        "cost_without_cache_usd": round(float(totals.get("cost_without_cache_usd", 0.0)), 6),
+        "cached_share": round(cached / prompt, 4) if prompt else None,
+    }
+
+
+def format_spend(spend: dict[str, Any]) -> str:
+    """The spend line: every call paid for, and what is estimated or unknown."""
+    usd = "unknown" if spend["usd"] is None else f"${spend['usd']:.4f}"
+    cut = spend["cut_off_calls"]
+    estimated = (
+        f"; {cut} cut off mid-call, input estimated at ${spend['estimated_usd']:.4f}"
+        if cut and spend["estimated_usd"] is not None
+        else (f"; {cut} cut off mid-call, unpriced" if cut else "")
+    )
+    return (
+        f"spend: {spend['calls']} model calls ({spend['answered_calls']} answered, "
+        f"{spend['error_calls']} errors){estimated}: {usd}"
+    )
+
+
+def format_cost(summary: dict[str, Any]) -> str:
+    """The cost as a person should read it: dollars, or unknown with what is known."""
+    if summary["cost_usd"] is not None:
+        return f"cost ${summary['cost_usd']:.4f}"
+    unpriced = summary["unpriced_cells"]
+    known = summary["cost_priced_part_usd"]
+    priced_part = f"; the priced cells ${known:.4f}" if known else ""
+    return f"cost unknown ({unpriced} cell{'s' * (unpriced != 1)} without a price{priced_part})"
+
+
+def failure_reasons(cells: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Failed, unscored and truncated samples grouped by reason, the commonest first."""
+    reasons: dict[str, list[str]] = {}
+    for cell in cells:
+        error = cell.get("error") or {}
+        if error:
+            reason = f"failed ({error.get('kind')}): {str(error.get('message'))[:160]}"
+        elif cell.get("outcome") in ("unscored", "truncated"):
+            reason = f"{cell['outcome']}: {str(cell.get('unscored_reason'))[:200]}"
+        else:
+            continue
+        reasons.setdefault(reason, []).append(str(cell.get("cell_id")))
+    return dict(sorted(reasons.items(), key=lambda item: -len(item[1])))
+
+
+def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
+    """Rates a task's scorer notes: hallucinations (absent), distractor hits (multi_key)."""
+    scored = [c for c in cells if c.get("task_score") is not None]
+    rates = {}
+    for flag, name in (
+        ("hallucinated", "hallucination_rate"),
+        ("distractor_hit", "distractor_hit_rate"),
+    ):
+        flagged = [c for c in scored if flag in (c.get("task_details") or {})]
+        if flagged:
+            hits = sum(1 for c in flagged if c["task_details"][flag])
+            rates[name] = round(hits / len(flagged), 4)
+    return rates
+
+
+def _mean(values: list[int] | list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
