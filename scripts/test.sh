@@ -7,17 +7,16 @@
 #   integration  the local stack: real emulators, functions-framework processes, the
 #                real small model; fault tests also on a stack with a deployment's sweep
 #                (production_stack)
-# The tiers run side by side on pytest-xdist workers: a worker starts its own stack
-# (its own ports) the first time one of its tests needs it, and the tests that share a
-# stack file or the Terraform plan stay together (tests/conftest.py).
+# The tiers run side by side on three pytest-xdist workers: the stack tests on one (one
+# stack), the fault tests on the production-settings stack on another, the unit and
+# deploy tests wherever a worker is free (tests/conftest.py groups them).
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    lint, types, layering and the unit tier but its heavy tests
 #                              (million-token prompts and the like): the edit-test loop
 #   scripts/test.sh ARGS...    lint, types, layering, then pytest ARGS (one process)
 #
-# NIAH_TEST_WORKERS sets how many workers the whole run uses (default 4: most of the
-# stack tests' time is waiting on emulators, leases and sweep passes, not the CPU).
+# NIAH_TEST_WORKERS sets how many workers the whole run uses (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -36,5 +35,5 @@ fi
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
-exec .venv/bin/python -m pytest -q -n "${NIAH_TEST_WORKERS:-4}" --dist loadgroup \
+exec .venv/bin/python -m pytest -q -n "${NIAH_TEST_WORKERS:-3}" --dist loadgroup \
   --no-loadscope-reorder

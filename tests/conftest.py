@@ -58,46 +58,39 @@ def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackToken
 # its fault tests on the production-settings stack are also ``production_stack``),
 # ``system`` (real Google Cloud, skipped unless asked for). docs/testing.md has the table.
 TIERS = ("unit", "deploy", "integration", "system")
+GROUP = pytest.StashKey[str]()
 
-# Seconds each integration file took on a 2-core machine (2026-11-27), so that
-# scripts/test.sh's workers take the longest first and end together; a file not listed
-# counts as a minute. Only the order of the work depends on these figures.
-STACK_SECONDS: dict[str, float] = {}
-# The fault tests on the production-settings stack are dealt round into this many groups:
-# each group starts one such stack, so this bounds how many run at once (about 2 GB each).
-PRODUCTION_STACKS = 3
 # Tests that share the offline Terraform plan (tests/deploy/conftest.py): one group, so
 # the plan is made once, not once per worker.
 TERRAFORM_FIXTURES = {"offline", "planned", "deploy_vars"}
+# Groups handed out first, longest first (with ``--no-loadscope-reorder`` xdist hands work
+# out in collection order): the stack tests (about 20 minutes one after another), the
+# fault tests on the production-settings stack (about 13), the Terraform plan's tests.
+FIRST = {"stack": 3, "production-stack": 2, "terraform-plan": 1}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its tier and group the tests that share a costly fixture.
 
-    Under pytest-xdist (``--dist loadgroup``) a group runs on one worker. A worker starts
-    a stack the first time one of its tests needs it, so a file of stack tests is one
-    group (one stack, and the file's order kept); the fault tests on the
-    production-settings stack are dealt into ``PRODUCTION_STACKS`` groups, since they
-    spend their time waiting on leases and sweep passes and run well side by side. The collection
-    is ordered longest first, which xdist follows with ``--no-loadscope-reorder``.
+    Under pytest-xdist (``--dist loadgroup``) a group runs on one worker, in order. The
+    stack tests are one group and the fault tests on the production-settings stack
+    another, so two stacks run at once as before, each on one worker; the unit and
+    deploy tests fill the other workers. Two stacks of the same kind on this 2-core
+    machine were tried (four default and three production stacks): the local model's
+    calls and the emulators then took the CPU from each other, and runs timed out.
     """
-    weight: dict[str, float] = {}
-    faults = 0
     for item in items:
         tier = item.path.parent.name
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
         fixtures = set(getattr(item, "fixturenames", ()))
+        group = None
         if tier == "integration":
-            if "production_stack" in fixtures:
-                group = f"production-stack-{faults % PRODUCTION_STACKS}"
-                faults, weight[item.nodeid] = faults + 1, 150.0
-            else:
-                group = item.path.name
-                weight[item.nodeid] = STACK_SECONDS.get(group, 60.0)
-            item.add_marker(pytest.mark.xdist_group(group))
+            group = "production-stack" if "production_stack" in fixtures else "stack"
         elif fixtures & TERRAFORM_FIXTURES:
-            item.add_marker(pytest.mark.xdist_group("terraform-plan"))
-            weight[item.nodeid] = 30.0
-    items.sort(key=lambda item: -weight.get(item.nodeid, 0.0))  # stable: files stay whole
+            group = "terraform-plan"
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+            item.stash[GROUP] = group
+    items.sort(key=lambda item: -FIRST.get(item.stash.get(GROUP, ""), 0))  # stable sort
