@@ -14,16 +14,15 @@ from niah.catalog.models import (
     LOCAL_MODEL,
     find_model,
     input_limit,
-    is_gemini_name,
-    not_a_text_model,
     output_limit,
     provider_for_model,
 )
+from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.catalog.prices import library_prices, prices_for
 from niah.core.money.pricing import call_cost, cost_of
 from niah.core.request.spec import RunRequest
 from niah.errors import ConfigurationError, RequestError
-from niah.service.request_checks import check_budget, model_warnings
+from niah.service.admission_checks import check_budget, model_warnings
 from niah.settings import get_settings
 
 

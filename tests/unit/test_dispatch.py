@@ -148,7 +148,7 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
 
 def test_a_huge_grid_is_refused_before_it_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
     from niah.core.request.spec import RunRequest
-    from niah.service.request_checks import check_budget
+    from niah.service.admission_checks import check_budget
 
     def no_expansion(self: RunRequest) -> list:
         raise AssertionError("the grid was expanded before it was counted")

@@ -65,6 +65,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from niah.catalog.lifecycle import Lifecycle
+from niah.catalog.names import (
+    base_name,
+    gemini_major,
+    is_gemini_name,
+    not_a_text_model,
+)
 from niah.errors import ConfigurationError
 from niah.settings import get_settings
 
@@ -87,23 +93,6 @@ def tokenizer_object(name: str) -> str:
         raise ConfigurationError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZER_SHA256)}")
     return f"tokenizers/{name}-{TOKENIZER_SHA256[name][:16]}.model"
 
-
-# A Gemini model ID: "gemini-" and a version digit (gemini-2.5-flash, gemini-3-pro-preview).
-GEMINI_NAME = re.compile(r"^gemini-\d[\w.-]*$")
-# The major version of a Gemini ID: gemini-3.5-flash is 3, gemini-10-x is 10.
-GEMINI_MAJOR = re.compile(r"^gemini-(\d+)")
-# The one resource path a Gemini model may be named by: the project and location come
-# from the deployment, never from a request.
-GOOGLE_PUBLISHER_PATH = "publishers/google/models/"
-# Gemini variants that do not answer text with text: image generation ("-image", Nano
-# Banana), speech ("-tts", "transcribe", "translate"), the Live API and native audio,
-# embeddings, computer use, Omni (video) and Robotics. Their prices are not text prices and
-# a NIAH prompt means nothing to them (the variant lists of DEPR and ai.google.dev/
-# gemini-api/docs/models, read 2026-11-26).
-NOT_TEXT_VARIANT = re.compile(
-    r"image|nano-banana|tts|transcribe|translate|live|native-audio|embedding|computer-use|"
-    r"omni|robotics"
-)
 
 # Models are called at this temperature (greedy, as the NIAH harness does) unless their
 # entry says otherwise; runs record it, as MRCR v2's README asks every report to state.
@@ -216,7 +205,7 @@ def _gemini(
     ``temperature_ignored``: Google says the model ignores a custom temperature on Vertex
     AI, so none is sent (and none is claimed on the run).
     """
-    major = int(GEMINI_MAJOR.match(name).group(1))  # type: ignore[union-attr]
+    major = gemini_major(name) or 0  # every entry here is a gemini-N... ID
     temperature = GEMINI_3_TEMPERATURE if major >= 3 else TEMPERATURE
     return ModelInfo(
         name,
@@ -336,11 +325,6 @@ CATALOG: dict[str, ModelInfo] = {
 }  # fmt: skip
 
 
-def base_name(model_name: str) -> str:
-    """The model ID without a resource path (``publishers/google/models/gemini-2.5-pro``)."""
-    return model_name.rsplit("/", 1)[-1]
-
-
 def catalog_entry(model_name: str) -> ModelInfo | None:
     """The entry ``model_name`` names: itself, or its family's for a pinned version.
 
@@ -386,18 +370,6 @@ def same_model(asked: str, served: str) -> bool:
     return suffix != served_family and PINNED_SUFFIX.match(suffix) is not None
 
 
-def not_a_text_model(model_name: str) -> bool:
-    """Whether a Gemini ID names an image, speech, live, embedding or other non-text model."""
-    name = base_name(model_name)
-    return name.startswith("gemini-") and NOT_TEXT_VARIANT.search(name) is not None
-
-
-def gemini_major(model_name: str) -> int | None:
-    """The major version of a Gemini ID (3 for gemini-3.5-flash), or None."""
-    match = GEMINI_MAJOR.match(base_name(model_name))
-    return int(match.group(1)) if match else None
-
-
 def find_model(model_name: str) -> ModelInfo | None:
     """What the service knows of ``model_name``; None for a model it knows nothing of.
 
@@ -435,16 +407,6 @@ def provider_for_model(model_name: str) -> ProviderName:
     # Any "gemini-..." name goes to Gemini, so a misspelt one is refused as a Gemini name
     # (is_gemini_name) rather than sent to an OpenAI-compatible endpoint.
     return "gemini" if base_name(model_name).startswith("gemini-") else "openai_compatible"
-
-
-def is_gemini_name(model_name: str) -> bool:
-    """Whether ``model_name`` is a Gemini model ID, bare or as Google's publisher path.
-
-    Checked whole: a ``projects/...`` path would send the call to another project's
-    resource, so only ``gemini-...`` and ``publishers/google/models/gemini-...`` pass.
-    """
-    bare = model_name.removeprefix(GOOGLE_PUBLISHER_PATH)
-    return bool(GEMINI_NAME.fullmatch(bare)) and ".." not in bare
 
 
 def input_limit(provider: ProviderName, model_name: str) -> int | None:

@@ -26,7 +26,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from niah.catalog.models import LOCAL_MODEL, base_name, catalog_entry, not_a_text_model
+from niah.catalog.models import LOCAL_MODEL, catalog_entry
+from niah.catalog.names import base_name, not_a_text_model
 from niah.errors import ConfigurationError
 from niah.settings import get_settings
 

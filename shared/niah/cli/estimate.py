@@ -95,8 +95,8 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     from niah.core.prompts.sample import Sample
     from niah.errors import ConfigurationError, RequestError
     from niah.models.providers import provider_class
+    from niah.service.admission_checks import check_budget
     from niah.service.request_body import parse_request
-    from niah.service.request_checks import check_budget
     from niah.service.run_sources import resolve_mrcr_source, source_cells
     from niah.tasks import get_task
 

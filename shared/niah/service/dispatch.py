@@ -1,6 +1,6 @@
 """Dispatch: record an admitted run and publish its cells (or its primer, or a batch round).
 
-The request is read and checked first (``niah.service.request_checks``) and its spend
+The request is read and checked first (``niah.service.admission_checks``) and its spend
 held (``niah.service.admission``); this module expands the grid into the run record,
 tells a new run from a repeated request, and publishes what is missing.
 """
@@ -30,9 +30,9 @@ from niah.core.request.spec import RunRequest, run_label
 from niah.core.results.counters import run_shards, shard_totals, shards_for
 from niah.logs import log
 from niah.service.admission import admit_request
+from niah.service.admission_checks import check_request
 from niah.service.messages import primer_message
 from niah.service.missing_cells import publish_missing, taken_cells
-from niah.service.request_checks import check_request
 from niah.service.run_sources import RunSource, listed_files, source_cells
 from niah.settings import get_settings
 

@@ -1,6 +1,6 @@
 """The run request as the dispatcher reads it: strict JSON, then the ``RunRequest`` model.
 
-Apart from the checks that need the catalog or the bucket (``niah.service.request_checks``),
+Apart from the checks that need the catalog or the bucket (``niah.service.admission_checks``),
 so the CLI's estimate and the tests read a request the one way the service does.
 """
 

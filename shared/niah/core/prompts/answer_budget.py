@@ -17,12 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from niah.catalog.models import (
-    PROVIDER_OUTPUT_TOKENS,
-    THINKING_LEVEL_ROOM,
-    ModelInfo,
-    find_model,
-)
+from niah.catalog.models import PROVIDER_OUTPUT_TOKENS, THINKING_LEVEL_ROOM, ModelInfo, find_model
 from niah.core.prompts.vocabulary import ADJECTIVES, CHARACTER_NAMES, CITIES, NOUNS
 from niah.core.request.request_options import NeedleType
 from niah.core.request.spec import RunRequest

@@ -13,15 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.catalog.availability import lifecycle_notes, retired_refusal
-from niah.catalog.models import (
-    LOCAL_MODEL,
-    ModelInfo,
-    find_model,
-    is_gemini_name,
-    model_notice,
-    not_a_text_model,
-    provider_for_model,
-)
+from niah.catalog.models import LOCAL_MODEL, ModelInfo, find_model, model_notice, provider_for_model
+from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warning, call_budget
 from niah.core.prompts.haystack_files import content_fingerprint
