@@ -7,16 +7,15 @@
 #   integration  the local stack: real emulators, functions-framework processes, the
 #                real small model; fault tests also on a stack with a deployment's sweep
 #                (production_stack)
-# The tiers run side by side on three pytest-xdist workers: the stack tests on one (one
-# stack), the fault tests on the production-settings stack on another, the unit and
-# deploy tests wherever a worker is free (tests/conftest.py groups them).
+# Three pytest processes run side by side, each with its own temporary directory: the
+# unit and deploy tiers; the stack tests (one stack); the fault tests on the stack with
+# a deployment's sweep (production_stack), which mostly wait on leases and sweep passes.
+# Their output follows, one after the other.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    lint, types, layering and the unit tier but its heavy tests
 #                              (million-token prompts and the like): the edit-test loop
 #   scripts/test.sh ARGS...    lint, types, layering, then pytest ARGS (one process)
-#
-# NIAH_TEST_WORKERS sets how many workers the whole run uses (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -35,5 +34,19 @@ fi
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
-exec .venv/bin/python -m pytest -q -n "${NIAH_TEST_WORKERS:-3}" --dist loadgroup \
-  --no-loadscope-reorder
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tiers=("unit or deploy or system" "integration and not production_stack" "production_stack")
+pids=()
+for i in "${!tiers[@]}"; do
+  .venv/bin/python -m pytest -q -m "${tiers[$i]}" --basetemp="$work/tier$i" \
+    >"$work/tier$i.log" 2>&1 &
+  pids+=("$!")
+done
+status=0
+for i in "${!tiers[@]}"; do
+  wait "${pids[$i]}" || status=1
+  echo "--- pytest -m \"${tiers[$i]}\" ---"
+  cat "$work/tier$i.log"
+done
+exit "$status"
