@@ -20,9 +20,9 @@ from google.api_core.exceptions import DeadlineExceeded
 
 from niah_devtools import localstack
 
-# NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578). Under
-# pytest-xdist each worker (gw0, gw1, ...) runs its own stacks 1,000 ports further on,
-# so workers never share an emulator (scripts/test.sh runs the tiers side by side).
+# NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578). Run with
+# pytest-xdist (``-n``), each worker (gw0, gw1, ...) starts its own stacks 1,000 ports
+# further on, so workers never share an emulator.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
 BASE_PORT = int(os.environ.get("NIAH_TEST_BASE_PORT", "8570")) + 1000 * int(_WORKER[2:] or 0)
 # The account the local budget-alert "push" names (in production, niah-pusher).
