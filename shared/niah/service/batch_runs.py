@@ -38,7 +38,14 @@ from niah.service.batch_ingest import ingest_piece
 from niah.service.batch_jobs import cancel_jobs, poll_batch
 from niah.service.batch_settle import settle_job, store_failed
 from niah.service.batch_submit import submit_batch
-from niah.service.messages import BATCH_FAIL, BATCH_INGEST, BATCH_SETTLE, BATCH_SUBMIT
+from niah.service.messages import (
+    BATCH_FAIL,
+    BATCH_INGEST,
+    BATCH_SETTLE,
+    BATCH_SUBMIT,
+    fail_request,
+    settle_job_name,
+)
 from niah.service.worker_deps import ProviderFactory, TokenizerFactory
 
 BatchFactory = Callable[[str], BatchClient]
@@ -82,13 +89,13 @@ def handle_batch_message(
         return ingest_piece(body, run, spec, store=store, blobs=blobs, publisher=publisher,
                             provider_for=provider_for)  # fmt: skip
     if action == BATCH_SETTLE:
-        return settle_job(run_id, str(body["job"]), store=store, blobs=blobs,
+        return settle_job(run_id, settle_job_name(body), store=store, blobs=blobs,
                           publisher=publisher, provider_for=provider_for)  # fmt: skip
     if action == BATCH_FAIL:
         if run.get("status") == RUN_CANCELLED:
             return "cancelled"  # its cells wait for a resume
-        cells = [str(cell) for cell in body.get("cells") or []]
-        store_failed(run_id, spec, run, cells, BatchJobError(str(body.get("reason") or "")),
+        cells, reason = fail_request(body)
+        store_failed(run_id, spec, run, cells, BatchJobError(reason),
                      store=store, blobs=blobs, publisher=publisher)  # fmt: skip
         return "failed cells stored"
     batches = batches_for(spec.model_name)

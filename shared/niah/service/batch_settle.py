@@ -23,16 +23,16 @@ from niah.service.batch_output import OutputReader, reason_key
 from niah.service.batch_pieces import job_key
 from niah.service.cell_records import failed_cell, store_cell
 from niah.service.lease import LeaseKeeper
-from niah.service.messages import BATCH_FAIL, BATCH_SETTLE, BATCH_SUBMIT, batch_message
+from niah.service.messages import (
+    BATCH_SUBMIT,
+    batch_message,
+    fail_messages,
+    settle_message,
+)
 from niah.service.run_completion import request_report_if_complete
 from niah.service.run_view import RunView, run_view
 from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
-
-
-def settle_message(run_id: str, run: dict[str, Any], job_name: str) -> dict[str, Any]:
-    """The message that asks a worker to go on settling ``job_name``."""
-    return batch_message(run_id, BATCH_SETTLE, run) | {"job": job_name}
 
 
 def settle_job(
@@ -251,14 +251,11 @@ def fail_cells(
     A few at once; more as messages of ``batch_fail_cells`` cells each, so failing a
     200,000-line job's cells never outlives the function.
     """
-    wanted = [cell for cell in cell_ids if cell not in store.cell_ids(run_id)]
+    stored = store.cell_ids(run_id)  # read once: it was read again for every cell
+    wanted = [cell for cell in cell_ids if cell not in stored]
     step = get_settings().batch_fail_cells
     if len(wanted) > step:
-        publisher.publish_cells([
-            batch_message(run_id, BATCH_FAIL, run) | {"cells": wanted[i : i + step],
-                                                      "reason": str(error)}
-            for i in range(0, len(wanted), step)
-        ])  # fmt: skip
+        publisher.publish_cells(fail_messages(run_id, run, wanted, str(error), step=step))
         return
     store_failed(run_id, spec, run, wanted, error, store=store, blobs=blobs, publisher=publisher)
 

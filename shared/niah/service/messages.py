@@ -156,7 +156,7 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
 # What a batch message asks of the worker: submit the run's missing cells as batch
 # jobs, look at its jobs (ingest what is done, cancel them if the run is cancelled), or
 # ingest one piece of a job's output, settle a job once read, or store a job's
-# unanswered cells failed (``niah.service.batch_ingest``).
+# unanswered cells failed (the ``niah.service.batch_*`` modules).
 BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
 BATCH_SETTLE, BATCH_FAIL = "settle", "fail"
 
@@ -186,6 +186,31 @@ def ingest_message(
         "start": start,
         "end": end,
     }
+
+
+def settle_message(run_id: str, run: dict[str, Any], job_name: str) -> dict[str, Any]:
+    """The message that asks a worker to go on settling ``job_name``."""
+    return batch_message(run_id, BATCH_SETTLE, run) | {"job": job_name}
+
+
+def settle_job_name(body: dict[str, Any]) -> str:
+    """The job a settle message names."""
+    return str(body["job"])
+
+
+def fail_messages(
+    run_id: str, run: dict[str, Any], cell_ids: list[str], reason: str, *, step: int
+) -> list[dict[str, Any]]:
+    """Messages that each ask a worker to store ``step`` of ``cell_ids`` failed."""
+    return [
+        batch_message(run_id, BATCH_FAIL, run) | {"cells": cell_ids[i : i + step], "reason": reason}
+        for i in range(0, len(cell_ids), step)
+    ]
+
+
+def fail_request(body: dict[str, Any]) -> tuple[list[str], str]:
+    """The cells a fail message names, and the reason to store them failed with."""
+    return [str(cell) for cell in body.get("cells") or []], str(body.get("reason") or "")
 
 
 # What a report request says it is (``report_request_run``).
