@@ -160,3 +160,15 @@ def test_every_service_module_is_named_in_the_architecture_page() -> None:
         if path.stem != "__init__"
     )
     assert [module for module in modules if f"`{module}`" not in text] == []
+
+
+def test_no_shipped_module_is_over_500_lines() -> None:
+    """STYLE rule 12: a module a newcomer reads in one sitting (most stay under 400)."""
+    sizes = {
+        str(path.relative_to(REPO)): len(path.read_text().splitlines())
+        for path in [
+            *(REPO / "shared" / "niah").rglob("*.py"),
+            *(REPO / "functions").glob("*/*.py"),
+        ]
+    }
+    assert {path: lines for path, lines in sizes.items() if lines > 500} == {}
