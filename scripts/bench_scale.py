@@ -173,6 +173,10 @@ def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> d
             "NIAH_MAX_CELLS_PER_RUN": str(max(sizes)),
             # The whole grid published by the dispatcher: its figure is the publish.
             "NIAH_DISPATCH_ORDER": "naive",
+            # The 1,000-sample run's worst case (about $315 at Gemini's prices) passes
+            # the default daily ceiling of $300 (docs/limits.md); the stand-in is free.
+            "NIAH_DAILY_SPEND_CEILING_USD": "100000",
+            "NIAH_MONTHLY_SPEND_CEILING_USD": "100000",
         },
     )
     # The stack's project and emulators, not what an earlier part left in the settings

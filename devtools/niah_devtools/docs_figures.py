@@ -19,7 +19,6 @@ the keys it reads, so the benchmark's smoke test can hold the benchmark to them.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import re
 import sys
@@ -370,16 +369,16 @@ def cited(pages: tuple[Path, ...] = PAGES) -> list[str]:
     return sorted({name for page in pages for name in MARKER.findall(page.read_text())})
 
 
-def provenance(bench: dict[str, Any], section: str, results: Path) -> str:
+def provenance(bench: dict[str, Any], section: str) -> str:
     """Where a table's figures came from: the commit and day its section was measured."""
     stamp = bench.get("measured", {}).get(section)
     if stamp:
         return f"commit `{stamp['commit']}`, {stamp['date']}"
-    day = dt.datetime.fromtimestamp(results.stat().st_mtime, dt.UTC).date()
-    return f"commit not recorded, file of {day}"
+    # The file's date would say when any section was last written, not this one.
+    return "commit and date not recorded"
 
 
-def block(name: str, bench: dict[str, Any], results: Path) -> str:
+def block(name: str, bench: dict[str, Any]) -> str:
     """What goes between a table's markers: the table and where it came from."""
     figures = FIGURES[name]
     if missing_keys(bench, [name]):
@@ -388,7 +387,7 @@ def block(name: str, bench: dict[str, Any], results: Path) -> str:
             f"then {REGENERATE}.*\n"
         )
     lines = figures.render(bench[figures.section])
-    source = provenance(bench, figures.section, results)
+    source = provenance(bench, figures.section)
     note = f"*From `results/bench.json` (`{figures.section}`; {source}), by {REGENERATE}.*"
     return "\n".join([*lines, "", note]) + "\n"
 
@@ -399,7 +398,7 @@ def rewrite(text: str, bench: dict[str, Any], results: Path) -> str:
         if name not in FIGURES:
             raise KeyError(f"no figures named {name!r} (known: {', '.join(FIGURES)})")
     return BLOCK.sub(
-        lambda m: m.group(1) + block(m.group("name"), bench, results) + m.group(4), text
+        lambda m: m.group(1) + block(m.group("name"), bench) + m.group(4), text
     )
 
 
