@@ -397,9 +397,7 @@ def rewrite(text: str, bench: dict[str, Any], results: Path) -> str:
     for name in MARKER.findall(text):
         if name not in FIGURES:
             raise KeyError(f"no figures named {name!r} (known: {', '.join(FIGURES)})")
-    return BLOCK.sub(
-        lambda m: m.group(1) + block(m.group("name"), bench) + m.group(4), text
-    )
+    return BLOCK.sub(lambda m: m.group(1) + block(m.group("name"), bench) + m.group(4), text)
 
 
 def main(argv: list[str] | None = None) -> int:
