@@ -7,10 +7,11 @@
 #   integration  the local stack: real emulators, functions-framework processes, the
 #                real small model; fault tests also on a stack with a deployment's sweep
 #                (production_stack)
-# Three pytest processes run side by side, each with its own temporary directory: the
-# unit and deploy tiers; the stack tests (one stack); the fault tests on the stack with
-# a deployment's sweep (production_stack), which mostly wait on leases and sweep passes.
-# Their output follows, one after the other.
+# Four pytest processes run side by side, each with its own temporary directory and
+# stack: the unit and deploy tiers; the stack tests that keep the local model busy; the
+# stack tests whose model is the Vertex stand-in (side_stack, on base + 200), which
+# mostly wait on freezes, leases and a slow stand-in; the fault tests on the stack with
+# a deployment's sweep (production_stack). Their output follows, one after the other.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    lint, types, layering and the unit tier but its heavy tests
@@ -36,11 +37,18 @@ if [ "$#" -gt 0 ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-tiers=("unit or deploy or system" "integration and not production_stack" "production_stack")
+base=${NIAH_TEST_BASE_PORT:-8570}
+tiers=(
+  "unit or deploy or system"
+  "integration and not production_stack and not side_stack"
+  "side_stack"
+  "production_stack"
+)
+ports=("$base" "$base" "$((base + 200))" "$base")
 pids=()
 for i in "${!tiers[@]}"; do
-  .venv/bin/python -m pytest -q -m "${tiers[$i]}" --basetemp="$work/tier$i" \
-    >"$work/tier$i.log" 2>&1 &
+  NIAH_TEST_BASE_PORT="${ports[$i]}" .venv/bin/python -m pytest -q -m "${tiers[$i]}" \
+    --basetemp="$work/tier$i" >"$work/tier$i.log" 2>&1 &
   pids+=("$!")
 done
 status=0

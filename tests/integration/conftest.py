@@ -87,16 +87,38 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         localstack.down(state_dir)
 
 
+# The stack tests whose model is the Vertex stand-in (or none): faults, recovery, batch,
+# Gemini's errors and limits, hostile input, each function's own source. They mostly
+# wait (on freezes, leases, a slow stand-in, virtualenvs), so scripts/test.sh runs them
+# on a default stack of their own beside the tests that keep the local model busy.
+SIDE_STACK_MODULES = frozenset(
+    {
+        "test_bad_input",
+        "test_batch_stack",
+        "test_faults",
+        "test_function_sources",
+        "test_gemini_run",
+        "test_google_errors_stack",
+        "test_limits_stack",
+        "test_recovery",
+        "test_standin_tasks_run",
+        "test_store",
+    }
+)
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests on the production-settings stack (``-m production_stack``).
+    """Mark the production-settings stack's tests and those of ``SIDE_STACK_MODULES``.
 
-    They mostly wait on leases and sweep passes, on a stack of their own, so
-    scripts/test.sh runs them beside the rest.
+    ``-m production_stack`` and ``-m side_stack`` select them; each group runs on a
+    stack of its own, so scripts/test.sh runs them beside the rest.
     """
     for item in items:
         if "production_stack" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.production_stack)
+        elif item.path.stem in SIDE_STACK_MODULES:
+            item.add_marker(pytest.mark.side_stack)
 
 
 @pytest.fixture(scope="session")

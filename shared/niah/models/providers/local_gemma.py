@@ -7,6 +7,7 @@ It is a base model, so the prompt is a completion that ends where the answer sta
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -26,6 +27,10 @@ class LocalGemmaProvider:
     default_template = LOCAL_TEMPLATE
 
     def __init__(self, model_name: str) -> None:
+        # llama.cpp's OpenMP threads spin while they wait by default; on a machine the
+        # model shares (the local stack, the tests) spinning threads take the cores the
+        # others need. Read when the library loads, so set before the import.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from xllamacpp import CommonParams, Server
 
         settings = get_settings()

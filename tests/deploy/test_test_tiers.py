@@ -1,0 +1,67 @@
+"""scripts/test.sh runs every test exactly once: its tiers cover the suite and do not overlap.
+
+The full run is several pytest processes side by side, each selecting by marker
+(``-m``); a test whose markers no tier matches would never run, and one two tiers match
+would run twice, on two stacks. The tiers are read from the script itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from _pytest.mark.expression import Expression
+
+from tests import REPO
+
+
+def script_tiers() -> list[str]:
+    """The ``-m`` expressions of scripts/test.sh's full run, in its order."""
+    script = (REPO / "scripts" / "test.sh").read_text()
+    block = re.search(r"^tiers=\(\n(.*?)^\)", script, re.S | re.M)
+    assert block, "scripts/test.sh has no tiers=( ... ) block"
+    return re.findall(r'^\s*"([^"]+)"\s*$', block.group(1), re.M)
+
+
+def tiers_of(names: set[str], tiers: list[str], compiled: list[Expression]) -> list[str]:
+    """The tiers whose expression a test with markers ``names`` matches."""
+    return [
+        tier
+        for tier, expression in zip(tiers, compiled, strict=True)
+        if expression.evaluate(lambda name, /, **_: name in names)
+    ]
+
+
+def test_every_test_runs_in_exactly_one_tier(tmp_path: Path) -> None:
+    out = tmp_path / "markers.json"
+    collected = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "tests.deploy.markers_plugin",
+        ],
+        cwd=REPO,
+        env={**os.environ, "NIAH_MARKERS_OUT": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    markers: dict[str, list[str]] = json.loads(out.read_text())
+    tiers = script_tiers()
+    assert len(tiers) >= 4, tiers
+    compiled = [Expression.compile(tier) for tier in tiers]
+    runs = {node: tiers_of(set(names), tiers, compiled) for node, names in markers.items()}
+    assert len(runs) > 1000
+    assert {node: where for node, where in runs.items() if len(where) != 1} == {}
+    # Each stack group has tests, so a renamed marker cannot empty a process unseen.
+    for tier in tiers:
+        assert any(tier in where for where in runs.values()), tier
