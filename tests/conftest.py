@@ -55,7 +55,8 @@ def essays(tokenizer: SentencePieceTokenizer, essays_dir: Path) -> HaystackToken
 
 # Tiers, by folder: ``unit`` (in-process, seconds), ``deploy`` (Terraform, checkov and
 # the scripts as processes), ``integration`` (a local stack of emulators and functions;
-# its fault tests on the production-settings stack are also ``production_stack``),
+# its fault tests on the production-settings stack are also ``production_stack``, and
+# the Vertex stand-in's tests ``side_stack``: tests/integration/conftest.py),
 # ``system`` (real Google Cloud, skipped unless asked for). docs/testing.md has the table.
 TIERS = ("unit", "deploy", "integration", "system")
 
