@@ -14,9 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+# pytest's own parser of ``-m`` expressions (private, but what ``-m`` itself runs), so
+# the tiers are judged exactly as the script's processes select.
 from _pytest.mark.expression import Expression
 
 from tests import REPO
+from tests.integration.conftest import SIDE_STACK_MODULES
 
 
 def script_tiers() -> list[str]:
@@ -65,3 +68,13 @@ def test_every_test_runs_in_exactly_one_tier(tmp_path: Path) -> None:
     # Each stack group has tests, so a renamed marker cannot empty a process unseen.
     for tier in tiers:
         assert any(tier in where for where in runs.values()), tier
+
+
+def test_every_side_stack_module_is_a_test_file() -> None:
+    """A renamed module would fall back to the local model's stack unnoticed."""
+    missing = {
+        name
+        for name in SIDE_STACK_MODULES
+        if not (REPO / "tests" / "integration" / f"{name}.py").exists()
+    }
+    assert missing == set()
