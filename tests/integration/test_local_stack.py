@@ -230,6 +230,9 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     )  # fmt: skip
     assert follow.stdout is not None
     first = follow.stdout.readline()  # "run run-...: 4 cells"
+    if not first.startswith("run "):  # the CLI ended before it followed: say why
+        rest, stderr = follow.communicate(timeout=60)
+        pytest.fail(f"niah run --wait printed {first + rest!r}, rc {follow.returncode}: {stderr}")
     run_id = first.split()[1].rstrip(":")
     time.sleep(1)
     follow.send_signal(signal.SIGINT)
