@@ -397,22 +397,28 @@ def test_a_10000_sample_page_of_long_answers_stays_under_5_mb() -> None:
 
 def test_the_measures_show_each_mean_with_its_interval_and_an_undetermined_length() -> None:
     """Issue 22: a mean and an effective length say how sure they are."""
-    from niah.core.pages.report_page import effective_length_text, with_interval
+    from niah.core.pages.report_page import with_interval
+    from niah.core.results.effective import effective_length_text
 
     page = page_of(run_doc("run-a"), CELLS, [])
     # 3 of 4 right (Wilson 30.1-95.4 %); per length 1 of 2 and 2 of 2.
     assert "<dt>mean (%)</dt><dd>75 (95 %: 30.1-95.4)</dd>" in page
     assert "1,000: 50 (95 %: 9.45-90.5) · 2,000: 100 (95 %: 34.2-100)" in page
-    assert "<dd>not determined: 2,000 by the means" in page
+    assert "<dd>not determined: 2,000 tokens by the means" in page
     assert with_interval(66.67, [52.1, 79.0]) == "66.7 (95 %: 52.1-79)"
     assert with_interval(None, None) == "not determined (nothing scored)"
     straddling = {"length": 4000, "interval": {"low": None, "high": 8000}, "determined": False}
     assert effective_length_text(straddling) == (
-        "not determined: 4,000 by the means, but the 95 % intervals allow none to 8,000 "
-        "(more samples per point narrow them)"
+        "not determined: 4,000 tokens by the means, but the 95 % intervals allow none to "
+        "8,000 (more samples per point narrow them)"
     )
     sure = {"length": 4000, "interval": {"low": 4000, "high": 4000}, "determined": True}
-    assert effective_length_text(sure) == "4,000"
+    assert effective_length_text(sure) == "4,000 tokens, 95 % confident"
+    ruled = sure | {"threshold": 85.6, "rule": "ruler: 85.6"}
+    assert (
+        effective_length_text(ruled)
+        == "4,000 tokens, 95 % confident (threshold 85.6 %, ruler: 85.6)"
+    )
 
 
 def test_the_report_template_escapes_every_text_a_user_or_model_wrote() -> None:

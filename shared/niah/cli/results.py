@@ -11,6 +11,7 @@ from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.request.spec import run_label
+from niah.core.results.effective import effective_length_text
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.summary import (
     cost_summary,
@@ -138,8 +139,9 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
         f"mean {_mean(measures.get('mean'), measures.get('mean_interval'))}; "
-        f"{_effective_length(measures.get('effective_length') or {})}; area under the curve "
-        f"{_percent(measures.get('area_under_curve'), 'no length was scored')}",
+        f"effective length {effective_length_text(measures.get('effective_length') or {})}; "
+        "area under the curve "
+        + _percent(measures.get("area_under_curve"), "no length was scored"),
     ]
     intervals = measures.get("by_length_interval") or {}
     if by_length := measures.get("by_length"):
@@ -164,28 +166,6 @@ def _mean(value: float | None, bounds: list[float] | None) -> str:
     if value is None:
         return _percent(value, "no sample was scored")
     return with_interval(value, bounds, unit=" %")
-
-
-def _effective_length(effective: dict[str, Any]) -> str:
-    """The effective length and its rule, or why no length passed (or why it is unsure)."""
-    threshold, rule = effective.get("threshold"), effective.get("rule")
-    bounds = effective.get("interval")
-    if effective.get("length") is not None and bounds and not effective.get("determined"):
-        low, high = (f"{n:,}" if n is not None else "none" for n in (bounds["low"], bounds["high"]))
-        return (
-            f"effective length not determined: {effective['length']:,} tokens by the means, "
-            f"but the 95 % intervals allow {low} to {high} (threshold {threshold:g} %, {rule}; "
-            "more samples per point narrow them)"
-        )
-    if effective.get("length") is not None:
-        return (
-            f"effective length {effective['length']:,} tokens (threshold {threshold:g} %, {rule})"
-        )
-    if threshold is None:
-        return "effective length not determined (no length was scored)"
-    if not threshold:  # NoLiMa's share of a base that scored nothing: nothing can pass
-        return f"effective length not determined (no length scored above 0 %; {rule})"
-    return f"effective length not determined (no length scored {threshold:g} % or more; {rule})"
 
 
 def mrcr_table(mrcr: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from niah.core.pages.heatmap import (
 from niah.core.pages.report_page import REPORT_PAGE_FILE, heatmap_cells, render_run_page
 from niah.core.request.spec import run_label
 from niah.core.results.comparison import Comparison
+from niah.core.results.effective import effective_length_text
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -177,10 +178,9 @@ def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> 
 
     So a shared picture says where it came from (run, haystack, day).
     """
-    effective = summary["measures"]["effective_length"]["length"]
     notes = [
         f"{summary['scorer']} score",
-        f"effective length {f'{effective:,}' if effective is not None else 'none'}",
+        f"effective length {effective_length_text(summary['measures']['effective_length'])}",
         f"{summary['failed']} failed",
         f"{summary['outcomes']['unscored'] - summary['failed']} unscored",
         f"{summary['outcomes'].get('truncated', 0)} truncated",

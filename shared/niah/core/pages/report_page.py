@@ -22,6 +22,7 @@ from niah.core.pages.heatmap import (
 from niah.core.pages.report_samples import samples_table
 from niah.core.request.spec import run_label
 from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.effective import effective_length_text
 from niah.core.results.served_models import model_shown, versions_text
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
@@ -37,21 +38,6 @@ from niah.core.results.uncertainty import with_interval
 
 # The page's file name under the run's report prefix (the CLI links it before it exists).
 REPORT_PAGE_FILE = "report.html"
-
-
-def effective_length_text(effective: dict[str, Any]) -> str:
-    """The effective length, or why it is not determined, in words."""
-    length = effective["length"]
-    shown = f"{length:,}" if length is not None else "none"
-    bounds = effective.get("interval")
-    if bounds is None or effective.get("determined"):
-        return shown
-    low = f"{bounds['low']:,}" if bounds["low"] is not None else "none"
-    high = f"{bounds['high']:,}" if bounds["high"] is not None else "none"
-    return (
-        f"not determined: {shown} by the means, but the 95 % intervals allow {low} to {high} "
-        "(more samples per point narrow them)"
-    )
 
 
 def _when(value: Any) -> str:

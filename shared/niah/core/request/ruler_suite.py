@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.request.request_options import ALL_TASK_OPTIONS
-from niah.core.results.summary import RULER_THRESHOLD
+from niah.core.results.effective import RULER_THRESHOLD
 
 ESSAYS = "paul_graham_essays"
 NOISE = "noise"

@@ -15,10 +15,10 @@ from typing import Any
 
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_figure, percent_table
-from niah.core.pages.report_page import effective_length_text
 from niah.core.request.ruler_suite import RulerTable, ruler_table
 from niah.core.request.spec import run_label
 from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.effective import effective_length_text
 from niah.core.results.paired import (
     METHOD_NAMES,
     NO_DIFFERENCE,

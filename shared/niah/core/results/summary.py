@@ -15,15 +15,9 @@ from typing import Any
 
 from niah.core.money.pricing import spend_summary
 from niah.core.prompts.token_fit import token_count_note
+from niah.core.results.effective import effective_length
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.uncertainty import CONFIDENCE, Interval, interval
-
-# RULER's threshold: Llama-2-7B's score at 4K, 85.6 (NVIDIA/RULER README, read
-# 2026-11-26). NoLiMa's: 85 % of the model's own base score at short lengths (<= 1K
-# tokens; adobe-research/NoLiMa README).
-RULER_THRESHOLD = 85.6
-NOLIMA_SHARE = 0.85
-NOLIMA_BASE_MAX_LENGTH = 1_000
 
 # A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
 # or truncated (the reply hit its output budget: never scored, never wrong).
@@ -214,53 +208,6 @@ def _means(cells: list[dict[str, Any]], key: str) -> dict[Any, float]:
 
 def _percent(values: list[float]) -> float | None:
     return round(100 * statistics.fmean(values), 2) if values else None
-
-
-def effective_length(
-    by_length: dict[int, float], intervals: dict[int, Interval | None] | None = None
-) -> dict[str, Any]:
-    """The longest length whose mean (percent) reaches the threshold, and which rule.
-
-    With each length's interval: ``interval`` gives the longest length whose interval
-    lies wholly at or above the threshold (``low``) and the longest whose interval
-    reaches it (``high``); ``determined`` only when both are the effective length, so a
-    decision that rests on noise says so. A length without an interval (one graded
-    sample) could pass or fail. The threshold's own uncertainty (NoLiMa's base is a
-    mean too) is not carried.
-    """
-    short = [v for length, v in by_length.items() if length <= NOLIMA_BASE_MAX_LENGTH]
-    if short:
-        base = statistics.fmean(short)
-        threshold, rule = NOLIMA_SHARE * base, "nolima: 85% of the mean at lengths <= 1,000"
-    else:
-        base, threshold, rule = None, RULER_THRESHOLD, "ruler: 85.6"
-    # A length that scored nothing never passes: with a base of 0 there is no effective
-    # length, not the longest length.
-    passing = [length for length, value in by_length.items() if value >= threshold and value > 0]
-    length = max(passing) if passing else None
-    found: dict[str, Any] = {
-        "length": length,
-        "threshold": round(threshold, 2),
-        "rule": rule,
-        "base": round(base, 2) if base is not None else None,
-    }
-    if intervals is None:
-        return found
-    surely = [
-        n
-        for n, value in by_length.items()
-        if value > 0 and (i := intervals.get(n)) is not None and i.low >= threshold
-    ]
-    maybe = [
-        n
-        for n, value in by_length.items()
-        if value > 0 and ((i := intervals.get(n)) is None or i.high >= threshold)
-    ]
-    low, high = max(surely, default=None), max(maybe, default=None)
-    return found | {
-        "interval": {"low": low, "high": high},
-        "determined": low == high == length,
-    }
 
 
 def area_under_curve(by_length: dict[int, float]) -> float | None:
