@@ -200,13 +200,15 @@ def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> N
         "base": None,
         "interval": {"low": None, "high": 8000},
         "determined": False,
+        "text": "not determined: 4,000 tokens by the means, but the 95 % intervals allow none "
+        "to 8,000 (threshold 85.6 %, ruler: 85.6; more samples per point narrow them)",
     }
     # Trapezoids: (4000 * (100 + 75) / 2 + 8000 * (75 + 25) / 2) / 12000.
     assert result["area_under_curve"] == pytest.approx((4000 * 87.5 + 8000 * 50) / 12000, abs=0.01)
 
 
 def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() -> None:
-    from niah.core.results.summary import effective_length
+    from niah.core.results.effective import effective_length
 
     by_length = {500: 80.0, 1000: 60.0, 4000: 60.0, 8000: 59.0}
     result = effective_length(by_length)
@@ -216,6 +218,9 @@ def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() 
         "threshold": 59.5,
         "rule": "nolima: 85% of the mean at lengths <= 1,000",
         "base": 70.0,
+        # Without intervals, said as the means have it.
+        "text": "4,000 tokens, by the means (threshold 59.5 %, nolima: 85% of the mean at "
+        "lengths <= 1,000)",
     }
 
 
@@ -224,6 +229,6 @@ def test_a_run_with_no_cells_yet_formats_without_crashing() -> None:
 
 
 def test_a_model_that_never_scores_has_no_effective_length() -> None:
-    from niah.core.results.summary import effective_length
+    from niah.core.results.effective import effective_length
 
     assert effective_length({1000: 0.0, 2000: 0.0})["length"] is None
