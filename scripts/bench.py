@@ -24,6 +24,7 @@ from typing import Any
 import requests
 from bench_batch import measure_batch_ingest
 from bench_cache import measure_grid_cost
+from bench_certify import measure_certify
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
 from bench_scale import measure_scale
@@ -310,6 +311,7 @@ def measure_stack(
 # Parts that can run alone (--only), each writing one key of results/bench.json.
 PARTS = {
     "batch_ingest": measure_batch_ingest,
+    "certify": measure_certify,
     "counting": measure_counting,
     "grid_cost": measure_grid_cost,
     "local_reuse": measure_local_reuse,
@@ -369,6 +371,7 @@ SMOKE_DEMO = {"context_lengths": [1_000, 1_500], "document_depth_percents": [50]
 def smoke_parts() -> dict[str, Any]:
     """The parts that run only alone (``--only``), at tiny sizes."""
     return {
+        "certify": measure_certify(seeds=2, curves=((64_000, 0.3),)),
         "grid_cost": measure_grid_cost(SMOKE_GRID, latency=0.5),
         "local_reuse": measure_local_reuse(SMOKE_DEMO),
         "scale": measure_scale((100,)),

@@ -269,6 +269,38 @@ def _local_reuse(reuse: dict[str, Any]) -> list[str]:
     ]
 
 
+def _certify(certify: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            f"{c['midpoint_tokens']:,} (width {c['width']:g})",
+            f"{c['true_length']:,}",
+            f"{c['within_one_length']:.0f} of {c['seeds']:.0f}",
+            f"{c['exact']:.0f} of {c['seeds']:.0f}",
+            f"{percent(c['share_of_grid_usd']['mean'])} / {percent(c['share_of_grid_usd']['max'])}",
+            f"{c['rounds']['mean']:g} / {c['rounds']['max']:.0f}",
+            f"{c['grid_determined']:.0f} of {c['seeds']:.0f}",
+        ]
+        for c in certify["curves"]
+    ]
+    head = [
+        "curve: half right at (tokens)",
+        "true effective length",
+        "certified within one length",
+        "exactly",
+        "model cost, share of the grid's (mean / max)",
+        "rounds (mean / max)",
+        "the 11 x 11 x 5 grid determined it",
+    ]
+    return [
+        *table(head, rows),
+        "",
+        f"Grid: {len(certify['lengths']):.0f} lengths (1,000 to 1,000,000 tokens, log-spaced) x "
+        f"{certify['depths']:.0f} depths x {certify['grid_samples_per_point']:.0f} samples, "
+        f"{usd(certify['grid_usd'])} of {certify['model']}'s model cost; certify's budget "
+        f"{percent(certify['budget_share'])} of it, threshold {certify['threshold']:g} %.",
+    ]
+
+
 GRID_WAYS = ("naive", "cache_aware")
 WAY_KEYS = ("input_usd", "cached_share", "calls_with_cache_hits", "calls")
 FIGURES: dict[str, Figures] = {
@@ -333,6 +365,36 @@ FIGURES: dict[str, Figures] = {
         ),
         _batch_ingest,
         "scripts/bench.sh --only batch_ingest",
+    ),
+    "certify": Figures(
+        "certify",
+        (
+            *(
+                f"curves.*.{key}"
+                for key in (
+                    "midpoint_tokens",
+                    "width",
+                    "true_length",
+                    "seeds",
+                    "within_one_length",
+                    "exact",
+                    "share_of_grid_usd.mean",
+                    "share_of_grid_usd.max",
+                    "rounds.mean",
+                    "rounds.max",
+                    "grid_determined",
+                )
+            ),
+            "lengths",
+            "depths",
+            "grid_samples_per_point",
+            "grid_usd",
+            "model",
+            "budget_share",
+            "threshold",
+        ),
+        _certify,
+        "scripts/bench.sh --only certify",
     ),
     "local_reuse": Figures(
         "local_reuse",

@@ -32,6 +32,7 @@ from typing import Any
 from niah.core.money.estimate import IMPLICIT_CACHE_MIN_TOKENS
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
+from niah_devtools.standin_curve import MISSED, KnownCurve
 from niah_devtools.standin_replies import as_openai, reply_identity, with_vertex_usage_details
 from niah_devtools.standin_thinking import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -83,6 +84,9 @@ class StandinState:
                 "block": False,  # answer with finishReason SAFETY and no content
                 "input_limit": 1_048_576,  # prompts above this get a 400
                 "answer": None,  # a fixed answer text instead of retrieving
+                # A known curve (standin_curve.KnownCurve's fields): the share answered
+                # right falls with the prompt's length; the rest get MISSED.
+                "curve": None,
                 "estimate_tokens": False,  # count len(text) // 4 instead of tokenizing
                 # A model that counts prompts otherwise than Gemma 3: countTokens and
                 # promptTokenCount (and the input limit, the cached share) are our count
@@ -244,6 +248,10 @@ def _generate(
             **reply_identity(config, request.model),
         }
     text = "" if config["block"] else answer_text(prompt, config["answer"])
+    if config["curve"] and not KnownCurve.from_config(config["curve"]).answers_right(
+        prompt, prompt_tokens
+    ):
+        text = MISSED  # the known curve says this prompt is missed
     answer_tokens = _count_tokens(text, estimate)
     spent = spend(request.max_output_tokens, thoughts, answer_tokens)
     if config["thinking_only"]:  # the script says the budget went to thinking

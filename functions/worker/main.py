@@ -23,7 +23,7 @@ from niah.cloud.store import FirestoreStore
 from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
 from niah.logs import log
 from niah.service.cell_worker import process_cell, record_dead_letter
-from niah.service.messages import CellTask, report_request_run
+from niah.service.messages import CellTask, certify_step_run, report_request_run
 from niah.service.run_completion import record_report_dead_letter
 from niah.settings import get_settings
 
@@ -41,6 +41,15 @@ def _batch_body(push: Any) -> dict[str, Any] | None:
     except (MalformedMessageError, KeyError, TypeError, ValueError):
         return None
     return body if isinstance(body, dict) and body.get("batch_action") else None
+
+
+def _certify_step(push: Any) -> tuple[str, str | None] | None:
+    """The run (and stamp) a certify step names; None for any other message."""
+    try:
+        body, _ = decode_event(push)
+        return certify_step_run(body)
+    except (MalformedMessageError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _report_request(push: Any) -> tuple[str, int] | None:
@@ -160,6 +169,17 @@ def handle_cell(request: flask.Request) -> tuple[str, int]:
             lambda: handle_batch_message(batch, store=store, blobs=blobs, publisher=publisher),
             "batch step handled",
         )
+    step = _certify_step(push)
+    if step is not None:
+        from niah.service.certify_rounds import handle_certify_step
+
+        store, publisher, _ = _clients()
+        run_id, stamp = step
+        return _run(
+            CellTask(run_id, "certify-step", 0, 0.0),
+            lambda: handle_certify_step(run_id, stamp, store=store, publisher=publisher),
+            "certify step handled",
+        )
     task = _task(push)
     if task is None:
         return ACKNOWLEDGED
@@ -190,6 +210,11 @@ def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
             lambda: record_report_dead_letter(run_id, store=store, deliveries=deliveries),
             "report dead letter handled",
         )
+    if _certify_step(push) is not None:
+        # A certify step that kept failing: its run's report request lapses and the
+        # sweep asks again, so dropping it loses nothing.
+        log("certify step dead-lettered; the sweep asks again")
+        return ACKNOWLEDGED
     batch = _batch_body(push)
     if batch is not None:
         # A batch run's step that kept failing: the sweep publishes it again while the

@@ -97,6 +97,7 @@ SIDE_STACK_MODULES = frozenset(
     {
         "test_bad_input",
         "test_bench_smoke",
+        "test_certify_stack",
         "test_batch_stack",
         "test_faults",
         "test_function_sources",

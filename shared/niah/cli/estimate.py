@@ -82,6 +82,8 @@ def format_estimate(figures: dict[str, Any]) -> str:
         )
     else:
         lines.append("cost: unknown (set NIAH_PRICE_TABLE)")
+    if "certify" in figures:
+        lines += certify_lines(figures["certify"])
     if "margin" in figures:
         lines += margin_lines(figures["margin"])
     lines += [f"note: {note}" for note in figures["notes"]]
@@ -130,7 +132,48 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         default_template=provider_class(spec.provider()).default_template,
         tokenizer=tokenizer,
     )
-    return estimating.estimate_figures(run)
+    figures = estimating.estimate_figures(run)
+    if spec.is_certify():
+        figures["certify"] = certify_figures(spec)
+    return figures
+
+
+def certify_figures(spec: Any) -> dict[str, Any]:
+    """A certification's budget: what it may spend, against the grid it replaces.
+
+    The figures above it are the grid's with one sample a point; a certification asks
+    round by round, so only its ceiling is known before it runs.
+    """
+    from niah.core.results.certify_run import GRID_SAMPLES, certify_plan, grid_tokens, grid_usd
+
+    plan = certify_plan(spec)
+    return {
+        "budget_usd": plan.budget,
+        "budget_tokens": plan.max_tokens,
+        "grid_usd": grid_usd(spec),
+        "grid_tokens": grid_tokens(spec),
+        "grid_samples_per_point": GRID_SAMPLES,
+        "threshold": spec.certify_threshold,
+    }
+
+
+def certify_lines(certify: dict[str, Any]) -> list[str]:
+    """The certification's ceiling in words."""
+    grid = (
+        f"${certify['grid_usd']:.4f}, {certify['grid_tokens']:,} prompt tokens"
+        if certify["grid_usd"] is not None
+        else f"{certify['grid_tokens']:,} prompt tokens"
+    )
+    ceiling = [
+        f"${certify['budget_usd']:.4f}" if certify["budget_usd"] is not None else "",
+        f"{certify['budget_tokens']:,} prompt tokens" if certify["budget_tokens"] else "",
+    ]
+    return [
+        f"certify (threshold {certify['threshold']:g} %): at most "
+        f"{' and '.join(c for c in ceiling if c)}, against the grid with "
+        f"{certify['grid_samples_per_point']} samples a point ({grid}); the rounds decide "
+        "how much of it they take (docs/certify.md)"
+    ]
 
 
 def margin_figures(

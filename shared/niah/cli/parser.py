@@ -89,8 +89,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_run_commands(commands: Any) -> None:
     """``run`` (the run options, then what the command does with them) and ``wait``."""
-    run = commands.add_parser("run", help="submit a run")
-    add_run_options(run)
+    for name, said in (
+        ("run", "submit a run"),
+        (
+            "certify",
+            "certify the longest length whose mean reaches a threshold, round by round "
+            "(a run with --mode certify; docs/certify.md)",
+        ),
+    ):
+        run = commands.add_parser(name, help=said)
+        add_run_options(run)
+        _add_run_flags(run)
+        if name == "certify":
+            run.set_defaults(mode="certify")
+    wait = commands.add_parser("wait", help="follow a submitted run to its report")
+    wait.add_argument("run_id", help="a run's ID, or latest for the most recent run")
+    wait.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
+    wait.set_defaults(handler=cmd_wait)
+    cancel = commands.add_parser(
+        "cancel", help="stop a run: no further cell is asked (niah run --resume goes on)"
+    )
+    cancel.add_argument("run_id", help="a run's ID, or latest for the most recent run")
+    cancel.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
+    cancel.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    cancel.set_defaults(handler=cmd_cancel)
+
+
+def _add_run_flags(run: Any) -> None:
+    """What ``run`` and ``certify`` do with their options: send, follow, estimate."""
     # The run command's own flags: where to send the request and what to do after.
     # A flag that picks several requests at once (a suite) belongs here too.
     run.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
@@ -134,17 +160,6 @@ def _add_run_commands(commands: Any) -> None:
         help="print JSON for scripts: the submission, or with --wait the final status",
     )
     run.set_defaults(handler=cmd_run)
-    wait = commands.add_parser("wait", help="follow a submitted run to its report")
-    wait.add_argument("run_id", help="a run's ID, or latest for the most recent run")
-    wait.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
-    wait.set_defaults(handler=cmd_wait)
-    cancel = commands.add_parser(
-        "cancel", help="stop a run: no further cell is asked (niah run --resume goes on)"
-    )
-    cancel.add_argument("run_id", help="a run's ID, or latest for the most recent run")
-    cancel.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
-    cancel.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
-    cancel.set_defaults(handler=cmd_cancel)
 
 
 def _add_show_commands(commands: Any) -> None:

@@ -20,6 +20,7 @@ from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warn
 from niah.core.prompts.haystack_files import content_fingerprint
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
+from niah.core.results.certify_run import certify_plan, grid_usd
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 from niah.service.run_sources import (
@@ -73,10 +74,31 @@ def check_budget(
             f"the grid asks for {total_tokens} prompt tokens, above the limit of "
             f"{settings.max_tokens_per_run} (NIAH_MAX_TOKENS_PER_RUN)",
         )
+    if spec.is_certify():
+        check_certify_budget(spec, settings.max_tokens_per_run)
     check_model(spec, model)
     check_output_budget(spec, reply_tokens)
     if spec.mrcr_source is None:  # published samples are as long as Google made them
         check_lengths(spec, model, cells)
+
+
+def check_certify_budget(spec: RunRequest, most: int) -> None:
+    """Refuse a certification above the run's token limit, or in dollars it cannot price."""
+    if spec.certify_max_usd is not None and grid_usd(spec) is None:
+        raise RequestError(
+            "certify_max_usd",
+            f"{spec.model_name} has no price in the catalog (or costs nothing), so a budget "
+            "in dollars cannot be kept; give certify_max_tokens instead",
+        )
+    tokens = certify_plan(spec).max_tokens
+    if tokens is not None and tokens > most:
+        given = "certify_max_tokens" if spec.certify_max_tokens else "the default budget"
+        raise RequestError(
+            "certify_max_tokens",
+            f"{given} ({tokens:,} prompt tokens) is above the limit of {most:,} "
+            "(NIAH_MAX_TOKENS_PER_RUN); set certify_max_tokens lower, or use fewer or "
+            "shorter lengths",
+        )
 
 
 def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:

@@ -103,7 +103,11 @@ def store_cell(
             cell_id=task.cell_id,
             error=doc["error"],
         )
-    if _may_be_last(task, run, recorded.shard_counted, store):
+    if run.spec.is_certify():
+        # Each round adds cells: the run's total and shards as this worker first read
+        # them may be a round old, so the run is read afresh (a certify run is small).
+        request_report_if_complete(task.run_id, store=store, publisher=publisher)
+    elif _may_be_last(task, run, recorded.shard_counted, store):
         request_report_if_complete(task.run_id, store=store, publisher=publisher, total=run.total)
     return "failed" if failed else "answered"
 

@@ -27,6 +27,7 @@ from niah.core.interfaces import (
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.spec import RunRequest, run_label
+from niah.core.results.certify_run import certify_cells, first_samples
 from niah.core.results.counters import run_shards, shard_totals, shards_for
 from niah.logs import log
 from niah.service.admission import admit_request
@@ -88,7 +89,13 @@ def run_record(
     caller resolved it (looked up here otherwise).
     """
     model = model or find_model(spec.model_name)
-    cells = source_cells(source.rows) if source else spec.cells()
+    certify: dict[str, Any] = {}
+    if spec.is_certify():  # its first round; each round's answers choose the next
+        first = first_samples(spec, get_settings().max_cells_per_run)
+        certify = {"certify": {"samples": {str(n): count for n, count in first.items()}}}
+        cells = certify_cells(spec, first)
+    else:
+        cells = source_cells(source.rows) if source else spec.cells()
     budget = call_budget(spec, source.reply_tokens if source else 0, model=model)
     shards = shards_for(len(cells), get_settings().counter_shards)
     sourced = (
@@ -103,41 +110,46 @@ def run_record(
         if source
         else {}
     )
-    return sourced | {
-        "run_id": run_id,
-        "stamp": uuid.uuid4().hex[:16],
-        "spec": spec.model_dump(mode="json"),
-        "model": spec.model_name,
-        # Google's word on the models' lifecycle when the run began (a retired model
-        # called anyway says so here, on every page that shows the run).
-        "model_notes": lifecycle_notes(spec.model_name, spec.evaluator_model_name),
-        "label": spec.label or run_label({"model": spec.model_name, "spec": {"task": spec.task}}),
-        "version": spec.results_version,
-        "scorer": spec.scorer_name(),
-        "haystack_uri": haystack_uri,
-        "status": RUN_RUNNING,
-        # How the model is called, stated with every result (MRCR v2's README asks it).
-        "call_settings": {
-            "temperature": temperature_record(model),
-            "thinking_budget": spec.thinking_budget,  # None: the model's default
-            "thinking_level": spec.thinking_level,
-            # The answer budget each call gets: the answer's room plus the thinking room
-            # (niah.core.prompts.answer_budget), or the run's own max_output_tokens.
-            "max_output_tokens": budget.max_output_tokens,
-            "answer_tokens": budget.answer_tokens,
-            "thinking_tokens": budget.thinking_tokens,
-            "tools": False,
-            # Online, call by call, or batch jobs at batch prices.
-            "execution": "batch" if spec.is_batch() else "online",
-        },
-        "total": len(cells),
-        # The counter shards, sized to the run, and what each will count: a worker
-        # checks the run only when its shard is full (niah.core.results.counters).
-        "counter_shards": shards,
-        "shard_totals": shard_totals((c.cell_id for c in cells), shards),
-        "done": 0,
-        "failed": 0,
-    }
+    return (
+        sourced
+        | certify
+        | {
+            "run_id": run_id,
+            "stamp": uuid.uuid4().hex[:16],
+            "spec": spec.model_dump(mode="json"),
+            "model": spec.model_name,
+            # Google's word on the models' lifecycle when the run began (a retired model
+            # called anyway says so here, on every page that shows the run).
+            "model_notes": lifecycle_notes(spec.model_name, spec.evaluator_model_name),
+            "label": spec.label
+            or run_label({"model": spec.model_name, "spec": {"task": spec.task}}),
+            "version": spec.results_version,
+            "scorer": spec.scorer_name(),
+            "haystack_uri": haystack_uri,
+            "status": RUN_RUNNING,
+            # How the model is called, stated with every result (MRCR v2's README asks it).
+            "call_settings": {
+                "temperature": temperature_record(model),
+                "thinking_budget": spec.thinking_budget,  # None: the model's default
+                "thinking_level": spec.thinking_level,
+                # The answer budget each call gets: the answer's room plus the thinking room
+                # (niah.core.prompts.answer_budget), or the run's own max_output_tokens.
+                "max_output_tokens": budget.max_output_tokens,
+                "answer_tokens": budget.answer_tokens,
+                "thinking_tokens": budget.thinking_tokens,
+                "tools": False,
+                # Online, call by call, or batch jobs at batch prices.
+                "execution": "batch" if spec.is_batch() else "online",
+            },
+            "total": len(cells),
+            # The counter shards, sized to the run, and what each will count: a worker
+            # checks the run only when its shard is full (niah.core.results.counters).
+            "counter_shards": shards,
+            "shard_totals": shard_totals((c.cell_id for c in cells), shards),
+            "done": 0,
+            "failed": 0,
+        }
+    )
 
 
 def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:

@@ -17,6 +17,7 @@ from typing import Any
 
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
+from niah.core.results.certify_run import certify_cells, stored_samples
 from niah.errors import MalformedMessageError
 from niah.service.run_sources import source_cells
 from niah.settings import get_settings
@@ -99,6 +100,10 @@ def run_cell_tasks(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[C
     """Every cell of the run as its message says it: the grid's, or one per published row."""
     stamp = str(run["stamp"]) if run.get("stamp") else None
     rows = run.get("source_rows")
+    if spec.is_certify():  # the rounds asked for so far
+        return [
+            _cell_task(run_id, cell, stamp) for cell in certify_cells(spec, stored_samples(run))
+        ]
     if not rows:
         return [_cell_task(run_id, cell, stamp) for cell in spec.cells()]
     files = run["source_files"]
@@ -144,7 +149,12 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     (``missing_cells.release_after_primer``), whose prefixes then hit the cache. Runs of published
     MRCR samples share no haystack, and one-cell runs have nothing to gain.
     """
-    if get_settings().dispatch_order != "cache_aware" or run.get("source_rows") or spec.is_batch():
+    if (
+        get_settings().dispatch_order != "cache_aware"
+        or run.get("source_rows")
+        or spec.is_batch()
+        or spec.is_certify()  # a round is one length: its cells share no longest prefix
+    ):
         return None
     cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
     first = primer_cell(cells)
@@ -231,3 +241,24 @@ def report_request_run(body: dict[str, Any]) -> str | None:
     if body.get("request") == REPORT_REQUEST or set(body) == {"run_id"}:
         return str(body["run_id"])
     return None
+
+
+def certify_step_message(run_id: str, run: dict[str, Any]) -> dict[str, Any]:
+    """A certify run's round is in: a worker plans the next round or asks for the report.
+
+    On the cells topic, as a batch run's steps are: the planner's interval code is the
+    worker's, never the dispatcher's (``niah.service.certify_rounds``).
+    """
+    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
+    return {"run_id": run_id, "certify_step": True, **stamp}
+
+
+def certify_step_run(body: Any) -> tuple[str, str | None] | None:
+    """The run (and its stamp) a certify step message names; None for any other message."""
+    if not isinstance(body, dict) or body.get("certify_step") is not True:
+        return None
+    run_id = body.get("run_id")
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+        raise MalformedMessageError(f"run_id {str(run_id)[:40]!r} is not a run ID")
+    stamp = body.get("run_stamp")
+    return run_id, str(stamp) if stamp else None

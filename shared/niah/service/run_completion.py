@@ -7,11 +7,12 @@ light, so the dispatcher's cold start does not load the worker's machinery.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, Publisher, ResultStore
 from niah.errors import DeadLetteredError
 from niah.logs import log
-from niah.service.messages import report_message
+from niah.service.messages import certify_step_message, report_message
 from niah.settings import get_settings
 
 
@@ -29,6 +30,7 @@ def request_report_if_complete(
     worker), saving that read; a complete run then only finds its report requested
     already.
     """
+    run: dict[str, Any] | None = None
     if total is None:
         run = store.get_run(run_id, counts=False)
         # A failed report is asked for again only once reopened (a reset, a resume).
@@ -42,6 +44,12 @@ def request_report_if_complete(
         log("report already requested", run_id=run_id)
         return False
     try:
+        if run is not None and (run.get("spec") or {}).get("mode") == "certify":
+            # A certify run's round is in: a worker plans the next round, or asks for
+            # the report once the certificate is reached (niah.service.certify_rounds).
+            publisher.publish_cells([certify_step_message(run_id, run)])
+            log("certify round in; next step asked", run_id=run_id)
+            return True
         publisher.publish_report(report_message(run_id))
     except BaseException:
         store.clear_report_request(run_id)  # not asked after all: the next one asks

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from niah.core.pages.certificate_view import certificate_view
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import (
     HARNESS_SCALE,
@@ -70,6 +71,7 @@ def render_run_page(
         pictures=_pictures(summary, label, cells),
         measure_facts=_measure_facts(summary),
         mrcr=_mrcr_bins(summary),
+        certificate=certificate_view(summary),
         cost_facts=_cost_facts(summary),
         failures=list(failure_reasons(cells).items()),
         samples=samples_table(cells),

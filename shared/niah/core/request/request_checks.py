@@ -39,6 +39,7 @@ def check_options_together(request: RunRequest) -> None:
             f"{request.model_name} is served by the {request.provider()} provider: leave "
             "execution out (online)"
         )
+    check_certify(request)
     if (
         not request.dynamic_needle
         and not request.static_expected_answer()
@@ -142,4 +143,30 @@ def check_own_needles(request: RunRequest) -> None:
     if request.scorer == "judge" and not request.evaluator_model_name:
         raise ValueError(
             "scorer 'judge' needs evaluator_model_name (the judge model), or give expected_answers"
+        )
+
+
+def check_certify(request: RunRequest) -> None:
+    """What certify cannot do yet, refused with the fix: batch, MRCR, repeats of its own."""
+    if not request.is_certify():
+        return
+    if request.is_batch():
+        raise ValueError(
+            "mode: certify asks round by round, each round's answers choosing the next, "
+            "which batch jobs (a day each) cannot serve; leave execution out (online)"
+        )
+    if request.task == "mrcr":
+        raise ValueError(
+            "mode: certify draws samples by length; MRCR v2's samples come in bins of "
+            "their own lengths: run task mrcr as a grid (leave mode out)"
+        )
+    if request.samples_per_cell != 1:
+        raise ValueError(
+            "samples_per_cell: certify chooses how many samples each length needs; "
+            "leave samples_per_cell out"
+        )
+    if len(request.lengths()) < 2:
+        raise ValueError(
+            "context_lengths: certify needs at least two candidate lengths to choose "
+            "between; give more (e.g. context_lengths_min/max/num_intervals)"
         )

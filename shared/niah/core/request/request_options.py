@@ -65,7 +65,15 @@ DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
 MRCR_NEEDLES = (2, 4, 8)
 ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
 # Run options added after runs were first named by their options' hash.
-ADDED_OPTIONS = ("thinking_level", "needles", "expected_answers", "execution")
+ADDED_OPTIONS = (
+    "thinking_level",
+    "needles",
+    "expected_answers",
+    "execution",
+    "mode",
+    "certify_max_tokens",
+    "certify_max_usd",
+)
 # At most this many needles (a user's own, or generated).
 MAX_NEEDLES = 100
 
@@ -147,6 +155,16 @@ OPTION_HELP: dict[str, str] = {
     "allow_retired": (
         "call a model Vertex AI has retired anyway (a project that still has access, e.g. "
         "a private endpoint); recorded on the run"
+    ),
+    "mode": (
+        "grid (every length and depth) or certify (the longest length at or above "
+        "certify_threshold with 95 percent confidence, sampled round by round)"
+    ),
+    "certify_threshold": "the mean score (percent) a length must reach to be certified",
+    "certify_max_tokens": "the most prompt tokens a certification may spend",
+    "certify_max_usd": (
+        "the most model cost (dollars, the prompts') a certification may spend (default: "
+        "a quarter of the grid's with 5 samples a point)"
     ),
 }
 

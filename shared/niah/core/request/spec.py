@@ -138,6 +138,25 @@ class RunRequest(BaseModel):
     # still has access (a private endpoint, an extension) says so here. It measures
     # nothing, so it is not in the run's ID; the run's notes record it.
     allow_retired: bool = False
+    # Certify (niah.core.results.certify): the grid's lengths are candidates; rounds of
+    # samples, depths drawn over the grid's depths, find the longest length whose mean
+    # score reaches certify_threshold (percent; RULER's 85.6 by default) with 95 %
+    # confidence, spending at most certify_max_usd of model cost (default: a quarter of
+    # the grid's with 5 samples a point; for an unpriced model, a quarter of its prompt
+    # tokens) and certify_max_tokens prompt tokens. Unset: the whole grid, as always.
+    mode: Literal["grid", "certify"] | None = None
+    certify_threshold: float = Field(default=85.6, gt=0, le=100)
+    certify_max_tokens: int | None = Field(default=None, ge=1, le=10**12)
+    certify_max_usd: float | None = Field(default=None, gt=0, le=1_000_000)
+
+    @field_validator("mode")
+    @classmethod
+    def _grid_is_the_default(cls, value: str | None) -> str | None:
+        return None if value == "grid" else value
+
+    def is_certify(self) -> bool:
+        """Whether the run certifies an effective length instead of filling the grid."""
+        return self.mode == "certify"
 
     @field_validator("execution")
     @classmethod
@@ -362,6 +381,8 @@ class RunRequest(BaseModel):
             unused.add("task")
         if self.samples_per_cell == 1:
             unused.add("samples_per_cell")
+        if not self.is_certify():
+            unused |= {"certify_threshold", "certify_max_tokens", "certify_max_usd"}
         return unused
 
     def run_id(self, haystack_fingerprint: str = "") -> str:

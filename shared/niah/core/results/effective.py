@@ -81,6 +81,8 @@ def effective_length_text(effective: dict[str, Any]) -> str:
     Built from the stored figures (not the stored ``text``), so runs summarised before
     the sentence existed read the same as new ones.
     """
+    if effective.get("certified"):
+        return _certified_text(effective)
     length, threshold = effective.get("length"), effective.get("threshold")
     rule = effective.get("rule")
     bounds = effective.get("interval")
@@ -101,3 +103,30 @@ def effective_length_text(effective: dict[str, Any]) -> str:
     if not threshold:  # NoLiMa's share of a base that scored nothing: nothing can pass
         return f"not determined (no length scored above 0 %; {rule})"
     return f"not determined (no length scored {threshold:g} % or more; {rule})"
+
+
+def _certified_text(effective: dict[str, Any]) -> str:
+    """A certify run's answer: the length certified, and what bounds it."""
+    length, below = effective.get("length"), effective.get("below")
+    sure = f"{CONFIDENCE * 100:g} % confident"
+    threshold = f"threshold {effective['threshold']:g} %"
+    if effective.get("reason") == "unfinished":
+        return "not determined (the certification's rounds did not finish)"
+    between = ", ".join(f"{n:,}" for n in effective.get("open_lengths") or [])
+    why = "the budget ran out" if effective.get("reason") == "budget" else "too close to call"
+    if length is None and below is not None and effective.get("determined"):
+        return f"below {below:,} tokens, {sure} ({below:,} fails; {threshold}, certified)"
+    if length is None:
+        return f"not determined: no length passed; {between} undecided ({why}; {threshold})"
+    if below is None and effective.get("determined"):
+        return f"at least {length:,} tokens, the longest asked, {sure} ({threshold}, certified)"
+    if effective.get("determined"):
+        return (
+            f"{length:,} tokens, {sure} ({length:,} passes and {below:,} fails; "
+            f"{threshold}, certified)"
+        )
+    upper = f", below {below:,}" if below is not None else ""
+    return (
+        f"at least {length:,} tokens{upper}, {sure}; {between} undecided ({why}; "
+        f"{threshold}, certified)"
+    )

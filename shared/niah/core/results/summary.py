@@ -15,6 +15,7 @@ from typing import Any
 
 from niah.core.money.pricing import spend_summary
 from niah.core.prompts.token_fit import token_count_note
+from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.effective import effective_length
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.uncertainty import CONFIDENCE, Interval, interval
@@ -243,6 +244,10 @@ def summarize(
     for cell in cells:
         outcomes[str(cell.get("outcome") or "unscored")] += 1
     served = served_versions(cells)
+    measured = measures(cells)
+    certificate = certificate_summary(run, cells)
+    if certificate:  # a certify run: its certificate is the effective length everywhere
+        measured["effective_length"] = certified_effective_length(certificate)
     return {
         "run_id": run["run_id"],
         "model": run.get("model"),
@@ -264,7 +269,8 @@ def summarize(
         "retrieved": len(retrieved),
         "retrieved_share": round(len(retrieved) / len(answered), 4) if answered else None,
         "mean_score": round(m, 3) if (m := table.mean()) is not None else None,
-        "measures": measures(cells),
+        "measures": measured,
+        **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
         **_task_rates(cells),
         "mean_model_seconds": _mean(model_seconds),

@@ -1,0 +1,132 @@
+"""Benchmark of certification (issue 37): its answer against the truth, its cost against a grid.
+
+A model with a known curve (``niah_devtools.standin_curve.KnownCurve``, the Vertex
+stand-in's) answers each sample right with a known share per length, so the true
+effective length is known. For each curve and seed, ``niah.core.results.certify``
+certifies over 11 log-spaced lengths from 1,000 to 1,000,000 tokens with a budget of a
+quarter of the 11 x 11 grid's model cost at 5 samples a point; the same seed also
+draws that grid (55 samples a length), measured as the service measures a grid
+(``niah.core.results.effective``). Model cost is priced with the catalog's prices of
+``MODEL`` (its long-context rate above 200,000 tokens included; 20 answer tokens a
+call), so the figures are dollars, with prompt tokens beside them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from niah_devtools.standin_curve import KnownCurve
+
+LENGTHS = tuple(round(1000 * 1000 ** (i / 10)) for i in range(11))
+DEPTHS = 11
+GRID_SAMPLES = 5
+THRESHOLD = 85.6
+SHARE = 0.25
+MODEL = "gemini-3.1-pro-preview"
+ANSWER_TOKENS = 20
+# (midpoint, width) of each curve: true effective lengths spread over the range.
+CURVES = ((4_000, 0.4), (16_000, 0.5), (64_000, 0.3), (250_000, 0.3), (700_000, 0.2))
+SEEDS = 20
+
+
+def measure_certify(
+    seeds: int = SEEDS, curves: tuple[tuple[int, float], ...] = CURVES
+) -> dict[str, Any]:
+    """Per curve: how often the certificate is within one length of the truth, its cost."""
+    from niah.core.money.pricing import cost_of
+    from niah.core.results.certificate import service_interval
+    from niah.core.results.certify import CertifyPlan, plan_progress
+    from niah.core.results.effective import effective_length
+    from niah.core.results.uncertainty import interval
+
+    price = {n: cost_of(MODEL, n, ANSWER_TOKENS).usd for n in LENGTHS}
+    grid_usd = DEPTHS * GRID_SAMPLES * sum(price.values())
+    grid_tokens = DEPTHS * GRID_SAMPLES * sum(LENGTHS)
+    plan = CertifyPlan(LENGTHS, THRESHOLD, budget=SHARE * grid_usd)
+    started = time.perf_counter()
+    rows = []
+    for midpoint, width in curves:
+        truth = KnownCurve(midpoint, width).effective_length(LENGTHS, THRESHOLD)
+        within = exact = grid_determined = grid_within = 0
+        shares: list[float] = []
+        token_shares: list[float] = []
+        rounds: list[int] = []
+        for seed in range(seeds):
+            curve = KnownCurve(midpoint, width, seed=seed)
+            scores: dict[int, list[float]] = {}
+            while (progress := plan_progress(plan, scores, service_interval, price.get)).next_round:
+                asked = progress.next_round
+                have = scores.setdefault(asked.length, [])
+                have += [
+                    float(curve.answers_right(f"{asked.length}:{k}", asked.length))
+                    for k in range(len(have), asked.samples)
+                ]
+            found = progress.certificate
+            assert found is not None
+            within += _steps(found.length, truth) <= 1
+            exact += found.length == truth
+            shares.append(found.cost / grid_usd)
+            last = {look.length: look.samples for look in found.looks}
+            token_shares.append(sum(n * k for n, k in last.items()) / grid_tokens)
+            rounds.append(len(found.looks))
+            grid = {
+                n: [
+                    float(curve.answers_right(f"grid:{n}:{k}", n))
+                    for k in range(DEPTHS * GRID_SAMPLES)
+                ]
+                for n in LENGTHS
+            }
+            measured = effective_length(
+                {n: 100 * sum(s) / len(s) for n, s in grid.items()},
+                {n: interval(s) for n, s in grid.items()},
+            )
+            grid_determined += bool(measured["determined"])
+            grid_within += bool(measured["determined"]) and _steps(measured["length"], truth) <= 1
+        rows.append(
+            {
+                "midpoint_tokens": midpoint,
+                "width": width,
+                "true_length": truth,
+                "seeds": seeds,
+                "within_one_length": within,
+                "exact": exact,
+                "share_of_grid_usd": {"mean": _r(sum(shares) / seeds), "max": _r(max(shares))},
+                "share_of_grid_tokens": {
+                    "mean": _r(sum(token_shares) / seeds),
+                    "max": _r(max(token_shares)),
+                },
+                "rounds": {"mean": round(sum(rounds) / seeds, 1), "max": max(rounds)},
+                "grid_determined": grid_determined,
+                "grid_determined_within_one_length": grid_within,
+            }
+        )
+        print(
+            f"certify, curve at {midpoint:,} (width {width}): truth {truth:,}; within one "
+            f"length {within}/{seeds}, exact {exact}/{seeds}; cost {max(shares):.3f} of the "
+            f"grid's at most; the grid itself determined it {grid_determined}/{seeds}"
+        )
+    return {
+        "model": MODEL,
+        "lengths": list(LENGTHS),
+        "depths": DEPTHS,
+        "grid_samples_per_point": GRID_SAMPLES,
+        "threshold": THRESHOLD,
+        "budget_share": SHARE,
+        "grid_usd": round(grid_usd, 2),
+        "curves": rows,
+        "within_one_length_min": min(r["within_one_length"] for r in rows),
+        "share_of_grid_usd_max": max(r["share_of_grid_usd"]["max"] for r in rows),
+        "grid_determined_max": max(r["grid_determined"] for r in rows),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _steps(found: int | None, truth: int | None) -> int:
+    """How many candidate lengths apart two answers are (None: below the shortest)."""
+    index = {None: -1, **{n: i for i, n in enumerate(LENGTHS)}}
+    return abs(index[found] - index[truth])
+
+
+def _r(value: float) -> float:
+    return round(value, 4)

@@ -1,0 +1,86 @@
+"""Issue 37: a certify run on the local stack, against the Vertex stand-in's known curve.
+
+The stand-in answers right with a known share at each length (``KnownCurve``: 100 % at
+1,000 tokens, 98.3 % at 2,000, 5.3 % at 4,000), so the true effective length is 2,000.
+The run goes round by round through Pub/Sub: each round's last cell asks a worker for
+the next round, and the last round's for the report, which must carry the certificate,
+and ``niah status`` the same sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.store import FirestoreStore
+from niah.core.request.spec import RunRequest
+from niah.core.results.certify_run import certify_cells, stored_samples
+from niah_devtools.standin_curve import KnownCurve
+from tests.integration.conftest import Stack
+from tests.integration.test_local_stack import wait_complete
+from tests.integration.test_tasks_run import submit
+
+pytestmark = pytest.mark.integration
+
+CURVE = KnownCurve(3000, 0.1, seed=4)
+LENGTHS = [500, 1000, 2000, 4000, 8000]
+
+
+def test_a_certify_run_goes_round_by_round_to_its_certificate(stack: Stack) -> None:
+    configure = f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config"
+    requests.post(configure, json={"curve": CURVE.__dict__}, timeout=5).raise_for_status()
+    try:
+        run_id = submit(
+            stack,
+            {
+                "model_name": "gemini-3.8-flash",
+                "mode": "certify",
+                "context_lengths": LENGTHS,
+                "document_depth_percents": [0, 50, 100],
+                "certify_max_tokens": 400_000,
+                "certify_max_usd": 10.0,  # the tokens bind first
+                "seed": 8,
+            },
+        )
+        run = wait_complete(run_id, timeout=300)
+    finally:
+        requests.post(configure, json={}, timeout=5).raise_for_status()
+    store = FirestoreStore()
+    cells = store.list_cells(run_id)
+    spec = RunRequest.model_validate(run["spec"])
+    planned = certify_cells(spec, stored_samples(run))
+    # Every cell the rounds asked for was answered once, and nothing else.
+    assert sorted(c["cell_id"] for c in cells) == sorted(c.cell_id for c in planned)
+    assert int(run["total"]) == len(cells) == int(run["done"])
+    summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(
+        run["report"]["summary_uri"].split("/", 3)[3]
+    ))  # fmt: skip
+    certificate = summary["certificate"]
+    truth = CURVE.effective_length(LENGTHS, 85.6)
+    assert truth == 2000
+    assert certificate["length"] == truth and certificate["below"] == 4000
+    assert certificate["determined"] and certificate["reason"] == "determined"
+    assert len(certificate["looks"]) >= 3  # rounds, not one fan-out
+    assert certificate["tokens"] <= 400_000
+    # Each look's samples are the first of its length's stored cells, scored as stored.
+    for look in certificate["looks"]:
+        scored = [c for c in cells if c["context_length"] == look["length"]]
+        assert look["samples"] <= len(scored)
+    text = summary["measures"]["effective_length"]["text"]
+    assert text == (
+        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, certified)"
+    )
+    status = subprocess.run(
+        [sys.executable, "-m", "niah.cli", "status", run_id],
+        env={**os.environ, **stack.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"effective length {text};" in status.stdout, status.stdout + status.stderr
