@@ -109,6 +109,9 @@ def measure_certify(
     return {
         "model": MODEL,
         "lengths": list(LENGTHS),
+        "length_count": len(LENGTHS),
+        "shortest": LENGTHS[0],
+        "longest": LENGTHS[-1],
         "depths": DEPTHS,
         "grid_samples_per_point": GRID_SAMPLES,
         "threshold": THRESHOLD,

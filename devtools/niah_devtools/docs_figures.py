@@ -294,7 +294,8 @@ def _certify(certify: dict[str, Any]) -> list[str]:
     return [
         *table(head, rows),
         "",
-        f"Grid: {len(certify['lengths']):.0f} lengths (1,000 to 1,000,000 tokens, log-spaced) x "
+        f"Grid: {certify['length_count']:.0f} lengths ({certify['shortest']:,.0f} to "
+        f"{certify['longest']:,.0f} tokens, log-spaced) x "
         f"{certify['depths']:.0f} depths x {certify['grid_samples_per_point']:.0f} samples, "
         f"{usd(certify['grid_usd'])} of {certify['model']}'s model cost; certify's budget "
         f"{percent(certify['budget_share'])} of it, threshold {certify['threshold']:g} %.",
@@ -385,7 +386,9 @@ FIGURES: dict[str, Figures] = {
                     "grid_determined",
                 )
             ),
-            "lengths",
+            "length_count",
+            "shortest",
+            "longest",
             "depths",
             "grid_samples_per_point",
             "grid_usd",

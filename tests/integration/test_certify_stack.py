@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import requests
@@ -24,6 +25,7 @@ from niah.core.results.certify_run import certify_cells, stored_samples
 from niah_devtools.standin_curve import KnownCurve
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
+from tests.integration.test_report_browser import browser, open_page  # noqa: F401 (fixture)
 from tests.integration.test_tasks_run import submit
 
 pytestmark = pytest.mark.integration
@@ -32,7 +34,10 @@ CURVE = KnownCurve(3000, 0.1, seed=4)
 LENGTHS = [500, 1000, 2000, 4000, 8000]
 
 
-def test_a_certify_run_goes_round_by_round_to_its_certificate(stack: Stack) -> None:
+def test_a_certify_run_goes_round_by_round_to_its_certificate(
+    stack: Stack,
+    browser: Any,  # noqa: F811 (the fixture imported above)
+) -> None:
     configure = f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config"
     requests.post(configure, json={"curve": CURVE.__dict__}, timeout=5).raise_for_status()
     try:
@@ -84,3 +89,12 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(stack: Stack) -> N
         timeout=120,
     )
     assert f"effective length {text};" in status.stdout, status.stdout + status.stderr
+    # The report leads with the certificate, one row per round, at 1280 px.
+    url = run["report"]["html_url"]
+    page, requested = open_page(browser, url, "report-certify.png")
+    assert requested == [url]
+    section = page.locator("#section-certificate")
+    assert section.locator("dd").first.text_content() == text
+    assert section.locator("tbody tr").count() == len(certificate["looks"])
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.close()

@@ -53,7 +53,7 @@ def _spent(certificate: dict[str, Any]) -> str:
         return said
     said += f", {certificate['tokens']:,} prompt tokens"
     if certificate.get("usd") is not None and certificate.get("grid_usd"):
-        said += f", ${certificate['usd']:,.2f} of model cost"
+        said += f", ${certificate['usd']:,.2f} of model cost (the prompts')"
         whole = f"${certificate['grid_usd']:,.2f}"
     else:
         whole = f"{certificate['grid_tokens']:,} tokens"
