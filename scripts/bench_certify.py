@@ -35,7 +35,6 @@ def measure_certify(
 ) -> dict[str, Any]:
     """Per curve: how often the certificate is within one length of the truth, its cost."""
     from niah.core.money.pricing import cost_of
-    from niah.core.results.certificate import service_interval
     from niah.core.results.certify import CertifyPlan, plan_progress
     from niah.core.results.effective import effective_length
     from niah.core.results.uncertainty import interval
@@ -48,14 +47,14 @@ def measure_certify(
     rows = []
     for midpoint, width in curves:
         truth = KnownCurve(midpoint, width).effective_length(LENGTHS, THRESHOLD)
-        within = exact = grid_determined = grid_within = 0
+        within = exact = determined = grid_determined = grid_within = 0
         shares: list[float] = []
         token_shares: list[float] = []
         rounds: list[int] = []
         for seed in range(seeds):
             curve = KnownCurve(midpoint, width, seed=seed)
             scores: dict[int, list[float]] = {}
-            while (progress := plan_progress(plan, scores, service_interval, price.get)).next_round:
+            while (progress := plan_progress(plan, scores, price.get)).next_round:
                 asked = progress.next_round
                 have = scores.setdefault(asked.length, [])
                 have += [
@@ -66,6 +65,7 @@ def measure_certify(
             assert found is not None
             within += _steps(found.length, truth) <= 1
             exact += found.length == truth
+            determined += found.determined
             shares.append(found.cost / grid_usd)
             last = {look.length: look.samples for look in found.looks}
             token_shares.append(sum(n * k for n, k in last.items()) / grid_tokens)
@@ -91,6 +91,7 @@ def measure_certify(
                 "seeds": seeds,
                 "within_one_length": within,
                 "exact": exact,
+                "determined": determined,
                 "share_of_grid_usd": {"mean": _r(sum(shares) / seeds), "max": _r(max(shares))},
                 "share_of_grid_tokens": {
                     "mean": _r(sum(token_shares) / seeds),
@@ -103,8 +104,9 @@ def measure_certify(
         )
         print(
             f"certify, curve at {midpoint:,} (width {width}): truth {truth:,}; within one "
-            f"length {within}/{seeds}, exact {exact}/{seeds}; cost {max(shares):.3f} of the "
-            f"grid's at most; the grid itself determined it {grid_determined}/{seeds}"
+            f"length {within}/{seeds}, exact {exact}/{seeds}, determined {determined}/{seeds}; "
+            f"cost {max(shares):.3f} of the grid's at most; the grid itself determined it "
+            f"{grid_determined}/{seeds}"
         )
     return {
         "model": MODEL,

@@ -9,20 +9,19 @@ its budget, and plan the same rounds however often it is asked.
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
 from niah.core.request.spec import RunRequest
-from niah.core.results.certificate import certificate_summary, service_interval
-from niah.core.results.certify import (
-    CertifyPlan,
-    Progress,
-    plan_progress,
-    round_alpha,
-    samples_to_pass,
+from niah.core.results.certificate import certificate_summary
+from niah.core.results.certify import CertifyPlan, Progress, plan_progress, samples_to_pass
+from niah.core.results.certify_run import (
+    certify_cells,
+    certify_progress,
+    grid_tokens,
+    stored_samples,
 )
-from niah.core.results.certify_run import certify_cells, certify_progress, grid_tokens
+from niah.core.results.confidence_sequence import bounds, excludes
 from niah.core.results.summary import summarize
 from niah_devtools.standin_curve import KnownCurve
 
@@ -37,7 +36,7 @@ def certify(plan: CertifyPlan, curve: KnownCurve) -> tuple[Progress, int]:
     scores: dict[int, list[float]] = {}
     rounds = 0
     while True:
-        progress = plan_progress(plan, scores, service_interval)
+        progress = plan_progress(plan, scores)
         if progress.certificate is not None:
             return progress, rounds
         asked = progress.next_round
@@ -50,21 +49,37 @@ def certify(plan: CertifyPlan, curve: KnownCurve) -> tuple[Progress, int]:
         rounds += 1
 
 
-def test_the_rounds_alphas_sum_to_alpha_and_never_more() -> None:
-    partial = sum(round_alpha(t) for t in range(1, 100_001))
-    assert partial < 0.05
-    assert partial == pytest.approx(0.05, abs=1e-6)
-    assert round_alpha(1) == pytest.approx(0.05 * 6 / math.pi**2)
+def test_the_sequence_misses_a_true_share_at_most_alpha_of_the_time_however_often_looked() -> None:
+    """Ville's inequality, checked: 2,000 runs of 300 samples, looked at after every one."""
+    import random
+
+    draw = random.Random(7)
+    missed = 0
+    for _ in range(2000):
+        right = 0
+        for n in range(1, 301):
+            right += draw.random() < 0.9
+            if excludes(right, n, 0.9, 0.05):
+                missed += 1
+                break
+    assert missed / 2000 <= 0.05
+
+
+def test_the_sequence_is_wider_than_wilsons_interval_and_holds_the_observed_share() -> None:
+    from niah.core.results.uncertainty import wilson_bounds
+
+    for right, n in ((8, 8), (30, 32), (5, 40), (100, 120)):
+        low, high = bounds(right, n, 0.05)
+        wilson = wilson_bounds(right, n)
+        assert low <= wilson[0] and high >= wilson[1]
+        assert low <= right / n <= high
 
 
 def test_all_right_samples_pass_exactly_at_samples_to_pass_and_not_one_before() -> None:
-    for t in (1, 3, 7):
-        n = samples_to_pass(t, 85.6)
-        level = 1 - round_alpha(t)
-        at = service_interval([1.0] * n, level)
-        before = service_interval([1.0] * (n - 1), level)
-        assert at is not None and before is not None
-        assert at[0] >= 85.6 > before[0]
+    plan = CertifyPlan(LENGTHS, 85.6)
+    n = samples_to_pass(plan)
+    alpha = 0.05 / len(LENGTHS)
+    assert excludes(n, n, 0.856, alpha) and not excludes(n - 1, n - 1, 0.856, alpha)
 
 
 @pytest.mark.parametrize(
@@ -95,17 +110,17 @@ def test_the_replay_plans_the_same_round_whatever_else_is_stored() -> None:
     curve = KnownCurve(64_000, 0.3)
     scores: dict[int, list[float]] = {}
     for _ in range(4):
-        asked = plan_progress(plan, scores, service_interval).next_round
+        asked = plan_progress(plan, scores).next_round
         assert asked is not None
         drawn = [
             float(curve.answers_right(f"{asked.length}:{k}", asked.length))
             for k in range(asked.samples)
         ]
         scores[asked.length] = drawn
-        again = plan_progress(plan, scores, service_interval)
+        again = plan_progress(plan, scores)
         # Answers past what a length was asked for change no verdict already reached.
         padded = {n: [*s, 0.0, 0.0] for n, s in scores.items()}
-        looks = plan_progress(plan, padded, service_interval).looks
+        looks = plan_progress(plan, padded).looks
         assert looks[: len(again.looks)] == again.looks
 
 
@@ -163,9 +178,7 @@ def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
     run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
     stored: dict[str, dict] = {}
     while True:
-        progress, samples = certify_progress(
-            spec, run, list(stored.values()), max_cells=500, interval_of=service_interval
-        )
+        progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
         if progress.next_round is None:
             break
         run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
@@ -221,7 +234,7 @@ def test_mode_grid_names_the_same_run_as_no_mode() -> None:
 
 def test_a_priced_model_is_budgeted_in_dollars_at_its_long_context_rate() -> None:
     from niah.core.money.pricing import cost_of
-    from niah.core.results.certify_run import certify_plan, grid_usd, sample_cost
+    from niah.core.results.certify_run import certify_plan, grid_usd, plan_record, sample_cost
 
     spec = RunRequest.model_validate(
         {
@@ -238,7 +251,7 @@ def test_a_priced_model_is_budgeted_in_dollars_at_its_long_context_rate() -> Non
     plan = certify_plan(spec)
     assert plan.budget == pytest.approx(0.25 * 5 * 2 * sum(per_sample.values()))
     assert plan.max_tokens is None
-    assert sample_cost(spec)(300_000) == per_sample[300_000]
+    assert sample_cost(plan_record(spec, None))(300_000) == per_sample[300_000]
 
 
 def test_a_dollar_budget_for_a_model_without_a_price_is_refused_naming_the_fix() -> None:
@@ -270,3 +283,74 @@ def test_niah_certify_is_a_run_in_certify_mode_and_its_estimate_says_its_ceiling
     assert json.loads(same.stdout)["certify"] == figures
     grid = json.loads(niah("run", *words, "--estimate", "--json").stdout)
     assert "certify" not in grid
+
+
+def test_a_length_whose_calls_keep_failing_is_asked_no_more_and_the_run_ends() -> None:
+    """Every call at 4,000 fails: replaced up to UNSCORED_LIMIT, then left open."""
+    from niah.core.results.certify_run import UNSCORED_LIMIT
+
+    spec = certify_spec()
+    run = {"run_id": "run-f", "model": "m", "spec": spec.model_dump(mode="json")}
+    stored: dict[str, dict] = {}
+    for _ in range(100):
+        progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
+        if progress.next_round is None:
+            break
+        run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
+        for cell in certify_cells(spec, samples):
+            broken = cell.context_length == 4000
+            stored.setdefault(
+                cell.cell_id,
+                {"cell_id": cell.cell_id, "task_score": None if broken else 1.0},
+            )
+    found = progress.certificate
+    assert found is not None and found.reason == "failing" and 4000 in found.open_lengths
+    asked_at_4000 = stored_samples(run).get(4000, 0)
+    assert asked_at_4000 == UNSCORED_LIMIT  # a first look's 8, none asked again
+
+
+def test_compare_shows_a_certify_runs_certificate_as_its_own_report_does() -> None:
+    from niah.core.results.comparison import compare_runs, render_comparison_page
+
+    spec = certify_spec()
+    curve = KnownCurve(3000, 0.1)
+    run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
+    stored: dict[str, dict] = {}
+    while True:
+        progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
+        if progress.next_round is None:
+            break
+        run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
+        for cell in certify_cells(spec, samples):
+            right = float(curve.answers_right(cell.cell_id, cell.context_length))
+            stored.setdefault(
+                cell.cell_id,
+                {
+                    "cell_id": cell.cell_id,
+                    "context_length": cell.context_length,
+                    "depth_percent": cell.depth_percent,
+                    "status": "answered",
+                    "outcome": "correct" if right else "wrong",
+                    "task_score": right,
+                },
+            )
+    cells = list(stored.values())
+    said = summarize(run, cells)["measures"]["effective_length"]["text"]
+    assert said.startswith("2,000 tokens, 95 % confident")
+    twin = run | {"run_id": "run-d"}
+    page = render_comparison_page(compare_runs([(run, cells), (twin, cells)]))
+    assert page.count(said.replace("'", "&#39;")) == 2
+
+
+def test_a_budget_too_small_for_a_first_look_or_a_threshold_of_100_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from niah.errors import RequestError
+    from niah.service.admission_checks import check_certify_budget
+
+    with pytest.raises(RequestError) as refused:
+        check_certify_budget(certify_spec(certify_max_tokens=1000), 10**9)
+    assert refused.value.field == "certify_max_tokens"
+    assert "cannot pay for a first look (8 samples at 2,000 tokens)" in str(refused.value)
+    with pytest.raises(ValidationError, match="certify_threshold"):
+        certify_spec(certify_threshold=100)

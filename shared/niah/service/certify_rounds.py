@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, Publisher, ResultStore
 from niah.core.request.spec import RunRequest
-from niah.core.results.certificate import service_interval
 from niah.core.results.certify_run import certify_cells, certify_progress
 from niah.core.results.counters import run_shards, shard_totals
 from niah.logs import log
@@ -24,9 +23,8 @@ def handle_certify_step(
     """Plan the run's next round and publish it, or ask for its report; what was done.
 
     The run's document grows first (samples per length, total, counter shards), then
-    the new cells are published, then the report request is let go so the round's last
-    cell asks again: cut off before the publish, the run is short of cells and the
-    sweep publishes them; before the let-go, the request lapses and the sweep asks.
+    the report request is let go, then the new cells are published: cut off before the
+    publish, the run is short of cells and the sweep publishes them.
     """
     run = store.get_run(run_id, counts=False)
     if run is None or (stamp is not None and run.get("stamp") != stamp):
@@ -38,30 +36,29 @@ def handle_certify_step(
     spec = RunRequest.model_validate(run["spec"])
     cells = store.list_cells(run_id)
     progress, samples = certify_progress(
-        spec,
-        run,
-        cells,
-        max_cells=get_settings().max_cells_per_run,
-        interval_of=service_interval,
+        spec, run, cells, max_cells=get_settings().max_cells_per_run
     )
     if progress.next_round is None:
         publisher.publish_report(report_message(run_id))
         log("certificate reached; report requested", run_id=run_id)
         return "certified"
     planned = certify_cells(spec, samples)
+    kept = dict(run.get("certify") or {})  # its plan stays as admitted
     store.update_run(
         run_id,
         {
-            "certify": {"samples": {str(n): count for n, count in samples.items()}},
+            "certify": kept | {"samples": {str(n): count for n, count in samples.items()}},
             "total": len(planned),
             "shard_totals": shard_totals((c.cell_id for c in planned), run_shards(run)),
         },
     )
     stored = {str(c["cell_id"]) for c in cells}
-    grown = run | {"certify": {"samples": samples}}
+    grown = run | {"certify": kept | {"samples": samples}}
     messages = [m for m in cell_messages(run_id, spec, grown) if m["cell_id"] not in stored]
-    publisher.publish_cells(messages)
+    # Let go before publishing: the new round's last cell, however soon it lands, asks
+    # again (the run's total is already the new round's, so nothing asks early).
     store.clear_report_request(run_id)
+    publisher.publish_cells(messages)
     log(
         "certify round published",
         run_id=run_id,

@@ -27,7 +27,7 @@ from niah.core.interfaces import (
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.spec import RunRequest, run_label
-from niah.core.results.certify_run import certify_cells, first_samples
+from niah.core.results.certify_run import certify_cells, first_samples, plan_record
 from niah.core.results.counters import run_shards, shard_totals, shards_for
 from niah.logs import log
 from niah.service.admission import admit_request
@@ -91,8 +91,15 @@ def run_record(
     model = model or find_model(spec.model_name)
     certify: dict[str, Any] = {}
     if spec.is_certify():  # its first round; each round's answers choose the next
-        first = first_samples(spec, get_settings().max_cells_per_run)
-        certify = {"certify": {"samples": {str(n): count for n, count in first.items()}}}
+        most = get_settings().max_cells_per_run
+        first = first_samples(spec, most)
+        certify = {
+            "certify": {
+                "samples": {str(n): count for n, count in first.items()},
+                # Kept, so every replay decides with the budget and prices it began with.
+                "plan": plan_record(spec, most),
+            }
+        }
         cells = certify_cells(spec, first)
     else:
         cells = source_cells(source.rows) if source else spec.cells()
@@ -170,7 +177,10 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
         log("failed report asked for again", run_id=run_id)
     finished = existing.get("status") == RUN_COMPLETE or report_failed
     retried = 0
-    if int(existing.get("failed", 0)) > 0 and (finished or resume):
+    # A certify run's failed samples stay failed: each was replaced by a new one, and
+    # scored now they would change what the rounds saw (niah.core.results.certify_run).
+    certify = (existing.get("spec") or {}).get("mode") == "certify"
+    if int(existing.get("failed", 0)) > 0 and (finished or resume) and not certify:
         retried = store.reset_failed_cells(run_id, shards=run_shards(existing))
     elif finished and not report_failed:
         return _Progress(set(), 0, already_complete=True, run=existing)
@@ -190,9 +200,10 @@ def _resume_cancelled(run_id: str, run: dict[str, Any], *, store: ResultStore) -
         run_id,
         {"status": RUN_RUNNING, "primer_released": True, "resumed_at": dt.datetime.now(dt.UTC)},
     )
+    certify = (run.get("spec") or {}).get("mode") == "certify"  # kept: see _progress
     retried = (
         store.reset_failed_cells(run_id, shards=run_shards(run))
-        if int(run.get("failed", 0)) > 0
+        if int(run.get("failed", 0)) > 0 and not certify
         else 0
     )
     log("cancelled run resumed", run_id=run_id)

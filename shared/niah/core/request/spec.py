@@ -145,7 +145,8 @@ class RunRequest(BaseModel):
     # the grid's with 5 samples a point; for an unpriced model, a quarter of its prompt
     # tokens) and certify_max_tokens prompt tokens. Unset: the whole grid, as always.
     mode: Literal["grid", "certify"] | None = None
-    certify_threshold: float = Field(default=85.6, gt=0, le=100)
+    # Below 100: a sequence can never rule out a share of 100 %, so nothing would pass.
+    certify_threshold: float = Field(default=85.6, gt=0, lt=100)
     certify_max_tokens: int | None = Field(default=None, ge=1, le=10**12)
     certify_max_usd: float | None = Field(default=None, gt=0, le=1_000_000)
 

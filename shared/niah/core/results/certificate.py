@@ -2,7 +2,7 @@
 
 The certificate replaces the grid's effective length on every surface of a certify run
 (``niah.core.results.effective``): the planner's answer, with the lengths that decided
-it, the samples and tokens it took and what the grid would have taken.
+it, the samples, tokens and dollars it took and what the grid would have taken.
 """
 
 from __future__ import annotations
@@ -11,20 +11,19 @@ from typing import Any
 
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify import CONFIDENCE
-from niah.core.results.certify_run import certify_plan, certify_progress, grid_tokens, grid_usd
-from niah.core.results.uncertainty import interval
+from niah.core.results.certify_run import (
+    GRID_SAMPLES,
+    certify_plan,
+    certify_progress,
+    grid_tokens,
+    plan_record,
+)
 from niah.settings import get_settings
 
 METHOD = (
-    "Wilson interval per round t at 1 - alpha_t, alpha_t = 0.05 x 6 / (pi^2 t^2): "
-    "time-uniform by the union bound (Howard, Ramdas, McAuliffe and Sekhon 2021)"
+    "an always-valid confidence sequence per length (Robbins' beta-binomial mixture; "
+    "Howard, Ramdas, McAuliffe and Sekhon 2021) at 1 - 0.05 / K for K candidate lengths"
 )
-
-
-def service_interval(scores: Any, level: float) -> tuple[float, float] | None:
-    """The service's interval (Wilson, or the bootstrap for graded scores), as a pair."""
-    found = interval(scores, confidence=level)
-    return (found.low, found.high) if found else None
 
 
 def certificate_summary(
@@ -32,27 +31,33 @@ def certificate_summary(
 ) -> dict[str, Any] | None:
     """The certificate of a certify run whose rounds are done; None for a grid run.
 
-    A certify run cut short (cancelled mid-round) gets the certificate of what was
-    stored: its bracket so far, not determined.
+    Its plan (budgets, prices) is the one the run was admitted with. A certify run cut
+    short (cancelled mid-round) gets the certificate of what was stored: "unfinished".
     """
     spec_fields = run.get("spec") or {}
     if spec_fields.get("mode") != "certify":
         return None
     spec = RunRequest.model_validate(spec_fields)
-    if max_cells is None:  # the limit the rounds were planned under
+    if max_cells is None:
         max_cells = get_settings().max_cells_per_run
-    progress, _ = certify_progress(
-        spec, run, cells, max_cells=max_cells, interval_of=service_interval
+    record = (run.get("certify") or {}).get("plan") or plan_record(spec, max_cells)
+    progress, _ = certify_progress(spec, run, cells, max_cells=max_cells)
+    plan = certify_plan(spec, record=record)
+    prices = record.get("sample_usd")
+    grid_usd = (
+        GRID_SAMPLES * len(spec.depths()) * sum(float(v) for v in prices.values())
+        if prices
+        else None
     )
-    plan = certify_plan(spec, max_cells)
-    priced = grid_usd(spec)
+    unscored = sum(1 for c in cells if c.get("task_score") is None)
     costs = {
         "threshold": spec.certify_threshold,
         "confidence": CONFIDENCE,
         "budget_usd": plan.budget,
         "budget_tokens": plan.max_tokens,
         "grid_tokens": grid_tokens(spec),
-        "grid_usd": round(priced, 4) if priced is not None else None,
+        "grid_usd": round(grid_usd, 4) if grid_usd is not None else None,
+        "unscored_samples": unscored,
         "method": METHOD,
     }
     found = progress.certificate
@@ -71,12 +76,12 @@ def certificate_summary(
         }
     kept = found.as_dict()
     spent = kept.pop("cost")
-    grid = priced if priced is not None else costs["grid_tokens"]
+    grid = grid_usd if grid_usd is not None else costs["grid_tokens"]
     return (
         costs
         | kept
         | {
-            "usd": round(spent, 4) if priced is not None else None,
+            "usd": round(spent, 4) if grid_usd is not None else None,
             # Of the model cost where the catalog prices it, else of the prompt tokens.
             "share_of_grid": round(spent / grid, 4) if grid else None,
         }

@@ -5,24 +5,23 @@ depth) point; most of that money goes to lengths far from the answer. Certificat
 asks only where the answer is decided. The candidate lengths are fixed up front; a
 bracket ``[lo, hi)`` holds the longest length known to pass and the shortest known to
 fail (none at first). Each round looks at one length, the middle candidate of the
-bracket: it adds samples there (depths drawn per sample, stratified over the grid's
-depths) and asks whether the mean score is at or above the threshold, below it, or not
-yet known. The bracket closes when no untried candidate is left inside it, or the
-budget is spent. The effective length is then the longest length certified to pass.
+bracket: it adds samples there (each at a depth drawn at random from the grid's) and
+asks whether the mean score is at or above the threshold, below it, or not yet known.
+The bracket closes when no candidate is left inside it, or the budget is spent. The
+effective length is then the longest length certified to pass.
 
 **The stopping rule, honestly.** Looking at an interval after every round and stopping
-when it clears the threshold is optional stopping: a 95 % interval checked that way
-covers less than 95 % of the time. Each round ``t`` therefore uses the service's own
-interval (Wilson for right/wrong scores, the bootstrap for graded ones;
-``niah.core.results.uncertainty``) at level ``1 - alpha_t`` with
-``alpha_t = alpha * 6 / (pi^2 t^2)``. The ``alpha_t`` sum to ``alpha`` over
-``t = 1, 2, ...``, so by the union bound every round's interval covers its length's
-true mean at once with probability at least ``1 - alpha``: the discrete time-uniform
-schedule of Howard, Ramdas, McAuliffe and Sekhon (2021), "Time-uniform, nonparametric,
-nonasymptotic confidence sequences", Annals of Statistics 49(2), 1055-1080. Then every
-pass and fail verdict is right, and, if the score does not rise with length (the
-assumption bisection rests on), so is the bracket. The Wilson interval's own coverage
-is approximate at small n; that is the service's interval everywhere else too.
+when it clears the threshold is optional stopping: a fixed-n 95 % interval checked that
+way covers less than 95 % of the time. Each length therefore has an always-valid
+confidence sequence (``niah.core.results.confidence_sequence``: Robbins' beta-binomial
+mixture, Howard et al. 2021) at level ``1 - alpha / K`` for the ``K`` candidate lengths:
+each holds at every sample size at once whatever the planner does, and the union bound
+over the ``K`` lengths (a set fixed in advance) makes every verdict right together with
+probability at least ``1 - alpha``. Then, if the score does not rise with length (the
+assumption bisection rests on), so is the bracket. The samples at a length are
+independent draws of a right/wrong outcome with the length's mean over depths as its
+chance (a random depth each; a graded score is turned into right/wrong by a seeded draw
+with its value as the chance, which keeps the mean: ``niah.core.results.certify_run``).
 
 The planner is a pure function of the scores stored so far (in sample order per
 length): it replays every round from the start, so a retried or duplicated step plans
@@ -34,22 +33,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any
+
+from niah.core.results.confidence_sequence import bounds, excludes
 
 # The service's 95 % (niah.core.results.uncertainty.CONFIDENCE), kept here so the
 # dispatcher, which plans a run's first round, never loads the interval code's numpy.
 CONFIDENCE = 0.95
-# The interval of a mean of scores in [0, 1] at a confidence level, in percent (low,
-# high), or None: the service's own, ``niah.core.results.uncertainty.interval``, passed
-# in by the worker and the report (the dispatcher's first round looks at nothing).
-IntervalOf = Callable[[Sequence[float], float], tuple[float, float] | None]
 
 
 PASS, FAIL, OPEN = "pass", "fail", "open"
 # A look at most this many times the samples of the last: an early, noisy mean never
 # commits the budget to one length at once.
 GROWTH = 4
+# A length is judged too close to call (and waits for its neighbours) only once it has
+# this many first looks' worth of samples: 8 samples say little of a share near 86 %.
+DEFER_AFTER = 4
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,7 @@ class Look:
     mean: float  # percent
     low: float | None
     high: float | None
-    level: float  # the interval's confidence this round (1 - alpha_t)
+    level: float  # the sequence's confidence at this length (1 - alpha / K)
     verdict: str  # PASS, FAIL or OPEN
 
 
@@ -109,7 +108,7 @@ class Certificate:
     length: int | None
     below: int | None
     determined: bool
-    reason: str  # "determined", "budget", "undecided" (lengths left open at max_samples)
+    reason: str  # "determined", "budget", "failing", "undecided" (open at max_samples)
     open_lengths: tuple[int, ...]
     samples: int
     tokens: int  # the prompt tokens of the samples looked at
@@ -149,76 +148,62 @@ class Progress:
     certificate: Certificate | None = None
 
 
-def round_alpha(t: int, confidence: float = CONFIDENCE) -> float:
-    """Round ``t``'s share of ``1 - confidence``: alpha * 6 / (pi^2 t^2), summing to alpha."""
-    return (1 - confidence) * 6 / (math.pi**2 * t**2)
+def length_alpha(plan: CertifyPlan) -> float:
+    """Each length's share of ``1 - confidence``: the union bound over the candidates."""
+    return (1 - plan.confidence) / len(plan.lengths)
 
 
-def _z(confidence: float) -> float:
-    """The two-sided normal quantile of ``confidence``."""
-    return NormalDist().inv_cdf(0.5 + confidence / 2)
+def samples_to_pass(plan: CertifyPlan) -> int:
+    """The fewest samples, all right, whose sequence clears the threshold."""
+    alpha, threshold = length_alpha(plan), plan.threshold / 100
+    n = 1
+    while not excludes(n, n, threshold, alpha):
+        n += 1
+    return n
 
 
-def samples_to_pass(t: int, threshold: float, confidence: float = CONFIDENCE) -> int:
-    """The fewest samples, all right, whose round-``t`` Wilson interval clears ``threshold``.
-
-    All right, the Wilson lower bound is n / (n + z^2); it reaches p when
-    n >= z^2 p / (1 - p). A look with fewer samples can fail a length but never pass it.
-    """
-    p = min(threshold / 100, 0.999)
-    z = _z(1 - round_alpha(t, confidence))
-    return math.ceil(z * z * p / (1 - p) - 1e-9)
-
-
-def _look_size(t: int, looked: Sequence[float], plan: CertifyPlan) -> int:
-    """How many samples round ``t`` looks at, given those already looked at.
+def _look_size(looked: Sequence[float], plan: CertifyPlan) -> tuple[int, bool]:
+    """How many samples the next look at a length takes, given those already looked at.
 
     A first look is small (``first_look``): a clear failure costs little. After that,
-    the fewest samples at which, if the mean seen so far held, round ``t``'s Wilson
-    interval would clear the threshold (above it, or below it): at least half as many
-    again as before (every round spends some of the confidence), at most ``GROWTH``
-    times as many (an early, noisy mean never commits the budget to one length).
+    the fewest samples at which, if the share seen so far held, the sequence would clear
+    the threshold (above it, or below it): at least half as many again as before, at
+    most ``GROWTH`` times as many (an early, noisy mean never commits the budget to one
+    length at once). Any size is valid: the sequence holds at every size. With it,
+    whether ``max_samples`` would settle the length if the share held.
     """
     have = len(looked)
     if not have:
-        return plan.first_look
-    p, threshold = sum(looked) / have, plan.threshold / 100
-    z = _z(1 - round_alpha(t, plan.confidence))
+        return plan.first_look, True
+    share, threshold, alpha = sum(looked) / have, plan.threshold / 100, length_alpha(plan)
     least, most = math.ceil(1.5 * have), GROWTH * have
-    for n in range(least, most + 1):
-        low, high = _wilson(p, n, z)
-        if low >= threshold or high < threshold:
-            return n
-    return most
-
-
-def _wilson(p: float, n: int, z: float) -> tuple[float, float]:
-    """The Wilson score interval of a share ``p`` of ``n`` samples, as fractions.
-
-    Only to size a round: the verdict is the service's own interval.
-    """
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return centre - half, centre + half
+    for n in range(least, max(most, plan.max_samples) + 1):
+        if share != threshold and excludes(share * n, n, threshold, alpha):
+            return min(n, most), True
+    return most, False
 
 
 def plan_progress(
     plan: CertifyPlan,
     scores: Mapping[int, Sequence[float]],
-    interval_of: IntervalOf,
     cost: Callable[[int], float] = float,
+    *,
+    failing: frozenset[int] = frozenset(),
 ) -> Progress:
     """Replay the certification over the stored scores and say what comes next.
 
-    ``scores``: each length's scores (in [0, 1]) in sample order. The answer is a round
+    ``scores``: each length's outcomes (1 right, 0 wrong) in sample order. The answer is a round
     to run, or the certificate. ``cost(length)``: one sample's cost at a length
-    (default: its tokens), for the budget.
+    (default: its tokens), for the budget. ``failing``: lengths whose calls keep failing,
+    asked no more (left open: only a look that would ask for more is stopped, so the
+    looks already taken replay as they were).
     """
     lengths = plan.lengths
     lo, hi = -1, len(lengths)  # the bracket, as indices: lo passes, hi fails
     seen: dict[int, int] = {}  # samples looked at per length index
     open_at_cap: set[int] = set()
     unaffordable: set[int] = set()  # left open: their next look did not fit the budget
+    stopped: set[int] = set()  # left open: their calls keep failing
     deferred: set[int] = set()  # asked again once the cheaper candidates are settled
     revisited: set[int] = set()
     progress = Progress()
@@ -226,7 +211,7 @@ def plan_progress(
     current: int | None = None  # a length looked at and still open
     t = 0
     while True:
-        left_open = open_at_cap | unaffordable
+        left_open = open_at_cap | unaffordable | stopped
         inside = [i for i in range(lo + 1, hi) if i not in left_open | deferred]
         if current is None and not inside and deferred & set(range(lo + 1, hi)):
             revisited |= deferred  # every cheaper question is settled: back to the hard one
@@ -234,21 +219,27 @@ def plan_progress(
             continue
         if current is None:
             if not inside:
-                return _finish(progress, plan, lo, hi, open_at_cap, unaffordable, spent)
+                return _finish(progress, plan, lo, hi, unaffordable, stopped, spent)
             current = inside[len(inside) // 2]
         t += 1
         have = seen.get(current, 0)
         stored = scores.get(lengths[current], ())
-        wanted = min(_look_size(t, stored[:have], plan), plan.max_samples)
+        wanted, settles = _look_size(stored[:have], plan)
+        wanted = min(wanted, plan.max_samples)
         extra = (wanted - have) * cost(lengths[current])
-        if plan.budget is not None and have and current not in revisited:
+        others = [i for i in inside if i != current]
+        if (
+            not settles
+            and have >= DEFER_AFTER * plan.first_look
+            and others
+            and (current not in revisited)
+        ):
             # A length near the threshold takes many samples to settle; its neighbours
-            # may settle the answer for less, so it waits while they are asked first.
-            steps = math.ceil(math.log2(len(inside) + 1))
-            if extra > (plan.budget - spent) / max(steps, 1):
-                deferred.add(current)
-                current, t = None, t - 1
-                continue
+            # may settle the answer for less, so it waits while they are asked first,
+            # and is asked again, with what is left, once they are.
+            deferred.add(current)
+            current, t = None, t - 1
+            continue
         more = wanted - have
         over_count = (
             plan.max_total_samples is not None
@@ -264,11 +255,15 @@ def plan_progress(
             current, t = None, t - 1
             continue
         if len(stored) < wanted:
+            if lengths[current] in failing:
+                stopped.add(current)
+                current, t = None, t - 1
+                continue
             progress.next_round = Round(t, lengths[current], wanted)
             return progress
         spent += extra
         seen[current] = wanted
-        look = _look(t, lengths[current], stored[:wanted], plan, interval_of)
+        look = _look(t, lengths[current], stored[:wanted], plan)
         progress.looks.append(look)
         if look.verdict == PASS:
             lo, current = current, None
@@ -279,21 +274,18 @@ def plan_progress(
             current = None
 
 
-def _look(
-    t: int, length: int, scores: Sequence[float], plan: CertifyPlan, interval_of: IntervalOf
-) -> Look:
+def _look(t: int, length: int, scores: Sequence[float], plan: CertifyPlan) -> Look:
     """Round ``t``'s verdict on ``length`` from its first samples."""
-    level = 1 - round_alpha(t, plan.confidence)
-    found = interval_of([float(s) for s in scores], level)
-    mean = 100 * sum(scores) / len(scores)
-    low, high = found if found else (None, None)
-    if low is not None and low >= plan.threshold:
+    alpha, threshold = length_alpha(plan), plan.threshold / 100
+    right, n = sum(scores), len(scores)
+    low, high = bounds(right, n, alpha)
+    if right / n >= threshold and excludes(right, n, threshold, alpha):
         verdict = PASS
-    elif high is not None and high < plan.threshold:
+    elif right / n < threshold and excludes(right, n, threshold, alpha):
         verdict = FAIL
     else:
         verdict = OPEN
-    return Look(t, length, len(scores), round(mean, 2), low, high, level, verdict)
+    return Look(t, length, n, round(100 * right / n, 2), 100 * low, 100 * high, 1 - alpha, verdict)
 
 
 def _finish(
@@ -301,25 +293,29 @@ def _finish(
     plan: CertifyPlan,
     lo: int,
     hi: int,
-    open_at_cap: set[int],
     unaffordable: set[int],
+    stopped: set[int],
     spent: float,
 ) -> Progress:
     """The certificate once no candidate inside the bracket can be looked at."""
     inside = range(lo + 1, hi)
     determined = not inside
     reason = "determined"
-    if not determined:  # what kept the bracket open: the budget, or lengths at max_samples
-        reason = "budget" if any(i in unaffordable for i in inside) else "undecided"
+    if not determined:  # what kept the bracket open
+        if any(i in stopped for i in inside):
+            reason = "failing"  # calls at a length kept failing
+        elif any(i in unaffordable for i in inside):
+            reason = "budget"
+        else:
+            reason = "undecided"  # a length still open at max_samples
     last = _last_looks(progress.looks)
-    samples = sum(look.samples for look in last)
     progress.certificate = Certificate(
         length=plan.lengths[lo] if lo >= 0 else None,
         below=plan.lengths[hi] if hi < len(plan.lengths) else None,
         determined=determined,
         reason=reason,
         open_lengths=tuple(plan.lengths[i] for i in inside),
-        samples=samples,
+        samples=sum(look.samples for look in last),
         tokens=sum(look.samples * look.length for look in last),
         cost=spent,
         looks=tuple(progress.looks),

@@ -1,10 +1,12 @@
 """A certify run's cells and certificate: the planner (``certify``) applied to a run.
 
 A certify run keeps on its document how many samples each candidate length has been
-given (``certify.samples``); its cells follow from that alone. Sample ``k`` of a length
-goes to the grid's depths in turn (from an offset seeded by the run and the length),
-so every depth is asked about equally and the mean over samples is the mean over
-depths; its cell is the grid point's sample ``k // depths``, named as any grid cell.
+given (``certify.samples``) and the plan it was admitted with (``certify.plan``: its
+budgets and each length's price, so a replay after a price change or a settings change
+decides as the rounds did); its cells follow from that alone. Sample ``k`` of a length
+goes to a depth drawn from the grid's depths by a seeded hash (independent draws, so a
+length's samples are independent right/wrong outcomes with its mean over depths as
+their chance); its cell is that depth's next sample, named as any grid cell.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from typing import Any
 from niah.core.money.pricing import cost_of
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import CertifyPlan, IntervalOf, Progress, plan_progress
+from niah.core.results.certify import CertifyPlan, Progress, plan_progress
 
 # The grid a certification is measured against: every length and depth, 5 samples each.
 GRID_SAMPLES = 5
-# The default budget: this share of that grid's prompt tokens.
+# The default budget: this share of that grid's model cost (or prompt tokens).
 BUDGET_SHARE = 0.25
+# A length whose calls keep failing (blocked, truncated, refused) is left open once at
+# least this many of its samples, and more than a quarter of them, are unscored: not
+# asked again forever.
+UNSCORED_LIMIT = 8
+UNSCORED_SHARE = 0.25
 
 
 def grid_tokens(spec: RunRequest) -> int:
@@ -32,8 +39,8 @@ def grid_tokens(spec: RunRequest) -> int:
 def sample_usd(spec: RunRequest) -> dict[int, float] | None:
     """One prompt's model cost at each length; None for a model the catalog does not price.
 
-    The catalog's price, its long-context tier included. A free model (the local one)
-    is budgeted in tokens, as an unpriced one.
+    The catalog's price today, its long-context tier included. A free model (the local
+    one) is budgeted in tokens, as an unpriced one.
     """
     priced = {n: cost_of(spec.model_name, n, 0) for n in spec.lengths()}
     if not all(cost.priced and cost.usd > 0 for cost in priced.values()):
@@ -47,34 +54,51 @@ def grid_usd(spec: RunRequest) -> float | None:
     return None if usd is None else GRID_SAMPLES * len(spec.depths()) * sum(usd.values())
 
 
-def certify_plan(spec: RunRequest, max_samples_total: int | None = None) -> CertifyPlan:
-    """The planner's settings for a certify run: its lengths, threshold and budgets.
+def plan_record(spec: RunRequest, max_cells: int | None) -> dict[str, Any]:
+    """The plan a certify run is admitted with, as its document keeps it.
 
     The budget is in dollars of model cost (the prompts') where the catalog prices the
     model: ``certify_max_usd``, else a quarter of the grid's; for an unpriced model (the
     local one) in prompt tokens, a quarter of the grid's. ``certify_max_tokens`` caps
     the prompt tokens besides.
     """
-    grid = grid_usd(spec)
-    if grid is not None:
-        budget = spec.certify_max_usd or BUDGET_SHARE * grid
+    usd = sample_usd(spec)
+    if usd is not None:
+        budget = spec.certify_max_usd or BUDGET_SHARE * GRID_SAMPLES * len(spec.depths()) * sum(
+            usd.values()
+        )
         tokens = spec.certify_max_tokens
     else:
         budget = None
         tokens = spec.certify_max_tokens or int(BUDGET_SHARE * grid_tokens(spec))
+    return {
+        "budget_usd": budget,
+        "max_tokens": tokens,
+        "max_cells": max_cells,
+        "sample_usd": {str(n): cost for n, cost in usd.items()} if usd is not None else None,
+    }
+
+
+def certify_plan(
+    spec: RunRequest, max_cells: int | None = None, record: Mapping[str, Any] | None = None
+) -> CertifyPlan:
+    """The planner's settings: its lengths, threshold and budgets (``record``'s, if kept)."""
+    kept = record if record is not None else plan_record(spec, max_cells)
     return CertifyPlan(
         lengths=tuple(spec.lengths()),
         threshold=spec.certify_threshold,
-        budget=budget,
-        max_total_samples=max_samples_total,
-        max_tokens=tokens,
+        budget=kept["budget_usd"],
+        max_total_samples=kept["max_cells"],
+        max_tokens=kept["max_tokens"],
     )
 
 
-def sample_cost(spec: RunRequest) -> Callable[[int], float]:
+def sample_cost(record: Mapping[str, Any]) -> Callable[[int], float]:
     """What the budget counts for one sample at a length: its dollars, or its tokens."""
-    usd = sample_usd(spec)
-    return float if usd is None else usd.__getitem__
+    usd = record.get("sample_usd")
+    if usd is None:
+        return float
+    return lambda length: float(usd[str(length)])
 
 
 def certify_cells(spec: RunRequest, samples: Mapping[int, int]) -> list[Cell]:
@@ -85,19 +109,25 @@ def certify_cells(spec: RunRequest, samples: Mapping[int, int]) -> list[Cell]:
 
 
 def length_cells(spec: RunRequest, length: int, count: int) -> list[Cell]:
-    """A length's first ``count`` samples: depths in turn from a seeded offset."""
+    """A length's first ``count`` samples: each at a depth drawn by a seeded hash."""
     depths = spec.depths()
-    seed = f"{spec.seed}:{length}".encode()
-    offset = int.from_bytes(hashlib.sha256(seed).digest()[:4], "big") % len(depths)
-    return [
-        Cell(length, depths[(k + offset) % len(depths)], k // len(depths)) for k in range(count)
-    ]
+    seen: dict[float, int] = {}
+    cells = []
+    for k in range(count):
+        depth = depths[_hash(f"depth:{spec.seed}:{length}:{k}") % len(depths)]
+        cells.append(Cell(length, depth, seen.get(depth, 0)))
+        seen[depth] = seen.get(depth, 0) + 1
+    return cells
 
 
 def certify_samples_per_point(spec: RunRequest) -> int:
-    """The most samples a certify run can ask of one (length, depth) point."""
-    depths = len(spec.depths())
-    return -(-certify_plan(spec).max_samples // depths)
+    """The most samples a certify run can ask of one (length, depth) point.
+
+    Depths are drawn, so one point may take every sample of its length: the planner's
+    most samples a length, and the unscored ones it replaces (at most a quarter of
+    those asked, so a third more), with room to spare.
+    """
+    return 2 * CertifyPlan((1, 2), 50.0).max_samples
 
 
 def stored_samples(run: Mapping[str, Any]) -> dict[int, int]:
@@ -106,41 +136,52 @@ def stored_samples(run: Mapping[str, Any]) -> dict[int, int]:
     return {int(length): int(count) for length, count in kept.items()}
 
 
+def outcome(spec: RunRequest, cell_id: str, score: float) -> float:
+    """A sample's score as right (1) or wrong (0): a graded score by a seeded draw.
+
+    A score of 0 or 1 is itself; a share ``x`` in between is right with chance ``x``
+    (a uniform draw seeded by the run and the cell), which keeps the length's mean and
+    makes every outcome right/wrong, as the confidence sequence needs.
+    """
+    return 1.0 if _hash(f"round:{spec.seed}:{cell_id}") / 2**64 < score else 0.0
+
+
 def certify_progress(
-    spec: RunRequest,
-    run: Mapping[str, Any],
-    cells: list[dict[str, Any]],
-    *,
-    max_cells: int | None,
-    interval_of: IntervalOf,
+    spec: RunRequest, run: Mapping[str, Any], cells: list[dict[str, Any]], *, max_cells: int | None
 ) -> tuple[Progress, dict[int, int]]:
     """Where the run's certification stands, and the samples per length it then asks for.
 
-    Each length's scores in sample order, its unscored samples (failed, truncated) left
-    out: the next round asks for as many more cells as it wants scores, so a failed
-    call is replaced by a new sample, never counted as right or wrong.
+    Each length's outcomes in sample order, its unscored samples (failed, truncated) left
+    out: the next round asks for as many more cells as it wants outcomes, so a failed
+    call is replaced by a new sample, never counted as right or wrong; a length with
+    ``UNSCORED_LIMIT`` unscored samples is asked no more.
     """
+    record = (run.get("certify") or {}).get("plan") or plan_record(spec, max_cells)
     samples = stored_samples(run)
     by_id = {str(c["cell_id"]): c for c in cells}
     scores: dict[int, list[float]] = {}
+    unscored: set[int] = set()
     for length, count in samples.items():
         stored = [by_id.get(cell.cell_id) for cell in length_cells(spec, length, count)]
-        scores[length] = [
-            float(c["task_score"]) for c in stored if c and c.get("task_score") is not None
-        ]
-    progress = plan_progress(certify_plan(spec, max_cells), scores, interval_of, sample_cost(spec))
+        scored = [c for c in stored if c and c.get("task_score") is not None]
+        scores[length] = [outcome(spec, str(c["cell_id"]), float(c["task_score"])) for c in scored]
+        missed = sum(1 for c in stored if c and c.get("task_score") is None)
+        if missed >= UNSCORED_LIMIT and missed > UNSCORED_SHARE * count:
+            unscored.add(length)
+    plan = certify_plan(spec, record=record)
+    progress = plan_progress(plan, scores, sample_cost(record), failing=frozenset(unscored))
     if progress.next_round is not None:
         wanted = progress.next_round
-        scored = len(scores.get(wanted.length, []))
-        asked = samples.get(wanted.length, 0) + (wanted.samples - scored)
+        scored_count = len(scores.get(wanted.length, []))
+        asked = samples.get(wanted.length, 0) + (wanted.samples - scored_count)
         samples = samples | {wanted.length: asked}
     return progress, samples
 
 
 def first_samples(spec: RunRequest, max_cells: int | None) -> dict[int, int]:
-    """A new certify run's first round: nothing is looked at, so no interval is needed."""
+    """A new certify run's first round (it looks at nothing yet)."""
+    return certify_progress(spec, {}, [], max_cells=max_cells)[1]
 
-    def unused(scores: object, level: float) -> None:
-        raise AssertionError("the first round looks at no scores")
 
-    return certify_progress(spec, {}, [], max_cells=max_cells, interval_of=unused)[1]
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")

@@ -17,6 +17,7 @@ from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_figure, percent_table
 from niah.core.request.ruler_suite import RulerTable, ruler_table
 from niah.core.request.spec import run_label
+from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.curves import Curve, curve_figure
 from niah.core.results.effective import effective_length_text
 from niah.core.results.paired import (
@@ -50,6 +51,9 @@ class ComparedRun:
     # Its label (``niah run --label``, else "model · task"), with the run ID when two
     # compared runs share a label.
     name: str = ""
+    # A certify run's certificate as its effective length (from all of its cells, as
+    # its own report says it); None for a grid run, measured on the shared grid.
+    certified: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,11 @@ def compare_runs(
             run,
             kept := [c for c in cells if _point(c) in shared],
             percent_table(score_table(kept, field="task_score")),
+            certified=(
+                certified_effective_length(found)
+                if (found := certificate_summary(run, cells))
+                else None
+            ),
         )
         for run, cells in runs
     ]
@@ -219,7 +228,9 @@ def render_comparison_page(comparison: Comparison) -> str:
             ),
             (
                 "effective length",
-                lambda c: effective_length_text(measured[c.run_id]["effective_length"]),
+                lambda c: effective_length_text(
+                    c.certified or measured[c.run_id]["effective_length"]
+                ),
             ),
             (
                 "cost of the run",

@@ -113,7 +113,9 @@ def _certified_text(effective: dict[str, Any]) -> str:
     if effective.get("reason") == "unfinished":
         return "not determined (the certification's rounds did not finish)"
     between = ", ".join(f"{n:,}" for n in effective.get("open_lengths") or [])
-    why = "the budget ran out" if effective.get("reason") == "budget" else "too close to call"
+    why = {"budget": "the budget ran out", "failing": "its calls kept failing"}.get(
+        str(effective.get("reason")), "too close to call"
+    )
     if length is None and below is not None and effective.get("determined"):
         return f"below {below:,} tokens, {sure} ({below:,} fails; {threshold}, certified)"
     if length is None:
