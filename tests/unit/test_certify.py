@@ -171,21 +171,23 @@ def test_a_certify_runs_cells_cover_the_depths_in_turn_with_grid_style_ids() -> 
     assert grid_tokens(spec) == 5 * 3 * 15_500
 
 
-def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
-    """The service's path: cells as stored, unscored ones replaced by fresh samples."""
-    spec = certify_spec()
-    curve = KnownCurve(3000, 0.1)  # right 100 % at 1,000, 98.3 % at 2,000, 5.3 % at 4,000
-    run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
+def drive(
+    spec: RunRequest, run: dict, curve: KnownCurve, fail_every: int | None = None
+) -> dict[str, dict]:
+    """The service's loop in one process: plan a round, answer its cells, until done.
+
+    ``fail_every``: every so many stored cells, a call that failed (unscored).
+    """
     stored: dict[str, dict] = {}
     while True:
         progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
         if progress.next_round is None:
-            break
+            return stored
         run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
         for cell in certify_cells(spec, samples):
             if cell.cell_id in stored:
                 continue
-            failed = len(stored) % 17 == 3  # now and then a call fails: unscored
+            failed = fail_every is not None and len(stored) % fail_every == 3
             right = curve.answers_right(cell.cell_id, cell.context_length)
             stored[cell.cell_id] = {
                 "cell_id": cell.cell_id,
@@ -195,6 +197,14 @@ def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
                 "outcome": "unscored" if failed else ("correct" if right else "wrong"),
                 "task_score": None if failed else float(right),
             }
+
+
+def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
+    """The service's path: cells as stored, unscored ones replaced by fresh samples."""
+    spec = certify_spec()
+    curve = KnownCurve(3000, 0.1)  # right 100 % at 1,000, 98.3 % at 2,000, 5.3 % at 4,000
+    run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
+    stored = drive(spec, run, curve, fail_every=17)  # now and then a call fails: unscored
     certificate = certificate_summary(run, list(stored.values()), max_cells=500)
     assert certificate is not None
     assert certificate["length"] == curve.effective_length(spec.lengths(), 85.6) == 2000
@@ -315,26 +325,7 @@ def test_compare_shows_a_certify_runs_certificate_as_its_own_report_does() -> No
     spec = certify_spec()
     curve = KnownCurve(3000, 0.1)
     run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
-    stored: dict[str, dict] = {}
-    while True:
-        progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
-        if progress.next_round is None:
-            break
-        run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
-        for cell in certify_cells(spec, samples):
-            right = float(curve.answers_right(cell.cell_id, cell.context_length))
-            stored.setdefault(
-                cell.cell_id,
-                {
-                    "cell_id": cell.cell_id,
-                    "context_length": cell.context_length,
-                    "depth_percent": cell.depth_percent,
-                    "status": "answered",
-                    "outcome": "correct" if right else "wrong",
-                    "task_score": right,
-                },
-            )
-    cells = list(stored.values())
+    cells = list(drive(spec, run, curve).values())
     said = summarize(run, cells)["measures"]["effective_length"]["text"]
     assert said.startswith("2,000 tokens, 95 % confident")
     twin = run | {"run_id": "run-d"}
