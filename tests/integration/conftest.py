@@ -90,13 +90,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 # The stack tests whose model is the Vertex stand-in (or none): faults, recovery, batch,
 # Gemini's errors and limits, hostile input, each function's own source. They mostly
 # wait (on freezes, leases, a slow stand-in, virtualenvs), so scripts/test.sh runs them
-# on a default stack of their own beside the tests that keep the local model busy. The
-# benchmark's smoke starts stacks of its own (ports 8670 onwards) and joins them here to
-# shorten the local model's process, the suite's longest.
+# on a default stack of their own beside the tests that keep the local model busy.
 SIDE_STACK_MODULES = frozenset(
     {
         "test_bad_input",
-        "test_bench_smoke",
         "test_certify_stack",
         "test_batch_stack",
         "test_faults",
