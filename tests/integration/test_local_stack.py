@@ -32,10 +32,15 @@ HARNESS_FIELDS = {
 }
 
 
-def post(stack: Stack, body: Any, *, content_type: str = "application/json") -> requests.Response:
+def post(
+    stack: Stack, body: Any, *, content_type: str = "application/json", timeout: float = 60
+) -> requests.Response:
     data = body if isinstance(body, (str, bytes)) else json.dumps(body)
     return requests.post(
-        stack.env["DISPATCHER_URL"], data=data, headers={"Content-Type": content_type}, timeout=60
+        stack.env["DISPATCHER_URL"],
+        data=data,
+        headers={"Content-Type": content_type},
+        timeout=timeout,
     )
 
 
@@ -217,16 +222,22 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     env = {**os.environ, **stack.env}
     niah = [sys.executable, "-m", "niah.cli"]
     drain(stack.tap, settle_seconds=0.5)
+    # Ctrl-C as at a terminal, however the suite was started: a shell starts a
+    # background job with SIGINT ignored, and Python then leaves it ignored. The CLI's
+    # own process takes Python's handler back before it runs: a preexec_fn would run in
+    # a fork of this gRPC-threaded process, where gRPC's fork handler once aborted the
+    # child (epoll_wait: bad file descriptor) before it became niah.
+    as_at_a_terminal = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv = ['niah', *sys.argv[1:]]; runpy.run_module('niah.cli', run_name='__main__')"
+    )
     follow = subprocess.Popen(
-        [*niah, "run", "--context_lengths", "500", "900", "--document_depth_percents", "30",
-         "60", "--seed", "23", "--wait"],
+        [sys.executable, "-c", as_at_a_terminal, "run", "--context_lengths", "500", "900",
+         "--document_depth_percents", "30", "60", "--seed", "23", "--wait"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # Ctrl-C as at a terminal, however the suite was started: a shell starts a
-        # background job with SIGINT ignored, and Python then leaves it ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     assert follow.stdout is not None
     first = follow.stdout.readline()  # "run run-...: 4 cells"
