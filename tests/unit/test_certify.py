@@ -80,6 +80,7 @@ def test_all_right_samples_pass_exactly_at_samples_to_pass_and_not_one_before() 
     n = samples_to_pass(plan)
     alpha = 0.05 / len(LENGTHS)
     assert excludes(n, n, 0.856, alpha) and not excludes(n - 1, n - 1, 0.856, alpha)
+    assert n == 62  # what docs/certify.md says it costs over 11 candidate lengths
 
 
 @pytest.mark.parametrize(
@@ -315,6 +316,8 @@ def test_a_length_whose_calls_keep_failing_is_asked_no_more_and_the_run_ends() -
             )
     found = progress.certificate
     assert found is not None and found.reason == "failing" and 4000 in found.open_lengths
+    # An unscored sample is never counted right or wrong: 4,000 was never looked at.
+    assert [look for look in found.looks if look.length == 4000] == []
     asked_at_4000 = stored_samples(run).get(4000, 0)
     assert asked_at_4000 == UNSCORED_LIMIT  # a first look's 8, none asked again
 

@@ -20,8 +20,8 @@ from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warn
 from niah.core.prompts.haystack_files import content_fingerprint
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import CertifyPlan
-from niah.core.results.certify_run import certify_plan, first_samples, grid_usd
+from niah.core.results.certify import FIRST_LOOK
+from niah.core.results.certify_run import first_samples, plan_record
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 from niah.service.run_sources import (
@@ -85,21 +85,22 @@ def check_budget(
 
 def check_certify_budget(spec: RunRequest, most: int) -> None:
     """Refuse a certification above the run's token limit, or in dollars it cannot price."""
-    if spec.certify_max_usd is not None and grid_usd(spec) is None:
+    plan = plan_record(spec, None)
+    if spec.certify_max_usd is not None and plan["sample_usd"] is None:
         raise RequestError(
             "certify_max_usd",
             f"{spec.model_name} has no price in the catalog (or costs nothing), so a budget "
             "in dollars cannot be kept; give certify_max_tokens instead",
         )
-    if not first_samples(spec, None):
+    if not first_samples(spec, plan):
         field = "certify_max_usd" if spec.certify_max_usd else "certify_max_tokens"
         raise RequestError(
             field,
-            f"the budget cannot pay for a first look ({CertifyPlan((1, 2), 50.0).first_look} "
-            f"samples at {spec.lengths()[len(spec.lengths()) // 2]:,} tokens); raise "
-            f"{field}, or leave it out (a quarter of the grid's)",
+            f"the budget cannot pay for a first look ({FIRST_LOOK} samples at "
+            f"{spec.lengths()[len(spec.lengths()) // 2]:,} tokens); raise {field}, or leave "
+            "it out (a quarter of the grid's)",
         )
-    tokens = certify_plan(spec).max_tokens
+    tokens = plan["max_tokens"]
     if tokens is not None and tokens > most:
         given = "certify_max_tokens" if spec.certify_max_tokens else "the default budget"
         raise RequestError(

@@ -22,7 +22,7 @@ from niah.core.interfaces import (
     ResultStore,
 )
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import certify_samples_per_point
+from niah.core.results.certify_run import SAMPLES_PER_POINT
 from niah.errors import CellInFlightError, DeadLetteredError, RetryableError, WorkerDiedError
 from niah.logs import describe, log
 from niah.models.providers import get_provider
@@ -234,7 +234,7 @@ def _not_of_the_run(task: CellTask, run: RunView) -> str | None:
         return f"{task.cell_id} is not on the run's grid"
     # A certify run's rounds add samples (the view may be a round old): at most the
     # planner's samples a length, spread over the depths.
-    most = certify_samples_per_point(spec) if spec.is_certify() else spec.samples_per_cell
+    most = SAMPLES_PER_POINT if spec.is_certify() else spec.samples_per_cell
     if not 0 <= task.sample < most:
         return f"sample {task.sample} is not one of the run's {most}"
     return None

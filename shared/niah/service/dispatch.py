@@ -91,15 +91,10 @@ def run_record(
     model = model or find_model(spec.model_name)
     certify: dict[str, Any] = {}
     if spec.is_certify():  # its first round; each round's answers choose the next
-        most = get_settings().max_cells_per_run
-        first = first_samples(spec, most)
-        certify = {
-            "certify": {
-                "samples": {str(n): count for n, count in first.items()},
-                # Kept, so every replay decides with the budget and prices it began with.
-                "plan": plan_record(spec, most),
-            }
-        }
+        # Kept, so every replay decides with the budget and prices it began with.
+        plan = plan_record(spec, get_settings().max_cells_per_run)
+        first = first_samples(spec, plan)
+        certify = {"certify": {"samples": {str(n): k for n, k in first.items()}, "plan": plan}}
         cells = certify_cells(spec, first)
     else:
         cells = source_cells(source.rows) if source else spec.cells()

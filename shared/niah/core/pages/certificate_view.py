@@ -21,7 +21,7 @@ def certificate_view(summary: dict[str, Any]) -> dict[str, Any] | None:
             f"{look['length']:,}",
             look["samples"],
             figure(look["mean"]),
-            f"{figure(look['low'])}-{figure(look['high'])}" if look["low"] is not None else "–",
+            f"{figure(look['low'])}-{figure(look['high'])}",
             f"{100 * look['level']:.2f} %",
             look["verdict"],
         )

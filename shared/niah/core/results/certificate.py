@@ -11,13 +11,8 @@ from typing import Any
 
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify import CONFIDENCE
-from niah.core.results.certify_run import (
-    GRID_SAMPLES,
-    certify_plan,
-    certify_progress,
-    grid_tokens,
-    plan_record,
-)
+from niah.core.results.certify_run import certify_plan, certify_progress, grid_tokens, kept_plan
+from niah.core.results.certify_run import grid_usd as run_grid_usd
 from niah.settings import get_settings
 
 METHOD = (
@@ -40,15 +35,10 @@ def certificate_summary(
     spec = RunRequest.model_validate(spec_fields)
     if max_cells is None:
         max_cells = get_settings().max_cells_per_run
-    record = (run.get("certify") or {}).get("plan") or plan_record(spec, max_cells)
+    record = kept_plan(spec, run, max_cells)
     progress, _ = certify_progress(spec, run, cells, max_cells=max_cells)
     plan = certify_plan(spec, record=record)
-    prices = record.get("sample_usd")
-    grid_usd = (
-        GRID_SAMPLES * len(spec.depths()) * sum(float(v) for v in prices.values())
-        if prices
-        else None
-    )
+    grid_usd = run_grid_usd(spec, record["sample_usd"]) if record["sample_usd"] else None
     unscored = sum(1 for c in cells if c.get("task_score") is None)
     costs = {
         "threshold": spec.certify_threshold,

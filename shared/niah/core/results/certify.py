@@ -43,6 +43,10 @@ CONFIDENCE = 0.95
 
 
 PASS, FAIL, OPEN = "pass", "fail", "open"
+# A length's first look (small: a clear failure costs little) and the most samples it
+# is given before it is left open.
+FIRST_LOOK = 8
+MAX_SAMPLES = 256
 # A look at most this many times the samples of the last: an early, noisy mean never
 # commits the budget to one length at once.
 GROWTH = 4
@@ -68,8 +72,8 @@ class CertifyPlan:
     lengths: tuple[int, ...]
     threshold: float
     confidence: float = CONFIDENCE
-    first_look: int = 8
-    max_samples: int = 256
+    first_look: int = FIRST_LOOK
+    max_samples: int = MAX_SAMPLES
     budget: float | None = None
     max_total_samples: int | None = None
     max_tokens: int | None = None
@@ -89,8 +93,8 @@ class Look:
     length: int
     samples: int
     mean: float  # percent
-    low: float | None
-    high: float | None
+    low: float  # the sequence's bounds, percent
+    high: float
     level: float  # the sequence's confidence at this length (1 - alpha / K)
     verdict: str  # PASS, FAIL or OPEN
 
@@ -209,7 +213,6 @@ def plan_progress(
     progress = Progress()
     spent = 0.0
     current: int | None = None  # a length looked at and still open
-    t = 0
     while True:
         left_open = open_at_cap | unaffordable | stopped
         inside = [i for i in range(lo + 1, hi) if i not in left_open | deferred]
@@ -221,7 +224,6 @@ def plan_progress(
             if not inside:
                 return _finish(progress, plan, lo, hi, unaffordable, stopped, spent)
             current = inside[len(inside) // 2]
-        t += 1
         have = seen.get(current, 0)
         stored = scores.get(lengths[current], ())
         wanted, settles = _look_size(stored[:have], plan)
@@ -238,7 +240,7 @@ def plan_progress(
             # may settle the answer for less, so it waits while they are asked first,
             # and is asked again, with what is left, once they are.
             deferred.add(current)
-            current, t = None, t - 1
+            current = None
             continue
         more = wanted - have
         over_count = (
@@ -252,18 +254,18 @@ def plan_progress(
         if over_count or (plan.budget is not None and spent + extra > plan.budget + 1e-9):
             # Left open: the rest of the budget may still settle a cheaper candidate.
             unaffordable.add(current)
-            current, t = None, t - 1
+            current = None
             continue
         if len(stored) < wanted:
             if lengths[current] in failing:
                 stopped.add(current)
-                current, t = None, t - 1
+                current = None
                 continue
-            progress.next_round = Round(t, lengths[current], wanted)
+            progress.next_round = Round(len(progress.looks) + 1, lengths[current], wanted)
             return progress
         spent += extra
         seen[current] = wanted
-        look = _look(t, lengths[current], stored[:wanted], plan)
+        look = _look(len(progress.looks) + 1, lengths[current], stored[:wanted], plan)
         progress.looks.append(look)
         if look.verdict == PASS:
             lo, current = current, None

@@ -18,7 +18,7 @@ from typing import Any
 from niah.core.money.pricing import cost_of
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import CertifyPlan, Progress, plan_progress
+from niah.core.results.certify import MAX_SAMPLES, CertifyPlan, Progress, plan_progress
 
 # The grid a certification is measured against: every length and depth, 5 samples each.
 GRID_SAMPLES = 5
@@ -48,10 +48,15 @@ def sample_usd(spec: RunRequest) -> dict[int, float] | None:
     return {n: cost.usd for n, cost in priced.items()}
 
 
-def grid_usd(spec: RunRequest) -> float | None:
-    """The prompts' model cost of the grid with ``GRID_SAMPLES`` a point (None: unpriced)."""
-    usd = sample_usd(spec)
-    return None if usd is None else GRID_SAMPLES * len(spec.depths()) * sum(usd.values())
+def grid_usd(spec: RunRequest, usd: Mapping[Any, float] | None = None) -> float | None:
+    """The prompts' model cost of the grid with ``GRID_SAMPLES`` a point (None: unpriced).
+
+    ``usd``: one prompt's cost per length where the caller has it (a run's kept plan).
+    """
+    usd = usd if usd is not None else sample_usd(spec)
+    if usd is None:
+        return None
+    return GRID_SAMPLES * len(spec.depths()) * sum(float(cost) for cost in usd.values())
 
 
 def plan_record(spec: RunRequest, max_cells: int | None) -> dict[str, Any]:
@@ -63,10 +68,9 @@ def plan_record(spec: RunRequest, max_cells: int | None) -> dict[str, Any]:
     the prompt tokens besides.
     """
     usd = sample_usd(spec)
-    if usd is not None:
-        budget = spec.certify_max_usd or BUDGET_SHARE * GRID_SAMPLES * len(spec.depths()) * sum(
-            usd.values()
-        )
+    grid = grid_usd(spec, usd)
+    if grid is not None:
+        budget = spec.certify_max_usd or BUDGET_SHARE * grid
         tokens = spec.certify_max_tokens
     else:
         budget = None
@@ -120,14 +124,11 @@ def length_cells(spec: RunRequest, length: int, count: int) -> list[Cell]:
     return cells
 
 
-def certify_samples_per_point(spec: RunRequest) -> int:
-    """The most samples a certify run can ask of one (length, depth) point.
-
-    Depths are drawn, so one point may take every sample of its length: the planner's
-    most samples a length, and the unscored ones it replaces (at most a quarter of
-    those asked, so a third more), with room to spare.
-    """
-    return 2 * CertifyPlan((1, 2), 50.0).max_samples
+# The most samples a certify run can ask of one (length, depth) point. Depths are
+# drawn, so one point may take every sample of its length: the planner's most samples
+# a length, and the unscored ones it replaces (at most a quarter of those asked, so a
+# third more), with room to spare.
+SAMPLES_PER_POINT = 2 * MAX_SAMPLES
 
 
 def stored_samples(run: Mapping[str, Any]) -> dict[int, int]:
@@ -156,7 +157,7 @@ def certify_progress(
     call is replaced by a new sample, never counted as right or wrong; a length with
     ``UNSCORED_LIMIT`` unscored samples is asked no more.
     """
-    record = (run.get("certify") or {}).get("plan") or plan_record(spec, max_cells)
+    record = kept_plan(spec, run, max_cells)
     samples = stored_samples(run)
     by_id = {str(c["cell_id"]): c for c in cells}
     scores: dict[int, list[float]] = {}
@@ -178,9 +179,14 @@ def certify_progress(
     return progress, samples
 
 
-def first_samples(spec: RunRequest, max_cells: int | None) -> dict[int, int]:
-    """A new certify run's first round (it looks at nothing yet)."""
-    return certify_progress(spec, {}, [], max_cells=max_cells)[1]
+def kept_plan(spec: RunRequest, run: Mapping[str, Any], max_cells: int | None) -> dict[str, Any]:
+    """The plan the run was admitted with (``plan_record`` for a run that kept none)."""
+    return (run.get("certify") or {}).get("plan") or plan_record(spec, max_cells)
+
+
+def first_samples(spec: RunRequest, record: Mapping[str, Any]) -> dict[int, int]:
+    """A new certify run's first round under the plan ``record`` (it looks at nothing)."""
+    return certify_progress(spec, {"certify": {"plan": record}}, [], max_cells=None)[1]
 
 
 def _hash(text: str) -> int:
