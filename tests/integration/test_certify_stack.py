@@ -96,5 +96,7 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(
     section = page.locator("#section-certificate")
     assert section.locator("dd").first.text_content() == text
     assert section.locator("tbody tr").count() == len(certificate["looks"])
+    # Its mean is of the samples the rounds asked, not of a grid, and the headline says so.
+    assert page.locator('dd[data-fact="mean of the samples asked (%)"]').count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.close()

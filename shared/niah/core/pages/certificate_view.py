@@ -38,10 +38,10 @@ def certificate_view(summary: dict[str, Any]) -> dict[str, Any] | None:
         "rows": rows,
         "note": (
             "Each round looks at one length and asks whether its interval lies wholly at or "
-            "above the threshold (pass) or below it (fail). "
-            f"{certificate['method']}: every round's interval is at a higher level than "
-            "95 %, so all of them hold together with 95 % confidence. Bisection assumes "
-            "the score does not rise with length."
+            "above the threshold (pass) or below it (fail). The interval is "
+            f"{certificate['method']}: each holds however often it is looked at, and "
+            "together they hold with 95 % confidence. Bisection assumes the score does "
+            "not rise with length."
         ),
     }
 

@@ -125,7 +125,12 @@ def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, s
     facts = [
         ("model", model_shown(str(summary["model"] or ""), served)),
         ("task", summary["task"]),
-        ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
+        (
+            # A certify run's samples cluster where the answer was decided: their mean is
+            # not the model's over a grid, and says so.
+            "mean of the samples asked (%)" if summary.get("certificate") else "mean (%)",
+            with_interval(measures["mean"], measures.get("mean_interval")),
+        ),
         ("effective length", effective_length_text(measures["effective_length"])),
         (
             "outcomes",
