@@ -452,13 +452,25 @@ def kill_children(state_dir: Path, name: str) -> int:
     requests the dead one held are cut off.
     """
     group = pid_of(state_dir, name)
-    killed = 0
+    killed = []
     for pid in _group_members(group):
         if pid != group:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
-    return killed
+                killed.append(pid)
+    # Returned once they are dead (gone or a zombie): nothing they do comes after.
+    while any(_running(pid) for pid in killed):
+        time.sleep(0.01)
+    return len(killed)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def kill_process(state_dir: Path, name: str) -> None:
