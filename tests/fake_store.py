@@ -40,6 +40,15 @@ def firestore_value(value: Any, *, in_array: bool = False) -> None:
             firestore_value(item, in_array=True)
 
 
+def _merge(into: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Merge ``fields`` into ``into``, maps into maps, as Firestore's merge does."""
+    for key, value in fields.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
 class MemoryStore:
     """A ``ResultStore`` in dicts, with the same create-if-absent semantics."""
 
@@ -51,6 +60,7 @@ class MemoryStore:
         self.claims: dict[tuple[str, str], int] = {}
         self.calls: dict[str, dict[str, dict[str, Any]]] = {}
         self.report_requests: dict[str, float] = {}
+        self.sentinels: dict[str, dict[str, Any]] = {}
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         firestore_value(doc)
@@ -75,8 +85,8 @@ class MemoryStore:
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         firestore_value(fields)
-        # As Firestore's: every update is the run's progress.
-        self.runs[run_id].update({**fields, "updated_at": dt.datetime.now(dt.UTC)})
+        # As Firestore's set(merge=True): nested maps merge; every update is progress.
+        _merge(self.runs[run_id], {**fields, "updated_at": dt.datetime.now(dt.UTC)})
 
     def cancel_run(self, run_id: str) -> CancelOutcome:
         run = self.runs.get(run_id)
@@ -346,6 +356,20 @@ class MemoryStore:
         return [
             {k: v for k, v in run.items() if k in tops} | {"run_id": run_id}
             for run_id, run in self.runs.items()
+        ]
+
+    def get_sentinel(self, name: str) -> dict[str, Any] | None:
+        found = self.sentinels.get(name)
+        return None if found is None else {**found, "name": name}
+
+    def list_sentinels(self) -> list[dict[str, Any]]:
+        return [{**doc, "name": name} for name, doc in sorted(self.sentinels.items())]
+
+    def sentinel_runs(self, name: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+        return [
+            run
+            for run in self.index_runs(fields)
+            if (self.runs[run["run_id"]].get("spec") or {}).get("sentinel") == name
         ]
 
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from niah.core.interfaces import BlobInfo, ModelAnswer, Reservation
+from niah.errors import CloudUnavailableError
 
 
 class MemoryBlobs:
@@ -134,6 +135,19 @@ class RecordingPublisher:
         self.reports.append(str(message["run_id"]))
 
 
+class RecordingAlerts:
+    """An ``AlertPublisher`` that keeps what it was given; ``fail`` publishes raise."""
+
+    def __init__(self) -> None:
+        self.alerts: list[tuple[dict[str, Any], dict[str, str]]] = []
+        self.fail = False
+
+    def publish_alert(self, message: dict[str, Any], attributes: dict[str, str]) -> None:
+        if self.fail:
+            raise CloudUnavailableError("the alerts topic is out of reach")
+        self.alerts.append((message, attributes))
+
+
 class ScriptedProvider:
     """A ``Provider`` whose answer is computed from the prompt by a function."""
 
@@ -163,12 +177,21 @@ class ScriptedProvider:
 
 
 @contextlib.contextmanager
-def json_server(status: int, answer: dict[str, Any]) -> Iterator[str]:
-    """An HTTP server that answers every POST with ``status`` and ``answer``; its URL."""
+def json_server(
+    status: int,
+    answer: dict[str, Any],
+    received: list[tuple[str, dict[str, str], bytes]] | None = None,
+) -> Iterator[str]:
+    """An HTTP server that answers every POST with ``status`` and ``answer``; its URL.
+
+    ``received``: where each POST is kept, as (path, headers, body).
+    """
 
     class Answering(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
+            data = self.rfile.read(int(self.headers["Content-Length"]))
+            if received is not None:
+                received.append((self.path, dict(self.headers), data))
             body = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -27,9 +27,14 @@ from pathlib import Path
 from niah.catalog.models import GEMMA3_TOKENIZER, tokenizer_object
 from niah.models.tokenizer import tokenizer_model_bytes
 from niah.settings import get_settings
+from niah_devtools import sentinel_schedule
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "niah-local"
+# The local stack's sentinels, in the shape of infra's `sentinels` variable (docs/sentinels.md).
+SENTINELS_FILE = "sentinels.json"
+# The local pull subscription of the alerts topic (sentinels' checks).
+ALERTS_SUBSCRIPTION = "niah-alerts-local"
 BUCKET = "niah-local"
 
 
@@ -214,6 +219,22 @@ def up(
         base_env,
     )
     _create_topics(ports, ack_deadline_seconds)
+    sentinels_file = state_dir / SENTINELS_FILE
+    if sentinels_file.exists():  # infra's `sentinels` variable, for the local stack
+        sentinel_schedule.define(sentinel_schedule.load_definitions(sentinels_file), PROJECT)
+        _start(
+            "sentinel-scheduler",
+            [
+                sys.executable,
+                "-m",
+                "niah_devtools.localstack",
+                "sentinels",
+                f"--state-dir={state_dir}",
+                f"--url={env['DISPATCHER_URL']}",
+            ],
+            state_dir,
+            base_env,
+        )
     lines = [f"export {key}={json.dumps(value)}" for key, value in env.items()]
     # `source .local/env` also puts this virtualenv's `niah` on PATH.
     lines.append(f'export PATH="{Path(sys.prefix) / "bin"}:$PATH"')
@@ -340,8 +361,16 @@ def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
     topic = lambda name: publisher.topic_path(PROJECT, name)  # noqa: E731
     settings = get_settings()
     cells, reports, dead = settings.cells_topic, settings.reports_topic, settings.dead_letter_topic
-    for name in (cells, reports, dead):
+    for name in (cells, reports, dead, settings.alerts_topic):
         publisher.create_topic(name=topic(name))
+    # Deployed, users subscribe to the alerts topic themselves; locally one subscription
+    # keeps them to read (`gcloud pubsub subscriptions pull niah-alerts-local`).
+    subscriber.create_subscription(
+        request={
+            "name": subscriber.subscription_path(PROJECT, ALERTS_SUBSCRIPTION),
+            "topic": topic(settings.alerts_topic),
+        }
+    )
     retry = pubsub_v1.types.RetryPolicy(
         minimum_backoff=duration_pb2.Duration(seconds=1),
         maximum_backoff=duration_pb2.Duration(seconds=30),
@@ -522,7 +551,7 @@ def schedule(url: str, every_seconds: float) -> None:
 def main(argv: list[str] | None = None) -> None:
     """``python -m niah_devtools.localstack up|down``."""
     parser = argparse.ArgumentParser(prog="niah-local", description=__doc__)
-    parser.add_argument("action", choices=["up", "down", "schedule"])
+    parser.add_argument("action", choices=["up", "down", "schedule", "sentinels"])
     parser.add_argument("--state-dir", type=Path, default=REPO / ".local")
     # NIAH_LOCAL_BASE_PORT: the default, so a test can run the README's commands as written.
     parser.add_argument(
@@ -533,6 +562,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.action == "schedule":
         schedule(args.url, args.every)
+    elif args.action == "sentinels":  # Cloud Scheduler's sentinel jobs
+        sentinel_schedule.run_scheduler(args.state_dir / SENTINELS_FILE, args.url)
     elif args.action == "up":
         started = time.monotonic()
         up(args.state_dir, base_port=args.base_port)

@@ -20,6 +20,11 @@ from niah.service.admission import handle_budget_alert
 from niah.service.cancel import cancel_run, parse_cancel
 from niah.service.dispatch import dispatch_run
 from niah.service.request_body import decode_body
+from niah.service.sentinel_firing import (
+    SCHEDULE_TIME_HEADER,
+    SENTINEL_PATH,
+    sentinel_payload,
+)
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 
@@ -81,20 +86,30 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     """POST a JSON run request; 202 with the run ID, or 400 naming the bad field.
 
     POST ``/cancel`` with ``{"run_id": ...}`` cancels a run (``cancel``); a budget
-    alert's push to ``/budget-alert`` may trip the kill switch (``budget_alert``).
+    alert's push to ``/budget-alert`` may trip the kill switch (``budget_alert``);
+    ``/sentinel`` with ``{"sentinel": NAME}`` starts a sentinel's run (Cloud Scheduler's
+    jobs and ``niah sentinel run``; ``niah.service.sentinels``).
     """
     if request.path.rstrip("/") == CANCEL_PATH:
         return cancel(request)
     if request.path.rstrip("/") == BUDGET_ALERT_PATH:
         return budget_alert(request)
+    sentinel = request.path.rstrip("/") == SENTINEL_PATH
     if request.method != "POST":
         return _error(405, "method", "POST a JSON run request")
+    store, publisher, blobs = _clients()
     try:
         payload = _json_body(request)
         caller = _caller(request)
+        if sentinel:  # a sentinel's firing: its stored request, named by the firing
+            payload = sentinel_payload(
+                payload, schedule_time=request.headers.get(SCHEDULE_TIME_HEADER), store=store
+            )
     except RequestError as error:
         return _refused(error)
-    store, publisher, blobs = _clients()
+    except Exception as error:  # Firestore down while reading the sentinel: retry
+        log("sentinel not read", severity="ERROR", error=repr(error))
+        return _error(503, "service", "the sentinel could not be read now; retry")
     resume = request.args.get("resume", "").lower() in ("1", "true", "yes")
     try:
         with metered() as operations:
@@ -106,6 +121,7 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
                 resume=resume,
                 ledger=_ledger(),
                 caller=caller,
+                sentinel_route=sentinel,
             )
         log("dispatch metered", run_id=result.run_id, operations=operations.counts())
     except RequestError as error:

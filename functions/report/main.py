@@ -9,7 +9,7 @@ import functions_framework
 from cloudevents.http import CloudEvent
 
 from niah.cloud.blobs import GcsBlobStore
-from niah.cloud.bus import decode_event
+from niah.cloud.bus import PubSubPublisher, decode_event
 from niah.cloud.metering import metered
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
@@ -25,6 +25,12 @@ def _clients() -> tuple[FirestoreStore, GcsBlobStore, FirestoreSpendLedger]:
     return FirestoreStore(), GcsBlobStore(get_settings().bucket), FirestoreSpendLedger()
 
 
+@cache
+def _alerts() -> PubSubPublisher:
+    """The alerts topic's publisher (sentinels' checks), created on first use."""
+    return PubSubPublisher()
+
+
 @functions_framework.cloud_event
 def handle_report(event: CloudEvent) -> None:
     """Render the report of the run a ``messagePublished`` event names."""
@@ -37,7 +43,7 @@ def handle_report(event: CloudEvent) -> None:
     store, blobs, ledger = _clients()
     started = time.perf_counter()
     with metered() as operations:
-        render_report(run_id, store=store, blobs=blobs, ledger=ledger)
+        render_report(run_id, store=store, blobs=blobs, ledger=ledger, alerts=_alerts())
     log(
         "report request metered",
         run_id=run_id,

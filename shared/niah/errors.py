@@ -91,6 +91,13 @@ class ForbiddenError(RequestError):
     status = 403
 
 
+class UnknownSentinelError(RequestError):
+    """A sentinel asked for by a name nothing defines (a 404)."""
+
+    kind = "unknown_sentinel"
+    status = 404
+
+
 class SpendRefusedError(RequestError):
     """A new run refused for money: over a spend ceiling, or the kill switch is on.
 

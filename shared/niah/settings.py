@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     bucket: str = "niah-local"
     cells_topic: str = "niah-cells"
     reports_topic: str = "niah-reports"
+    # Sentinels' checks (niah.service.sentinels), for users to wire to mail or chat.
+    alerts_topic: str = "niah-alerts"
     dead_letter_topic: str = "niah-dead-letter"
     haystacks_prefix: str = "haystacks/"
     # Where MRCR v2's published CSV files are copied (docs/tasks/mrcr.md): a run's

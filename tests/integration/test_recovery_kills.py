@@ -74,8 +74,9 @@ MOMENTS: dict[str, Callable[[Stack, str], bool]] = {
 
 
 def kill(stack: Stack, function: str, how: str) -> tuple[float, float]:
-    """Kill ``function``; when the killed processes were dead (wall clock) and when it
-    serves again (monotonic).
+    """Kill ``function``; when its killed processes were dead (wall) and it serves again.
+
+    The first is wall-clock time (the ledger's stamps are), the second monotonic.
 
     ``group``: all of it, started again 1 s later; ``child``: its serving process,
     which gunicorn replaces.

@@ -112,7 +112,14 @@ def test_a_long_number_anywhere_in_the_body_is_refused_not_a_traceback(
 
 TEXT_FIELDS = fields_of(str)
 # Names of things, held to a pattern of plain ASCII (their own messages).
-PATTERNED = {"model_name", "evaluator_model_name", "haystack_dir", "mrcr_source"}
+PATTERNED = {
+    "model_name",
+    "evaluator_model_name",
+    "haystack_dir",
+    "mrcr_source",
+    "sentinel",
+    "scheduled_at",
+}
 HIDDEN = {
     "a bidi override": "\u202e",
     "a zero-width joiner": "\u200d",

@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 25  # a new error class belongs here, with its kind
+    assert len(classes) == 26  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -40,6 +40,10 @@ def test_every_error_class_has_its_kind() -> None:
     assert kinds["RequestError"] == "request"
     # Refusals the user fixes too, each with its own HTTP status.
     assert (errors.ForbiddenError.kind, errors.ForbiddenError.status) == ("forbidden", 403)
+    assert (errors.UnknownSentinelError.kind, errors.UnknownSentinelError.status) == (
+        "unknown_sentinel",
+        404,
+    )
     assert (errors.SpendRefusedError.kind, errors.SpendRefusedError.status) == (
         "spend_refused",
         429,

@@ -237,10 +237,14 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "running_runs": lambda s: s.running_runs(),
     "recent_runs": lambda s: s.recent_runs(10),
     "index_runs": lambda s: s.index_runs(["status"]),
+    "get_sentinel": lambda s: s.get_sentinel("daily"),
+    "list_sentinels": lambda s: s.list_sentinels(),
+    "sentinel_runs": lambda s: s.sentinel_runs("daily", ["status"]),
 }
 PUBLISHER_CALLS: dict[str, Callable[[PubSubPublisher], object]] = {
     "publish_cells": lambda p: p.publish_cells([{"run_id": "r", "cell_id": "c"}]),
     "publish_report": lambda p: p.publish_report(report_message("r")),
+    "publish_alert": lambda p: p.publish_alert({"run_id": "r"}, {"run_id": "r"}),
 }
 BLOBS_CALLS: dict[str, Callable[[GcsBlobStore], object]] = {
     "list": lambda b: b.list("haystacks/"),

@@ -11,6 +11,7 @@ from niah.cli.limits import cmd_killswitch
 from niah.cli.models import cmd_models
 from niah.cli.run import TIMEOUT_HELP, cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
+from niah.cli.sentinel import cmd_sentinel
 from niah.cli.show import (
     EXPORT_FORMATS,
     cmd_export,
@@ -207,6 +208,20 @@ def _add_show_commands(commands: Any) -> None:
         "--json", action=BooleanFlag, default=False, help="print JSON for scripts"
     )
     killswitch.set_defaults(handler=cmd_killswitch)
+    sentinel = commands.add_parser(
+        "sentinel", help="scheduled runs that watch a model for change: list, run now, show"
+    )
+    sentinel.add_argument("action", choices=("list", "run", "show"))
+    sentinel.add_argument("name", nargs="?", help="the sentinel's name (run, show)")
+    sentinel.add_argument("--url", help="dispatcher URL (default: $DISPATCHER_URL)")
+    sentinel.add_argument(
+        "--wait", action=BooleanFlag, default=False, help="with run: follow it to its report"
+    )
+    sentinel.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
+    sentinel.add_argument(
+        "--json", action=BooleanFlag, default=False, help="print JSON for scripts"
+    )
+    sentinel.set_defaults(handler=cmd_sentinel)
 
 
 def parse_command_line(argv: list[str]) -> argparse.Namespace:

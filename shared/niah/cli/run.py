@@ -110,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     timeout = wait_timeout(args.timeout, payload)
     if args.json:
         if args.wait:
-            _follow(run_id, timeout, as_json=True)
+            follow(run_id, timeout, as_json=True)
         print(to_json(body))
         return
     print(
@@ -132,10 +132,10 @@ def cmd_run(args: argparse.Namespace) -> None:
                 f"Ctrl-C stops following, not the run",
                 flush=True,
             )
-        _follow(run_id, timeout)
+        follow(run_id, timeout)
 
 
-def _follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
+def follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
     """Follow a run to its report; Ctrl-C stops following, not the run."""
     try:
         run = _wait(run_id, timeout)
@@ -154,7 +154,7 @@ def cmd_wait(args: argparse.Namespace) -> None:
     run = result_store().get_run(args.run_id)
     if run is None:
         sys.exit(f"niah: no run {args.run_id}; `niah run` prints the run ID")
-    _follow(args.run_id, wait_timeout(args.timeout, run.get("spec") or {}))
+    follow(args.run_id, wait_timeout(args.timeout, run.get("spec") or {}))
 
 
 def cmd_cancel(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from niah.cli.output import usage_error
 from niah.cli.syntax import BooleanFlag, ListOption, TextListOption
 from niah.core.request.request_options import BATCH_TURNAROUND, OPTION_HELP, TaskName
+from niah.core.request.sentinel_request import FIRING_FIELDS
 from niah.core.request.spec import RunRequest
 
 # The harness's options that mean nothing to a service, and what takes their place.
@@ -75,6 +76,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         + BATCH_TURNAROUND,
     )
     for name, field in RunRequest.model_fields.items():
+        if name in FIRING_FIELDS:
+            continue  # set by a sentinel's firing only: `niah sentinel run NAME`
         flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
         kind, many = _option_type(field.annotation)
         help_text = f"{OPTION_HELP[name]} (default: {field.default!r})"
@@ -116,7 +119,7 @@ def run_payload(args: argparse.Namespace) -> dict[str, Any]:
     payload = {
         name: getattr(args, name)
         for name in RunRequest.model_fields
-        if getattr(args, name) is not None
+        if name not in FIRING_FIELDS and getattr(args, name) is not None
     }
     if getattr(args, "batch", False):
         if payload.get("execution", "batch") != "batch":

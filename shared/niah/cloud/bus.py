@@ -1,4 +1,4 @@
-"""Pub/Sub: publishing the cell and report messages, and reading a push event.
+"""Pub/Sub: publishing the cell, report and alert messages, and reading a push event.
 
 The messages themselves are built and parsed in ``niah.service.messages``.
 """
@@ -32,6 +32,7 @@ class PubSubPublisher:
         )
         self._cells_topic = self._client.topic_path(settings.project, settings.cells_topic)
         self._reports_topic = self._client.topic_path(settings.project, settings.reports_topic)
+        self._alerts_topic = self._client.topic_path(settings.project, settings.alerts_topic)
 
     def publish_cells(self, messages: list[dict[str, Any]]) -> int:
         """Publish every cell, then wait on every future so none is lost on return."""
@@ -59,6 +60,13 @@ class PubSubPublisher:
         metering.count(PUBSUB_BYTES, len(data))
         run_id = str(message["run_id"])
         self._client.publish(self._reports_topic, data, run_id=run_id).result(timeout=self._timeout)
+
+    def publish_alert(self, message: dict[str, Any], attributes: dict[str, str]) -> None:
+        """Publish a sentinel's check to the alerts topic and wait for it to be accepted."""
+        data = json.dumps(message, default=str).encode()
+        metering.count(PUBSUB_MESSAGES)
+        metering.count(PUBSUB_BYTES, len(data))
+        self._client.publish(self._alerts_topic, data, **attributes).result(timeout=self._timeout)
 
 
 def decode_event(event_data: Any) -> tuple[dict[str, Any], int]:

@@ -29,6 +29,7 @@ from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.spec import RunRequest, run_label
 from niah.core.results.certify_run import certify_cells, first_samples, plan_record
 from niah.core.results.counters import run_shards, shard_totals, shards_for
+from niah.errors import RequestError
 from niah.logs import log
 from niah.service.admission import admit_request
 from niah.service.admission_checks import check_request
@@ -230,16 +231,28 @@ def dispatch_run(
     resume: bool = False,
     ledger: SpendLedger | None = None,
     caller: str = LOCAL_CALLER,
+    sentinel_route: bool = False,
 ) -> Dispatched:
     """Validate, record and fan out a run; idempotent for a repeated request.
 
     The run ID is derived from the request and the haystack's content, so a client
     that retries gets the same run back and workers skip the cells already answered.
     ``ledger``: where spend is held against the ceilings (none: unlimited, as in tests
-    of other concerns); ``caller``: who asks (``niah.core.request.callers``).
+    of other concerns); ``caller``: who asks (``niah.core.request.callers``);
+    ``sentinel_route``: the request is a sentinel's firing (``niah.service.sentinel_firing``),
+    the only way a sentinel's run is started (asked again, or resumed, it may come by
+    the plain route).
     """
     checked = check_request(payload, blobs)
     spec, run_id, warnings = checked.spec, checked.run_id, checked.warnings
+    stored = store.get_run(run_id)
+    if spec.sentinel is not None and not sentinel_route and stored is None:
+        raise RequestError(
+            "sentinel",
+            "a sentinel's run is started by its firing only (`niah sentinel run NAME`, "
+            'or POST {"sentinel": NAME} to /sentinel); leave sentinel and scheduled_at '
+            "out of a run request",
+        )
     haystack_uri = f"gs://{blobs.bucket}/{checked.haystack_prefix}"
     record = run_record(run_id, spec, haystack_uri, checked.source, model=checked.model)
     record["haystack_files"] = listed_files(checked.haystack_files)
@@ -252,7 +265,7 @@ def dispatch_run(
         spec,
         checked.cells,
         checked.budget,
-        store.get_run(run_id),
+        stored,
         running=store.running_runs,
         ledger=ledger,
         caller=caller,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from niah.core.interfaces import BlobStore, ResultStore, SpendLedger, gs_uri
+from niah.core.interfaces import AlertPublisher, BlobStore, ResultStore, SpendLedger, gs_uri
 from niah.core.pages.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
@@ -24,6 +24,7 @@ from niah.core.pages.report_page import REPORT_PAGE_FILE, heatmap_cells, render_
 from niah.core.request.spec import run_label
 from niah.core.results.comparison import Comparison
 from niah.core.results.effective import effective_length_text
+from niah.core.results.sentinel_check import SENTINEL_CHECK
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -38,6 +39,7 @@ from niah.service.admission import settle_run_spend
 from niah.service.lease import keep_report_claim
 from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
+from niah.service.sentinels import check_sentinel_run, publish_sentinel_alert
 from niah.settings import get_settings
 
 
@@ -242,12 +244,19 @@ def write_report_files(
 
 
 def render_report(
-    run_id: str, *, store: ResultStore, blobs: BlobStore, ledger: SpendLedger | None = None
+    run_id: str,
+    *,
+    store: ResultStore,
+    blobs: BlobStore,
+    ledger: SpendLedger | None = None,
+    alerts: AlertPublisher | None = None,
 ) -> dict[str, str] | None:
     """Render and store the run's report once every cell is in; rendered once.
 
     Once written, the run's spend reservation is settled to what its calls cost
-    (``ledger``; ``niah.service.admission``).
+    (``ledger``; ``niah.service.admission``), and a sentinel's run has its check
+    published to the alerts topic (``alerts``; ``niah.service.sentinels``), also by a
+    redelivery that finds the report written but the check not yet published.
 
     Claims first, then reads: a reset while rendering drops the claim, and the run is
     marked complete only if the claim still stands and the counts match the cells read
@@ -275,9 +284,13 @@ def render_report(
     claim_id = uuid.uuid4().hex
     lease_seconds = get_settings().report_lease_seconds
     claim = store.claim_report(run_id, lease_seconds, claim_id)
+    sentinel = bool((run.get("spec") or {}).get("sentinel"))
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
-        return dict((store.get_run(run_id, counts=False) or {}).get("report") or {})
+        done = store.get_run(run_id, counts=False) or {}
+        if sentinel and alerts is not None:
+            publish_sentinel_alert(run_id, done, store=store, alerts=alerts)
+        return dict(done.get("report") or {})
     if claim == "failed":
         log("report failed before; not rendered until the run is reopened", run_id=run_id)
         return None
@@ -289,7 +302,7 @@ def render_report(
     keeper = keep_report_claim(store, run_id, claim_id, lease_seconds)
     try:
         with keeper:
-            return _render_claimed(run_id, claim_id, store=store, blobs=blobs, ledger=ledger)
+            location = _render_claimed(run_id, claim_id, store=store, blobs=blobs, ledger=ledger)
     except Exception:
         # Let the next delivery render rather than find the claim held and drop it: so a
         # request that keeps failing is dead-lettered. Unless the keeper lost the claim
@@ -306,6 +319,12 @@ def render_report(
                     error=str(error),
                 )
         raise
+    # After the claim is let go: a publish that fails raises to be delivered again,
+    # which finds the report done and publishes then (the report stays written).
+    if location is not None and sentinel and alerts is not None:
+        reported = store.get_run(run_id, counts=False) or {}
+        publish_sentinel_alert(run_id, reported, store=store, alerts=alerts)
+    return location
 
 
 def _render_claimed(
@@ -328,6 +347,9 @@ def _render_claimed(
     run = run | {"completed_at": completed_at}
     try:
         summary = summarize(run, cells, calls)
+        check = check_sentinel_run(run_id, run, cells, store=store)
+        if check is not None:
+            run = run | {SENTINEL_CHECK: check}
         files = render_report_files(run_id, run, cells, summary)
     except RetryableError:
         raise
@@ -350,6 +372,7 @@ def _render_claimed(
         "spend": summary["spend"],
         "served_models": summary["served_models"],
         "completed_at": completed_at,
+        **({SENTINEL_CHECK: check} if check is not None else {}),
     }
     if not store.finish_report(run_id, claim_id, len(cells), fields):
         # A reset (or another renderer) came in while this one read and rendered: what

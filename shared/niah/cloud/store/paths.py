@@ -7,6 +7,7 @@
 - ``runs/{run_id}/calls/{cell_id}.C{n}``: every model call started for a cell (spend).
 - ``runs/{run_id}/attempts/{cell_id}``: a cell's retryable failures.
 - ``runs/{run_id}/marks/report_requested``: when the run's report was last asked for.
+- ``sentinels/{name}``: a sentinel's definition (its request, schedule, time zone).
 
 Each part of the store (``niah.cloud.store``) builds on ``FirestoreDocuments``, which
 holds the client and finds these documents, so no other module spells a path:
@@ -29,6 +30,7 @@ COUNTERS = "counters"
 CALLS = "calls"
 MARKS = "marks"
 REPORT_REQUESTED = "report_requested"
+SENTINELS = "sentinels"
 # Fields the shards hold; the run document's own copies (runs stored before the
 # counts were sharded) are added in.
 COUNTED = ("done", "failed")

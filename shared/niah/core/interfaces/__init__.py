@@ -18,7 +18,7 @@ from niah.core.interfaces.batch_jobs import (
 )
 from niah.core.interfaces.blobs import BlobInfo, BlobStore, gs_uri
 from niah.core.interfaces.models import ModelAnswer, Provider, Role, Tokenizer, Turn
-from niah.core.interfaces.publisher import Publisher
+from niah.core.interfaces.publisher import AlertPublisher, Publisher
 from niah.core.interfaces.result_store import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -45,6 +45,7 @@ __all__ = [
     "RUN_COMPLETE",
     "RUN_REPORT_FAILED",
     "RUN_RUNNING",
+    "AlertPublisher",
     "BatchClient",
     "BatchJob",
     "BlobInfo",

@@ -18,3 +18,11 @@ class Publisher(Protocol):
     def publish_report(self, message: dict[str, Any]) -> None:
         """Ask for a run's report to be rendered (``niah.service.messages.report_message``)."""
         ...
+
+
+class AlertPublisher(Protocol):
+    """Publishes sentinels' checks to the alerts topic users subscribe to."""
+
+    def publish_alert(self, message: dict[str, Any], attributes: dict[str, str]) -> None:
+        """Publish one check (``niah.core.results.sentinel_check.alert_message``) and wait."""
+        ...

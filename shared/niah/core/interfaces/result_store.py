@@ -258,3 +258,15 @@ class ResultStore(Protocol):
     def recent_runs(self, limit: int) -> list[dict[str, Any]]:
         """The ``limit`` most recently created runs, newest first, with their counts."""
         ...
+
+    def get_sentinel(self, name: str) -> dict[str, Any] | None:
+        """Sentinel ``name``'s definition (``request``, ``schedule``, ``time_zone``), or None."""
+        ...
+
+    def list_sentinels(self) -> list[dict[str, Any]]:
+        """Every sentinel's definition, with its ``name``, by name."""
+        ...
+
+    def sentinel_runs(self, name: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """Every run of sentinel ``name``, with only ``fields`` and its ID."""
+        ...

@@ -24,6 +24,7 @@ from niah.core.pages.report_samples import samples_table
 from niah.core.request.spec import run_label
 from niah.core.results.curves import Curve, curve_figure
 from niah.core.results.effective import effective_length_text
+from niah.core.results.sentinel_check import SENTINEL_CHECK
 from niah.core.results.served_models import model_shown, versions_text
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
@@ -72,6 +73,7 @@ def render_run_page(
         measure_facts=_measure_facts(summary),
         mrcr=_mrcr_bins(summary),
         certificate=certificate_view(summary),
+        sentinel=run.get(SENTINEL_CHECK),
         cost_facts=_cost_facts(summary),
         failures=list(failure_reasons(cells).items()),
         samples=samples_table(cells),

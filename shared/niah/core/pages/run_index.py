@@ -2,10 +2,10 @@
 
 Every run with its label, model (and what answered it, where that was another model),
 task, status, mean with its 95 % interval, effective length, spend, creation time and
-links; and per task a leaderboard of models against lengths, as RULER's table (each
-model's latest complete run). Built from the run documents alone (one read per run, no
-counter shards), so any report, or ``niah index``, can rebuild it whole: there is no
-partial update to lose.
+links; per task a leaderboard of models against lengths, as RULER's table (each
+model's latest complete run); and per sentinel its trend, flagged runs marked. Built
+from the run documents alone (one read per run, no counter shards), so any report, or
+``niah index``, can rebuild it whole: there is no partial update to lose.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from typing import Any
 
 from niah.core.interfaces import RUN_CANCELLED
 from niah.core.pages.environment import content_security_policy, render
+from niah.core.pages.sentinel_trend import sentinel_trends
 from niah.core.request.spec import run_label
 from niah.core.results.effective import effective_length_text
+from niah.core.results.sentinel_check import SENTINEL_CHECK
 from niah.core.results.served_models import answered_by_text
 from niah.core.results.uncertainty import with_interval
 
@@ -34,6 +36,9 @@ INDEX_FIELDS = (
     "total",
     "served_models",
     "report_error",
+    "spec.sentinel",
+    "spec.scheduled_at",
+    "sentinel_check",
 )
 INDEX_JSON = "index.json"
 INDEX_HTML = "index.html"
@@ -48,6 +53,8 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
     report = run.get("report") or {}
     spend = run.get("spend") or {}
     served = run.get("served_models") or {}
+    spec = run.get("spec") or {}
+    check = run.get(SENTINEL_CHECK) or {}
     return {
         "run_id": run["run_id"],
         "label": run_label(run),
@@ -69,6 +76,11 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "report_url": report.get("html_url"),
         "report_error": report_error_text(run),
         "heatmap_url": report.get("heatmap_url"),
+        # A sentinel's run: which, when it was due, and what its check found.
+        "sentinel": spec.get("sentinel"),
+        "scheduled_at": spec.get("scheduled_at"),
+        "sentinel_flagged": bool(check.get("flagged")),
+        "sentinel_text": check.get("text") or "",
     }
 
 
@@ -126,6 +138,7 @@ def build_index(runs: list[dict[str, Any]], now: dt.datetime | None = None) -> d
         "generated_at": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
         "runs": entries,
         "leaderboards": leaderboards(entries),
+        "sentinels": sentinel_trends(entries),
     }
 
 

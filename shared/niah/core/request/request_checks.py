@@ -40,6 +40,17 @@ def check_options_together(request: RunRequest) -> None:
             "execution out (online)"
         )
     check_certify(request)
+    if request.sentinel is not None and request.is_certify():
+        raise ValueError(
+            "mode: a sentinel tests each run against the one before it sample by sample "
+            "(the same length, depth and sample index); certify chooses its samples from "
+            "its answers, so two runs share few: give the sentinel a grid (leave mode out)"
+        )
+    if (request.sentinel is None) != (request.scheduled_at is None):
+        raise ValueError(
+            "sentinel: a sentinel's run names both the sentinel and its firing's "
+            "scheduled_at; start one with `niah sentinel run NAME`"
+        )
     if (
         not request.dynamic_needle
         and not request.static_expected_answer()

@@ -73,6 +73,8 @@ ADDED_OPTIONS = (
     "mode",
     "certify_max_tokens",
     "certify_max_usd",
+    "sentinel",
+    "scheduled_at",
 )
 # At most this many needles (a user's own, or generated).
 MAX_NEEDLES = 100
@@ -151,6 +153,8 @@ OPTION_HELP: dict[str, str] = {
     "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
     "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
+    "sentinel": "the sentinel whose firing this run is; set by the firing only (niah sentinel run)",
+    "scheduled_at": "when the sentinel's firing was due, RFC 3339 UTC; set by the firing only",
     "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
     "allow_retired": (
         "call a model Vertex AI has retired anyway (a project that still has access, e.g. "

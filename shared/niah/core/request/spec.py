@@ -42,6 +42,7 @@ from niah.core.request.request_options import (
     ScorerName,
     TaskName,
 )
+from niah.core.request.sentinel_request import SENTINEL_NAME, firing_time
 
 
 class RunRequest(BaseModel):
@@ -149,6 +150,27 @@ class RunRequest(BaseModel):
     certify_threshold: float = Field(default=85.6, gt=0, lt=100)
     certify_max_tokens: int | None = Field(default=None, ge=1, le=10**12)
     certify_max_usd: float | None = Field(default=None, gt=0, le=1_000_000)
+    # Sentinels (niah.service.sentinels): a named request asked again on a schedule.
+    # Only the dispatcher's sentinel route sets these (a plain request naming them is
+    # refused): the name, and when the firing was due (RFC 3339, UTC), so each firing
+    # is a run of its own and a retried firing is the same run.
+    sentinel: str | None = Field(default=None, max_length=40)
+    scheduled_at: str | None = Field(default=None, max_length=40)
+
+    @field_validator("scheduled_at")
+    @classmethod
+    def _check_scheduled_at(cls, value: str | None) -> str | None:
+        return None if value is None else firing_time(value)
+
+    @field_validator("sentinel")
+    @classmethod
+    def _check_sentinel(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(SENTINEL_NAME, value):
+            raise ValueError(
+                "must be a sentinel's name: lower-case letters, digits and '-', starting "
+                "with a letter"
+            )
+        return value
 
     @field_validator("mode")
     @classmethod
@@ -402,9 +424,15 @@ RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")
 def run_label(run: dict[str, Any]) -> str:
     """What a person calls a stored run: its ``--label``, else "model · task".
 
+    A sentinel's run, unlabelled, is called by its sentinel and firing.
+
     Runs stored before labels existed have none, and read as the default.
     """
     if run.get("label"):
         return str(run["label"])
-    task = (run.get("spec") or {}).get("task", "single")
+    spec = run.get("spec") or {}
+    if spec.get("sentinel"):  # one of a sentinel's runs: which, and when it was due
+        when = str(spec.get("scheduled_at") or "")[:16].replace("T", " ")
+        return f"sentinel {spec['sentinel']} · {when} UTC"
+    task = spec.get("task", "single")
     return f"{run.get('model') or 'model not recorded'} · {task}"

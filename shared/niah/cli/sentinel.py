@@ -1,0 +1,130 @@
+"""``niah sentinel``: list the sentinels, fire one now, and read one's trend.
+
+A sentinel is defined where it is deployed (infra's ``sentinels`` variable; the local
+stack's sentinels file) and fired by Cloud Scheduler; ``niah sentinel run NAME`` fires
+it now, through the same route (``niah.service.sentinel_firing``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from typing import Any
+
+from niah.cli.backend import dispatcher_url, result_store, submit
+from niah.cli.output import to_json
+from niah.cli.run import follow, wait_timeout
+from niah.core.results.uncertainty import with_interval
+
+# What the listing and the trend read of a sentinel's runs (a projection).
+TREND_FIELDS = ("status", "spec.scheduled_at", "measures.mean", "measures.mean_interval")
+CHECK_FIELDS = ("sentinel_check.flagged", "sentinel_check.text", "sentinel_check.reasons")
+
+
+def cmd_sentinel(args: argparse.Namespace) -> None:
+    """``niah sentinel list | run NAME | show NAME``."""
+    {"list": _list, "run": _run, "show": _show}[args.action](args)
+
+
+def _name(args: argparse.Namespace) -> str:
+    if not args.name:
+        sys.exit(f"niah: sentinel {args.action} needs the sentinel's name (niah sentinel list)")
+    return str(args.name)
+
+
+def _run(args: argparse.Namespace) -> None:
+    """Fire the sentinel now: its stored request, named by this second."""
+    name = _name(args)
+    # Sent with the request: a retry of this command's POST names the same run.
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    url = dispatcher_url(args).rstrip("/") + "/sentinel"
+    body = submit(url, {"sentinel": name, "scheduled_at": now})
+    run_id = str(body["run_id"])
+    if args.json and not args.wait:
+        print(to_json(body))
+        return
+    if not args.json:
+        print(f"sentinel {name}: run {run_id} for {now}", flush=True)
+    if args.wait:
+        run = result_store().get_run(run_id) or {}
+        follow(run_id, wait_timeout(args.timeout, run.get("spec") or {}), as_json=args.json)
+
+
+def trend_rows(name: str) -> list[dict[str, Any]]:
+    """The sentinel's runs, oldest first: when, status, mean, and what its check found."""
+    runs = result_store().sentinel_runs(name, (*TREND_FIELDS, *CHECK_FIELDS))
+    rows = []
+    for run in sorted(runs, key=lambda r: str((r.get("spec") or {}).get("scheduled_at") or "")):
+        measures = run.get("measures") or {}
+        check = run.get("sentinel_check") or {}
+        rows.append(
+            {
+                "run_id": run["run_id"],
+                "scheduled_at": (run.get("spec") or {}).get("scheduled_at"),
+                "status": run.get("status"),
+                "mean": measures.get("mean"),
+                "mean_interval": measures.get("mean_interval"),
+                "flagged": bool(check.get("flagged")),
+                "check": check.get("text") or "",
+            }
+        )
+    return rows
+
+
+def _show(args: argparse.Namespace) -> None:
+    """The sentinel's trend: each run's mean with its interval, and its check."""
+    name = _name(args)
+    if result_store().get_sentinel(name) is None:
+        sys.exit(f"niah: no sentinel named {name!r}; `niah sentinel list` shows those defined")
+    rows = trend_rows(name)
+    if args.json:
+        print(to_json({"sentinel": name, "runs": rows}))
+        return
+    print(f"sentinel {name}: {len(rows)} run{'s' * (len(rows) != 1)}, oldest first")
+    for row in rows:
+        mean = (
+            with_interval(row["mean"], row["mean_interval"])
+            if row["mean"] is not None
+            else "no score yet"
+        )
+        flag = "FLAGGED " if row["flagged"] else ""
+        print(f"  {row['scheduled_at']}  {row['run_id']}  {row['status']}  {mean}")
+        if row["check"]:
+            print(f"    {flag}{row['check']}")
+
+
+def _list(args: argparse.Namespace) -> None:
+    """Every sentinel: its schedule, its runs, and its latest check."""
+    listed = []
+    for sentinel in result_store().list_sentinels():
+        rows = trend_rows(str(sentinel["name"]))
+        checked = [row for row in rows if row["check"]]
+        listed.append(
+            {
+                "name": sentinel["name"],
+                "schedule": sentinel.get("schedule"),
+                "time_zone": sentinel.get("time_zone"),
+                "runs": len(rows),
+                "flagged": sum(row["flagged"] for row in rows),
+                "latest": checked[-1] if checked else None,
+            }
+        )
+    if args.json:
+        print(to_json({"sentinels": listed}))
+        return
+    if not listed:
+        print(
+            "no sentinels: define them in infra's `sentinels` variable "
+            "(or the local stack's sentinels file, docs/sentinels.md)"
+        )
+        return
+    for item in listed:
+        print(
+            f"{item['name']}: {item['schedule']} ({item['time_zone']}), "
+            f"{item['runs']} run{'s' * (item['runs'] != 1)}, {item['flagged']} flagged"
+        )
+        if item["latest"]:
+            latest = item["latest"]
+            flag = "FLAGGED " if latest["flagged"] else ""
+            print(f"  latest {latest['scheduled_at']}: {flag}{latest['check']}")
