@@ -205,6 +205,19 @@ def test_another_model_version_is_flagged_even_with_the_same_score() -> None:
     assert quiet["flagged"] is False and not quiet["text"].endswith("model version")
 
 
+def test_a_changed_request_starts_a_new_baseline_and_is_not_compared() -> None:
+    before_run = run("a", "2026-11-28T06:00:00Z")
+    before_run["spec"]["context_lengths"] = [1000, 2000]
+    after_run = run("b", "2026-11-29T06:00:00Z")
+    after_run["spec"]["context_lengths"] = [1000, 4000]
+    check = sentinel_check("daily", (after_run, cells(4)), (before_run, cells(18)))
+    assert check["flagged"] is False and "paired" not in check
+    assert check["text"] == (
+        "the sentinel's request changed since run a (2026-11-28T06:00:00Z): this run is a "
+        "new baseline, not compared"
+    )
+
+
 def test_the_previous_run_is_the_latest_complete_one_due_before() -> None:
     runs = [
         run("a", "2026-11-26T06:00:00Z"),

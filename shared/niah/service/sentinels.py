@@ -23,7 +23,8 @@ from niah.core.results.sentinel_check import (
 from niah.logs import log
 
 # What the check reads of a sentinel's earlier runs.
-PREVIOUS_FIELDS = ("status", "spec.scheduled_at", "model")
+# (The whole spec: a run of another request is not compared.)
+PREVIOUS_FIELDS = ("status", "spec", "model")
 
 
 def check_sentinel_run(

@@ -48,6 +48,18 @@ def sentinel_check(
             "text": f"first run of sentinel {sentinel}: nothing before it to compare with",
         }
     before_run, before_cells = previous
+    if _asked(before_run) != _asked(run):
+        # The definition was changed: other prompts, nothing to pair. A new baseline.
+        return check | {
+            "previous_run_id": before_run["run_id"],
+            "previous_scheduled_at": _when(before_run),
+            "flagged": False,
+            "reasons": [],
+            "text": (
+                f"the sentinel's request changed since run {before_run['run_id']} "
+                f"({_when(before_run)}): this run is a new baseline, not compared"
+            ),
+        }
     before_versions = served_versions(list(before_cells))
     paired = paired_comparison(
         (str(before_run["run_id"]), list(before_cells)), (str(run["run_id"]), list(cells))
@@ -81,6 +93,12 @@ def sentinel_check(
         "reasons": reasons,
         "text": text,
     }
+
+
+def _asked(run: dict[str, Any]) -> dict[str, Any]:
+    """What a run asked, apart from its firing and its name for people."""
+    spec = run.get("spec") or {}
+    return {k: v for k, v in spec.items() if k not in ("sentinel", "scheduled_at", "label")}
 
 
 def _when(run: dict[str, Any]) -> str:
