@@ -59,10 +59,12 @@ resource "google_billing_budget" "kill_switch" {
   depends_on = [time_sleep.apis]
 }
 
-# niah-pusher may invoke the dispatcher only for this route's sake; the route refuses
-# any other caller but an operator.
+# niah-pusher may invoke the dispatcher for two routes' sake: /budget-alert, here (the
+# route refuses any other caller but an operator), and /sentinel, which the sentinels'
+# Scheduler jobs call (sentinels.tf). One grant, made when either is on, under the
+# address it had when budget alerts were its only reason.
 resource "google_cloud_run_service_iam_member" "pusher_invokes_dispatcher" {
-  count    = local.budget_alerts
+  count    = local.budget_alerts == 1 || length(var.sentinels) > 0 ? 1 : 0
   location = var.region
   service  = google_cloudfunctions2_function.dispatcher.name
   role     = "roles/run.invoker"

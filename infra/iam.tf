@@ -98,7 +98,8 @@ resource "time_sleep" "build_roles" {
 #   a run whose cells are all stored but whose report request was lost
 #   (niah.service.sweep);
 # - report: reads cells, writes the run's report fields, the report objects and the runs
-#   index (reports/index.html, index.json); publishes nothing.
+#   index (reports/index.html, index.json); publishes a sentinel run's alert to
+#   niah-alerts (sentinels.tf), and nothing else.
 # Which function publishes to which topic is read from the code by
 # tests/deploy/test_publishers.py, which checks these grants against it both ways.
 locals {
@@ -118,6 +119,7 @@ locals {
     dead_letter_publishes_reports = { account = "dead_letter", topic = "reports" }
     sweep_publishes_cells         = { account = "sweep", topic = "cells" }
     sweep_publishes_reports       = { account = "sweep", topic = "reports" }
+    report_publishes_alerts       = { account = "report", topic = "alerts" }
   }
   # Who reads the data bucket (get and list anywhere in it: haystacks, the tokenizer,
   # caches, kept answers, batch output), and where each writes. Writing is
@@ -142,6 +144,7 @@ locals {
   topics = {
     cells   = google_pubsub_topic.cells.name
     reports = google_pubsub_topic.reports.name
+    alerts  = google_pubsub_topic.alerts.name
   }
 }
 
@@ -229,8 +232,9 @@ resource "google_project_iam_member" "invokers_read_firestore" {
   member   = each.value
 }
 
-# Who may invoke which function: the push identity the event-driven ones and the sweep,
-# the listed users the dispatcher.
+# Who may invoke which function: the push identity the event-driven ones and the sweep
+# (and the dispatcher, for budget alerts and sentinels: budget.tf), the listed users the
+# dispatcher.
 resource "google_cloud_run_service_iam_member" "pusher_invokes" {
   for_each = google_cloudfunctions2_function.internal
   location = var.region
@@ -239,14 +243,23 @@ resource "google_cloud_run_service_iam_member" "pusher_invokes" {
   member   = google_service_account.pusher.member
 }
 
-# The push subscriptions and the scheduler job start calling as niah-pusher once they
+# The push subscriptions and the scheduler jobs start calling as niah-pusher once they
 # exist: they are made after its invoker grants, and after the same wait as the builds
 # (above), so the first pushes are not refused while the grants spread (a refused push is
-# retried, but a cell's message is dead-lettered after 5 deliveries).
+# retried, but a cell's message is dead-lettered after 5 deliveries). The dispatcher is
+# among the services once niah-pusher may invoke it, so the first sentinel (or budget)
+# added to a deployment waits again before its job or subscription is made.
+locals {
+  pusher_invoked = concat(
+    [for grant in google_cloud_run_service_iam_member.pusher_invokes : grant.service],
+    [for grant in google_cloud_run_service_iam_member.pusher_invokes_dispatcher : grant.service],
+  )
+}
+
 resource "time_sleep" "pusher_invokes" {
   create_duration = "120s"
   triggers = {
-    services = join(",", sort([for grant in google_cloud_run_service_iam_member.pusher_invokes : grant.service]))
+    services = join(",", sort(local.pusher_invoked))
   }
   depends_on = [
     google_cloud_run_service_iam_member.pusher_invokes,

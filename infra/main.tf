@@ -60,6 +60,7 @@ locals {
     NIAH_BUCKET                = google_storage_bucket.data.name
     NIAH_CELLS_TOPIC           = google_pubsub_topic.cells.name
     NIAH_REPORTS_TOPIC         = google_pubsub_topic.reports.name
+    NIAH_ALERTS_TOPIC          = google_pubsub_topic.alerts.name
     NIAH_VERTEX_LOCATION       = var.vertex_location
     NIAH_DEFAULT_MODEL_NAME    = var.default_model
     NIAH_LOCAL_MODEL_AVAILABLE = tostring(var.local_model)

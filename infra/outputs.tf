@@ -22,3 +22,8 @@ output "tokenizer_object" {
   description = "The tokenizer model the worker reads (content-addressed)."
   value       = "gs://${google_storage_bucket.data.name}/${google_storage_bucket_object.tokenizer.name}"
 }
+
+output "alerts_topic" {
+  description = "Each sentinel run's alert is published here, with the attributes sentinel, run_id and flagged (\"true\" or \"false\"); subscribe with the filter attributes.flagged = \"true\" to receive only the runs that found a change (docs/deploy.md, \"Sentinels\")."
+  value       = google_pubsub_topic.alerts.name
+}

@@ -129,3 +129,28 @@ variable "openai_api_key_version" {
     error_message = "openai_api_key_version is a version number such as \"1\" (pinned, so a new key is a deliberate apply), or empty."
   }
 }
+
+variable "sentinels" {
+  description = "Sentinels: small runs on a schedule that watch a model for change (sentinels.tf). The key is the sentinel's name; schedule is unix-cron as Cloud Scheduler reads it, in time_zone (a tz database name, default Etc/UTC); request is the run request as JSON text, the body a user POSTs to the dispatcher. Each sentinel run's report is published to niah-alerts (output alerts_topic) with the attributes sentinel, run_id and flagged (\"true\" or \"false\"): subscribe with the filter attributes.flagged = \"true\" to receive only the runs that changed. {} (the default): none."
+  type        = map(object({ schedule = string, time_zone = optional(string, "Etc/UTC"), request = string }))
+  default     = {}
+
+  # The name becomes the Scheduler job niah-sentinel-NAME (job names take letters,
+  # digits, hyphens and underscores) and the Firestore document sentinels/NAME.
+  validation {
+    condition     = alltrue([for name in keys(var.sentinels) : can(regex("^[a-z][a-z0-9-]{0,39}$", name))])
+    error_message = "Each sentinels name (the map's key) must start with a lower-case letter and hold only lower-case letters, digits and hyphens, 40 characters at most (such as \"flash-daily\"); rename: ${join(", ", [for name in keys(var.sentinels) : jsonencode(name) if !can(regex("^[a-z][a-z0-9-]{0,39}$", name))])}."
+  }
+  # Checked here so a typo stops the plan, not a firing at 3 a.m.; what the request asks
+  # (its model, lengths, depths) the dispatcher checks when the sentinel fires.
+  validation {
+    condition     = alltrue([for sentinel in values(var.sentinels) : can(keys(jsondecode(sentinel.request)))])
+    error_message = "Each sentinel's request must be a JSON object, the body a run is started with (such as {\"model_name\": \"gemini-3.8-flash\", \"context_lengths\": [1000, 8000]}); not one: ${join(", ", [for name, sentinel in var.sentinels : name if !can(keys(jsondecode(sentinel.request)))])}."
+  }
+  # The dispatcher sets these two on a sentinel's run (its name, and the firing's time
+  # that names the run): a request may not set them itself.
+  validation {
+    condition     = alltrue([for sentinel in values(var.sentinels) : length(setintersection(try(keys(jsondecode(sentinel.request)), []), ["sentinel", "scheduled_at"])) == 0])
+    error_message = "A sentinel's request may not set \"sentinel\" or \"scheduled_at\": the dispatcher sets them when the sentinel fires. Remove them from: ${join(", ", [for name, sentinel in var.sentinels : name if length(setintersection(try(keys(jsondecode(sentinel.request)), []), ["sentinel", "scheduled_at"])) > 0])}."
+  }
+}

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from niah_devtools.tfoffline.workdir import NotSetUp, OfflineTerraform
-from tests.deploy.terraform_plan import Planned, copy_infra, edges
+from tests.deploy.terraform_plan import SENTINELS, Planned, copy_infra, edges
 from tests.deploy.test_deploy_scripts import run
 
 
@@ -56,6 +56,8 @@ def deploy_vars(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # so the plan holds every resource infra/ may make.
         "openai_base_url": "https://llm.example.com/v1",
         "openai_api_key_version": "1",
+        # And two sentinels, each a scheduler job and a Firestore document (infra/sentinels.tf).
+        "sentinels": SENTINELS,
     }
     path = build / "deploy.tfvars.json"
     path.write_text(json.dumps(inputs))

@@ -7,6 +7,7 @@ deployment's order (test_terraform_offline.py) and of its publisher grants
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -27,6 +28,26 @@ NAMED_MEMBERS = {
 }
 
 Planned = tuple[dict[str, Any], dict[str, set[str]]]
+
+# The sentinels the session's plan deploys (tests/deploy/conftest.py, ``deploy_vars``):
+# one in the default time zone, one in another; test_sentinels.py reads them back.
+SENTINELS = {
+    "flash-daily": {
+        "schedule": "0 6 * * *",
+        "request": json.dumps(
+            {
+                "model_name": "gemini-3.8-flash",
+                "context_lengths": [1000, 8000],
+                "document_depth_percents": [0, 50, 100],
+            }
+        ),
+    },
+    "pro-weekly": {
+        "schedule": "30 2 * * 1",
+        "time_zone": "Europe/Paris",
+        "request": json.dumps({"model_name": "gemini-3.1-pro-preview", "context_lengths": [32000]}),
+    },
+}
 
 
 def copy_infra(into: Path) -> Path:

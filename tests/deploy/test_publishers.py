@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from niah.core.interfaces import Publisher
+from niah.core.interfaces import AlertPublisher, Publisher
 from niah_devtools.publishes import CallGraph, describe, function_topics, publisher_topics
 from tests.deploy.terraform_plan import (
     INFRA,
@@ -39,9 +39,18 @@ def graph() -> CallGraph:
 
 def test_each_publisher_method_is_read_with_its_topic_from_the_bus() -> None:
     topics = publisher_topics()
-    assert topics == {"publish_cells": "cells", "publish_report": "reports"}
+    assert topics == {
+        "publish_cells": "cells",
+        "publish_report": "reports",
+        "publish_alert": "alerts",  # a sentinel's check (infra/sentinels.tf)
+    }
     # Every way the service's code may publish is one of them.
-    declared = {name for name in vars(Publisher) if not name.startswith("_")}
+    declared = {
+        name
+        for interface in (Publisher, AlertPublisher)
+        for name in vars(interface)
+        if not name.startswith("_")
+    }
     assert declared == set(topics)
 
 
@@ -81,8 +90,9 @@ def test_the_call_graph_finds_a_publish_however_it_is_reached(graph: CallGraph) 
         "passed_on": {"cells", "reports"},
         "through_a_method": {"reports"},
     }
-    # The report renderer imports run completion's lease, not its publish: it publishes nothing.
-    assert function_topics(graph, "report", "handle_report") == set()
+    # The report renderer imports run completion's lease, not its publish: it publishes a
+    # sentinel run's alert, and nothing else.
+    assert function_topics(graph, "report", "handle_report") == {"alerts"}
 
 
 def functions_in(plan: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, str]]]:
@@ -156,7 +166,7 @@ def test_every_function_may_publish_to_the_topics_its_code_publishes_to_and_no_o
     }
     assert {"niah-cells", "niah-reports"} <= topics
     assert granted["sweep"] == granted["dispatcher"] == {"niah-cells", "niah-reports"}
-    assert "report" not in granted
+    assert granted["report"] == {"niah-alerts"}  # sentinels' alerts (infra/sentinels.tf)
 
 
 # Members that exist before infra/ is applied, or that it creates: a grant to any other

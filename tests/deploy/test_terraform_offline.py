@@ -188,6 +188,7 @@ def test_every_push_and_the_scheduler_call_only_after_the_pusher_may_invoke(
         if resource["type"] == "google_cloud_scheduler_job"
     }
     assert sorted(callers) == [
+        "google_cloud_scheduler_job.sentinel",
         "google_cloud_scheduler_job.sweep",
         "google_pubsub_subscription.budget_alerts_push",
         "google_pubsub_subscription.cells_push",
