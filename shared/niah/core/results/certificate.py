@@ -16,8 +16,9 @@ from niah.core.results.certify_run import grid_usd as run_grid_usd
 from niah.settings import get_settings
 
 METHOD = (
-    "an always-valid confidence sequence per length (Robbins' beta-binomial mixture; "
-    "Howard, Ramdas, McAuliffe and Sekhon 2021) at 1 - 0.05 / K for K candidate lengths"
+    "an always-valid test per length, each side (Robbins' beta-binomial mixture over one "
+    "side of the threshold; Howard, Ramdas, McAuliffe and Sekhon 2021) at 1 - 0.05 / K "
+    "for K candidate lengths"
 )
 
 

@@ -12,16 +12,19 @@ effective length is then the longest length certified to pass.
 
 **The stopping rule, honestly.** Looking at an interval after every round and stopping
 when it clears the threshold is optional stopping: a fixed-n 95 % interval checked that
-way covers less than 95 % of the time. Each length therefore has an always-valid
-confidence sequence (``niah.core.results.confidence_sequence``: Robbins' beta-binomial
-mixture, Howard et al. 2021) at level ``1 - alpha / K`` for the ``K`` candidate lengths:
-each holds at every sample size at once whatever the planner does, and the union bound
-over the ``K`` lengths (a set fixed in advance) makes every verdict right together with
-probability at least ``1 - alpha``. Then, if the score does not rise with length (the
-assumption bisection rests on), so is the bracket. The samples at a length are
-independent draws of a right/wrong outcome with the length's mean over depths as its
-chance (a random depth each; a graded score is turned into right/wrong by a seeded draw
-with its value as the chance, which keeps the mean: ``niah.core.results.certify_run``).
+way covers less than 95 % of the time. Each length's verdict is therefore an always-valid
+test (``niah.core.results.confidence_sequence``: Robbins' beta-binomial mixture, Howard
+et al. 2021, mixed on one side): "pass" shows the share above the threshold, "fail"
+below it, each at level ``1 - alpha / K`` for the ``K`` candidate lengths, and each
+holds at every sample size at once whatever the planner does. Of a length's two
+verdicts only one can be wrong (at or above the threshold, only "fail"; below, only
+"pass"), so the union bound over the ``K`` lengths (a set fixed in advance) makes every
+verdict right together with probability at least ``1 - alpha``. Then, if the score does
+not rise with length (the assumption bisection rests on), so is the bracket. The
+samples at a length are independent draws of a right/wrong outcome with the length's
+mean over depths as its chance (a random depth each; a graded score is turned into
+right/wrong by a seeded draw with its value as the chance, which keeps the mean:
+``niah.core.results.certify_run``).
 
 The planner is a pure function of the scores stored so far (in sample order per
 length): it replays every round from the start, so a retried or duplicated step plans
@@ -35,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from niah.core.results.confidence_sequence import bounds, excludes
+from niah.core.results.confidence_sequence import bounds, shows_above, shows_below
 
 # The service's 95 % (niah.core.results.uncertainty.CONFIDENCE), kept here so the
 # dispatcher, which plans a run's first round, never loads the interval code's numpy.
@@ -161,7 +164,7 @@ def samples_to_pass(plan: CertifyPlan) -> int:
     """The fewest samples, all right, whose sequence clears the threshold."""
     alpha, threshold = length_alpha(plan), plan.threshold / 100
     n = 1
-    while not excludes(n, n, threshold, alpha):
+    while not shows_above(n, n, threshold, alpha):
         n += 1
     return n
 
@@ -182,7 +185,7 @@ def _look_size(looked: Sequence[float], plan: CertifyPlan) -> tuple[int, bool]:
     share, threshold, alpha = sum(looked) / have, plan.threshold / 100, length_alpha(plan)
     least, most = math.ceil(1.5 * have), GROWTH * have
     for n in range(least, max(most, plan.max_samples) + 1):
-        if share != threshold and excludes(share * n, n, threshold, alpha):
+        if share != threshold and _settled(share * n, n, threshold, alpha):
             return min(n, most), True
     return most, False
 
@@ -276,14 +279,21 @@ def plan_progress(
             current = None
 
 
+def _settled(right: float, n: int, threshold: float, alpha: float) -> bool:
+    """Whether ``right`` of ``n`` would give a verdict: above the threshold, or below."""
+    if right / n >= threshold:
+        return shows_above(right, n, threshold, alpha)
+    return shows_below(right, n, threshold, alpha)
+
+
 def _look(t: int, length: int, scores: Sequence[float], plan: CertifyPlan) -> Look:
     """Round ``t``'s verdict on ``length`` from its first samples."""
     alpha, threshold = length_alpha(plan), plan.threshold / 100
     right, n = sum(scores), len(scores)
     low, high = bounds(right, n, alpha)
-    if right / n >= threshold and excludes(right, n, threshold, alpha):
+    if right / n >= threshold and shows_above(right, n, threshold, alpha):
         verdict = PASS
-    elif right / n < threshold and excludes(right, n, threshold, alpha):
+    elif right / n < threshold and shows_below(right, n, threshold, alpha):
         verdict = FAIL
     else:
         verdict = OPEN

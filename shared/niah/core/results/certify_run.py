@@ -142,7 +142,7 @@ def outcome(spec: RunRequest, cell_id: str, score: float) -> float:
 
     A score of 0 or 1 is itself; a share ``x`` in between is right with chance ``x``
     (a uniform draw seeded by the run and the cell), which keeps the length's mean and
-    makes every outcome right/wrong, as the confidence sequence needs.
+    makes every outcome right/wrong, as the always-valid tests need.
     """
     return 1.0 if _hash(f"round:{spec.seed}:{cell_id}") / 2**64 < score else 0.0
 
