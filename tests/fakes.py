@@ -126,6 +126,7 @@ class RecordingPublisher:
     def __init__(self) -> None:
         self.cells: list[dict[str, Any]] = []
         self.reports: list[str] = []
+        self.alerts: list[tuple[dict[str, Any], dict[str, str]]] = []
 
     def publish_cells(self, messages: list[dict[str, Any]]) -> int:
         self.cells.extend(messages)
@@ -133,6 +134,9 @@ class RecordingPublisher:
 
     def publish_report(self, message: dict[str, Any]) -> None:
         self.reports.append(str(message["run_id"]))
+
+    def publish_alert(self, message: dict[str, Any], attributes: dict[str, str]) -> None:
+        self.alerts.append((message, attributes))
 
 
 class RecordingAlerts:

@@ -89,8 +89,19 @@ def fire(dispatcher_url: str, name: str, when: dt.datetime) -> dict[str, Any]:
 def fire_due(path: Path, dispatcher_url: str, after: dt.datetime, now: dt.datetime) -> list[str]:
     """Fire every sentinel of ``path`` due in (``after``, ``now``]; a line for each firing."""
     lines = []
-    for name, definition in load_definitions(path).items():
-        for when in due(definition["schedule"], definition["time_zone"], after, now):
+    try:
+        definitions = load_definitions(path)
+    except (OSError, ValueError, KeyError, AttributeError) as error:  # a bad edit: said
+        return [json.dumps({"file": str(path), "error": f"{type(error).__name__}: {error}"})]
+    for name, definition in definitions.items():
+        try:
+            due_times = due(definition["schedule"], definition["time_zone"], after, now)
+        except (ValueError, KeyError) as error:  # a bad schedule or zone: the others go on
+            lines.append(
+                json.dumps({"sentinel": name, "error": f"{type(error).__name__}: {error}"})
+            )
+            continue
+        for when in due_times:
             try:
                 answer = fire(dispatcher_url, name, when)
                 lines.append(json.dumps({"sentinel": name, "run_id": answer.get("run_id")}))

@@ -22,7 +22,9 @@ from niah.service.dispatch import dispatch_run
 from niah.service.request_body import decode_body
 from niah.service.sentinel_firing import (
     SCHEDULE_TIME_HEADER,
+    SCHEDULER_HEADER,
     SENTINEL_PATH,
+    refused_alert,
     sentinel_payload,
 )
 from niah.service.sweep import sweep_stalled_runs
@@ -98,15 +100,17 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     if request.method != "POST":
         return _error(405, "method", "POST a JSON run request")
     store, publisher, blobs = _clients()
+    fired = None
     try:
         payload = _json_body(request)
         caller = _caller(request)
         if sentinel:  # a sentinel's firing: its stored request, named by the firing
+            fired = payload.get("sentinel") if isinstance(payload, dict) else None
             payload = sentinel_payload(
                 payload, schedule_time=request.headers.get(SCHEDULE_TIME_HEADER), store=store
             )
     except RequestError as error:
-        return _refused(error)
+        return _firing_refused(request, fired, error) if sentinel else _refused(error)
     except Exception as error:  # Firestore down while reading the sentinel: retry
         log("sentinel not read", severity="ERROR", error=repr(error))
         return _error(503, "service", "the sentinel could not be read now; retry")
@@ -125,6 +129,9 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
             )
         log("dispatch metered", run_id=result.run_id, operations=operations.counts())
     except RequestError as error:
+        if sentinel:  # its stored request (or its spend), refused: say whose, and alert
+            error = type(error)(error.field, f"sentinel {fired}: {error.message}")
+            return _firing_refused(request, fired, error)
         return _refused(error)
     except Exception as error:  # Firestore or Pub/Sub down: the client may retry
         log("dispatch failed", severity="ERROR", error=repr(error))
@@ -149,6 +156,24 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
     }
     return body, 200 if result.already_complete else 202
+
+
+def _firing_refused(
+    request: flask.Request, name: Any, error: RequestError
+) -> tuple[dict[str, Any], int]:
+    """A sentinel's firing refused: a scheduled one also told to the alerts topic.
+
+    No run is made, so no report would say so; a firing by hand (``niah sentinel
+    run``) is answered, and its caller reads the refusal.
+    """
+    if request.headers.get(SCHEDULER_HEADER):
+        message, attributes = refused_alert(name, error)
+        try:
+            _clients()[1].publish_alert(message, attributes)
+        except Exception as unpublished:  # the refusal is still answered (and logged)
+            log("refused firing not alerted", severity="ERROR", error=repr(unpublished))
+    log("sentinel firing refused", severity="WARNING", sentinel=str(name), error=str(error))
+    return _refused(error)
 
 
 def cancel(request: flask.Request) -> tuple[dict[str, Any], int]:

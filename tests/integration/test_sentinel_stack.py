@@ -67,19 +67,21 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     )
     alerts(project)  # none of an earlier test's
     store = FirestoreStore()
-    base = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(days=3)
+    # Firings are due now or lately (the route refuses times far off): the first a few
+    # days ago, the CLI's now, the last two a few minutes ahead, in that order.
+    base = dt.datetime.now(dt.UTC).replace(microsecond=0)
     runs: list[str] = []
 
-    def fired(days: int) -> str:
-        answer = sentinel_schedule.fire(dispatcher, NAME, base + dt.timedelta(days=days))
+    def fired(minutes: int) -> str:
+        answer = sentinel_schedule.fire(dispatcher, NAME, base + dt.timedelta(minutes=minutes))
         wait_complete(answer["run_id"], timeout=300)
         runs.append(answer["run_id"])
         return str(answer["run_id"])
 
     try:
-        first = fired(0)
+        first = fired(-3 * 24 * 60)
         # Scheduler's retry of the same firing is the same run.
-        again = sentinel_schedule.fire(dispatcher, NAME, base)
+        again = sentinel_schedule.fire(dispatcher, NAME, base - dt.timedelta(days=3))
         assert again["run_id"] == first and not again["created"]
         # Now, by hand: the CLI's firing, followed to its report.
         done = niah(stack, "sentinel", "run", NAME, "--wait")
@@ -89,11 +91,11 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
         # Google routes the ID to another version: the same answers, another model.
         routed = {"served_versions": {"gemini-3.8-flash": "gemini-3.8-flash-002"}}
         requests.post(configure, json=routed, timeout=5).raise_for_status()
-        third = fired(4)
+        third = fired(3)
         # That version gets worse: nothing right (a config is whole: the routing again).
         worse = routed | {"curve": NOTHING_RIGHT}
         requests.post(configure, json=worse, timeout=5).raise_for_status()
-        fourth = fired(5)
+        fourth = fired(6)
     finally:
         requests.post(configure, json={}, timeout=5).raise_for_status()
     assert len(set(runs)) == 4

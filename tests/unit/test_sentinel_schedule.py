@@ -12,6 +12,7 @@ from niah_devtools.sentinel_schedule import due, fire, fire_due, load_definition
 from tests.fakes import json_server
 
 UTC = dt.UTC
+HOUR = dt.timedelta(hours=1)
 
 
 def test_the_file_takes_infras_shape_and_a_request_as_an_object(tmp_path: Path) -> None:
@@ -87,3 +88,29 @@ def test_the_local_scheduler_fires_what_is_due_and_nothing_else(tmp_path: Path) 
     # A dispatcher out of reach is logged, as Scheduler logs a failed attempt.
     failed = fire_due(path, "http://127.0.0.1:9/", after, after + dt.timedelta(hours=1))
     assert "error" in json.loads(failed[0])
+
+
+def test_a_bad_edit_is_said_and_the_other_sentinels_still_fire(tmp_path: Path) -> None:
+    path = tmp_path / "sentinels.json"
+    path.write_text(
+        json.dumps(
+            {
+                "typo": {"schedule": "every day", "request": {}},
+                "zone": {"schedule": "0 * * * *", "time_zone": "Mars/Olympus", "request": {}},
+                "hourly": {"schedule": "0 * * * *", "request": {}},
+            }
+        )
+    )
+    received: list[tuple[str, dict[str, str], bytes]] = []
+    after = dt.datetime(2026, 11, 28, 6, 30, tzinfo=UTC)
+    with json_server(202, {"run_id": "run-0123456789abcdef"}, received) as url:
+        lines = [json.loads(line) for line in fire_due(path, url, after, after + HOUR)]
+    assert [(line["sentinel"], "error" in line) for line in lines] == [
+        ("typo", True),
+        ("zone", True),
+        ("hourly", False),
+    ]
+    assert len(received) == 1
+    path.write_text("{not json")
+    (broken,) = fire_due(path, "http://127.0.0.1:9/", after, after + HOUR)
+    assert json.loads(broken)["error"].startswith("JSONDecodeError")

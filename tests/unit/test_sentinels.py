@@ -24,6 +24,8 @@ from niah.service.sentinel_firing import sentinel_payload
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingAlerts, RecordingPublisher
 
+# Every firing here is judged from this moment (a firing is due now, or within days).
+NOW = dt.datetime(2026, 11, 29, 7, 0, tzinfo=dt.UTC)
 REQUEST = {"model_name": "gemini-3.8-flash", "context_lengths": [1000], "seed": 3}
 
 
@@ -49,13 +51,14 @@ def test_the_schedulers_header_names_the_firing_and_a_retry_is_the_same_run() ->
     store = MemoryStore()
     defined(store)
     header = "2026-11-28T06:00:00.000Z"
-    first = sentinel_payload({"sentinel": "daily"}, schedule_time=header, store=store)
+    first = sentinel_payload({"sentinel": "daily"}, schedule_time=header, store=store, now=NOW)
     assert first == REQUEST | {"sentinel": "daily", "scheduled_at": "2026-11-28T06:00:00Z"}
     # The header wins over the body's time; without either, the minute it arrived.
     again = sentinel_payload(
         {"sentinel": "daily", "scheduled_at": "2026-01-01T00:00:00Z"},
         schedule_time=header,
         store=store,
+        now=NOW,
     )
     assert again == first
     now = dt.datetime(2026, 11, 28, 6, 0, 41, tzinfo=dt.UTC)
@@ -67,7 +70,7 @@ def test_a_firing_is_refused_naming_the_field() -> None:
     store = MemoryStore()
     defined(store)
     with pytest.raises(UnknownSentinelError) as unknown:
-        sentinel_payload({"sentinel": "weekly"}, schedule_time=None, store=store)
+        sentinel_payload({"sentinel": "weekly"}, schedule_time=None, store=store, now=NOW)
     assert unknown.value.field == "sentinel" and unknown.value.status == 404
     assert "niah sentinel list" in unknown.value.message
     cases = [
@@ -79,11 +82,11 @@ def test_a_firing_is_refused_naming_the_field() -> None:
     ]
     for body, header, field in cases:
         with pytest.raises(RequestError) as refused:
-            sentinel_payload(body, schedule_time=header, store=store)
+            sentinel_payload(body, schedule_time=header, store=store, now=NOW)
         assert refused.value.field == field, body
     defined(store, "broken", {**REQUEST, "sentinel": "other"})
     with pytest.raises(RequestError, match="which its firing sets"):
-        sentinel_payload({"sentinel": "broken"}, schedule_time=None, store=store)
+        sentinel_payload({"sentinel": "broken"}, schedule_time=None, store=store, now=NOW)
 
 
 def test_a_plain_request_cannot_start_a_sentinels_run_but_may_ask_one_again(
@@ -92,7 +95,7 @@ def test_a_plain_request_cannot_start_a_sentinels_run_but_may_ask_one_again(
     store, publisher = MemoryStore(), RecordingPublisher()
     defined(store)
     payload = sentinel_payload(
-        {"sentinel": "daily"}, schedule_time="2026-11-28T06:00:00Z", store=store
+        {"sentinel": "daily"}, schedule_time="2026-11-28T06:00:00Z", store=store, now=NOW
     )
     with pytest.raises(RequestError) as refused:
         dispatch_run(payload, store=store, publisher=publisher, blobs=essay_blobs)
@@ -106,7 +109,7 @@ def test_a_plain_request_cannot_start_a_sentinels_run_but_may_ask_one_again(
     assert again.run_id == fired.run_id and not again.created
     # Another firing is another run.
     later = sentinel_payload(
-        {"sentinel": "daily"}, schedule_time="2026-11-29T06:00:00Z", store=store
+        {"sentinel": "daily"}, schedule_time="2026-11-29T06:00:00Z", store=store, now=NOW
     )
     other = dispatch_run(
         later, store=store, publisher=publisher, blobs=essay_blobs, sentinel_route=True
@@ -117,7 +120,7 @@ def test_a_plain_request_cannot_start_a_sentinels_run_but_may_ask_one_again(
 def test_a_sentinel_cannot_certify() -> None:
     store = MemoryStore()
     defined(store, "certifying", {**REQUEST, "mode": "certify", "context_lengths": [1000, 2000]})
-    payload = sentinel_payload({"sentinel": "certifying"}, schedule_time=None, store=store)
+    payload = sentinel_payload({"sentinel": "certifying"}, schedule_time=None, store=store, now=NOW)
     with pytest.raises(RequestError) as refused:
         dispatch_run(
             payload,
@@ -206,11 +209,10 @@ def test_another_model_version_is_flagged_even_with_the_same_score() -> None:
 
 
 def test_a_changed_request_starts_a_new_baseline_and_is_not_compared() -> None:
-    before_run = run("a", "2026-11-28T06:00:00Z")
-    before_run["spec"]["context_lengths"] = [1000, 2000]
-    after_run = run("b", "2026-11-29T06:00:00Z")
-    after_run["spec"]["context_lengths"] = [1000, 4000]
-    check = sentinel_check("daily", (after_run, cells(4)), (before_run, cells(18)))
+    other = run("a", "2026-11-28T06:00:00Z")
+    check = sentinel_check(
+        "daily", (run("b", "2026-11-29T06:00:00Z"), cells(4)), None, other_request=other
+    )
     assert check["flagged"] is False and "paired" not in check
     assert check["text"] == (
         "the sentinel's request changed since run a (2026-11-28T06:00:00Z): this run is a "
@@ -218,15 +220,38 @@ def test_a_changed_request_starts_a_new_baseline_and_is_not_compared() -> None:
     )
 
 
-def test_the_previous_run_is_the_latest_complete_one_due_before() -> None:
+def test_the_previous_run_is_the_latest_complete_one_due_before_of_the_same_request() -> None:
     runs = [
-        run("a", "2026-11-26T06:00:00Z"),
-        run("b", "2026-11-27T06:00:00Z"),
-        run("c", "2026-11-28T06:00:00Z", status="running"),
-        run("d", "2026-11-30T06:00:00Z"),
+        run("a", "2026-11-26T06:00:00Z") | {"sentinel_key": "k1"},
+        run("b", "2026-11-27T06:00:00Z") | {"sentinel_key": "k2"},
+        run("c", "2026-11-28T06:00:00Z", status="running") | {"sentinel_key": "k1"},
+        run("d", "2026-11-30T06:00:00Z") | {"sentinel_key": "k1"},
     ]
-    assert previous_run(runs, "2026-11-29T06:00:00Z")["run_id"] == "b"
-    assert previous_run(runs, "2026-11-26T06:00:00Z") is None
+    # A request changed to k2 and back to k1: the run of k1 before it pairs, not b.
+    same, latest = previous_run(runs, "2026-11-29T06:00:00Z", "k1")
+    assert same is not None and same["run_id"] == "a"
+    assert latest is not None and latest["run_id"] == "b"
+    assert previous_run(runs, "2026-11-29T06:00:00Z", "k3")[0] is None
+    assert previous_run(runs, "2026-11-26T06:00:00Z", "k1") == (None, None)
+
+
+def test_failed_samples_are_a_change_and_nothing_to_test_is_flagged() -> None:
+    before = (run("a", "2026-11-28T06:00:00Z"), cells(18))
+    failing = cells(18)
+    for cell in failing[:10]:  # ten calls now fail (blocked, cut off, refused)
+        cell.update(task_score=None, score=None, status="failed")
+    check = sentinel_check("daily", (run("b", "2026-11-29T06:00:00Z"), failing), before)
+    assert check["flagged"] is True
+    assert check["scored"]["discordant"] == [10, 0]
+    assert any(
+        r.startswith("share of samples scored changed: -50 points") for r in check["reasons"]
+    )
+    # The model taken away: every call fails, so nothing pairs; said, and flagged.
+    gone = [cell | {"task_score": None, "score": None, "status": "failed"} for cell in cells(18)]
+    check = sentinel_check("daily", (run("c", "2026-11-30T06:00:00Z"), gone), before)
+    assert check["flagged"] is True and check["paired"] is None
+    assert check["reasons"][0] == "not tested: no sample is scored in both runs"
+    assert check["text"].startswith("changed since run a")
 
 
 # ---------- the report and the alert ----------
@@ -293,3 +318,87 @@ def test_a_run_that_is_no_sentinels_publishes_no_alert() -> None:
     del store.runs["run-a"]["spec"]["sentinel"]
     render_report("run-a", store=store, blobs=blobs, alerts=alerts)
     assert alerts.alerts == [] and "sentinel_check" not in store.runs["run-a"]
+
+
+def test_a_firing_far_from_now_or_past_the_calendar_is_refused_naming_its_field() -> None:
+    store = MemoryStore()
+    defined(store)
+    for when in ("2099-01-01T00:00:00Z", "2026-11-01T06:00:00Z", "0001-01-01T00:00:00+01:00"):
+        for body, header, field in (
+            ({"sentinel": "daily", "scheduled_at": when}, None, "scheduled_at"),
+            ({"sentinel": "daily"}, when, "X-CloudScheduler-ScheduleTime"),
+        ):
+            with pytest.raises(RequestError) as refused:
+                sentinel_payload(body, schedule_time=header, store=store, now=NOW)
+            assert refused.value.field == field, when
+    # Scheduler's retries within days are the same firing.
+    kept = sentinel_payload(
+        {"sentinel": "daily"}, schedule_time="2026-11-23T06:00:00Z", store=store, now=NOW
+    )
+    assert kept["scheduled_at"] == "2026-11-23T06:00:00Z"
+
+
+def test_a_check_that_trips_is_kept_flagged_and_the_report_still_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from niah.service import sentinels
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a bug in the check")
+
+    monkeypatch.setattr(sentinels, "sentinel_check", broken)
+    store, blobs, alerts = MemoryStore(), MemoryBlobs(), RecordingAlerts()
+    reported_sentinel_run(store, "run-a", "2026-11-28T06:00:00Z", 18)
+    assert render_report("run-a", store=store, blobs=blobs, alerts=alerts) is not None
+    check = store.runs["run-a"]["sentinel_check"]
+    assert check["flagged"] is True
+    assert check["text"] == "not checked: the check failed (ValueError: a bug in the check)"
+    assert alerts.alerts[0][1]["flagged"] == "true"
+
+
+def test_the_route_answers_each_refusal_with_its_status_and_alerts_a_scheduled_one(
+    monkeypatch: pytest.MonkeyPatch, essay_blobs: MemoryBlobs
+) -> None:
+    from tests.unit.test_bad_requests import http_dispatcher
+
+    client, (store, publisher, _) = http_dispatcher(monkeypatch, essay_blobs)
+    defined(store)
+    defined(store, "retired", {**REQUEST, "model_name": "gemini-2.5-pro"})
+    scheduler = {"X-CloudScheduler": "true"}
+    answers = {
+        "unknown": client.post("/sentinel", json={"sentinel": "weekly"}),
+        "list": client.post("/sentinel", json=["daily"]),
+        "far": client.post(
+            "/sentinel", json={"sentinel": "daily", "scheduled_at": "2099-01-01T00:00:00Z"}
+        ),
+        "plain": client.post("/", json={**REQUEST, "sentinel": "daily"}),
+        "retired": client.post("/sentinel", json={"sentinel": "retired"}, headers=scheduler),
+    }
+    statuses = {name: answer.status_code for name, answer in answers.items()}
+    assert statuses == {"unknown": 404, "list": 400, "far": 400, "plain": 400, "retired": 400}
+    fields = {name: answer.get_json()["error"]["field"] for name, answer in answers.items()}
+    assert fields == {
+        "unknown": "sentinel",
+        "list": "body",
+        "far": "scheduled_at",
+        "plain": "sentinel",
+        "retired": "model_name",
+    }
+    retired = answers["retired"].get_json()["error"]["message"]
+    assert retired.startswith("sentinel retired: ")
+    assert store.runs == {}  # nothing recorded by any of them
+    # The scheduled firing refused made no run, so the alerts topic hears it, flagged.
+    ((message, attributes),) = publisher.alerts
+    assert attributes == {"sentinel": "retired", "run_id": "", "flagged": "true"}
+    assert message["text"] == f"firing refused, no run made: model_name: {retired}"
+    # A good firing over HTTP: a run, named by the scheduler's time.
+    fired = client.post(
+        "/sentinel",
+        json={"sentinel": "daily"},
+        headers={**scheduler, "X-CloudScheduler-ScheduleTime": dt.datetime.now(dt.UTC).isoformat()},
+    )
+    assert fired.status_code == 202, fired.get_json()
+    run_id = fired.get_json()["run_id"]
+    assert store.runs[run_id]["spec"]["sentinel"] == "daily"
+    assert store.runs[run_id]["label"].startswith("sentinel daily · ")
+    assert store.runs[run_id]["sentinel_key"].startswith("run-")

@@ -327,6 +327,8 @@ class CheckedRequest:
     haystack_files: list[BlobInfo]
     source: RunSource | None
     warnings: list[str]
+    # A sentinel's run: what it asked apart from its firing (``RunRequest.request_key``).
+    request_key: str | None = None
 
 
 def check_request(payload: Any, blobs: BlobStore) -> CheckedRequest:
@@ -343,15 +345,16 @@ def check_request(payload: Any, blobs: BlobStore) -> CheckedRequest:
     check_budget(spec, sourced, reply_tokens, model=model)
     warnings = model_warnings(spec, model=model)
     prefix, files = resolve_haystack(spec, blobs)
-    fingerprint = content_fingerprint(files)
+    fingerprint = content_fingerprint(files) + (source.fingerprint if source else "")
     return CheckedRequest(
         spec,
         model,
-        spec.run_id(fingerprint + (source.fingerprint if source else "")),
+        spec.run_id(fingerprint),
         sourced or spec.cells(),
         call_budget(spec, reply_tokens, model=model),
         prefix,
         files,
         source,
         warnings,
+        spec.request_key(fingerprint) if spec.sentinel else None,
     )

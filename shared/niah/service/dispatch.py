@@ -26,6 +26,7 @@ from niah.core.interfaces import (
 )
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.callers import LOCAL_CALLER
+from niah.core.request.sentinel_request import SENTINEL_KEY
 from niah.core.request.spec import RunRequest, run_label
 from niah.core.results.certify_run import certify_cells, first_samples, plan_record
 from niah.core.results.counters import run_shards, shard_totals, shards_for
@@ -125,7 +126,7 @@ def run_record(
             # called anyway says so here, on every page that shows the run).
             "model_notes": lifecycle_notes(spec.model_name, spec.evaluator_model_name),
             "label": spec.label
-            or run_label({"model": spec.model_name, "spec": {"task": spec.task}}),
+            or run_label({"model": spec.model_name, "spec": spec.model_dump(mode="json")}),
             "version": spec.results_version,
             "scorer": spec.scorer_name(),
             "haystack_uri": haystack_uri,
@@ -256,6 +257,8 @@ def dispatch_run(
     haystack_uri = f"gs://{blobs.bucket}/{checked.haystack_prefix}"
     record = run_record(run_id, spec, haystack_uri, checked.source, model=checked.model)
     record["haystack_files"] = listed_files(checked.haystack_files)
+    if checked.request_key is not None:  # which of its sentinel's runs pair with it
+        record[SENTINEL_KEY] = checked.request_key
     total = int(record["total"])
     primer = primer_message(run_id, spec, record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress

@@ -30,6 +30,12 @@ SENTINEL_PATH = "/sentinel"
 # read 2026-11-28; for HTTP targets Google's reference is silent: without it, the minute
 # the firing arrived names it, docs/sentinels.md).
 SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
+# Set on every request Cloud Scheduler sends (the same reference): a firing of its own.
+SCHEDULER_HEADER = "X-CloudScheduler"
+# How far from now a firing's time may be: Scheduler retries a firing for up to hours
+# (infra's retry_config, with backoff); ahead, a clock a little fast.
+FIRING_PAST = dt.timedelta(days=7)
+FIRING_AHEAD = dt.timedelta(minutes=10)
 
 
 def sentinel_payload(
@@ -98,6 +104,30 @@ def _firing(body: Mapping[str, Any], header: str | None, now: dt.datetime | None
     if not isinstance(given, str):
         raise RequestError(field, "give an RFC 3339 time, like 2026-11-28T06:00:00Z")
     try:
-        return firing_time(given)
+        fired = firing_time(given)
     except ValueError as error:
         raise RequestError(field, str(error)) from None
+    # A firing is due now, or was within Scheduler's retries: a time far off would put a
+    # run on the trend where no firing is, compared with nothing due before it.
+    now = now or dt.datetime.now(dt.UTC)
+    earliest = (now - FIRING_PAST).strftime("%Y-%m-%dT%H:%M:%SZ")
+    latest = (now + FIRING_AHEAD).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not earliest <= fired <= latest:
+        raise RequestError(
+            field,
+            f"{fired} is not a firing due now: give a time from {earliest} to {latest} "
+            "(or none: the firing is named by the minute it arrives)",
+        )
+    return fired
+
+
+def refused_alert(name: Any, error: RequestError) -> tuple[dict[str, Any], dict[str, str]]:
+    """The alert of a scheduled firing the dispatcher refused: no run, so no report says so.
+
+    A sentinel whose model was retired, or whose stored request the service no longer
+    takes, is refused at 6 a.m. with nobody watching: the alerts topic hears it, flagged.
+    """
+    sentinel = str(name) if isinstance(name, str) else ""
+    text = f"firing refused, no run made: {error.field}: {error.message}"
+    message = {"sentinel": sentinel, "run_id": None, "flagged": True, "reasons": [text]}
+    return message | {"text": text}, {"sentinel": sentinel, "run_id": "", "flagged": "true"}

@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import RUN_COMPLETE, AlertPublisher, ResultStore
+from niah.core.request.sentinel_request import SENTINEL_KEY
 from niah.core.results.sentinel_check import (
     SENTINEL_CHECK,
     alert_attributes,
@@ -20,25 +21,46 @@ from niah.core.results.sentinel_check import (
     previous_run,
     sentinel_check,
 )
+from niah.errors import RetryableError
 from niah.logs import log
 
 # What the check reads of a sentinel's earlier runs.
-# (The whole spec: a run of another request is not compared.)
-PREVIOUS_FIELDS = ("status", "spec", "model")
+PREVIOUS_FIELDS = ("status", "spec.scheduled_at", SENTINEL_KEY, "model")
 
 
 def check_sentinel_run(
     run_id: str, run: dict[str, Any], cells: list[dict[str, Any]], *, store: ResultStore
 ) -> dict[str, Any] | None:
-    """The run's check against its sentinel's run before it; None for other runs."""
+    """The run's check against its sentinel's run before it; None for other runs.
+
+    The store out of reach raises (the report is tried again); anything else the check
+    trips on is kept as the check's own failure, flagged, and the report still made.
+    """
     spec = run.get("spec") or {}
     name = spec.get("sentinel")
     if not name:
         return None
-    runs = [r for r in store.sentinel_runs(str(name), PREVIOUS_FIELDS) if r["run_id"] != run_id]
-    before = previous_run(runs, str(spec.get("scheduled_at") or ""), complete=RUN_COMPLETE)
-    previous = None if before is None else (before, store.list_cells(str(before["run_id"])))
-    return sentinel_check(str(name), ({**run, "run_id": run_id}, cells), previous)
+    try:
+        runs = [r for r in store.sentinel_runs(str(name), PREVIOUS_FIELDS) if r["run_id"] != run_id]
+        same, latest = previous_run(
+            runs, str(spec.get("scheduled_at") or ""), run.get(SENTINEL_KEY), complete=RUN_COMPLETE
+        )
+        previous = None if same is None else (same, store.list_cells(str(same["run_id"])))
+        return sentinel_check(
+            str(name), ({**run, "run_id": run_id}, cells), previous, other_request=latest
+        )
+    except RetryableError:
+        raise
+    except Exception as error:  # a bug here must not cost the run its report
+        reason = f"{type(error).__name__}: {error}"
+        log("sentinel check failed", severity="ERROR", run_id=run_id, error=reason)
+        return {
+            "sentinel": name,
+            "scheduled_at": spec.get("scheduled_at"),
+            "flagged": True,
+            "reasons": [f"not checked: {reason}"],
+            "text": f"not checked: the check failed ({reason})",
+        }
 
 
 def publish_sentinel_alert(

@@ -13,6 +13,9 @@ import datetime as dt
 # Lower-case letters, digits and hyphens, starting with a letter: a Cloud Scheduler job
 # name (``niah-sentinel-NAME``) and a Firestore document ID alike (infra's validation).
 SENTINEL_NAME = r"^[a-z][a-z0-9-]{0,39}$"
+# The run document's field naming what a sentinel's run asked, apart from its firing
+# (``RunRequest.request_key``): runs with the same key pair sample by sample.
+SENTINEL_KEY = "sentinel_key"
 # The run request's fields only a firing sets (not run options of the CLI's).
 FIRING_FIELDS = ("sentinel", "scheduled_at")
 
@@ -25,10 +28,11 @@ def firing_time(text: str) -> str:
     """
     try:
         when = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        when = when.astimezone(dt.UTC) if when.tzinfo else when
+    except (ValueError, OverflowError):  # the year 1 or 9999 moved by its offset
         raise ValueError(
             f"{text[:40]!r} is not an RFC 3339 time; give one like 2026-11-28T06:00:00Z"
         ) from None
     if when.tzinfo is None:
         raise ValueError(f"{text[:40]!r} has no offset; give UTC, like 2026-11-28T06:00:00Z")
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")

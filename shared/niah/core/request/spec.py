@@ -416,6 +416,16 @@ class RunRequest(BaseModel):
         canonical = self.canonical_json(haystack_fingerprint)
         return f"run-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
 
+    def request_key(self, haystack_fingerprint: str = "") -> str:
+        """The run ID this request would have without its firing: what a sentinel asks.
+
+        Two of a sentinel's runs with the same key asked the same prompts (the same
+        options and haystack), so their samples pair; an option added to the service
+        later, left unset, changes no key (as it changes no run ID).
+        """
+        unfired = self.model_copy(update={"sentinel": None, "scheduled_at": None})
+        return unfired.run_id(haystack_fingerprint)
+
 
 # What ``RunRequest.run_id`` names: anything else names no run.
 RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")

@@ -1,14 +1,14 @@
 """Did the model behind a sentinel change? Its run against the sentinel's run before it.
 
 A sentinel asks the same request again on a schedule (``niah.service.sentinels``), so
-two of its runs answer the same prompts (same lengths, depths, samples and seed) and
-their samples pair up: the paired test the service already has
-(``niah.core.results.paired``, exact McNemar on right/wrong) says whether the score
-moved beyond what noise does. The run is flagged when it did (either way: a rise is a
-change too) or when the model that answered is not the one that answered before (each
-reply's ``modelVersion``, ``niah.core.results.served_models``). One test per run, at 5 %:
-a sentinel that fires daily and never changes is flagged about once in twenty runs by
-chance, as any 5 % test is; the alert says the p-value so a reader can weigh it.
+two of its runs with the same request key (``RunRequest.request_key``: the same options
+and haystack) answer the same prompts and their samples pair up: the paired test the
+service already has (``niah.core.results.paired``, exact McNemar on right/wrong) says
+whether the score moved beyond what noise does. The run is flagged when it did (either
+way: a rise is a change too); when the share of samples that got a score moved (calls
+that fail, are blocked or cut off, paired the same way: a model taken away fails every
+call); when nothing could be tested; or when the model that answered is not the one
+that answered before (each reply's ``modelVersion``, ``niah.core.results.served_models``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from niah.core.results.paired import effect_text, paired_comparison
+from niah.core.request.sentinel_request import SENTINEL_KEY
+from niah.core.results.paired import effect_text, pair_key, paired_comparison, paired_test
 from niah.core.results.served_models import served_versions, versions_text
 
 # The run document's field that keeps the check (and the index reads).
@@ -27,11 +28,15 @@ def sentinel_check(
     sentinel: str,
     current: tuple[dict[str, Any], Sequence[dict[str, Any]]],
     previous: tuple[dict[str, Any], Sequence[dict[str, Any]]] | None,
+    *,
+    other_request: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The check of ``current`` (run, cells) against ``previous``; JSON for the run.
 
-    ``previous``: the sentinel's latest complete run scheduled before this one, or None
-    (the sentinel's first run: nothing to compare with, never flagged).
+    ``previous``: the sentinel's latest complete run of the same request key scheduled
+    before this one, or None: then the first run (nothing to compare with) or, when
+    ``other_request`` (the latest earlier run, of another request) is given, a new
+    baseline. Neither is flagged.
     """
     run, cells = current
     versions = served_versions(list(cells))
@@ -41,32 +46,26 @@ def sentinel_check(
         "model_versions": versions,
     }
     if previous is None:
-        return check | {
-            "previous_run_id": None,
-            "flagged": False,
-            "reasons": [],
-            "text": f"first run of sentinel {sentinel}: nothing before it to compare with",
-        }
+        text = f"first run of sentinel {sentinel}: nothing before it to compare with"
+        if other_request is not None:
+            text = (
+                f"the sentinel's request changed since run {other_request['run_id']} "
+                f"({_when(other_request)}): this run is a new baseline, not compared"
+            )
+        return check | {"previous_run_id": None, "flagged": False, "reasons": [], "text": text}
     before_run, before_cells = previous
-    if _asked(before_run) != _asked(run):
-        # The definition was changed: other prompts, nothing to pair. A new baseline.
-        return check | {
-            "previous_run_id": before_run["run_id"],
-            "previous_scheduled_at": _when(before_run),
-            "flagged": False,
-            "reasons": [],
-            "text": (
-                f"the sentinel's request changed since run {before_run['run_id']} "
-                f"({_when(before_run)}): this run is a new baseline, not compared"
-            ),
-        }
     before_versions = served_versions(list(before_cells))
     paired = paired_comparison(
         (str(before_run["run_id"]), list(before_cells)), (str(run["run_id"]), list(cells))
     )
+    scored = scored_test(before_cells, cells)
     reasons = []
-    if paired.overall is not None and paired.overall.significant:
+    if paired.overall is None:
+        reasons.append("not tested: no sample is scored in both runs")
+    elif paired.overall.significant:
         reasons.append(f"score changed: {effect_text(paired.overall)}")
+    if scored is not None and scored.significant:
+        reasons.append(f"share of samples scored changed: {effect_text(scored)}")
     # A reply that names no version (the local model) says nothing either way.
     if versions and before_versions and set(versions) != set(before_versions):
         reasons.append(
@@ -74,41 +73,45 @@ def sentinel_check(
             f"{versions_text(versions)} now"
         )
     since = f"since run {before_run['run_id']} ({_when(before_run)})"
-    if paired.overall is None:
-        compared = "no sample is scored in both runs, so the scores cannot be tested"
+    if reasons:
+        text = f"changed {since}: " + "; ".join(reasons)
     else:
-        compared = effect_text(paired.overall)
-    text = (
-        f"changed {since}: " + "; ".join(reasons)
-        if reasons
-        else f"unchanged {since}: {compared}"
-        + ("; the same model version" if versions and before_versions else "")
-    )
+        assert paired.overall is not None  # else "not tested" is a reason
+        same = "; the same model version" if versions and before_versions else ""
+        text = f"unchanged {since}: {effect_text(paired.overall)}{same}"
     return check | {
         "previous_run_id": before_run["run_id"],
         "previous_scheduled_at": _when(before_run),
         "previous_model_versions": before_versions,
         "paired": paired.overall.as_dict() if paired.overall else None,
+        "scored": scored.as_dict() if scored else None,
         "flagged": bool(reasons),
         "reasons": reasons,
         "text": text,
     }
 
 
-def _asked(run: dict[str, Any]) -> dict[str, Any]:
-    """What a run asked, apart from its firing and its name for people."""
-    spec = run.get("spec") or {}
-    return {k: v for k, v in spec.items() if k not in ("sentinel", "scheduled_at", "label")}
+def scored_test(before: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -> Any:
+    """McNemar on whether each shared sample got a score (None: every pair agrees)."""
+    theirs = {pair_key(c): c for c in now}
+    pairs = [
+        (float(c.get("task_score") is not None), float(other.get("task_score") is not None))
+        for c in before
+        if (other := theirs.get(pair_key(c))) is not None
+    ]
+    if not pairs or all(a == b for a, b in pairs):
+        return None
+    return paired_test(pairs, binary=True)
 
 
 def _when(run: dict[str, Any]) -> str:
     return str((run.get("spec") or {}).get("scheduled_at") or "time not recorded")
 
 
-def previous_run(
+def earlier_runs(
     runs: Sequence[dict[str, Any]], scheduled_at: str, *, complete: str = "complete"
-) -> dict[str, Any] | None:
-    """Of a sentinel's runs, the latest complete one scheduled before ``scheduled_at``.
+) -> list[dict[str, Any]]:
+    """Of a sentinel's runs, the complete ones due before ``scheduled_at``, latest first.
 
     Times are RFC 3339 in UTC to the second (``firing_time``), so they sort as text.
     """
@@ -118,7 +121,20 @@ def previous_run(
         if run.get("status") == complete
         and str((run.get("spec") or {}).get("scheduled_at") or "") < scheduled_at
     ]
-    return max(before, key=lambda run: str(run["spec"]["scheduled_at"]), default=None)
+    return sorted(before, key=lambda run: str(run["spec"]["scheduled_at"]), reverse=True)
+
+
+def previous_run(
+    runs: Sequence[dict[str, Any]],
+    scheduled_at: str,
+    key: str | None,
+    *,
+    complete: str = "complete",
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The latest complete earlier run of the same request key; and the latest of any."""
+    earlier = earlier_runs(runs, scheduled_at, complete=complete)
+    same = next((run for run in earlier if run.get(SENTINEL_KEY) == key), None)
+    return same, (earlier[0] if earlier else None)
 
 
 def alert_message(run_id: str, run: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
