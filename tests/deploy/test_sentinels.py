@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from niah.cloud.store.paths import SENTINELS as COLLECTION
+from niah.service.request_body import parse_request
 from niah.service.sentinel_firing import SENTINEL_PATH, sentinel_payload
 from niah_devtools.deploy_plan import first, resources, text
 from niah_devtools.tfoffline.workdir import OfflineTerraform
@@ -194,7 +195,13 @@ def test_the_pusher_may_invoke_the_dispatcher_when_there_are_sentinels_without_a
         request = json.loads(document["fields"])["request"]["stringValue"]
         store = MemoryStore()
         store.sentinels[name] = {"request": request}
-        assert sentinel_payload({"sentinel": name}, schedule_time=None, store=store)
+        payload = sentinel_payload({"sentinel": name}, schedule_time=None, store=store)
+        assert payload == json.loads(request) | {
+            "sentinel": name,
+            "scheduled_at": payload["scheduled_at"],
+        }
+        # The example is a request the service takes, as it stands.
+        assert parse_request(payload).sentinel == name
 
 
 GOOD_REQUEST = json.dumps({"context_lengths": [1000]})
