@@ -99,7 +99,6 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     sentinel = request.path.rstrip("/") == SENTINEL_PATH
     if request.method != "POST":
         return _error(405, "method", "POST a JSON run request")
-    store, publisher, blobs = _clients()
     fired = None
     try:
         payload = _json_body(request)
@@ -107,13 +106,17 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
         if sentinel:  # a sentinel's firing: its stored request, named by the firing
             fired = payload.get("sentinel") if isinstance(payload, dict) else None
             payload = sentinel_payload(
-                payload, schedule_time=request.headers.get(SCHEDULE_TIME_HEADER), store=store
+                payload,
+                schedule_time=request.headers.get(SCHEDULE_TIME_HEADER),
+                store=_clients()[0],
             )
     except RequestError as error:
         return _firing_refused(request, fired, error) if sentinel else _refused(error)
     except Exception as error:  # Firestore down while reading the sentinel: retry
         log("sentinel not read", severity="ERROR", error=repr(error))
         return _error(503, "service", "the sentinel could not be read now; retry")
+    # Made only now: a request refused above never needed a client (nor credentials).
+    store, publisher, blobs = _clients()
     resume = request.args.get("resume", "").lower() in ("1", "true", "yes")
     try:
         with metered() as operations:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from functools import cache
+from typing import Any
 
 import functions_framework
 from cloudevents.http import CloudEvent
@@ -31,6 +32,13 @@ def _alerts() -> PubSubPublisher:
     return PubSubPublisher()
 
 
+class _Alerts:
+    """The alerts publisher, made when a sentinel's check is first published, not before."""
+
+    def publish_alert(self, message: dict[str, Any], attributes: dict[str, str]) -> None:
+        _alerts().publish_alert(message, attributes)
+
+
 @functions_framework.cloud_event
 def handle_report(event: CloudEvent) -> None:
     """Render the report of the run a ``messagePublished`` event names."""
@@ -43,7 +51,7 @@ def handle_report(event: CloudEvent) -> None:
     store, blobs, ledger = _clients()
     started = time.perf_counter()
     with metered() as operations:
-        render_report(run_id, store=store, blobs=blobs, ledger=ledger, alerts=_alerts())
+        render_report(run_id, store=store, blobs=blobs, ledger=ledger, alerts=_Alerts())
     log(
         "report request metered",
         run_id=run_id,
