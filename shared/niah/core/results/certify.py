@@ -186,7 +186,8 @@ def _look_size(looked: Sequence[float], plan: CertifyPlan) -> tuple[int, bool]:
     least, most = math.ceil(1.5 * have), GROWTH * have
     for n in range(least, max(most, plan.max_samples) + 1):
         if share != threshold and _settled(share * n, n, threshold, alpha):
-            return min(n, most), True
+            # Settled within the cap if the share held; past it, the length is open.
+            return min(n, most), n <= plan.max_samples
     return most, False
 
 
@@ -226,7 +227,8 @@ def plan_progress(
         if current is None:
             if not inside:
                 return _finish(progress, plan, lo, hi, unaffordable, stopped, spent)
-            current = inside[len(inside) // 2]
+            # The middle candidate; of two middles the shorter, the cheaper to ask.
+            current = inside[(len(inside) - 1) // 2]
         have = seen.get(current, 0)
         stored = scores.get(lengths[current], ())
         wanted, settles = _look_size(stored[:have], plan)
