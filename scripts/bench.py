@@ -24,7 +24,7 @@ from typing import Any
 import requests
 from bench_batch import measure_batch_ingest
 from bench_cache import measure_grid_cost
-from bench_certify import measure_certify
+from bench_certify import measure_certify, measure_certify_nolima
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
 from bench_scale import measure_scale
@@ -312,6 +312,7 @@ def measure_stack(
 PARTS = {
     "batch_ingest": measure_batch_ingest,
     "certify": measure_certify,
+    "certify_nolima": measure_certify_nolima,
     "counting": measure_counting,
     "grid_cost": measure_grid_cost,
     "local_reuse": measure_local_reuse,
@@ -372,6 +373,7 @@ def smoke_parts() -> dict[str, Any]:
     """The parts that run only alone (``--only``), at tiny sizes."""
     return {
         "certify": measure_certify(seeds=2, curves=((64_000, 0.3),)),
+        "certify_nolima": measure_certify_nolima(seeds=2, curves=((64_000, 0.3, 0.9),)),
         "grid_cost": measure_grid_cost(SMOKE_GRID, latency=0.5),
         "local_reuse": measure_local_reuse(SMOKE_DEMO),
         "scale": measure_scale((100,)),

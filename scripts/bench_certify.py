@@ -42,31 +42,59 @@ CURVES = (
     (900_000, 0.25),
 )
 SEEDS = 20
+# NoLiMa's rule (85 % of the model's own score at the shortest length): models right at
+# most 80-97 % of the time, whose effective lengths under it differ from RULER's.
+NOLIMA_CURVES = (
+    (8_000, 0.3, 0.97),
+    (16_000, 0.5, 0.9),
+    (64_000, 0.3, 0.9),
+    (64_000, 0.6, 0.9),
+    (64_000, 0.2, 0.8),
+    (30_000, 0.8, 0.92),
+    (250_000, 0.3, 0.85),
+)
+
+
+def measure_certify_nolima(
+    seeds: int = SEEDS, curves: tuple[tuple[int, float, float], ...] = NOLIMA_CURVES
+) -> dict[str, Any]:
+    """``measure_certify`` under NoLiMa's rule, on models that are never always right."""
+    return measure_certify(seeds, curves, rule="nolima")
 
 
 def measure_certify(
-    seeds: int = SEEDS, curves: tuple[tuple[int, float], ...] = CURVES
+    seeds: int = SEEDS,
+    curves: tuple[tuple[int, float], ...] | tuple[tuple[int, float, float], ...] = CURVES,
+    *,
+    rule: str = "ruler",
 ) -> dict[str, Any]:
-    """Per curve: how often the certificate is within one length of the truth, its cost."""
+    """Per curve: how often the certificate is within one length of the truth, its cost.
+
+    A curve is (midpoint, width) or (midpoint, width, top). Under NoLiMa's rule the
+    truth is the longest length at 85 % of the share at the shortest.
+    """
     from niah.core.money.pricing import cost_of
-    from niah.core.results.certify import CertifyPlan, plan_progress
+    from niah.core.results.certify import NOLIMA, CertifyPlan, plan_progress
     from niah.core.results.effective import effective_length
     from niah.core.results.uncertainty import interval
 
     price = {n: cost_of(MODEL, n, ANSWER_TOKENS).usd for n in LENGTHS}
     grid_usd = DEPTHS * GRID_SAMPLES * sum(price.values())
     grid_tokens = DEPTHS * GRID_SAMPLES * sum(LENGTHS)
-    plan = CertifyPlan(LENGTHS, THRESHOLD, budget=SHARE * grid_usd)
+    plan = CertifyPlan(LENGTHS, THRESHOLD, budget=SHARE * grid_usd, rule=rule)
     started = time.perf_counter()
     rows = []
-    for midpoint, width in curves:
-        truth = KnownCurve(midpoint, width).effective_length(LENGTHS, THRESHOLD)
+    for midpoint, width, *rest in curves:
+        top = rest[0] if rest else 1.0
+        shape = KnownCurve(midpoint, width, top=top)
+        threshold = 85 * shape.right_share(LENGTHS[0]) if rule == NOLIMA else THRESHOLD
+        truth = shape.effective_length(LENGTHS, threshold)
         within = exact = determined = grid_determined = grid_within = 0
         shares: list[float] = []
         token_shares: list[float] = []
         rounds: list[int] = []
         for seed in range(seeds):
-            curve = KnownCurve(midpoint, width, seed=seed)
+            curve = KnownCurve(midpoint, width, top=top, seed=seed)
             scores: dict[int, list[float]] = {}
             while (progress := plan_progress(plan, scores, price.get)).next_round:
                 asked = progress.next_round
@@ -101,6 +129,7 @@ def measure_certify(
             {
                 "midpoint_tokens": midpoint,
                 "width": width,
+                "top": top,
                 "true_length": truth,
                 "seeds": seeds,
                 "within_one_length": within,
@@ -117,7 +146,8 @@ def measure_certify(
             }
         )
         print(
-            f"certify, curve at {midpoint:,} (width {width}): truth {truth:,}; within one "
+            f"certify ({rule}), curve at {midpoint:,} (width {width}, top {top:g}): truth "
+            f"{truth:,}; within one "
             f"length {within}/{seeds}, exact {exact}/{seeds}, determined {determined}/{seeds}; "
             f"cost {max(shares):.3f} of the grid's at most; the grid itself determined it "
             f"{grid_determined}/{seeds}"
@@ -131,6 +161,7 @@ def measure_certify(
         "depths": DEPTHS,
         "grid_samples_per_point": GRID_SAMPLES,
         "threshold": THRESHOLD,
+        "rule": rule,
         "budget_share": SHARE,
         "grid_usd": round(grid_usd, 2),
         "curves": rows,

@@ -272,7 +272,9 @@ def _local_reuse(reuse: dict[str, Any]) -> list[str]:
 def _certify(certify: dict[str, Any]) -> list[str]:
     rows = [
         [
-            f"{c['midpoint_tokens']:,} (width {c['width']:g})",
+            f"{c['midpoint_tokens']:,} (width {c['width']:g}"
+            + (f", right at most {percent(c['top'])}" if c.get("top", 1) != 1 else "")
+            + ")",
             f"{c['true_length']:,}",
             f"{c['within_one_length']:.0f} of {c['seeds']:.0f}",
             f"{c['exact']:.0f} of {c['seeds']:.0f}",
@@ -300,7 +302,12 @@ def _certify(certify: dict[str, Any]) -> list[str]:
         f"{certify['longest']:,.0f} tokens, log-spaced) x "
         f"{certify['depths']:.0f} depths x {certify['grid_samples_per_point']:.0f} samples, "
         f"{usd(certify['grid_usd'])} of {certify['model']}'s model cost; certify's budget "
-        f"{percent(certify['budget_share'])} of it, threshold {certify['threshold']:g} %.",
+        f"{percent(certify['budget_share'])} of it, "
+        + (
+            "NoLiMa's rule (85 % of the share at the shortest length)."
+            if certify.get("rule") == "nolima"
+            else f"threshold {certify['threshold']:g} %."
+        ),
     ]
 
 
@@ -401,6 +408,39 @@ FIGURES: dict[str, Figures] = {
         ),
         _certify,
         "scripts/bench.sh --only certify",
+    ),
+    "certify_nolima": Figures(
+        "certify_nolima",
+        (
+            *(
+                f"curves.*.{key}"
+                for key in (
+                    "midpoint_tokens",
+                    "width",
+                    "true_length",
+                    "seeds",
+                    "within_one_length",
+                    "exact",
+                    "determined",
+                    "share_of_grid_usd.mean",
+                    "share_of_grid_usd.max",
+                    "rounds.mean",
+                    "rounds.max",
+                    "grid_determined",
+                )
+            ),
+            "length_count",
+            "shortest",
+            "longest",
+            "depths",
+            "grid_samples_per_point",
+            "grid_usd",
+            "model",
+            "budget_share",
+            "threshold",
+        ),
+        _certify,
+        "scripts/bench.sh --only certify_nolima",
     ),
     "local_reuse": Figures(
         "local_reuse",

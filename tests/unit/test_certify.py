@@ -14,7 +14,14 @@ import pytest
 
 from niah.core.request.spec import RunRequest
 from niah.core.results.certificate import certificate_summary
-from niah.core.results.certify import CertifyPlan, Progress, plan_progress, samples_to_pass
+from niah.core.results.certify import (
+    BASE_SAMPLES,
+    NOLIMA,
+    CertifyPlan,
+    Progress,
+    plan_progress,
+    samples_to_pass,
+)
 from niah.core.results.certify_run import (
     certify_cells,
     certify_progress,
@@ -178,6 +185,50 @@ def test_a_model_that_misses_everywhere_is_certified_below_the_shortest_cheaply(
     assert [look.samples for look in found.looks] == [8] * rounds
     assert [look.length for look in found.looks] == [31623, 3981, 1000]
     assert found.cost < 0.01 * GRID_TOKENS
+
+
+@pytest.mark.parametrize(("midpoint", "width", "top"), [(16_000, 0.5, 0.9), (64_000, 0.3, 0.9)])
+def test_nolimas_rule_certifies_the_length_of_85_percent_of_the_models_own_base(
+    midpoint: int, width: float, top: float
+) -> None:
+    """A model at most about 90 % right: NoLiMa's threshold is another length's.
+
+    85 % of its base (about 77 %) is another length than RULER's 85.6 %, and the
+    certificate lands within one of it.
+    """
+    for seed in range(3):
+        curve = KnownCurve(midpoint, width, top=top, seed=seed)
+        truth = curve.effective_length(LENGTHS, 85 * curve.right_share(LENGTHS[0]))
+        assert truth is not None and truth != curve.effective_length(LENGTHS, 85.6)
+        plan = CertifyPlan(LENGTHS, 85.6, budget=0.25 * GRID_TOKENS, rule=NOLIMA)
+        progress, _ = certify(plan, curve)
+        found = progress.certificate
+        assert found is not None and found.length is not None
+        assert abs(LENGTHS.index(found.length) - LENGTHS.index(truth)) <= 1, (seed, found)
+        # The base first, at the shortest; the band is 85 % of its bounds, around the truth.
+        base = found.looks[0]
+        assert (base.length, base.samples, base.verdict) == (1000, BASE_SAMPLES, "base")
+        assert found.pass_at == pytest.approx(0.85 * base.high)
+        assert found.fail_at == pytest.approx(0.85 * base.low)
+        assert found.fail_at <= 85 * curve.right_share(1000) <= found.pass_at
+
+
+def test_nolimas_rule_is_refused_without_a_short_length_or_with_a_threshold() -> None:
+    from niah.errors import RequestError
+    from niah.service.request_body import parse_request
+
+    base = {"mode": "certify", "certify_rule": "nolima", "document_depth_percents": [50]}
+    with pytest.raises(RequestError) as short:
+        parse_request(base | {"context_lengths": [2000, 4000]})
+    assert short.value.field == "context_lengths"
+    with pytest.raises(RequestError) as threshold:
+        parse_request(base | {"context_lengths": [1000, 4000], "certify_threshold": 80})
+    assert threshold.value.field == "certify_threshold"
+    # Spelt out, RULER's rule names the same run as leaving it out.
+    plain = {"mode": "certify", "context_lengths": [1000, 4000]}
+    assert (
+        parse_request(plain | {"certify_rule": "ruler"}).run_id() == parse_request(plain).run_id()
+    )
 
 
 def certify_spec(**extra: object) -> RunRequest:

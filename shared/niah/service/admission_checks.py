@@ -20,7 +20,7 @@ from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warn
 from niah.core.prompts.haystack_files import content_fingerprint
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import FIRST_LOOK
+from niah.core.results.certify import BASE_SAMPLES, FIRST_LOOK, NOLIMA
 from niah.core.results.certify_run import first_samples, plan_record
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
@@ -94,11 +94,17 @@ def check_certify_budget(spec: RunRequest, most: int) -> None:
         )
     if not first_samples(spec, plan):
         field = "certify_max_usd" if spec.certify_max_usd else "certify_max_tokens"
+        lengths = spec.lengths()
+        middle = lengths[(len(lengths) - 1) // 2]
+        first = (
+            f"NoLiMa's base ({BASE_SAMPLES} samples at {lengths[0]:,} tokens)"
+            if spec.certify_rule == NOLIMA
+            else f"a first look ({FIRST_LOOK} samples at {middle:,} tokens)"
+        )
         raise RequestError(
             field,
-            f"the budget cannot pay for a first look ({FIRST_LOOK} samples at "
-            f"{spec.lengths()[len(spec.lengths()) // 2]:,} tokens); raise {field}, or leave "
-            "it out (a quarter of the grid's)",
+            f"the budget cannot pay for {first}; raise {field}, or leave it out (a quarter "
+            "of the grid's)",
         )
     tokens = plan["max_tokens"]
     if tokens is not None and tokens > most:

@@ -32,16 +32,22 @@ def certificate_view(summary: dict[str, Any]) -> dict[str, Any] | None:
             ("effective length", summary["measures"]["effective_length"]["text"]),
             ("spent", spent),
             ("budget", _budget(certificate)),
-            ("threshold", f"{certificate['threshold']:g} % mean score over the depths"),
+            (
+                "threshold",
+                (
+                    certificate.get("threshold_text") or f"threshold {certificate['threshold']:g} %"
+                ).removeprefix("threshold ")
+                + ", of the mean score over the depths",
+            ),
         ],
         "headers": HEADERS,
         "rows": rows,
         "note": (
-            "Each round looks at one length and asks whether its interval lies wholly at or "
-            "above the threshold (pass) or below it (fail). The interval is "
+            "Each round looks at one length and asks whether its samples show the share "
+            "above the threshold (pass) or below it (fail), by "
             f"{certificate['method']}: each holds however often it is looked at, and "
-            "together they hold with 95 % confidence. Bisection assumes the score does "
-            "not rise with length."
+            "together they hold with 95 % confidence (the bounds shown are each one-sided "
+            "at the level given). Bisection assumes the score does not rise with length."
         ),
     }
 

@@ -157,6 +157,11 @@ def check_own_needles(request: RunRequest) -> None:
         )
 
 
+# NoLiMa's base lengths: 1,000 tokens or less (adobe-research/NoLiMa README, as
+# niah.core.results.effective reads it).
+NOLIMA_BASE_LENGTH = 1_000
+
+
 def check_certify(request: RunRequest) -> None:
     """What certify cannot do yet, refused with the fix: batch, MRCR, repeats of its own."""
     if not request.is_certify():
@@ -181,3 +186,15 @@ def check_certify(request: RunRequest) -> None:
             "context_lengths: certify needs at least two candidate lengths to choose "
             "between; give more (e.g. context_lengths_min/max/num_intervals)"
         )
+    if request.certify_rule == "nolima":
+        if request.lengths()[0] > NOLIMA_BASE_LENGTH:
+            raise ValueError(
+                f"context_lengths: certify_rule nolima takes the model's base score at the "
+                f"shortest length, which must be {NOLIMA_BASE_LENGTH:,} tokens or less "
+                f"(NoLiMa's); the shortest given is {request.lengths()[0]:,}: add a shorter one"
+            )
+        if "certify_threshold" in request.model_fields_set:
+            raise ValueError(
+                "certify_threshold: certify_rule nolima sets the threshold as 85 % of the "
+                "base score; leave certify_threshold out (or use certify_rule ruler)"
+            )

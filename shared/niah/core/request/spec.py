@@ -150,6 +150,9 @@ class RunRequest(BaseModel):
     certify_threshold: float = Field(default=85.6, gt=0, lt=100)
     certify_max_tokens: int | None = Field(default=None, ge=1, le=10**12)
     certify_max_usd: float | None = Field(default=None, gt=0, le=1_000_000)
+    # The threshold's rule: RULER's fixed certify_threshold (the default), or NoLiMa's
+    # 85 % of the model's own score at the shortest length (at most 1,000 tokens).
+    certify_rule: Literal["ruler", "nolima"] | None = None
     # Sentinels (niah.service.sentinels): a named request asked again on a schedule.
     # Only the dispatcher's sentinel route sets these (a plain request naming them is
     # refused): the name, and when the firing was due (RFC 3339, UTC), so each firing
@@ -176,6 +179,11 @@ class RunRequest(BaseModel):
     @classmethod
     def _grid_is_the_default(cls, value: str | None) -> str | None:
         return None if value == "grid" else value
+
+    @field_validator("certify_rule")
+    @classmethod
+    def _ruler_is_the_default(cls, value: str | None) -> str | None:
+        return None if value == "ruler" else value
 
     def is_certify(self) -> bool:
         """Whether the run certifies an effective length instead of filling the grid."""
@@ -405,7 +413,7 @@ class RunRequest(BaseModel):
         if self.samples_per_cell == 1:
             unused.add("samples_per_cell")
         if not self.is_certify():
-            unused |= {"certify_threshold", "certify_max_tokens", "certify_max_usd"}
+            unused |= {"certify_threshold", "certify_max_tokens", "certify_max_usd", "certify_rule"}
         return unused
 
     def run_id(self, haystack_fingerprint: str = "") -> str:

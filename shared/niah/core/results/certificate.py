@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import CONFIDENCE
+from niah.core.results.certify import CONFIDENCE, NOLIMA
 from niah.core.results.certify_run import certify_plan, certify_progress, grid_tokens, kept_plan
 from niah.core.results.certify_run import grid_usd as run_grid_usd
 from niah.settings import get_settings
@@ -42,7 +42,9 @@ def certificate_summary(
     grid_usd = run_grid_usd(spec, record["sample_usd"]) if record["sample_usd"] else None
     unscored = sum(1 for c in cells if c.get("task_score") is None)
     costs = {
+        "rule": plan.rule,
         "threshold": spec.certify_threshold,
+        "threshold_text": f"threshold {spec.certify_threshold:g} %",
         "confidence": CONFIDENCE,
         "budget_usd": plan.budget,
         "budget_tokens": plan.max_tokens,
@@ -67,6 +69,15 @@ def certificate_summary(
         }
     kept = found.as_dict()
     spent = kept.pop("cost")
+    if plan.rule == NOLIMA:  # the threshold was a band: 85 % of the base's bounds
+        base = found.looks[0]
+        costs |= {
+            "threshold": kept["pass_at"],
+            "threshold_text": (
+                f"threshold 85 % of the base {base.mean:g} % at {base.length:,} tokens: "
+                f"pass above {kept['pass_at']:g} %, fail below {kept['fail_at']:g} %"
+            ),
+        }
     grid = grid_usd if grid_usd is not None else costs["grid_tokens"]
     return (
         costs
@@ -87,6 +98,7 @@ def certified_effective_length(certificate: dict[str, Any]) -> dict[str, Any]:
         "length": certificate["length"],
         "threshold": certificate["threshold"],
         "rule": f"certify: {certificate['threshold']:g}",
+        "threshold_text": certificate.get("threshold_text"),
         "base": None,
         "certified": True,
         "below": certificate["below"],

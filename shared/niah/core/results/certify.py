@@ -38,14 +38,34 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from niah.core.results.confidence_sequence import bounds, shows_above, shows_below
+from niah.core.results.confidence_sequence import (
+    bounds,
+    fixed_bounds,
+    shows_above,
+    shows_below,
+)
 
 # The service's 95 % (niah.core.results.uncertainty.CONFIDENCE), kept here so the
 # dispatcher, which plans a run's first round, never loads the interval code's numpy.
 CONFIDENCE = 0.95
 
 
-PASS, FAIL, OPEN = "pass", "fail", "open"
+PASS, FAIL, OPEN, BASE = "pass", "fail", "open", "base"
+# The rules a threshold is set by (niah.core.results.effective): RULER's fixed 85.6 %,
+# or NoLiMa's share of the model's own base score at a short length.
+RULER, NOLIMA = "ruler", "nolima"
+NOLIMA_SHARE = 0.85
+# NoLiMa's base: the first look at the shortest candidate (at most 1,000 tokens), this
+# many samples, once; its bounds make the threshold a band (see ``Thresholds``). Many:
+# at the shortest length a sample is cheap (512 at 1,000 tokens are 0.3 % of an 11 x 11
+# x 5 grid's tokens over 1K-1M), and with 48 the band of a base near 80 % reached the
+# base itself, so nothing could pass.
+BASE_SAMPLES = 1024
+# Under NoLiMa's rule a length's share is tested against a band below the base, often
+# near 80 % where right/wrong varies most: it is given up to this many samples (with
+# 256, a model right 80 % of the time at best was within one length in 5 of 10 seeds,
+# with 512 in 9; scripts/bench.sh --only certify_nolima).
+NOLIMA_MAX_SAMPLES = 512
 # A length's first look (small: a clear failure costs little) and the most samples it
 # is given before it is left open.
 FIRST_LOOK = 8
@@ -76,12 +96,17 @@ class CertifyPlan:
     threshold: float
     confidence: float = CONFIDENCE
     first_look: int = FIRST_LOOK
-    max_samples: int = MAX_SAMPLES
+    max_samples: int = 0  # 0: MAX_SAMPLES, or NOLIMA_MAX_SAMPLES under NoLiMa's rule
     budget: float | None = None
     max_total_samples: int | None = None
     max_tokens: int | None = None
+    rule: str = RULER
+    base_samples: int = BASE_SAMPLES
 
     def __post_init__(self) -> None:
+        if not self.max_samples:
+            cap = NOLIMA_MAX_SAMPLES if self.rule == NOLIMA else MAX_SAMPLES
+            object.__setattr__(self, "max_samples", cap)
         if list(self.lengths) != sorted(set(self.lengths)) or not self.lengths:
             raise ValueError("certify lengths must be distinct and ascending")
         if not 0 < self.threshold <= 100:
@@ -121,10 +146,16 @@ class Certificate:
     tokens: int  # the prompt tokens of the samples looked at
     cost: float  # the same in the plan's unit (dollars, or tokens)
     looks: tuple[Look, ...]
+    # The shares (percent) a length had to be shown above to pass and below to fail:
+    # one number under RULER's rule, a band under NoLiMa's.
+    pass_at: float = 0.0
+    fail_at: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """As stored on the run and written to results."""
         return {
+            "pass_at": round(self.pass_at, 2),
+            "fail_at": round(self.fail_at, 2),
             "length": self.length,
             "below": self.below,
             "determined": self.determined,
@@ -146,6 +177,19 @@ class Round:
     samples: int
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """The shares (fractions) a length must be shown above to pass, and below to fail.
+
+    RULER's rule: one number. NoLiMa's: 85 % of the base share, which is itself known
+    only within its bounds, so a pass must clear 85 % of the base's upper bound and a
+    fail fall under 85 % of its lower one; a length between is left open.
+    """
+
+    pass_at: float
+    fail_at: float
+
+
 @dataclass
 class Progress:
     """Where a certification stands: the next round, or the certificate."""
@@ -153,23 +197,34 @@ class Progress:
     looks: list[Look] = field(default_factory=list)
     next_round: Round | None = None
     certificate: Certificate | None = None
+    thresholds: Thresholds | None = None
 
 
 def length_alpha(plan: CertifyPlan) -> float:
-    """Each length's share of ``1 - confidence``: the union bound over the candidates."""
-    return (1 - plan.confidence) / len(plan.lengths)
+    """Each test's share of ``1 - confidence``: the union bound over the candidates.
+
+    Under NoLiMa's rule the base's two bounds are tests too: K + 1 in all (the base
+    length's own verdict is not asked).
+    """
+    tests = len(plan.lengths) + (1 if plan.rule == NOLIMA else 0)
+    return (1 - plan.confidence) / tests
+
+
+def fixed_thresholds(plan: CertifyPlan) -> Thresholds:
+    """RULER's rule: the plan's threshold, both ways."""
+    return Thresholds(plan.threshold / 100, plan.threshold / 100)
 
 
 def samples_to_pass(plan: CertifyPlan) -> int:
     """The fewest samples, all right, whose sequence clears the threshold."""
-    alpha, threshold = length_alpha(plan), plan.threshold / 100
+    alpha, threshold = length_alpha(plan), fixed_thresholds(plan).pass_at
     n = 1
     while not shows_above(n, n, threshold, alpha):
         n += 1
     return n
 
 
-def _look_size(looked: Sequence[float], plan: CertifyPlan) -> tuple[int, bool]:
+def _look_size(looked: Sequence[float], plan: CertifyPlan, limits: Thresholds) -> tuple[int, bool]:
     """How many samples the next look at a length takes, given those already looked at.
 
     A first look is small (``first_look``): a clear failure costs little. After that,
@@ -182,10 +237,10 @@ def _look_size(looked: Sequence[float], plan: CertifyPlan) -> tuple[int, bool]:
     have = len(looked)
     if not have:
         return plan.first_look, True
-    share, threshold, alpha = sum(looked) / have, plan.threshold / 100, length_alpha(plan)
+    share, alpha = sum(looked) / have, length_alpha(plan)
     least, most = math.ceil(1.5 * have), GROWTH * have
     for n in range(least, max(most, plan.max_samples) + 1):
-        if share != threshold and _settled(share * n, n, threshold, alpha):
+        if _settled(share * n, n, limits, alpha):
             # Settled within the cap if the share held; past it, the length is open.
             return min(n, most), n <= plan.max_samples
     return most, False
@@ -216,6 +271,19 @@ def plan_progress(
     revisited: set[int] = set()
     progress = Progress()
     spent = 0.0
+    limits = fixed_thresholds(plan)
+    if plan.rule == NOLIMA:  # the base first: the threshold is a share of it
+        base = _base(plan, scores, cost, failing, progress)
+        if base is None:  # to be asked, or it cannot be: ``progress`` says which
+            return progress
+        limits, spent = base, plan.base_samples * cost(lengths[0])
+        seen[0] = plan.base_samples
+        progress.thresholds = limits
+        if not sum(scores[lengths[0]][: plan.base_samples]):
+            # A base that scored nothing: no length has an effective share of it.
+            return _finish(progress, plan, -1, 0, unaffordable, stopped, spent)
+        lo = 0  # the base length passes its own share of itself
+    progress.thresholds = limits
     current: int | None = None  # a length looked at and still open
     while True:
         left_open = open_at_cap | unaffordable | stopped
@@ -231,7 +299,7 @@ def plan_progress(
             current = inside[(len(inside) - 1) // 2]
         have = seen.get(current, 0)
         stored = scores.get(lengths[current], ())
-        wanted, settles = _look_size(stored[:have], plan)
+        wanted, settles = _look_size(stored[:have], plan, limits)
         wanted = min(wanted, plan.max_samples)
         extra = (wanted - have) * cost(lengths[current])
         others = [i for i in inside if i != current]
@@ -270,7 +338,7 @@ def plan_progress(
             return progress
         spent += extra
         seen[current] = wanted
-        look = _look(len(progress.looks) + 1, lengths[current], stored[:wanted], plan)
+        look = _look(len(progress.looks) + 1, lengths[current], stored[:wanted], plan, limits)
         progress.looks.append(look)
         if look.verdict == PASS:
             lo, current = current, None
@@ -281,21 +349,61 @@ def plan_progress(
             current = None
 
 
-def _settled(right: float, n: int, threshold: float, alpha: float) -> bool:
+def _base(
+    plan: CertifyPlan,
+    scores: Mapping[int, Sequence[float]],
+    cost: Callable[[int], float],
+    failing: frozenset[int],
+    progress: Progress,
+) -> Thresholds | None:
+    """NoLiMa's thresholds from the base's first look; None while it is to be asked.
+
+    The base is the shortest candidate's share, looked at once with ``base_samples``
+    samples; its one-sided bounds (each at the plan's per-test level) make the band.
+    None with ``progress.next_round`` set: ask it; None with a certificate: it cannot be
+    (its calls keep failing, or it does not fit the budget).
+    """
+    length = plan.lengths[0]
+    stored = scores.get(length, ())
+    need = plan.base_samples
+    if len(stored) < need:
+        over = plan.budget is not None and need * cost(length) > plan.budget + 1e-9
+        if length in failing or over:
+            stopped = {0} if length in failing else set()
+            _finish(progress, plan, -1, len(plan.lengths), {0} - stopped, stopped, 0.0)
+            return None
+        progress.next_round = Round(1, length, need)
+        return None
+    right = sum(stored[:need])
+    # One look of a size fixed in advance: Wilson's bounds hold (no sequence is needed).
+    low, high = fixed_bounds(right, need, length_alpha(plan))
+    level = 1 - length_alpha(plan)
+    progress.looks.append(
+        Look(1, length, need, round(100 * right / need, 2), 100 * low, 100 * high, level, BASE)
+    )
+    return Thresholds(NOLIMA_SHARE * high, NOLIMA_SHARE * low)
+
+
+def _settled(right: float, n: int, limits: Thresholds, alpha: float) -> bool:
     """Whether ``right`` of ``n`` would give a verdict: above the threshold, or below."""
-    if right / n >= threshold:
-        return shows_above(right, n, threshold, alpha)
-    return shows_below(right, n, threshold, alpha)
+    share = right / n
+    if share > limits.pass_at:
+        return shows_above(right, n, limits.pass_at, alpha)
+    if share < limits.fail_at:
+        return shows_below(right, n, limits.fail_at, alpha)
+    return False
 
 
-def _look(t: int, length: int, scores: Sequence[float], plan: CertifyPlan) -> Look:
+def _look(
+    t: int, length: int, scores: Sequence[float], plan: CertifyPlan, limits: Thresholds
+) -> Look:
     """Round ``t``'s verdict on ``length`` from its first samples."""
-    alpha, threshold = length_alpha(plan), plan.threshold / 100
+    alpha = length_alpha(plan)
     right, n = sum(scores), len(scores)
     low, high = bounds(right, n, alpha)
-    if right / n >= threshold and shows_above(right, n, threshold, alpha):
+    if right / n >= limits.pass_at and shows_above(right, n, limits.pass_at, alpha):
         verdict = PASS
-    elif right / n < threshold and shows_below(right, n, threshold, alpha):
+    elif right / n < limits.fail_at and shows_below(right, n, limits.fail_at, alpha):
         verdict = FAIL
     else:
         verdict = OPEN
@@ -323,6 +431,7 @@ def _finish(
         else:
             reason = "undecided"  # a length still open at max_samples
     last = _last_looks(progress.looks)
+    limits = progress.thresholds or fixed_thresholds(plan)
     progress.certificate = Certificate(
         length=plan.lengths[lo] if lo >= 0 else None,
         below=plan.lengths[hi] if hi < len(plan.lengths) else None,
@@ -333,6 +442,8 @@ def _finish(
         tokens=sum(look.samples * look.length for look in last),
         cost=spent,
         looks=tuple(progress.looks),
+        pass_at=100 * limits.pass_at,
+        fail_at=100 * limits.fail_at,
     )
     return progress
 

@@ -18,7 +18,15 @@ from typing import Any
 from niah.core.money.pricing import cost_of
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import MAX_SAMPLES, CertifyPlan, Progress, plan_progress
+from niah.core.results.certify import (
+    BASE_SAMPLES,
+    MAX_SAMPLES,
+    NOLIMA_MAX_SAMPLES,
+    RULER,
+    CertifyPlan,
+    Progress,
+    plan_progress,
+)
 
 # The grid a certification is measured against: every length and depth, 5 samples each.
 GRID_SAMPLES = 5
@@ -91,6 +99,7 @@ def certify_plan(
     return CertifyPlan(
         lengths=tuple(spec.lengths()),
         threshold=spec.certify_threshold,
+        rule=spec.certify_rule or RULER,
         budget=kept["budget_usd"],
         max_total_samples=kept["max_cells"],
         max_tokens=kept["max_tokens"],
@@ -127,8 +136,9 @@ def length_cells(spec: RunRequest, length: int, count: int) -> list[Cell]:
 # The most samples a certify run can ask of one (length, depth) point. Depths are
 # drawn, so one point may take every sample of its length: the planner's most samples
 # a length, and the unscored ones it replaces (at most a quarter of those asked, so a
-# third more), with room to spare.
-SAMPLES_PER_POINT = 2 * MAX_SAMPLES
+# third more), with room to spare; under NoLiMa's rule, its base's samples at the
+# shortest length, the most of any.
+SAMPLES_PER_POINT = 2 * max(MAX_SAMPLES, NOLIMA_MAX_SAMPLES, BASE_SAMPLES)
 
 
 def stored_samples(run: Mapping[str, Any]) -> dict[int, int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from statistics import NormalDist
 
 EDGE = 1e-12  # p is kept inside (0, 1): log p and log(1 - p) stay finite
 
@@ -132,3 +133,22 @@ def _log1m_exp(log_value: float) -> float:
     if log_value > -0.693:
         return math.log(-math.expm1(log_value))
     return math.log1p(-math.exp(log_value))
+
+
+def fixed_bounds(successes: float, trials: int, alpha: float) -> tuple[float, float]:
+    """Wilson's score bounds, each one-sided at ``1 - alpha``, for one look at a fixed size.
+
+    Valid only where the number of samples was fixed before any was seen (NoLiMa's base
+    in certify: one look, its size a constant): then no sequence is needed, and Wilson's
+    bounds (Wilson 1927, the service's interval for right/wrong) are much narrower at
+    a thousand samples than the mixture's.
+    """
+    if trials == 0:
+        return 0.0, 1.0
+    z = NormalDist().inv_cdf(1 - alpha)
+    share = successes / trials
+    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
+    spread = (z / (1 + z * z / trials)) * math.sqrt(
+        share * (1 - share) / trials + z * z / (4 * trials * trials)
+    )
+    return max(0.0, centre - spread), min(1.0, centre + spread)

@@ -109,7 +109,7 @@ def _certified_text(effective: dict[str, Any]) -> str:
     """A certify run's answer: the length certified, and what bounds it."""
     length, below = effective.get("length"), effective.get("below")
     sure = f"{CONFIDENCE * 100:g} % confident"
-    threshold = f"threshold {effective['threshold']:g} %"
+    threshold = effective.get("threshold_text") or f"threshold {effective['threshold']:g} %"
     if effective.get("reason") == "unfinished":
         return "not determined (the certification's rounds did not finish)"
     between = ", ".join(f"{n:,}" for n in effective.get("open_lengths") or [])
