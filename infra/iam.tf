@@ -120,6 +120,8 @@ locals {
     sweep_publishes_cells         = { account = "sweep", topic = "cells" }
     sweep_publishes_reports       = { account = "sweep", topic = "reports" }
     report_publishes_alerts       = { account = "report", topic = "alerts" }
+    # A scheduled sentinel firing the dispatcher refuses is told to the alerts topic.
+    dispatcher_publishes_alerts = { account = "dispatcher", topic = "alerts" }
   }
   # Who reads the data bucket (get and list anywhere in it: haystacks, the tokenizer,
   # caches, kept answers, batch output), and where each writes. Writing is

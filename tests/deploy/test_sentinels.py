@@ -11,6 +11,7 @@ route's path, the Firestore collection and the firing's request
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ from tests.deploy.terraform_plan import (
 )
 from tests.deploy.test_publishers import functions_in, publisher_grants
 from tests.fake_store import MemoryStore
+
+# The moment the firings here are judged from (a firing is due now, or lately).
+DUE = dt.datetime(2026, 11, 30, 6, 0, 30, tzinfo=dt.UTC)
 
 DISPATCHER_URI = "google_cloudfunctions2_function.dispatcher.service_config[0].uri"
 
@@ -107,7 +111,7 @@ def test_each_sentinel_s_document_holds_the_request_its_firing_runs(planned: Pla
         store = MemoryStore()
         store.sentinels[name] = {field: value["stringValue"] for field, value in fields.items()}
         firing = sentinel_payload(
-            {"sentinel": name}, schedule_time="2026-11-30T06:00:00Z", store=store
+            {"sentinel": name}, schedule_time="2026-11-30T06:00:00Z", store=store, now=DUE
         )
         assert firing == json.loads(SENTINELS[name]["request"]) | {
             "sentinel": name,
