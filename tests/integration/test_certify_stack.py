@@ -100,3 +100,48 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(
     assert page.locator('dd[data-fact="mean of the samples asked (%)"]').count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.close()
+
+
+def test_a_certify_run_by_nolimas_rule_asks_the_base_first(stack: Stack) -> None:
+    """A model right 90 % at best: NoLiMa's threshold is 85 % of that (about 76 %).
+
+    The run's first round is the base at the shortest length (half the run's 500 cells:
+    250 samples); the certificate says the rule and its band, and claims nothing the
+    truth denies: 2,000 tokens (82 % right there; RULER's 85.6 % would say 1,000).
+    """
+    curve = KnownCurve(4000, 0.3, top=0.9, seed=5)
+    configure = f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config"
+    requests.post(configure, json={"curve": curve.__dict__}, timeout=5).raise_for_status()
+    try:
+        run_id = submit(
+            stack,
+            {
+                "model_name": "gemini-3.8-flash",
+                "mode": "certify",
+                "certify_rule": "nolima",
+                "context_lengths": LENGTHS,
+                "document_depth_percents": [0, 50, 100],
+                "certify_max_tokens": 1_500_000,
+                "certify_max_usd": 10.0,  # the tokens bind first
+                "seed": 9,
+            },
+        )
+        run = wait_complete(run_id, timeout=300)
+    finally:
+        requests.post(configure, json={}, timeout=5).raise_for_status()
+    summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(
+        run["report"]["summary_uri"].split("/", 3)[3]
+    ))  # fmt: skip
+    certificate = summary["certificate"]
+    assert certificate["rule"] == "nolima"
+    base = certificate["looks"][0]
+    assert (base["length"], base["samples"], base["verdict"]) == (500, 250, "base")
+    truth = curve.effective_length(LENGTHS, 85 * curve.right_share(LENGTHS[0]))
+    assert truth == 2000 and curve.effective_length(LENGTHS, 85.6) == 1000
+    # 95 % confident: never a length past the truth's neighbour (how close it lands is
+    # the bench's to measure: here the 500 cells a run allows cut the rounds short).
+    assert certificate["length"] is not None and certificate["length"] <= 4000
+    assert certificate["below"] is None or certificate["below"] > 1000
+    assert certificate["fail_at"] <= 85 * curve.right_share(500) <= certificate["pass_at"]
+    text = summary["measures"]["effective_length"]["text"]
+    assert "threshold 85 % of the base" in text, text

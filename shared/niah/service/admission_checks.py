@@ -85,7 +85,7 @@ def check_budget(
 
 def check_certify_budget(spec: RunRequest, most: int) -> None:
     """Refuse a certification above the run's token limit, or in dollars it cannot price."""
-    plan = plan_record(spec, None)
+    plan = plan_record(spec, get_settings().max_cells_per_run)
     if spec.certify_max_usd is not None and plan["sample_usd"] is None:
         raise RequestError(
             "certify_max_usd",

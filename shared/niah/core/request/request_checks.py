@@ -193,7 +193,8 @@ def check_certify(request: RunRequest) -> None:
                 f"shortest length, which must be {NOLIMA_BASE_LENGTH:,} tokens or less "
                 f"(NoLiMa's); the shortest given is {request.lengths()[0]:,}: add a shorter one"
             )
-        if "certify_threshold" in request.model_fields_set:
+        # By value, not by whether it was given: a stored spec spells every default out.
+        if request.certify_threshold != type(request).model_fields["certify_threshold"].default:
             raise ValueError(
                 "certify_threshold: certify_rule nolima sets the threshold as 85 % of the "
                 "base score; leave certify_threshold out (or use certify_rule ruler)"

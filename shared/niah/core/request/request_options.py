@@ -154,8 +154,8 @@ OPTION_HELP: dict[str, str] = {
     "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
     "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
-    "certify_rule": "certify's threshold: ruler (certify_threshold, 85.6) or nolima (85 percent of the "
-    "score at the shortest length, <= 1,000 tokens)",
+    "certify_rule": "certify's threshold: ruler (certify_threshold, 85.6) or nolima (85 "
+    "percent of the score at the shortest length, <= 1,000 tokens)",
     "sentinel": "the sentinel whose firing this run is; set by the firing only (niah sentinel run)",
     "scheduled_at": "when the sentinel's firing was due, RFC 3339 UTC; set by the firing only",
     "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",

@@ -367,7 +367,11 @@ def _base(
     stored = scores.get(length, ())
     need = plan.base_samples
     if len(stored) < need:
-        over = plan.budget is not None and need * cost(length) > plan.budget + 1e-9
+        over = (
+            (plan.budget is not None and need * cost(length) > plan.budget + 1e-9)
+            or (plan.max_total_samples is not None and need > plan.max_total_samples)
+            or (plan.max_tokens is not None and need * length > plan.max_tokens)
+        )
         if length in failing or over:
             stopped = {0} if length in failing else set()
             _finish(progress, plan, -1, len(plan.lengths), {0} - stopped, stopped, 0.0)

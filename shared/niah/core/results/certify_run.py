@@ -100,6 +100,11 @@ def certify_plan(
         lengths=tuple(spec.lengths()),
         threshold=spec.certify_threshold,
         rule=spec.certify_rule or RULER,
+        # The base may take at most half the run's cells (NIAH_MAX_CELLS_PER_RUN; 500 by
+        # default gives 250 samples and a wider band than the bench's 1,024).
+        base_samples=min(BASE_SAMPLES, kept["max_cells"] // 2)
+        if kept.get("max_cells")
+        else BASE_SAMPLES,
         budget=kept["budget_usd"],
         max_total_samples=kept["max_cells"],
         max_tokens=kept["max_tokens"],
