@@ -2,11 +2,12 @@
 
 A sentinel's definition is written to Firestore as Terraform writes it; each firing is
 the scheduler's request (``niah_devtools.sentinel_schedule.fire``: the name, the due
-time in ``X-CloudScheduler-ScheduleTime``) or ``niah sentinel run``. Four firings:
+time in ``X-CloudScheduler-ScheduleTime``) or ``niah sentinel run``. Five firings:
 the first has nothing to compare with, the second answers as the first (not flagged),
 the third is answered by another model version (flagged), the fourth after the Vertex
-stand-in's accuracy drops (flagged). The flags are on the runs, on the index (its trend,
-looked at in Chromium at 1280 px) and on the alerts topic.
+stand-in's accuracy drops (flagged), the fifth (by hand) as the fourth (not flagged).
+The flags are on the runs, on the index (its trend, looked at in Chromium at 1280 px)
+and on the alerts topic.
 """
 
 from __future__ import annotations
@@ -67,59 +68,63 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     )
     alerts(project)  # none of an earlier test's
     store = FirestoreStore()
-    # Firings are due now or lately (the route refuses times far off): the first a few
-    # days ago, the CLI's now, the last two a few minutes ahead, in that order.
+    # Firings are due now or lately (the route refuses times far off): four by the
+    # scheduler's request, days apart; the fifth by hand, now.
     base = dt.datetime.now(dt.UTC).replace(microsecond=0)
     runs: list[str] = []
 
-    def fired(minutes: int) -> str:
-        answer = sentinel_schedule.fire(dispatcher, NAME, base + dt.timedelta(minutes=minutes))
+    def fired(days: int) -> str:
+        answer = sentinel_schedule.fire(dispatcher, NAME, base - dt.timedelta(days=days))
         wait_complete(answer["run_id"], timeout=300)
         runs.append(answer["run_id"])
         return str(answer["run_id"])
 
     try:
-        first = fired(-3 * 24 * 60)
+        first = fired(6)
         # Scheduler's retry of the same firing is the same run.
-        again = sentinel_schedule.fire(dispatcher, NAME, base - dt.timedelta(days=3))
+        again = sentinel_schedule.fire(dispatcher, NAME, base - dt.timedelta(days=6))
         assert again["run_id"] == first and not again["created"]
-        # Now, by hand: the CLI's firing, followed to its report.
-        done = niah(stack, "sentinel", "run", NAME, "--wait")
-        assert done.returncode == 0, done.stdout + done.stderr
-        second = done.stdout.split("run ", 1)[1].split()[0]
-        runs.append(second)
+        second = fired(4)
         # Google routes the ID to another version: the same answers, another model.
         routed = {"served_versions": {"gemini-3.8-flash": "gemini-3.8-flash-002"}}
         requests.post(configure, json=routed, timeout=5).raise_for_status()
-        third = fired(3)
+        third = fired(2)
         # That version gets worse: nothing right (a config is whole: the routing again).
         worse = routed | {"curve": NOTHING_RIGHT}
         requests.post(configure, json=worse, timeout=5).raise_for_status()
-        fourth = fired(6)
+        fourth = fired(1)
+        # Now, by hand: the CLI's firing, followed to its report; as bad as the fourth,
+        # so unchanged since it.
+        done = niah(stack, "sentinel", "run", NAME, "--wait")
+        assert done.returncode == 0, done.stdout + done.stderr
+        fifth = done.stdout.split("run ", 1)[1].split()[0]
+        runs.append(fifth)
     finally:
         requests.post(configure, json={}, timeout=5).raise_for_status()
-    assert len(set(runs)) == 4
+    flags = [False, False, True, True, False]
+    assert len(set(runs)) == 5
     checks = [store.get_run(run_id, counts=False)["sentinel_check"] for run_id in runs]
-    assert [c["flagged"] for c in checks] == [False, False, True, True]
+    assert [c["flagged"] for c in checks] == flags
     assert checks[0]["previous_run_id"] is None
-    assert [c["previous_run_id"] for c in checks[1:]] == [first, second, third]
+    assert [c["previous_run_id"] for c in checks[1:]] == [first, second, third, fourth]
     assert checks[1]["paired"]["effect"] == 0 and checks[1]["paired"]["pairs"] == SAMPLES
     assert checks[2]["reasons"] == [
         "model version changed: gemini-3.8-flash before, gemini-3.8-flash-002 now"
     ]
     (dropped,) = checks[3]["reasons"]
     assert dropped.startswith("score changed: -100 points") and "p < 0.001" in dropped
+    assert checks[4]["paired"]["effect"] == 0 and checks[4]["reasons"] == []
     # The alerts topic: one message per run, the flag as an attribute to filter on.
     published: list[tuple[dict[str, Any], dict[str, str]]] = []
 
-    def four_alerts() -> bool:
+    def five_alerts() -> bool:
         published.extend(alerts(project))
-        return len(published) >= 4
+        return len(published) >= 5
 
-    wait_for(four_alerts, timeout=60, what="four alerts")
+    wait_for(five_alerts, timeout=60, what="five alerts")
     by_run = {attributes["run_id"]: (message, attributes) for message, attributes in published}
-    assert sorted(by_run) == sorted(runs) and len(published) == 4
-    assert [by_run[r][1]["flagged"] for r in runs] == ["false", "false", "true", "true"]
+    assert sorted(by_run) == sorted(runs) and len(published) == 5
+    assert [by_run[r][1]["flagged"] for r in runs] == [str(f).lower() for f in flags]
     assert all(by_run[r][1]["sentinel"] == NAME for r in runs)
     assert by_run[fourth][0]["mean"] == 0 and by_run[fourth][0]["previous_run_id"] == third
     # The index: the sentinel's trend, oldest first, the flags where they are.
@@ -127,19 +132,19 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     index = json.loads(bucket.read("reports/index.json"))
     trend = index["sentinels"][NAME]
     assert [p["run_id"] for p in trend["runs"]] == runs
-    assert [p["flagged"] for p in trend["runs"]] == [False, False, True, True]
-    assert trend["flagged"] == 2 and trend["latest"]["run_id"] == fourth
+    assert [p["flagged"] for p in trend["runs"]] == flags
+    assert trend["flagged"] == 2 and trend["latest"]["run_id"] == fifth
     # `niah sentinel show` says the same.
     shown = niah(stack, "sentinel", "show", NAME, "--json")
-    assert [r["flagged"] for r in json.loads(shown.stdout)["runs"]] == [False, False, True, True]
+    assert [r["flagged"] for r in json.loads(shown.stdout)["runs"]] == flags
     listed = niah(stack, "sentinel", "list")
-    assert f"{NAME}: 0 6 * * * (Etc/UTC), 4 runs, 2 flagged" in listed.stdout, listed.stdout
-    # The trend in Chromium at 1280 px: four points, the last two flagged.
+    assert f"{NAME}: 0 6 * * * (Etc/UTC), 5 runs, 2 flagged" in listed.stdout, listed.stdout
+    # The trend in Chromium at 1280 px: five points at their times, two flagged.
     url = f"{stack.env['STORAGE_EMULATOR_HOST']}/{stack.env['NIAH_BUCKET']}/reports/index.html"
     page, requested = open_page(browser, url, "index-sentinel.png")
     assert requested == [url]
     section = page.locator("#section-sentinels")
-    assert section.locator("svg.trend circle").count() == 4
+    assert section.locator("svg.trend circle").count() == 5
     assert section.locator("svg.trend circle.flagged").count() == 2
     assert section.locator("tr.flagged").count() == 2
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280

@@ -402,3 +402,38 @@ def test_the_route_answers_each_refusal_with_its_status_and_alerts_a_scheduled_o
     assert store.runs[run_id]["spec"]["sentinel"] == "daily"
     assert store.runs[run_id]["label"].startswith("sentinel daily · ")
     assert store.runs[run_id]["sentinel_key"].startswith("run-")
+
+
+def test_the_trend_puts_each_run_at_the_time_it_was_due_to_scale() -> None:
+    from niah.core.pages.sentinel_trend import trend_figure
+    from niah.core.results.curves import LEFT, PLOT_WIDTH
+
+    def point(when: str, flagged: bool = False) -> dict[str, Any]:
+        return {
+            "scheduled_at": when,
+            "mean": 90.0,
+            "mean_interval": [80.0, 95.0],
+            "flagged": flagged,
+            "text": "",
+        }
+
+    figure = trend_figure(
+        "daily",
+        [
+            point("2026-11-28T06:00:00Z"),
+            point("2026-11-28T07:00:00Z"),  # a firing by hand an hour later
+            point("2026-11-28T09:00:00Z", flagged=True),
+        ],
+    )
+    xs = [float(dot["x"]) for dot in figure["dots"]]
+    assert xs == [LEFT, round(LEFT + PLOT_WIDTH / 3, 1), LEFT + PLOT_WIDTH]
+    assert [dot["flagged"] for dot in figure["dots"]] == [False, False, True]
+    # Five labelled times over the span, not one per run; the ends lean in.
+    assert [t["text"] for t in figure["ticks"]] == [
+        "11-28 06:00",
+        "11-28 06:45",
+        "11-28 07:30",
+        "11-28 08:15",
+        "11-28 09:00",
+    ]
+    assert [t["anchor"] for t in figure["ticks"]] == ["start", *["middle"] * 3, "end"]

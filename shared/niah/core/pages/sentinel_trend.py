@@ -1,15 +1,15 @@
 """A sentinel's trend for the runs index: its runs' means over time, with intervals and flags.
 
-Each sentinel gets one plot: its complete runs in the order they were due (evenly
-spaced, one step a firing, as a sentinel's firings are), each mean with its 95 %
-interval as the band, and the runs its check flagged marked in red. The ``trend``
-macro (``templates/trend.html``) draws it as inline SVG; here is only where each point
-falls, and the rows of the table under it.
+Each sentinel gets one plot: its runs at the times they were due (to scale), each mean
+with its 95 % interval as the band, and the runs its check flagged marked in red. The
+``trend`` macro (``templates/trend.html``) draws it as inline SVG; here is only where
+each point falls, and the rows of the table under it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from niah.core.results.curves import LEFT, PLOT_HEIGHT, PLOT_WIDTH, TOP, WIDTH
@@ -54,19 +54,23 @@ def _point(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The plot of one sentinel's scored runs: x the firing, y 0-100 %."""
+    """The plot of one sentinel's scored runs: x the time each was due, to scale; y 0-100 %."""
     scored = [p for p in points if p["mean"] is not None]
-    step = PLOT_WIDTH / max(1, len(scored) - 1)
+    times = [_seconds(p["scheduled_at"]) for p in scored]
+    first, last = (min(times), max(times)) if times else (0.0, 0.0)
 
-    def x(index: int) -> float:
-        return LEFT + (PLOT_WIDTH / 2 if len(scored) == 1 else index * step)
+    def x(when: float) -> float:
+        # One time (or one run) sits in the middle; more are spread edge to edge.
+        return LEFT + (
+            PLOT_WIDTH / 2 if last == first else PLOT_WIDTH * (when - first) / (last - first)
+        )
 
     dots = []
-    for index, point in enumerate(scored):
+    for point, when in zip(scored, times, strict=True):
         low_high = point["mean_interval"] or [point["mean"], point["mean"]]
         dots.append(
             {
-                "x": f"{x(index):.1f}",
+                "x": f"{x(when):.1f}",
                 "y": f"{_y(point['mean']):.1f}",
                 "low": f"{_y(low_high[0]):.1f}",
                 "high": f"{_y(low_high[1]):.1f}",
@@ -77,8 +81,6 @@ def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 + (f"; flagged: {point['text']}" if point["flagged"] else ""),
             }
         )
-    # A tick under each firing, at most about eight labelled.
-    every = max(1, -(-len(scored) // 8))
     return {
         "label": f"sentinel {name}: mean score of each run, with its 95 % interval",
         "width": WIDTH,
@@ -89,23 +91,45 @@ def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ],
         "line": " ".join(f"{d['x']},{d['y']}" for d in dots),
         "dots": dots,
-        "ticks": [
-            {
-                "x": dot["x"],
-                "text": str(point["scheduled_at"] or "")[:16].replace("T", " "),
-                # The ends' labels lean inwards, so neither is cut at the plot's edge.
-                "anchor": "middle"
-                if len(scored) == 1 or 0 < i < len(scored) - 1
-                else ("start" if i == 0 else "end"),
-            }
-            for i, (dot, point) in enumerate(zip(dots, scored, strict=True))
-            if i % every == 0 or i == len(scored) - 1
-        ],
+        "ticks": _ticks(first, last, x),
         "tick_y": TOP + PLOT_HEIGHT + 16,
         "axis_y": TOP + PLOT_HEIGHT + 34,
         "middle": TOP + PLOT_HEIGHT / 2,
         "centre": LEFT + PLOT_WIDTH / 2,
     }
+
+
+# Labelled times under the plot, evenly over its span (not one per run: firings by hand
+# between scheduled ones would crowd their labels).
+TICKS = 5
+
+
+def _ticks(first: float, last: float, x: Callable[[float], float]) -> list[dict[str, Any]]:
+    """Times evenly over the span, dates only when it is days long; the ends lean in."""
+    if last == first:
+        return [{"x": f"{x(first):.1f}", "text": _label(first, last - first), "anchor": "middle"}]
+    spots = [first + (last - first) * i / (TICKS - 1) for i in range(TICKS)]
+    return [
+        {
+            "x": f"{x(when):.1f}",
+            "text": _label(when, last - first),
+            "anchor": "start" if i == 0 else ("end" if i == TICKS - 1 else "middle"),
+        }
+        for i, when in enumerate(spots)
+    ]
+
+
+def _label(when: float, span: float) -> str:
+    moment = dt.datetime.fromtimestamp(when, dt.UTC)
+    return moment.strftime("%Y-%m-%d" if span >= 4 * 86_400 else "%m-%d %H:%M")
+
+
+def _seconds(scheduled_at: Any) -> float:
+    """A firing's time (RFC 3339, UTC) in seconds; 0 for one not recorded."""
+    try:
+        return dt.datetime.fromisoformat(str(scheduled_at).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _y(percent: float) -> float:
