@@ -311,6 +311,39 @@ def _certify(certify: dict[str, Any]) -> list[str]:
     ]
 
 
+CERTIFY_CURVE_KEYS = (
+    "midpoint_tokens",
+    "width",
+    "true_length",
+    "seeds",
+    "within_one_length",
+    "exact",
+    "determined",
+    "share_of_grid_usd.mean",
+    "share_of_grid_usd.max",
+    "rounds.mean",
+    "rounds.max",
+    "grid_determined",
+)
+CERTIFY_KEYS = (
+    "length_count",
+    "shortest",
+    "longest",
+    "depths",
+    "grid_samples_per_point",
+    "grid_usd",
+    "model",
+    "budget_share",
+    "threshold",
+)
+
+
+def _certify_figures(part: str) -> Figures:
+    """A certify table (RULER's rule, or NoLiMa's: the same shape, bench part ``part``)."""
+    keys = (*(f"curves.*.{key}" for key in CERTIFY_CURVE_KEYS), *CERTIFY_KEYS)
+    return Figures(part, keys, _certify, f"scripts/bench.sh --only {part}")
+
+
 GRID_WAYS = ("naive", "cache_aware")
 WAY_KEYS = ("input_usd", "cached_share", "calls_with_cache_hits", "calls")
 FIGURES: dict[str, Figures] = {
@@ -376,72 +409,7 @@ FIGURES: dict[str, Figures] = {
         _batch_ingest,
         "scripts/bench.sh --only batch_ingest",
     ),
-    "certify": Figures(
-        "certify",
-        (
-            *(
-                f"curves.*.{key}"
-                for key in (
-                    "midpoint_tokens",
-                    "width",
-                    "true_length",
-                    "seeds",
-                    "within_one_length",
-                    "exact",
-                    "determined",
-                    "share_of_grid_usd.mean",
-                    "share_of_grid_usd.max",
-                    "rounds.mean",
-                    "rounds.max",
-                    "grid_determined",
-                )
-            ),
-            "length_count",
-            "shortest",
-            "longest",
-            "depths",
-            "grid_samples_per_point",
-            "grid_usd",
-            "model",
-            "budget_share",
-            "threshold",
-        ),
-        _certify,
-        "scripts/bench.sh --only certify",
-    ),
-    "certify_nolima": Figures(
-        "certify_nolima",
-        (
-            *(
-                f"curves.*.{key}"
-                for key in (
-                    "midpoint_tokens",
-                    "width",
-                    "true_length",
-                    "seeds",
-                    "within_one_length",
-                    "exact",
-                    "determined",
-                    "share_of_grid_usd.mean",
-                    "share_of_grid_usd.max",
-                    "rounds.mean",
-                    "rounds.max",
-                    "grid_determined",
-                )
-            ),
-            "length_count",
-            "shortest",
-            "longest",
-            "depths",
-            "grid_samples_per_point",
-            "grid_usd",
-            "model",
-            "budget_share",
-            "threshold",
-        ),
-        _certify,
-        "scripts/bench.sh --only certify_nolima",
-    ),
+    **{part: _certify_figures(part) for part in ("certify", "certify_nolima")},
     "local_reuse": Figures(
         "local_reuse",
         (

@@ -34,12 +34,13 @@ CURVE = KnownCurve(3000, 0.1, seed=4)
 LENGTHS = [500, 1000, 2000, 4000, 8000]
 
 
-def test_a_certify_run_goes_round_by_round_to_its_certificate(
-    stack: Stack,
-    browser: Any,  # noqa: F811 (the fixture imported above)
-) -> None:
+def certified(stack: Stack, curve: KnownCurve, options: dict[str, Any]) -> tuple[str, Any]:
+    """A certify run on the stand-in answering by ``curve``: its ID and finished run.
+
+    The dollar budget is loose (10): the options' token budget binds first.
+    """
     configure = f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config"
-    requests.post(configure, json={"curve": CURVE.__dict__}, timeout=5).raise_for_status()
+    requests.post(configure, json={"curve": curve.__dict__}, timeout=5).raise_for_status()
     try:
         run_id = submit(
             stack,
@@ -48,14 +49,24 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(
                 "mode": "certify",
                 "context_lengths": LENGTHS,
                 "document_depth_percents": [0, 50, 100],
-                "certify_max_tokens": 400_000,
-                "certify_max_usd": 10.0,  # the tokens bind first
-                "seed": 8,
+                "certify_max_usd": 10.0,
+                **options,
             },
         )
-        run = wait_complete(run_id, timeout=300)
+        return run_id, wait_complete(run_id, timeout=300)
     finally:
         requests.post(configure, json={}, timeout=5).raise_for_status()
+
+
+def test_a_certify_run_goes_round_by_round_to_its_certificate(
+    stack: Stack,
+    browser: Any,  # noqa: F811 (the fixture imported above)
+) -> None:
+    run_id, run = certified(
+        stack,
+        CURVE,
+        {"certify_max_tokens": 400_000, "seed": 8},  # the tokens bind first
+    )
     store = FirestoreStore()
     cells = store.list_cells(run_id)
     spec = RunRequest.model_validate(run["spec"])
@@ -110,25 +121,11 @@ def test_a_certify_run_by_nolimas_rule_asks_the_base_first(stack: Stack) -> None
     truth denies: 2,000 tokens (82 % right there; RULER's 85.6 % would say 1,000).
     """
     curve = KnownCurve(4000, 0.3, top=0.9, seed=5)
-    configure = f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config"
-    requests.post(configure, json={"curve": curve.__dict__}, timeout=5).raise_for_status()
-    try:
-        run_id = submit(
-            stack,
-            {
-                "model_name": "gemini-3.8-flash",
-                "mode": "certify",
-                "certify_rule": "nolima",
-                "context_lengths": LENGTHS,
-                "document_depth_percents": [0, 50, 100],
-                "certify_max_tokens": 1_500_000,
-                "certify_max_usd": 10.0,  # the tokens bind first
-                "seed": 9,
-            },
-        )
-        run = wait_complete(run_id, timeout=300)
-    finally:
-        requests.post(configure, json={}, timeout=5).raise_for_status()
+    _, run = certified(
+        stack,
+        curve,
+        {"certify_rule": "nolima", "certify_max_tokens": 1_500_000, "seed": 9},
+    )
     summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(
         run["report"]["summary_uri"].split("/", 3)[3]
     ))  # fmt: skip
