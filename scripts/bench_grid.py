@@ -32,21 +32,21 @@ def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str,
     from niah.models.tokenizer import get_tokenizer
     from niah.service.cell_prompt import prepare_call
     from niah.service.messages import primer_message
-    from niah.tasks import get_task
+    from niah.tasks import make_sample
 
     blobs = essay_blobs()
     spec = RunRequest.model_validate(grid)
     primer = primer_message("bench", spec, {})
     assert primer is not None, "cache-aware dispatch picks a primer for every grid here"
     cells = sorted(spec.cells(), key=lambda cell: cell.cell_id != primer["cell_id"])
-    task, tokenizer = get_task(spec.task), get_tokenizer()
+    tokenizer = get_tokenizer()
     return [
         (
             cell.cell_id,
             prepare_call(
                 spec,
                 cell,
-                task.sample(spec, cell),
+                make_sample(spec, cell),
                 default_template=default_template,
                 tokenizer=tokenizer,
                 blobs=blobs,

@@ -356,6 +356,7 @@ def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
         {"cell_id": "L00000300-D000000-evil"},
         {"sample": 3},  # the run has one sample per cell
         {"source_file": "gs://elsewhere/x.csv", "row": 0},
+        {"variant": "d9"},  # the run has no axis: no forged count of distractors
     ],
 )
 def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
@@ -372,7 +373,10 @@ def test_a_message_that_is_not_a_cell_of_its_run_is_rejected_without_a_call(
     } | forged
     if "cell_id" not in forged and "depth_percent" not in forged:
         message["cell_id"] = Cell(
-            message["context_length"], message["depth_percent"], message["sample"]
+            message["context_length"],
+            message["depth_percent"],
+            message["sample"],
+            message.get("variant", ""),
         ).cell_id
     provider = ScriptedProvider(echo_needle_number)
     assert run_cell(world, CellTask.from_message(message), provider) == "rejected"

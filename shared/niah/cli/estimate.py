@@ -100,7 +100,7 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     from niah.service.admission_checks import check_budget
     from niah.service.request_body import parse_request
     from niah.service.run_sources import resolve_mrcr_source, source_cells
-    from niah.tasks import get_task
+    from niah.tasks import make_sample
 
     try:
         spec = parse_request(payload)
@@ -117,8 +117,7 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
             for cell in cells
         ]  # fmt: skip
     else:
-        task = get_task(spec.task)
-        samples = [task.sample(spec, cell) for cell in cells]
+        samples = [make_sample(spec, cell) for cell in cells]
     try:
         from niah.models.tokenizer import get_tokenizer
 

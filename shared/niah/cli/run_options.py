@@ -46,6 +46,8 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
         annotation = args[0]
     if typing.get_origin(annotation) is list:
         item = typing.get_args(annotation)[0]
+        if typing.get_origin(item) is typing.Literal:  # list[HaystackOrder]: words
+            return str, True
         # list[FreeText]: the item's type without its validators.
         return (typing.get_args(item)[0] if hasattr(item, "__metadata__") else item), True
     if typing.get_origin(annotation) is typing.Literal:

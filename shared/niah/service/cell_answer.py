@@ -111,6 +111,8 @@ def cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) ->
         "expected_answer": ", ".join(sample.expected),
         "expected_answers": list(sample.expected),
         "attempts": task.delivery_attempt,
+        # Its values of the run's extra axes (niah.core.request.axes), where it has any.
+        **({"variant": cell.variant} if cell.variant else {}),
     }
 
 
@@ -178,6 +180,15 @@ def _answer_cell(
         "insertion_depth_percent": round(built.actual_depth_percent, 3),
         "build_seconds": round(time.monotonic() - started, 4),
     }
+    if sample.distractors:  # the needle's depth, and where each distractor went
+        depths = built.depths_of(sample.insertions)
+        fields["insertion_depth_percent"] = round(depths[0], 3)
+        fields["distractors"] = [
+            item | {"depth_percent": round(depth, 3)}
+            for item, depth in zip(
+                sample.details["distractors"], depths[len(sample.needles) :], strict=True
+            )
+        ]
     if ratio is not None:
         # The length the prompt was fitted to, as the model counts (its local count is
         # planned_prompt_tokens, exact).

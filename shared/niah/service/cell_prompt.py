@@ -15,16 +15,18 @@ from niah.core.interfaces import BlobInfo, BlobStore, Provider, Tokenizer, Turn
 from niah.core.prompts.answer_budget import CallBudget, call_budget
 from niah.core.prompts.generated_context import build_generated_prompt
 from niah.core.prompts.haystack_files import haystack_prefix
+from niah.core.prompts.haystack_order import shuffled_haystack
 from niah.core.prompts.haystack_tokens import HaystackTokens, load_haystack
 from niah.core.prompts.mrcr_files import read_row
 from niah.core.prompts.prompt_builder import BuiltPrompt, build_prompt
 from niah.core.prompts.texts import split_transcript
 from niah.core.prompts.token_fit import TokenCountRatio, needs_exact_count, refuse_over_limit
+from niah.core.request.axes import at_variant, haystack_order
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import HaystackError
 from niah.service.messages import CellTask
-from niah.tasks import Sample, get_task
+from niah.tasks import Sample, make_sample
 from niah.tasks.mrcr import published_sample
 
 
@@ -38,7 +40,7 @@ def cell_sample(task: CellTask, spec: RunRequest, cell: Cell, blobs: BlobStore) 
                 "(its token count differs); was the file replaced? Start a new run"
             )
         return published_sample(row)
-    return get_task(spec.task).sample(spec, cell)
+    return make_sample(spec, cell)
 
 
 def reads_haystack(sample: Sample) -> bool:
@@ -87,6 +89,7 @@ def prepare_call(
     counts the haystack; a haystack prompt is then built to the local length the model
     counts as the cell's (``niah.core.prompts.token_fit``).
     """
+    spec = at_variant(spec, cell.variant)
     template = sample.template or spec.prompt_template or default_template
     if sample.prompt is not None:
         built = BuiltPrompt(sample.prompt, sample.prompt, sample.prompt_tokens or 0, 0, ())
@@ -102,8 +105,11 @@ def prepare_call(
         )
     else:
         target = cell.context_length - spec.final_context_length_buffer
+        haystack = run_haystack(spec, tokenizer, blobs, haystack_files)
+        if haystack_order(spec) == "shuffled":  # its sentences in the run's seeded order
+            haystack = shuffled_haystack(haystack, spec.seed)
         built = build_prompt(
-            run_haystack(spec, tokenizer, blobs, haystack_files),
+            haystack,
             tokenizer,
             template=template,
             insertions=sample.insertions,

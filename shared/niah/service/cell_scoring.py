@@ -28,7 +28,7 @@ from niah.logs import log
 from niah.service.messages import CellTask
 from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
-from niah.tasks import Sample, get_task
+from niah.tasks import Sample, get_task, score_answer
 
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
 MAX_STORED_ANSWER_BYTES = 100_000
@@ -148,7 +148,7 @@ def _score(
         return {"outcome": "unscored", "unscored_reason": reason, "score": None}, None
     task = get_task(spec.task)
     if spec.scorer_name() == "task":
-        verdict = task.score(sample, answer.text)
+        verdict = score_answer(task, sample, answer.text)
         return {
             "scorer": "task",
             "outcome": verdict.outcome,
@@ -159,8 +159,10 @@ def _score(
     scorer = spec.scorer_name()
     fields: dict[str, Any] = {"scorer": scorer}
     if sample.expected:
-        correct = task.score(sample, answer.text).outcome == "correct"
-        fields["exact_score"] = RETRIEVED if correct else MISSED
+        verdict = score_answer(task, sample, answer.text)
+        fields["exact_score"] = RETRIEVED if verdict.outcome == "correct" else MISSED
+        if sample.distractors:  # which distractor values the answer gave
+            fields["task_details"] = verdict.details
     judged: ModelAnswer | None = None
     if scorer in ("judge", "both") and spec.evaluator_model_name:
         judge_fields, judged = _judge(spec.evaluator_model_name, sample, answer.text, provider_for)

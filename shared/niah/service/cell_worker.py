@@ -21,6 +21,7 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
+from niah.core.request.axes import variants
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import SAMPLES_PER_POINT
 from niah.errors import CellInFlightError, DeadLetteredError, RetryableError, WorkerDiedError
@@ -217,6 +218,8 @@ def _not_of_the_run(task: CellTask, run: RunView) -> str | None:
         return f"depth {task.depth_percent} is not a number"
     if task.cell.cell_id != task.cell_id:
         return f"cell_id {task.cell_id!r} does not name its own numbers"
+    if task.variant not in variants(spec):
+        return f"variant {task.variant[:40]!r} is not one of the run's"
     if spec.mrcr_source is not None:
         recorded = (run.published or {}).get(task.cell_id)
         if recorded is None:

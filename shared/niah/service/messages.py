@@ -45,6 +45,8 @@ class CellTask:
     run_stamp: str | None = None
     # How often the dead-letter handler has published this cell again.
     dead_letters: int = 0
+    # The cell's values of the run's extra axes (niah.core.request.axes); "" for none.
+    variant: str = ""
 
     @classmethod
     def from_message(cls, data: dict[str, Any], *, delivery_attempt: int = 1) -> CellTask:
@@ -68,6 +70,7 @@ class CellTask:
             primer=data.get("primer") is True,
             run_stamp=str(data["run_stamp"]) if data.get("run_stamp") else None,
             dead_letters=int(data.get("dead_letters", 0)),
+            variant=str(data.get("variant") or ""),
         )
 
     def message(self) -> dict[str, Any]:
@@ -87,13 +90,14 @@ class CellTask:
             "primer": self.primer or None,
             "run_stamp": self.run_stamp,
             "dead_letters": self.dead_letters or None,
+            "variant": self.variant or None,
         }
         return body | {key: value for key, value in optional.items() if value is not None}
 
     @property
     def cell(self) -> Cell:
         """The grid point and sample this message is about."""
-        return Cell(self.context_length, self.depth_percent, self.sample)
+        return Cell(self.context_length, self.depth_percent, self.sample, self.variant)
 
 
 def run_cell_tasks(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[CellTask]:
@@ -130,6 +134,7 @@ def _cell_task(run_id: str, cell: Cell, stamp: str | None, **source: Any) -> Cel
         depth_percent=cell.depth_percent,
         sample=cell.sample,
         run_stamp=stamp,
+        variant=cell.variant,
         **source,
     )
 

@@ -7,10 +7,14 @@ none of it.
 
 from __future__ import annotations
 
+from niah.core.request.axes import at_variant, distractor_count
+from niah.core.request.grid import Cell
+from niah.core.request.spec import RunRequest
 from niah.errors import ConfigurationError
 from niah.tasks.absent import Absent
 from niah.tasks.base import Sample, Task, Verdict
 from niah.tasks.common_words import CommonWords
+from niah.tasks.distractors import note_distractors, with_distractors
 from niah.tasks.frequent_words import FrequentWords
 from niah.tasks.mrcr import Mrcr
 from niah.tasks.multi_key import MultiKey
@@ -21,7 +25,7 @@ from niah.tasks.nonliteral import NonLiteral
 from niah.tasks.single import SingleNeedle
 from niah.tasks.variable_tracking import VariableTracking
 
-__all__ = ["TASKS", "Sample", "Task", "Verdict", "get_task"]
+__all__ = ["TASKS", "Sample", "Task", "Verdict", "get_task", "make_sample", "score_answer"]
 
 TASKS: dict[str, Task] = {
     task.name: task
@@ -46,3 +50,16 @@ def get_task(name: str) -> Task:
     if name not in TASKS:
         raise ConfigurationError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
     return TASKS[name]
+
+
+def make_sample(spec: RunRequest, cell: Cell) -> Sample:
+    """The cell's sample: its task's, at the cell's variant, with its distractors."""
+    spec = at_variant(spec, cell.variant)
+    sample = get_task(spec.task).sample(spec, cell)
+    count = distractor_count(spec)
+    return with_distractors(spec, cell, sample, count) if count else sample
+
+
+def score_answer(task: Task, sample: Sample, answer: str) -> Verdict:
+    """The task's verdict, noting any distractor values the answer gave."""
+    return note_distractors(sample, answer, task.score(sample, answer))

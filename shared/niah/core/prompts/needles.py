@@ -93,6 +93,8 @@ class Needle:
     question: str
     expected_answer: str
     answer_lead: str
+    # The seeded needle's city (what its question names); "" for the user's own.
+    key: str = ""
 
 
 def needle_for(spec: RunRequest, cell: Cell) -> Needle:
@@ -115,4 +117,5 @@ def needle_for(spec: RunRequest, cell: Cell) -> Needle:
         question=f"What is the special magic {city} number?",
         expected_answer=str(number),
         answer_lead=lead,
+        key=city,
     )

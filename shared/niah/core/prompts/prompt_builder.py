@@ -65,6 +65,19 @@ class BuiltPrompt:
             return tuple(100.0 for _ in self.insertion_tokens)
         return tuple(100.0 * t / self.haystack_tokens for t in self.insertion_tokens)
 
+    def depths_of(self, insertions: Sequence[Insertion]) -> tuple[float, ...]:
+        """Where each of ``insertions`` (as given to ``build_prompt``) really went, in order.
+
+        The builder places them sorted by depth (a stable sort), so the i-th given is
+        the one at its rank in that order.
+        """
+        ranks = sorted(range(len(insertions)), key=lambda i: insertions[i].depth_percent)
+        placed = self.actual_depths_percent
+        depths = [0.0] * len(insertions)
+        for position, index in enumerate(ranks):
+            depths[index] = placed[position]
+        return tuple(depths)
+
     @property
     def actual_depth_percent(self) -> float:
         """Where the first insertion went (the cell's depth for one needle)."""

@@ -39,8 +39,15 @@ class Sample:
     prompt_tokens: int | None = None
     # A context the task generates to the cell's length instead of a haystack.
     context_maker: ContextMaker | None = None
+    # How many of the insertions, at the end, are distractors (niah.tasks.distractors).
+    distractors: int = 0
+
+    @property
+    def needles(self) -> tuple[Insertion, ...]:
+        """The insertions that answer the question: all but the trailing distractors."""
+        return self.insertions[: len(self.insertions) - self.distractors]
 
     @property
     def needle(self) -> str:
         """The inserted text, as stored on the cell (the harness's ``needle`` field)."""
-        return "\n".join(insertion.text.strip() for insertion in self.insertions)
+        return "\n".join(insertion.text.strip() for insertion in self.needles)

@@ -17,11 +17,16 @@ DEPTH_DECIMALS = 3
 
 @dataclass(frozen=True)
 class Cell:
-    """One sample of a grid point: a context length in tokens, a depth in percent."""
+    """One sample of a grid point: a context length in tokens, a depth in percent.
+
+    ``variant``: the cell's values of the run's extra axes (``niah.core.request.axes``),
+    empty in a run without any.
+    """
 
     context_length: int
     depth_percent: float
     sample: int = 0
+    variant: str = ""
 
     @property
     def cell_id(self) -> str:
@@ -29,10 +34,12 @@ class Cell:
 
         Depths carry three decimals (the harness's sigmoid precision), so distinct
         grid points never share an ID. Samples after the first add ``-S001``...; the
-        first keeps the grid point's ID, as a one-sample run has always stored it.
+        first keeps the grid point's ID, as a one-sample run has always stored it. A
+        variant adds ``-Xd4.shuffled``; a run without axes keeps the IDs it always had.
         """
         point = f"L{self.context_length:08d}-D{round(self.depth_percent * 1000):06d}"
-        return f"{point}-S{self.sample:03d}" if self.sample else point
+        sampled = f"{point}-S{self.sample:03d}" if self.sample else point
+        return f"{sampled}-X{self.variant}" if self.variant else sampled
 
 
 def primer_cell(cells: Sequence[Cell]) -> Cell | None:

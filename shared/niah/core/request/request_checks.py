@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from niah.core.request.request_options import (
     ALL_TASK_OPTIONS,
+    DISTRACTOR_TASKS,
     MRCR_NEEDLES,
+    NO_HAYSTACK_TASKS,
     RULER_SHORT_LENGTH,
     SINGLE_NEEDLE_OPTIONS,
     TASK_OPTIONS,
@@ -40,6 +42,7 @@ def check_options_together(request: RunRequest) -> None:
             "execution out (online)"
         )
     check_certify(request)
+    check_axes(request)
     if request.sentinel is not None and request.is_certify():
         raise ValueError(
             "mode: a sentinel tests each run against the one before it sample by sample "
@@ -199,3 +202,36 @@ def check_certify(request: RunRequest) -> None:
                 "certify_threshold: certify_rule nolima sets the threshold as 85 % of the "
                 "base score; leave certify_threshold out (or use certify_rule ruler)"
             )
+
+
+def check_axes(request: RunRequest) -> None:
+    """Distractors and haystack order: refused where a task has nothing to imitate or shuffle."""
+    if request.distractors is not None:
+        if request.task not in DISTRACTOR_TASKS:
+            raise ValueError(
+                f"distractors imitate a retrieval task's needle ({', '.join(DISTRACTOR_TASKS)}); "
+                f"task {request.task} has none: leave distractors out"
+            )
+        if request.task == "single" and not request.dynamic_needle:
+            raise ValueError(
+                "distractors are made from the seeded needle's form; your own needle "
+                "(dynamic_needle false) has none: use the seeded needle, or leave distractors out"
+            )
+        if request.needles is not None:
+            raise ValueError(
+                "distractors are made from the seeded needles' form; your own needles have "
+                "none: leave needles out (seeded needles), or leave distractors out"
+            )
+    if request.haystack_order is not None and request.task in NO_HAYSTACK_TASKS:
+        raise ValueError(
+            f"haystack_order: task {request.task} makes its own context, not from a "
+            "haystack, so it has no order to shuffle; leave haystack_order out"
+        )
+    axes = [
+        name for name in ("distractors", "haystack_order") if len(getattr(request, name) or ()) > 1
+    ]
+    if axes and request.is_certify():
+        raise ValueError(
+            f"{axes[0]}: certify finds one effective length; with several values it would "
+            f"need one per value: give {axes[0]} one value (a run each), or leave mode out"
+        )

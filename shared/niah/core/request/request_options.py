@@ -58,6 +58,18 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "common_words": ("num_cw", "freq_cw", "freq_ucw"),
     "frequent_words": ("alpha", "vocab_size"),
 }
+# The tasks whose needle a distractor can imitate (niah.tasks.distractors), and those
+# whose context is no haystack (no order to shuffle; MRCR's is a transcript).
+DISTRACTOR_TASKS = (
+    "single",
+    "multi_needle",
+    "multi_key",
+    "multi_value",
+    "multi_query",
+    "absent",
+    "nonliteral",
+)
+NO_HAYSTACK_TASKS = ("mrcr", "common_words", "frequent_words")
 # Below this many tokens RULER's common words extraction lists its words fewer times.
 RULER_SHORT_LENGTH = 4096
 # Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
@@ -76,6 +88,8 @@ ADDED_OPTIONS = (
     "certify_rule",
     "sentinel",
     "scheduled_at",
+    "distractors",
+    "haystack_order",
 )
 # At most this many needles (a user's own, or generated).
 MAX_NEEDLES = 100
@@ -134,6 +148,13 @@ OPTION_HELP: dict[str, str] = {
     "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
     "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
     "mrcr_source": "mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
+    "distractors": (
+        "retrieval tasks: statements like the needle (another key or value) placed apart "
+        "from it: 0, 1 or 4 (Context Rot's), or several (0 1 4) as an axis"
+    ),
+    "haystack_order": (
+        "coherent (as written) or shuffled (its sentences in a seeded order), or both as an axis"
+    ),
     "samples_per_cell": "independent samples per grid point, each stored on its own",
     "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
     "needle": "a static needle (with --no-dynamic_needle)",

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
+from niah.core.request.axes import HAYSTACK_ORDERS, MAX_DISTRACTORS, HaystackOrder, variants
 from niah.core.request.grid import DEPTH_DECIMALS, Cell, linspace_ints, spread_depths
 from niah.core.request.request_checks import check_options_together
 from niah.core.request.request_options import (
@@ -99,6 +100,11 @@ class RunRequest(BaseModel):
     freq_ucw: int | None = Field(default=None, ge=1, le=1000)
     alpha: float = Field(default=2.0, gt=1.0, le=10.0)
     vocab_size: int | None = Field(default=None, ge=5, le=1_000_000)
+    # Context Rot's axes (niah.core.request.axes): statements like the needle but not it,
+    # placed apart from it; and the haystack's sentences in a seeded order. One value
+    # (a number or a word) for every cell, or a list: an axis, the grid once per value.
+    distractors: list[int] | None = None
+    haystack_order: list[HaystackOrder] | None = None
     # Independent samples per grid point (other needles and keys), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
@@ -174,6 +180,36 @@ class RunRequest(BaseModel):
                 "with a letter"
             )
         return value
+
+    @field_validator("distractors", "haystack_order", mode="before")
+    @classmethod
+    def _one_or_an_axis(cls, value: Any) -> Any:
+        # One value is a list of one; JSON true is no count of distractors.
+        if value is None or isinstance(value, list):
+            return value
+        return [value] if not isinstance(value, bool) else value
+
+    @field_validator("distractors")
+    @classmethod
+    def _check_distractors(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give at least one count (0, 1, 4), or leave it out")
+        if any(not 0 <= count <= MAX_DISTRACTORS for count in value):
+            raise ValueError(f"each count must be between 0 and {MAX_DISTRACTORS}")
+        counts = sorted(set(value))
+        return None if counts == [0] else counts  # none is the default: the same run
+
+    @field_validator("haystack_order")
+    @classmethod
+    def _check_order(cls, value: list[HaystackOrder] | None) -> list[HaystackOrder] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("give coherent, shuffled or both, or leave it out")
+        orders = [order for order in HAYSTACK_ORDERS if order in value]
+        return None if orders == ["coherent"] else orders
 
     @field_validator("mode")
     @classmethod
@@ -375,9 +411,10 @@ class RunRequest(BaseModel):
         )
 
     def cells(self) -> list[Cell]:
-        """Every sample of every (length, depth) point of the grid, in a stable order."""
+        """Every sample of every (length, depth) point, per variant of the run's axes."""
         return [
-            Cell(length, depth, sample)
+            Cell(length, depth, sample, variant)
+            for variant in variants(self)
             for length in self.lengths()
             for depth in self.depths()
             for sample in range(self.samples_per_cell)
