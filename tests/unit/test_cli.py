@@ -154,8 +154,11 @@ def test_the_estimate_prices_every_current_gemini_model_and_refuses_a_retired_on
 def test_report_compare_and_list_refuse_bad_paths_and_limits_before_reading(
     tmp_path: Path,
 ) -> None:
-    one = niah("compare", "run-a", "--out", str(tmp_path / "c.html"))
-    assert (one.returncode, one.stderr.strip()) == (2, "niah: compare: name two runs or more")
+    twice = niah("compare", "run-a", "run-a", "--out", str(tmp_path / "c.html"))
+    assert (twice.returncode, twice.stderr.strip()) == (
+        2,
+        "niah: compare: a run is named twice; name each run once",
+    )
     png = niah("compare", "run-a", "run-b", "--out", str(tmp_path / "c.png"))
     assert png.returncode == 2 and "use .html" in png.stderr
     folder = niah("report", "run-a", "--html", str(tmp_path))

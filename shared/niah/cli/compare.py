@@ -18,13 +18,12 @@ if TYPE_CHECKING:
 def cmd_compare(args: argparse.Namespace) -> None:
     """Compare runs on their shared grid: an HTML page, and a PNG beside it."""
     from niah.core.results.comparison import compare_runs, render_comparison_page
+    from niah.core.results.variants import split_by_variant
     from niah.errors import ComparisonError, DifferentModelsError
     from niah.service.report import render_comparison_png
 
     if len(set(args.run_ids)) != len(args.run_ids):
         usage_error("compare: a run is named twice; name each run once")
-    if len(args.run_ids) < 2:
-        usage_error("compare: name two runs or more")
     if args.out.suffix.lower() == ".png":
         usage_error("compare --out names the HTML page (the PNG goes beside it): use .html")
     writable_file(args.out, "compare --out")
@@ -34,7 +33,13 @@ def cmd_compare(args: argparse.Namespace) -> None:
         run = store.get_run(run_id)
         if run is None:
             sys.exit(f"niah: no run {run_id}; `niah list` shows recent runs")
-        pairs.append((run | {"run_id": run_id}, store.list_cells(run_id)))
+        # A run with an axis (distractors 0 1 4) is one run per value, paired across it.
+        pairs += split_by_variant(run | {"run_id": run_id}, store.list_cells(run_id))
+    if len(pairs) < 2:
+        usage_error(
+            "compare: name two runs or more, or one run with an axis (several distractors "
+            "or haystack orders)"
+        )
     try:
         comparison = compare_runs(pairs, allow_different_models=args.allow_different_models)
     except DifferentModelsError as error:
@@ -50,7 +55,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     disagreeing = len(comparison.disagreements)
     print(
         f"{count(disagreeing, 'sample')} {'disagrees' if disagreeing == 1 else 'disagree'} "
-        f"between {args.run_ids[0]} and {args.run_ids[1]}"
+        f"between {comparison.runs[0].run_id} and {comparison.runs[1].run_id}"
     )
     for paired in comparison.paired:
         for line in comparison_lines(paired):

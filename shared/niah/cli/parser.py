@@ -67,7 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_show_commands(commands)
     compare = commands.add_parser("compare", help="runs side by side on their shared grid")
     compare.add_argument(
-        "run_ids", nargs="+", metavar="RUN_ID", help="runs' IDs (latest: the most recent run)"
+        "run_ids",
+        nargs="+",
+        metavar="RUN_ID",
+        help="runs' IDs (latest: the most recent run); one run with an axis compares its values",
     )
     compare.add_argument(
         "--out", type=Path, required=True, help="the HTML page (a PNG is written beside it)"

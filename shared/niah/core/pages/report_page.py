@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from niah.core.pages.axis_view import AXIS_HEADERS, axis_pictures, axis_rows
 from niah.core.pages.certificate_view import certificate_view
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import (
@@ -71,6 +72,7 @@ def render_run_page(
         headline=_headline(run, summary),
         pictures=_pictures(summary, label, cells),
         measure_facts=_measure_facts(summary),
+        axis=(AXIS_HEADERS, axis_rows(summary)) if summary.get("variants") else None,
         mrcr=_mrcr_bins(summary),
         certificate=certificate_view(summary),
         sentinel=run.get(SENTINEL_CHECK),
@@ -103,6 +105,8 @@ def _pictures(summary: dict[str, Any], label: str, cells: list[dict[str, Any]]) 
         }
     table = score_table(heatmap_cells(cells, summary["task"]))
     scale = run_scale(summary)
+    if summary.get("variants"):  # an axis beyond length and depth: small multiples
+        return axis_pictures(summary, cells, scale) | {"scale_note": _scale_note(summary, table)}
     measures = summary["measures"]
     curve = Curve(
         label,
@@ -252,6 +256,13 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     for rate in ("hallucination_rate", "distractor_hit_rate"):
         if rate in summary:
             facts.append((rate.replace("_", " "), _share(summary[rate])))
+    if "distractor_answers" in summary:
+        facts.append(
+            (
+                "wrong answers that gave a distractor's value",
+                f"{summary['distractor_answers']} of {summary['wrong_answers']}",
+            )
+        )
     return facts
 
 

@@ -130,9 +130,18 @@ def round_points(value: float) -> float:
     return round(value, 1) + 0.0
 
 
-def pair_key(cell: dict[str, Any]) -> tuple[int, float, int]:
-    """What pairs two runs' samples: the same length, depth and sample index."""
-    return int(cell["context_length"]), float(cell["depth_percent"]), int(cell.get("sample", 0))
+def pair_key(cell: dict[str, Any]) -> tuple[int, float, int, str]:
+    """What pairs two runs' samples: the same length, depth, sample index and variant.
+
+    The variant (``niah.core.request.axes``): two runs with 0, 1 and 4 distractors pair
+    each count with its own; ``niah.core.results.variants`` pairs across an axis.
+    """
+    return (
+        int(cell["context_length"]),
+        float(cell["depth_percent"]),
+        int(cell.get("sample", 0)),
+        str(cell.get("variant") or ""),
+    )
 
 
 def paired_comparison(

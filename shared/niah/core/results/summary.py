@@ -15,6 +15,7 @@ from typing import Any
 
 from niah.core.money.pricing import spend_summary
 from niah.core.prompts.token_fit import token_count_note
+from niah.core.request.axes import variant_label, variant_values
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.effective import effective_length
 from niah.core.results.served_models import answered_by_text, served_versions
@@ -273,6 +274,7 @@ def summarize(
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
         **_task_rates(cells),
+        **({"variants": variant_summaries(cells)} if any(c.get("variant") for c in cells) else {}),
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),
@@ -370,9 +372,13 @@ def failure_reasons(cells: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
-    """Rates a task's scorer notes: hallucinations (absent), distractor hits (multi_key)."""
+    """Rates a task's scorer notes: hallucinations (absent), distractor hits.
+
+    And how many wrong answers gave a distractor's value (``distractor_answers``): what
+    Context Rot asks of distractors, whether the model took the lookalike.
+    """
     scored = [c for c in cells if c.get("task_score") is not None]
-    rates = {}
+    rates: dict[str, float] = {}
     for flag, name in (
         ("hallucinated", "hallucination_rate"),
         ("distractor_hit", "distractor_hit_rate"),
@@ -381,7 +387,38 @@ def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
         if flagged:
             hits = sum(1 for c in flagged if c["task_details"][flag])
             rates[name] = round(hits / len(flagged), 4)
+    noted = [c for c in scored if "distractor_hit" in (c.get("task_details") or {})]
+    if noted:
+        wrong = [c for c in noted if c.get("outcome") == "wrong"]
+        rates["wrong_answers"] = len(wrong)
+        rates["distractor_answers"] = sum(1 for c in wrong if c["task_details"]["distractor_hit"])
     return rates
+
+
+def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each value of the run's extra axes apart: its samples, measures and distractor answers.
+
+    In the order of the run's variants (``niah.core.request.axes``), so the report's
+    small multiples and curves follow the axis.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        groups.setdefault(str(cell.get("variant") or ""), []).append(cell)
+    return [
+        {
+            "variant": variant,
+            "label": variant_label(variant),
+            "samples": len(group),
+            "measures": measures(group),
+            **_task_rates(group),
+        }
+        for variant, group in sorted(groups.items(), key=lambda item: _variant_order(item[0]))
+    ]
+
+
+def _variant_order(variant: str) -> tuple[int, str]:
+    values = variant_values(variant)
+    return int(values.get("distractors", 0)), str(values.get("haystack_order", ""))
 
 
 def _mean(values: list[int] | list[float]) -> float | None:

@@ -1,0 +1,77 @@
+"""A run with extra axes (distractors, haystack order) drawn as small multiples.
+
+One heatmap per value of the axis, on the one colour scale, side by side; one curve of
+score against length per value, with its band, on one plot; and a row per value in the
+measures: so a reader sees whether a drop comes from length or from lookalikes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from niah.core.pages.heatmap import HARNESS_SCALE, Scale, heatmap_figure, percent_table
+from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.effective import effective_length_text
+from niah.core.results.summary import score_table
+from niah.core.results.uncertainty import with_interval
+
+AXIS_HEADERS = (
+    "variant",
+    "samples",
+    "mean (%)",
+    "effective length",
+    "wrong answers",
+    "of them a distractor value",
+)
+
+
+def axis_pictures(
+    summary: dict[str, Any], cells: list[dict[str, Any]], scale: Scale
+) -> dict[str, Any]:
+    """The small multiples and the curves of a run whose summary has ``variants``."""
+    run_id = summary["run_id"]
+    heatmaps = []
+    curves = []
+    for variant in summary["variants"]:
+        group = [c for c in cells if str(c.get("variant") or "") == variant["variant"]]
+        table = score_table(group)
+        heatmaps.append(
+            {
+                "caption": variant["label"],
+                "figure": heatmap_figure(
+                    table if scale is HARNESS_SCALE else percent_table(table),
+                    scale,
+                    label=f"heatmap of {run_id}, {variant['label']}",
+                ),
+            }
+        )
+        measures = variant["measures"]
+        curves.append(
+            Curve(
+                variant["label"],
+                {int(n): v for n, v in measures["by_length"].items()},
+                {int(n): b for n, b in (measures.get("by_length_interval") or {}).items()},
+            )
+        )
+    return {
+        "heatmaps": heatmaps,
+        "curve": curve_figure(curves, label=f"mean score against context length of {run_id}"),
+    }
+
+
+def axis_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """One row per value of the axes: its mean, effective length and distractor answers."""
+    rows = []
+    for variant in summary.get("variants") or []:
+        measures = variant["measures"]
+        rows.append(
+            [
+                variant["label"],
+                str(variant["samples"]),
+                with_interval(measures["mean"], measures.get("mean_interval")),
+                effective_length_text(measures["effective_length"]),
+                str(variant.get("wrong_answers", "")),
+                str(variant.get("distractor_answers", "")),
+            ]
+        )
+    return rows
