@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import csv
-import html
 import datetime as dt
+import html
 import io
 import json
 import re
@@ -483,7 +483,7 @@ def test_compare_pairs_a_run_s_cells_across_its_axis() -> None:
 
 
 def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
-    """distractors [0, 1, 4]: three heatmaps on one scale, three curves, a row each."""
+    """Distractors [0, 1, 4]: three heatmaps on one scale, three curves, a row each."""
     from niah.core.pages.axis_view import AXIS_HEADERS
 
     run, cells = axis_run()
