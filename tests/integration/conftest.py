@@ -95,6 +95,7 @@ SIDE_STACK_MODULES = frozenset(
     {
         "test_bad_input",
         "test_certify_stack",
+        "test_context_rot_stack",
         "test_sentinel_stack",
         "test_batch_stack",
         "test_faults",

@@ -161,3 +161,38 @@ def test_a_bad_axis_is_refused_naming_it(options: dict[str, Any], named: str) ->
     with pytest.raises(ValidationError) as raised:
         RunRequest(context_lengths=[1000, 2000], **options)
     assert named in str(raised.value)
+
+
+def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -> None:
+    from niah.core.results.context_rot import context_rot_table, format_context_rot
+
+    cells = []
+    for count in (0, 1, 4):
+        for order in ("coherent", "shuffled"):
+            for length in (1000, 2000):
+                # Right at 1,000; at 2,000 right only without distractors, else the lookalike.
+                right = length == 1000 or count == 0
+                cells.append(
+                    {
+                        "context_length": length,
+                        "depth_percent": 50.0,
+                        "variant": f"d{count}.{order}",
+                        "task_score": 1.0 if right else 0.0,
+                        "outcome": "correct" if right else "wrong",
+                        "task_details": {"distractor_hit": not right},
+                    }
+                )
+    rows = context_rot_table(cells)
+    assert [r.condition for r in rows] == [
+        "0 distractors · coherent", "0 distractors · shuffled", "1 distractor · coherent",
+        "1 distractor · shuffled", "4 distractors · coherent", "4 distractors · shuffled",
+    ]  # fmt: skip
+    assert [r.by_length for r in rows[::2]] == [
+        {1000: 100.0, 2000: 100.0},
+        {1000: 100.0, 2000: 0.0},
+        {1000: 100.0, 2000: 0.0},
+    ]
+    assert [(r.wrong_answers, r.distractor_answers) for r in rows] == [(0, 0)] * 2 + [(1, 1)] * 4
+    text = format_context_rot(rows).splitlines()
+    assert text[0].split()[:3] == ["condition", "1,000", "2,000"]
+    assert text[5].split()[-6:] == ["100.0", "0.0", "50.0", "1", "of", "1"]

@@ -154,8 +154,10 @@ def _add_run_flags(run: Any) -> None:
     run.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
     run.add_argument(
         "--suite",
-        choices=["ruler"],
-        help="one run per RULER task the service has (with --wait: RULER's table)",
+        choices=["ruler", "context-rot"],
+        help="ruler: one run per RULER task the service has (with --wait: RULER's table); "
+        "context-rot: one run of 0, 1 and 4 distractors x coherent and shuffled haystacks "
+        "(with --wait: Context Rot's table)",
     )
     run.add_argument(
         "--json",

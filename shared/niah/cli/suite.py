@@ -17,6 +17,9 @@ from typing import Any
 
 from niah.cli.output import count
 from niah.core.request.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
+from niah.core.results.context_rot import CONTEXT_ROT_AXES, context_rot_table, format_context_rot
+
+CONTEXT_ROT = "context-rot"
 
 Submit = Callable[[dict[str, Any]], dict[str, Any]]
 Wait = Callable[[str, float], dict[str, Any]]
@@ -36,6 +39,8 @@ def run_suite(
     """
     if args.estimate or args.resume:
         return "niah: --suite submits its runs; --estimate and --resume take one run"
+    if args.suite == CONTEXT_ROT:
+        return _context_rot(args, payload, submit=submit, wait=wait, store=store)
     try:
         requests = suite_requests(args.suite, payload)
     except ValueError as error:
@@ -72,4 +77,40 @@ def run_suite(
         print(format_ruler_table(table))
     else:
         print("niah: the suite's runs hold too few RULER tasks for a table", file=sys.stderr)
+    return 0
+
+
+def _context_rot(
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    *,
+    submit: Submit,
+    wait: Wait,
+    store: Callable[[], Any],
+) -> int | str:
+    """One run with Context Rot's two axes; with ``--wait``, its table."""
+    clashing = sorted(set(payload) & set(CONTEXT_ROT_AXES))
+    if clashing:
+        return (
+            f"niah: --suite context-rot sets {' and '.join(clashing)} itself (0, 1 and 4 "
+            "distractors, coherent and shuffled); leave it out"
+        )
+    reply = submit(payload | CONTEXT_ROT_AXES)
+    run_id = str(reply["run_id"])
+    if not args.wait:
+        if args.json:
+            print(json.dumps({"suite": args.suite, "runs": {CONTEXT_ROT: run_id}}, indent=2))
+        else:
+            print(f"{CONTEXT_ROT}: run {run_id}, {count(int(reply['cells']), 'cell')}")
+            print(f"follow it with `niah wait {run_id}`; its report has the table's curves")
+        return 0
+    if not args.json:
+        print(f"{CONTEXT_ROT}: run {run_id}, {count(int(reply['cells']), 'cell')}", flush=True)
+    wait(run_id, args.timeout)
+    rows = context_rot_table(store().list_cells(run_id))
+    if args.json:
+        document = {"suite": args.suite, "runs": {CONTEXT_ROT: run_id}}
+        print(json.dumps(document | {"table": [dataclasses.asdict(r) for r in rows]}, indent=2))
+    else:
+        print(format_context_rot(rows))
     return 0

@@ -387,12 +387,20 @@ def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
         if flagged:
             hits = sum(1 for c in flagged if c["task_details"][flag])
             rates[name] = round(hits / len(flagged), 4)
-    noted = [c for c in scored if "distractor_hit" in (c.get("task_details") or {})]
-    if noted:
-        wrong = [c for c in noted if c.get("outcome") == "wrong"]
-        rates["wrong_answers"] = len(wrong)
-        rates["distractor_answers"] = sum(1 for c in wrong if c["task_details"]["distractor_hit"])
+    if any("distractor_hit" in (c.get("task_details") or {}) for c in scored):
+        rates |= _lookalikes(cells)
     return rates
+
+
+def _lookalikes(cells: list[dict[str, Any]]) -> dict[str, int]:
+    """Wrong answers, and how many of them gave a distractor's value."""
+    wrong = [c for c in cells if c.get("outcome") == "wrong"]
+    return {
+        "wrong_answers": len(wrong),
+        "distractor_answers": sum(
+            1 for c in wrong if (c.get("task_details") or {}).get("distractor_hit")
+        ),
+    }
 
 
 def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -411,6 +419,7 @@ def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "samples": len(group),
             "measures": measures(group),
             **_task_rates(group),
+            **_lookalikes(group),
         }
         for variant, group in sorted(groups.items(), key=lambda item: _variant_order(item[0]))
     ]

@@ -1,0 +1,95 @@
+"""The "context rot" suite: Context Rot's two haystack axes in one run, and its table.
+
+Chroma's "Context Rot" study (Hong, Troynikov and Huber, 2025; research.trychroma.com/
+context-rot, read 2026-11-28) ran 18 models over input lengths with 0, 1 and 4
+distractors, and on the haystack as written and with its sentences shuffled, and plots
+the score against length per condition. ``niah run --suite context-rot`` asks the same
+of a model in one run whose axes are those two options (``niah.core.request.axes``); its
+report draws a heatmap and a curve per condition, and this is the table: a row per
+condition, a column per length, each the mean score (percent) of its scored samples,
+and how many wrong answers gave a distractor's value.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.request.axes import variant_label
+from niah.core.results.summary import variant_summaries
+
+# The study's conditions as run options: every pair of these is one variant of the run.
+CONTEXT_ROT_AXES: dict[str, list[Any]] = {
+    "distractors": [0, 1, 4],
+    "haystack_order": ["coherent", "shuffled"],
+}
+
+
+@dataclass(frozen=True)
+class ContextRotRow:
+    """One condition: its mean per length and overall (percent), and its distractor answers."""
+
+    condition: str
+    by_length: dict[int, float | None]
+    mean: float | None
+    wrong_answers: int
+    distractor_answers: int
+
+
+def context_rot_table(cells: list[dict[str, Any]]) -> list[ContextRotRow]:
+    """A row per condition of a run with the suite's axes, in the axes' order."""
+    rows = []
+    lengths = sorted({int(c["context_length"]) for c in cells})
+    for variant in variant_summaries(cells):
+        group = [c for c in cells if str(c.get("variant") or "") == variant["variant"]]
+        by_length = {length: _mean(group, length) for length in lengths}
+        rows.append(
+            ContextRotRow(
+                condition=variant_label(variant["variant"]),
+                by_length=by_length,
+                mean=variant["measures"]["mean"],
+                wrong_answers=int(variant["wrong_answers"]),
+                distractor_answers=int(variant["distractor_answers"]),
+            )
+        )
+    return rows
+
+
+def _mean(cells: list[dict[str, Any]], length: int) -> float | None:
+    scores = [
+        float(c["task_score"])
+        for c in cells
+        if int(c["context_length"]) == length and c.get("task_score") is not None
+    ]
+    return round(100 * statistics.fmean(scores), 1) if scores else None
+
+
+def format_context_rot(rows: list[ContextRotRow]) -> str:
+    """The table as text: conditions down, lengths across, then the mean and the lookalikes."""
+    if not rows:
+        return "no scored samples yet"
+    lengths = sorted(rows[0].by_length)
+    width = max(len(row.condition) for row in [*rows, ContextRotRow("condition", {}, 0, 0, 0)])
+
+    def figure(value: float | None) -> str:
+        return f"{'-' if value is None else f'{value:.1f}':>10}"
+
+    header = (
+        f"{'condition':<{width}}"
+        + "".join(f"{length:>10,}" for length in lengths)
+        + f"{'mean':>10}  wrong answers that gave a distractor's value"
+    )
+    lines = [header]
+    for row in rows:
+        lines.append(
+            f"{row.condition:<{width}}"
+            + "".join(figure(row.by_length[length]) for length in lengths)
+            + figure(row.mean)
+            + f"  {row.distractor_answers} of {row.wrong_answers}"
+        )
+    lines.append(
+        "mean score (percent) per input length and condition, as Context Rot plots it; "
+        "the run's report draws each condition's heatmap and curve"
+    )
+    return "\n".join(lines)
