@@ -12,7 +12,6 @@ and how many wrong answers gave a distractor's value.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +41,8 @@ def context_rot_table(cells: list[dict[str, Any]]) -> list[ContextRotRow]:
     rows = []
     lengths = sorted({int(c["context_length"]) for c in cells})
     for variant in variant_summaries(cells):
-        group = [c for c in cells if str(c.get("variant") or "") == variant["variant"]]
-        by_length = {length: _mean(group, length) for length in lengths}
+        means = variant["measures"]["by_length"]
+        by_length = {length: means.get(str(length)) for length in lengths}
         rows.append(
             ContextRotRow(
                 condition=variant_label(variant["variant"]),
@@ -54,15 +53,6 @@ def context_rot_table(cells: list[dict[str, Any]]) -> list[ContextRotRow]:
             )
         )
     return rows
-
-
-def _mean(cells: list[dict[str, Any]], length: int) -> float | None:
-    scores = [
-        float(c["task_score"])
-        for c in cells
-        if int(c["context_length"]) == length and c.get("task_score") is not None
-    ]
-    return round(100 * statistics.fmean(scores), 1) if scores else None
 
 
 def format_context_rot(rows: list[ContextRotRow]) -> str:
