@@ -40,6 +40,20 @@ def built(
     return sample, prepared.built
 
 
+def recounted_positions(sample: Any, prompt: Any, tokenizer: SentencePieceTokenizer) -> list[int]:
+    """Each insertion's place in haystack tokens, counted afresh by the tokenizer.
+
+    The context up to it, tokenized, less the insertions before it.
+    """
+    positions, start, inserted = [], 0, 0
+    for insertion in sorted(sample.insertions, key=lambda i: i.depth_percent):
+        at = prompt.context.index(insertion.text, start)
+        positions.append(len(tokenizer.encode(prompt.context[:at])) - inserted)
+        inserted += len(tokenizer.encode(insertion.text))
+        start = at + len(insertion.text)
+    return positions
+
+
 @pytest.mark.parametrize("task", DISTRACTOR_TASKS)
 @pytest.mark.parametrize("count", [1, 4])
 @pytest.mark.parametrize("depth", [0.0, 50.0, 100.0])
@@ -68,6 +82,7 @@ def test_each_retrieval_task_hides_its_distractors_to_the_token(
     for asked, went in zip((i.depth_percent for i in sample.insertions), placed, strict=True):
         assert went <= asked + 1e-9
         assert asked - went < 3.0
+    assert recounted_positions(sample, prompt, tokenizer) == list(prompt.insertion_tokens)
     values = [item["value"] for item in listed]
     assert len(set(values)) == count
     # The stand-in reads the needle, not a lookalike; a distractor's value is wrong.
@@ -92,6 +107,7 @@ def test_a_shuffled_haystack_is_exact_to_the_token_and_answers_alike(
     sample, prompt = built(shuffled, cell, tokenizer, essay_blobs)
     assert sample == same  # the order changes the haystack, not the needles
     assert len(tokenizer.encode(prompt.prompt)) == LENGTH
+    assert recounted_positions(sample, prompt, tokenizer) == list(prompt.insertion_tokens)
     assert prompt.context != plain.context
     assert score_answer(get_task(task), sample, answer_text(prompt.prompt)).outcome == "correct"
 
