@@ -182,3 +182,15 @@ def test_the_estimate_in_json_has_the_figures_the_text_shows() -> None:
     assert (figures["cells"], figures["prompt_tokens"]) == (4, 6000)
     assert f"cost at most: ${figures['cost_usd_at_most']:.4f}" in text.stdout
     assert f"output tokens at most: {figures['output_tokens_at_most']:,}" in text.stdout
+
+
+def test_distractors_and_haystack_order_take_lists_as_axes_on_the_command_line() -> None:
+    args = ("run", "--model_name", "gemini-3.8-flash", "--context_lengths", "1000", "2000",
+            "--document_depth_percents", "50", "--distractors", "0", "1", "4",
+            "--haystack_order", "shuffled", "coherent", "--estimate")  # fmt: skip
+    shown = niah(*args)
+    assert shown.returncode == 0, shown.stderr
+    assert "12 cells (2 lengths x 1 depth x 6 variants)" in shown.stdout
+    wrong = niah(*args[:-4], "--haystack_order", "random", "--estimate")
+    assert wrong.returncode == 2
+    assert "--haystack_order must be 'coherent' or 'shuffled'" in wrong.stderr

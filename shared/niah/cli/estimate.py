@@ -38,7 +38,8 @@ def format_estimate(figures: dict[str, Any]) -> str:
     lines = [
         f"{model}, task {figures['task']}: {count(figures['cells'], 'cell')} "
         f"({count(figures['lengths'], 'length')} x {count(figures['depths'], 'depth')}"
-        + (f" x {count(samples, 'sample')})" if samples > 1 else ")"),
+        + (f" x {count(samples, 'sample')}" if samples > 1 else "")
+        + (f" x {figures['variants']} variants)" if figures.get("variants", 1) > 1 else ")"),
         f"prompt tokens: {figures['prompt_tokens']:,} ({bases}); output tokens at most: "
         f"{figures['output_tokens_at_most']:,}",
         f"per call: max_output_tokens {call['max_output_tokens']:,} = answer room "

@@ -39,6 +39,14 @@ RENAMED_OPTIONS = {
 MULTI_NEEDLE_TASK = "multi_needle"
 
 
+def _word(text: str) -> str:
+    """A word of a list of choices (``--haystack_order coherent shuffled``).
+
+    The request checks the choice, naming the option.
+    """
+    return text
+
+
 def _option_type(annotation: Any) -> tuple[Any, bool]:
     """The argparse type of a RunRequest field, and whether it takes a list."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -47,7 +55,7 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
     if typing.get_origin(annotation) is list:
         item = typing.get_args(annotation)[0]
         if typing.get_origin(item) is typing.Literal:  # list[HaystackOrder]: words
-            return str, True
+            return _word, True
         # list[FreeText]: the item's type without its validators.
         return (typing.get_args(item)[0] if hasattr(item, "__metadata__") else item), True
     if typing.get_origin(annotation) is typing.Literal:

@@ -47,6 +47,7 @@ from niah.core.prompts.texts import (
     render,
     split_transcript,
 )
+from niah.core.request.axes import variants
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RunRequest
 
@@ -362,6 +363,8 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
         "cells": len(run.cells),
         "lengths": len(spec.lengths()),
         "depths": len(spec.depths()),
+        # The values of the run's axes beyond length and depth (distractors, order).
+        "variants": len(variants(spec)),
         "samples_per_cell": spec.samples_per_cell,
         "prompt_tokens": prompt_tokens,
         "prompt_tokens_basis": dict(Counter(c.basis for c in run.cells)),
