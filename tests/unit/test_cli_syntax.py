@@ -237,7 +237,7 @@ def test_two_unknown_options_get_a_suggestion_each(capsys: pytest.CaptureFixture
         ["run", "--document_depth_percent_max", "150"],
         ["run", "--task", "haystack"],
         ["run", "--context_lengths", "x"],
-        ["compare", "run-a", "--out", "c.html"],
+        ["compare", "run-a", "run-a", "--out", "c.html"],
         ["report", "run-a"],
         ["list", "--limit", "0"],
         ["wait"],

@@ -179,7 +179,7 @@ def test_repeats_show_their_mean_and_spread_and_unscored_samples_do_not_count() 
 
 
 def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> None:
-    from niah.core.results.summary import measures
+    from niah.core.results.measures import measures
 
     scores = {4000: [1, 1, 1, 1], 8000: [1, 1, 1, 0], 16000: [1, 0, 0, 0]}
     cells = [

@@ -6,7 +6,9 @@ import math
 
 import pytest
 
-from niah.core.results.summary import effective_length, measures, score_table
+from niah.core.results.effective import effective_length
+from niah.core.results.measures import measures
+from niah.core.results.summary import score_table
 from niah.core.results.uncertainty import Interval, interval
 from tests.unit.test_report import sample_cell
 

@@ -152,6 +152,13 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
                 for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
+    for variant in run.get("variants") or []:  # a run with an axis: each value apart
+        found = variant["measures"]
+        lines.append(
+            f"  {variant['label']}: mean {_mean(found.get('mean'), found.get('mean_interval'))}"
+            f"; {variant.get('distractor_answers', 0)} of {variant.get('wrong_answers', 0)} "
+            "wrong answers gave a distractor's value"
+        )
     if mrcr := run.get("mrcr"):
         lines += mrcr_table(mrcr)
     return lines

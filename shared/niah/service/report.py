@@ -366,6 +366,8 @@ def _render_claimed(
         "mean_score": summary["mean_score"],
         "measures": summary["measures"],
         **({"mrcr": summary["mrcr"]} if "mrcr" in summary else {}),
+        # A run with an axis: each value's measures (niah status shows them).
+        **({"variants": summary["variants"]} if "variants" in summary else {}),
         "outcomes": summary["outcomes"],
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],

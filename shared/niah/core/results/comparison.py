@@ -20,6 +20,7 @@ from niah.core.request.spec import run_label
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.curves import Curve, curve_figure
 from niah.core.results.effective import effective_length_text
+from niah.core.results.measures import measures
 from niah.core.results.paired import (
     METHOD_NAMES,
     NO_DIFFERENCE,
@@ -31,7 +32,7 @@ from niah.core.results.paired import (
     round_points,
 )
 from niah.core.results.served_models import model_shown, runs_answered_by_others, served_versions
-from niah.core.results.summary import ScoreTable, cost_summary, format_cost, measures, score_table
+from niah.core.results.summary import ScoreTable, cost_summary, format_cost, score_table
 from niah.core.results.uncertainty import with_interval
 from niah.errors import ComparisonError, DifferentModelsError
 

@@ -8,18 +8,17 @@ length, per depth and overall, the effective length and the area under the curve
 
 from __future__ import annotations
 
-import itertools
 import statistics
 from dataclasses import dataclass
 from typing import Any
 
 from niah.core.money.pricing import spend_summary
 from niah.core.prompts.token_fit import token_count_note
-from niah.core.request.axes import variant_label, variant_values
 from niah.core.results.certificate import certificate_summary, certified_effective_length
-from niah.core.results.effective import effective_length
+from niah.core.results.measures import mean_percent, measures
 from niah.core.results.served_models import answered_by_text, served_versions
-from niah.core.results.uncertainty import CONFIDENCE, Interval, interval
+from niah.core.results.uncertainty import interval
+from niah.core.results.variants import task_rates, variant_summaries
 
 # A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
 # or truncated (the reply hit its output budget: never scored, never wrong).
@@ -99,53 +98,6 @@ def format_table(table: ScoreTable) -> str:
     return "\n".join(lines)
 
 
-def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's measures from every sample's ``task_score`` (in [0, 1]), as percents.
-
-    Mean per length, per depth and overall, each with its 95 % interval
-    (``niah.core.results.uncertainty``); effective length (the longest length whose mean is at
-    least the threshold: NoLiMa's 85 % of the base score at lengths of 1,000 tokens or
-    less when the grid has such lengths, else RULER's 85.6) with the lengths its
-    intervals allow; and the area under the mean-vs-length curve (trapezoids over the
-    lengths, divided by their span, so 100 is perfect everywhere).
-    """
-    scored = [c for c in cells if c.get("task_score") is not None]
-    by_length = _means(scored, "context_length")
-    by_depth = _means(scored, "depth_percent")
-    length_intervals = _intervals(scored, "context_length")
-    scores = [float(c["task_score"]) for c in scored]
-    overall = _percent(scores)
-    mean_interval = interval(scores)
-    methods = {i.method for i in [mean_interval, *length_intervals.values()] if i is not None}
-    return {
-        "mean": overall,
-        "mean_interval": mean_interval.as_list() if mean_interval else None,
-        "by_length": {str(k): v for k, v in by_length.items()},
-        "by_length_interval": {
-            str(k): i.as_list() if i else None for k, i in length_intervals.items()
-        },
-        "by_depth": {f"{k:g}": v for k, v in by_depth.items()},
-        "by_depth_interval": {
-            f"{k:g}": i.as_list() if i else None
-            for k, i in _intervals(scored, "depth_percent").items()
-        },
-        "confidence": CONFIDENCE,
-        "interval_methods": sorted(methods),
-        "effective_length": effective_length(
-            {int(k): v for k, v in by_length.items()},
-            {int(k): i for k, i in length_intervals.items()},
-        ),
-        "area_under_curve": area_under_curve({int(k): v for k, v in by_length.items()}),
-    }
-
-
-def _intervals(cells: list[dict[str, Any]], key: str) -> dict[Any, Interval | None]:
-    groups: dict[Any, list[float]] = {}
-    for cell in cells:
-        groups.setdefault(cell[key], []).append(float(cell["task_score"]))
-    return {k: interval(values) for k, values in sorted(groups.items())}
-
-
 def mrcr_bins(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """MRCR v2's figures, as the model cards report them (percent of the mean score).
 
@@ -165,10 +117,10 @@ def mrcr_bins(cells: list[dict[str, Any]]) -> dict[str, Any]:
         float(c["task_score"]) for c in scored if 524_288 < int(c["context_length"]) <= 1_048_576
     ]
     return {
-        "bins": {name: _percent(values) for name, values in bins.items()},
+        "bins": {name: mean_percent(values) for name, values in bins.items()},
         "samples_per_bin": {name: len(values) for name, values in bins.items()},
-        "cumulative_128k": _percent(up_to_128k),
-        "at_1m": _percent(at_1m),
+        "cumulative_128k": mean_percent(up_to_128k),
+        "at_1m": mean_percent(at_1m),
     }
 
 
@@ -199,29 +151,6 @@ def _mrcr_bin(tokens: int) -> str:
 
 def _k(tokens: int) -> str:
     return f"{tokens // 1_048_576}M" if tokens >= 1_048_576 else f"{tokens // 1024}K"
-
-
-def _means(cells: list[dict[str, Any]], key: str) -> dict[Any, float]:
-    groups: dict[Any, list[float]] = {}
-    for cell in cells:
-        groups.setdefault(cell[key], []).append(float(cell["task_score"]))
-    return {k: v for k, values in sorted(groups.items()) if (v := _percent(values)) is not None}
-
-
-def _percent(values: list[float]) -> float | None:
-    return round(100 * statistics.fmean(values), 2) if values else None
-
-
-def area_under_curve(by_length: dict[int, float]) -> float | None:
-    """Area under mean (percent) vs length, over the span of lengths (0 to 100)."""
-    points = sorted(by_length.items())
-    if not points:
-        return None
-    if len(points) == 1:
-        return points[0][1]
-    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in itertools.pairwise(points))
-    span = points[-1][0] - points[0][0]
-    return round(area / span, 2)
 
 
 def summarize(
@@ -262,7 +191,7 @@ def summarize(
         "scorer": run.get("scorer", "exact"),
         # The heatmap's scale: the harness's 1-10 for single, a fraction for the others.
         "score_scale": "1-10" if task == "single" else "fraction",
-        "cells": len({(c["context_length"], c["depth_percent"]) for c in cells}),
+        "cells": len({(c["context_length"], c["depth_percent"], c.get("variant")) for c in cells}),
         "samples": len(cells),
         "answered": len(answered),
         "failed": len(cells) - len(answered),
@@ -273,7 +202,7 @@ def summarize(
         "measures": measured,
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
-        **_task_rates(cells),
+        **task_rates(cells),
         **({"variants": variant_summaries(cells)} if any(c.get("variant") for c in cells) else {}),
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
@@ -369,65 +298,6 @@ def failure_reasons(cells: list[dict[str, Any]]) -> dict[str, list[str]]:
             continue
         reasons.setdefault(reason, []).append(str(cell.get("cell_id")))
     return dict(sorted(reasons.items(), key=lambda item: -len(item[1])))
-
-
-def _task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
-    """Rates a task's scorer notes: hallucinations (absent), distractor hits.
-
-    And how many wrong answers gave a distractor's value (``distractor_answers``): what
-    Context Rot asks of distractors, whether the model took the lookalike.
-    """
-    scored = [c for c in cells if c.get("task_score") is not None]
-    rates: dict[str, float] = {}
-    for flag, name in (
-        ("hallucinated", "hallucination_rate"),
-        ("distractor_hit", "distractor_hit_rate"),
-    ):
-        flagged = [c for c in scored if flag in (c.get("task_details") or {})]
-        if flagged:
-            hits = sum(1 for c in flagged if c["task_details"][flag])
-            rates[name] = round(hits / len(flagged), 4)
-    if any("distractor_hit" in (c.get("task_details") or {}) for c in scored):
-        rates |= _lookalikes(cells)
-    return rates
-
-
-def _lookalikes(cells: list[dict[str, Any]]) -> dict[str, int]:
-    """Wrong answers, and how many of them gave a distractor's value."""
-    wrong = [c for c in cells if c.get("outcome") == "wrong"]
-    return {
-        "wrong_answers": len(wrong),
-        "distractor_answers": sum(
-            1 for c in wrong if (c.get("task_details") or {}).get("distractor_hit")
-        ),
-    }
-
-
-def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each value of the run's extra axes apart: its samples, measures and distractor answers.
-
-    In the order of the run's variants (``niah.core.request.axes``), so the report's
-    small multiples and curves follow the axis.
-    """
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for cell in cells:
-        groups.setdefault(str(cell.get("variant") or ""), []).append(cell)
-    return [
-        {
-            "variant": variant,
-            "label": variant_label(variant),
-            "samples": len(group),
-            "measures": measures(group),
-            **_task_rates(group),
-            **_lookalikes(group),
-        }
-        for variant, group in sorted(groups.items(), key=lambda item: _variant_order(item[0]))
-    ]
-
-
-def _variant_order(variant: str) -> tuple[int, str]:
-    values = variant_values(variant)
-    return int(values.get("distractors", 0)), str(values.get("haystack_order", ""))
 
 
 def _mean(values: list[int] | list[float]) -> float | None:

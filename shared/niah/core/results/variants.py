@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from niah.core.request.axes import variant_label
+from niah.core.request.axes import variant_label, variant_values
 from niah.core.request.spec import run_label
-from niah.core.results.summary import variant_summaries
+from niah.core.results.measures import measures
 
 
 def has_axis(cells: list[dict[str, Any]]) -> bool:
@@ -49,3 +49,62 @@ def split_by_variant(
             )
         )
     return split
+
+
+def task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
+    """Rates a task's scorer notes: hallucinations (absent), distractor hits.
+
+    And how many wrong answers gave a distractor's value (``distractor_answers``): what
+    Context Rot asks of distractors, whether the model took the lookalike.
+    """
+    scored = [c for c in cells if c.get("task_score") is not None]
+    rates: dict[str, float] = {}
+    for flag, name in (
+        ("hallucinated", "hallucination_rate"),
+        ("distractor_hit", "distractor_hit_rate"),
+    ):
+        flagged = [c for c in scored if flag in (c.get("task_details") or {})]
+        if flagged:
+            hits = sum(1 for c in flagged if c["task_details"][flag])
+            rates[name] = round(hits / len(flagged), 4)
+    if any("distractor_hit" in (c.get("task_details") or {}) for c in scored):
+        rates |= _lookalikes(cells)
+    return rates
+
+
+def _lookalikes(cells: list[dict[str, Any]]) -> dict[str, int]:
+    """Wrong answers, and how many of them gave a distractor's value."""
+    wrong = [c for c in cells if c.get("outcome") == "wrong"]
+    return {
+        "wrong_answers": len(wrong),
+        "distractor_answers": sum(
+            1 for c in wrong if (c.get("task_details") or {}).get("distractor_hit")
+        ),
+    }
+
+
+def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each value of the run's extra axes apart: its samples, measures and distractor answers.
+
+    In the order of the run's variants (``niah.core.request.axes``), so the report's
+    small multiples and curves follow the axis.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        groups.setdefault(str(cell.get("variant") or ""), []).append(cell)
+    return [
+        {
+            "variant": variant,
+            "label": variant_label(variant),
+            "samples": len(group),
+            "measures": measures(group),
+            **task_rates(group),
+            **_lookalikes(group),
+        }
+        for variant, group in sorted(groups.items(), key=lambda item: _variant_order(item[0]))
+    ]
+
+
+def _variant_order(variant: str) -> tuple[int, str]:
+    values = variant_values(variant)
+    return int(values.get("distractors", 0)), str(values.get("haystack_order", ""))
