@@ -27,6 +27,7 @@ from niah.core.request.request_options import (
     HARNESS_DEFAULT_ANSWER,
     HARNESS_DEFAULT_NEEDLE,
     HARNESS_DEFAULT_QUESTION,
+    MAX_BFS_DEPTH,
     MAX_CONTEXT_LENGTH,
     MAX_INTERVALS,
     MAX_NEEDLES,
@@ -99,6 +100,10 @@ class RunRequest(BaseModel):
     freq_ucw: int | None = Field(default=None, ge=1, le=1000)
     alpha: float = Field(default=2.0, gt=1.0, le=10.0)
     vocab_size: int | None = Field(default=None, ge=5, le=1_000_000)
+    # --- GraphWalks (niah.tasks.graphwalks): the question each graph asks. ---
+    graph_problem: Literal["bfs", "parents"] = "bfs"
+    bfs_depth: int = Field(default=2, ge=1, le=MAX_BFS_DEPTH)
+    # --- end GraphWalks ---
     # Independent samples per grid point (other needles and keys), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
