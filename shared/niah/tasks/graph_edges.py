@@ -48,8 +48,10 @@ DUPLICATE_SHARE = 0.2
 SELF_LOOP_SHARE = 0.3
 # Added nodes get this many out-edges on average (at least one each), as planted ones do.
 MEAN_OUT_DEGREE = 2.0
-# Edges are added until this many in a row do not fit.
+# Edges are added until this many in a row do not fit; the last tokens get this many
+# tries (each with one more edge) to be made up.
 MISSES = 8
+LAST_TRIES = 8
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,7 @@ class GraphEdges:
 
         Added nodes (about one per ``MEAN_OUT_DEGREE`` edges) get one edge each, random
         edges are added while they fit, and the last few tokens are made up by moving
-        edges to targets whose IDs take more tokens.
+        added edges to targets whose IDs take more (or fewer) tokens.
         """
         rng = random.Random(self.seed)
         planted = self.planted
@@ -247,7 +249,7 @@ class GraphEdges:
             listing.add(edge)
             misses = 0
         keep = {(order[0], 0), (order[-1], len(listing.out[order[-1]]) - 1)}
-        for _ in range(MISSES):
+        for _ in range(LAST_TRIES):
             if listing.retarget(room - listing.spent, targets, keep, rng) == 0:
                 return listing.text(order)
             if room - listing.spent < 0 or not sources:
