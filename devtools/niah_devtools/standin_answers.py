@@ -40,6 +40,13 @@ CWE_ASKED = re.compile(r"What are the (\d+) most common words in the above list\
 CWE_ENTRY = re.compile(r"(?:^|\s)\d+\. (\S+)")
 FWE_ASKED = "What are the three most frequently appeared words in the above coded text?"
 FWE_START = "Find the three most frequently appeared coded words. "
+# GraphWalks (niah.tasks.graphwalks): the graph to operate on is the last edge list, the
+# operation the line after the last "Operation:".
+GRAPH_EDGES = "The graph has the following edges:\n"
+GRAPH_OPERATION = "\n\nOperation:\n"
+GRAPH_EDGE = re.compile(r"^(\w+) -> (\w+)$", re.MULTILINE)
+GRAPH_BFS = re.compile(r"Perform a BFS from node (\w+) with depth (\d+)\.")
+GRAPH_PARENTS = re.compile(r"Find the parents of node (\w+)\.")
 
 
 def answer_text(prompt: str) -> str:
@@ -47,6 +54,7 @@ def answer_text(prompt: str) -> str:
     for answer in (
         _judge,
         _mrcr,
+        _graphwalks,
         _variables,
         _common_words,
         _frequent_words,
@@ -104,6 +112,34 @@ def _frequent_words(prompt: str) -> str | None:
     text = prompt[start + len(FWE_START) : end].split("\nQuestion:")[0]
     counts = Counter(word for word in text.split() if word != "...")
     return " ".join(word for word, _ in counts.most_common(3))
+
+
+def _graphwalks(prompt: str) -> str | None:
+    """The operation's nodes on the last line, as the card asks: "Final Answer: [a, b]"."""
+    operation = prompt.rfind(GRAPH_OPERATION)
+    edges_at = prompt.rfind(GRAPH_EDGES, 0, operation)
+    if operation < 0 or edges_at < 0:
+        return None
+    edges = GRAPH_EDGE.findall(prompt[edges_at + len(GRAPH_EDGES) : operation])
+    asked = prompt[operation + len(GRAPH_OPERATION) :].split("\n", 1)[0]
+    if bfs := GRAPH_BFS.fullmatch(asked):
+        start, depth = bfs.group(1), int(bfs.group(2))
+        children: dict[str, list[str]] = {}
+        for source, target in edges:
+            children.setdefault(source, []).append(target)
+        seen, layer = {start}, {start}
+        for _ in range(depth):  # only nodes first met at exactly this depth
+            layer = {
+                child for node in layer for child in children.get(node, ()) if child not in seen
+            }
+            seen |= layer
+        nodes = layer
+    elif parents := GRAPH_PARENTS.fullmatch(asked):
+        node = parents.group(1)
+        nodes = {source for source, target in edges if target == node and source != node}
+    else:
+        return None
+    return f"Final Answer: [{', '.join(sorted(nodes))}]"
 
 
 def _mrcr(prompt: str) -> str | None:

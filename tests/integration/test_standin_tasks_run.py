@@ -32,38 +32,77 @@ TASK_RUNS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def gemini_task_runs(stack: Stack) -> dict[str, str]:
+def standin_runs(stack: Stack, runs: dict[str, dict[str, Any]], **common: Any) -> dict[str, str]:
+    """Each of ``runs`` submitted for gemini-3.8-flash on the stand-in, reset to defaults."""
     requests.post(f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config", json={}, timeout=5)
     return {
-        task: submit(
-            stack,
-            {
-                "model_name": "gemini-3.8-flash",
-                "task": task,
-                "context_lengths": [3000],
-                "document_depth_percents": [10, 60],
-                "samples_per_cell": 2,
-                "seed": 21,
-                **options,
-            },
-        )
-        for task, options in TASK_RUNS.items()
+        name: submit(stack, {"model_name": "gemini-3.8-flash", **common, **options})
+        for name, options in runs.items()
     }
+
+
+@pytest.fixture(scope="module")
+def gemini_task_runs(stack: Stack) -> dict[str, str]:
+    runs = {task: {"task": task, **options} for task, options in TASK_RUNS.items()}
+    return standin_runs(
+        stack,
+        runs,
+        context_lengths=[3000],
+        document_depth_percents=[10, 60],
+        samples_per_cell=2,
+        seed=21,
+    )
+
+
+def finished(run_id: str, timeout: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run once complete, and its cells."""
+    run = wait_complete(run_id, timeout=timeout)
+    return run, FirestoreStore().list_cells(run_id)
 
 
 @pytest.mark.parametrize("task", list(TASK_RUNS))
 def test_gemini_on_the_standin_scores_every_task_in_full(
     gemini_task_runs: dict[str, str], task: str
 ) -> None:
-    run_id = gemini_task_runs[task]
-    run = wait_complete(run_id, timeout=300)
-    cells = FirestoreStore().list_cells(run_id)
+    run, cells = finished(gemini_task_runs[task], timeout=300)
     assert len(cells) == 4
     for cell in cells:
         assert cell["finish_reason"] == "STOP", cell.get("unscored_reason")
         assert (cell["outcome"], cell["task_score"]) == ("correct", 1.0), cell["model_response"]
     assert run["outcomes"] == {"correct": 4, "wrong": 0, "unscored": 0, "truncated": 0}
+    assert run["measures"]["mean"] == 100.0
+
+
+# GraphWalks to a million tokens (gemini-3.8-flash takes 1,048,576): both questions.
+GRAPHWALKS_RUNS: dict[str, dict[str, Any]] = {
+    "bfs": {"bfs_depth": 3, "context_lengths": [2000, 1_000_000]},
+    "parents": {"graph_problem": "parents", "context_lengths": [4000, 1_000_000]},
+}
+
+
+@pytest.fixture(scope="module")
+def graphwalks_runs(stack: Stack) -> dict[str, str]:
+    return standin_runs(
+        stack, GRAPHWALKS_RUNS, task="graphwalks", document_depth_percents=[50], seed=38
+    )
+
+
+@pytest.mark.parametrize("problem", list(GRAPHWALKS_RUNS))
+def test_graphwalks_on_the_standin_scores_in_full_to_a_million_tokens(
+    graphwalks_runs: dict[str, str], problem: str
+) -> None:
+    run, cells = finished(graphwalks_runs[problem], timeout=600)
+    assert (
+        sorted(cell["context_length"] for cell in cells)
+        == GRAPHWALKS_RUNS[problem]["context_lengths"]
+    )
+    for cell in cells:
+        assert cell["status"] == "answered", cell.get("error")
+        assert cell["planned_prompt_tokens"] == cell["context_length"]
+        assert cell["usage"]["prompt_token_count"] == cell["context_length"]
+        assert cell["model_response"].startswith("Final Answer: [")
+        assert (cell["outcome"], cell["task_score"]) == ("correct", 1.0), cell["model_response"]
+        assert cell["task_details"]["precision"] == cell["task_details"]["recall"] == 1.0
     assert run["measures"]["mean"] == 100.0
 
 

@@ -10,7 +10,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
-from niah.tasks import TASKS
+from niah.tasks import TASKS, Sample, get_task
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
 
@@ -19,8 +19,9 @@ pytestmark = pytest.mark.integration
 # A base model that repeats itself until its budget ends is truncated, never wrong.
 OUTCOMES = {"correct", "wrong", "unscored", "truncated"}
 # A conversation of 2 needle turns needs more room than one needle.
-# RULER's word lists need room for their common words listed 6 times (RULER's short rule).
-LENGTHS = {task: 500 for task in TASKS} | {"mrcr": 2048, "common_words": 1000}
+# RULER's word lists need room for their common words listed 6 times (RULER's short rule);
+# GraphWalks' prompt alone is about 400 tokens, its graph the rest.
+LENGTHS = {task: 500 for task in TASKS} | {"mrcr": 2048, "common_words": 1000, "graphwalks": 1000}
 EXTRA: dict[str, dict[str, Any]] = {"mrcr": {"num_needles": 2}}
 
 
@@ -98,3 +99,29 @@ def test_repeats_on_the_noise_haystack_are_cells_of_their_own(task_runs: dict[st
     run = store.get_run(run_id)
     assert run["haystack_uri"].endswith("/generated/noise/")
     assert (run["total"], run["done"] + run["failed"]) == (2, 2)
+
+
+def test_graphwalks_on_the_local_model_is_scored_by_the_card_s_set_f1(
+    task_runs: dict[str, str],
+) -> None:
+    """The local model's reply is stored and scored as the card grades it.
+
+    The base model need not answer well: greedy, it ends this cell's prompt with an empty
+    line, which parses to nothing (wrong, flagged unparsed).
+    """
+    [cell] = FirestoreStore().list_cells(task_runs["graphwalks"])
+    assert cell["question"].startswith("Perform a BFS from node ")
+    assert cell["question"].endswith(" with depth 2.")
+    assert 1 <= len(cell["expected_answers"]) <= 32
+    assert cell["outcome"] in ("correct", "wrong")  # an empty reply parses to nothing: wrong
+    # The stored reply, scored again: the same F1, precision, recall and parse flag.
+    sample = Sample(insertions=(), question="", expected=tuple(cell["expected_answers"]))
+    again = get_task("graphwalks").score(sample, cell["model_response"])
+    assert (again.score, again.details) == (cell["task_score"], cell["task_details"])
+    assert set(cell["task_details"]) == {
+        "precision",
+        "recall",
+        "parse_failed",
+        "answered_nodes",
+        "expected_nodes",
+    }

@@ -41,6 +41,8 @@ TASK_OPTIONS: list[dict[str, Any]] = [
     {"task": "variable_tracking", "num_hops": 12, "num_chains": 3},
     {"task": "common_words", "num_cw": 25},
     {"task": "frequent_words"},
+    {"task": "graphwalks", "bfs_depth": 5},
+    {"task": "graphwalks", "graph_problem": "parents"},
 ]
 # RULER's list tasks: a right answer numbers its items, as RULER's one-shot answers do.
 LIST_TASKS = ("variable_tracking", "common_words", "frequent_words")
@@ -55,6 +57,8 @@ def longest_right_answer(spec: RunRequest, cell: Cell) -> str:
     sample = get_task(spec.task).sample(spec, cell)
     if spec.task == "mrcr":
         return sample.expected[0]
+    if spec.task == "graphwalks":  # the card's answer line, every node
+        return f"Final Answer: [{', '.join(sample.expected)}]"
     if spec.task in LIST_TASKS:
         return ", ".join(f"{i}. {item}" for i, item in enumerate(sample.expected, 1))
     if spec.task == "absent":

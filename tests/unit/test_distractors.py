@@ -169,6 +169,8 @@ def test_runs_without_the_options_keep_their_ids() -> None:
         ({"distractors": 1, "task": "common_words"}, "distractors"),
         ({"distractors": 1, "task": "variable_tracking"}, "distractors"),
         ({"haystack_order": "shuffled", "task": "frequent_words"}, "haystack_order"),
+        ({"haystack_order": "shuffled", "task": "graphwalks"}, "haystack_order"),
+        ({"distractors": 4, "task": "graphwalks"}, "distractors"),
         ({"distractors": 1, "dynamic_needle": False, "expected_answer": "x"}, "dynamic_needle"),
         ({"distractors": [0, 4], "mode": "certify"}, "certify"),
     ],

@@ -362,8 +362,10 @@ def test_samples_are_cells_of_their_own() -> None:
 
 
 # The tasks whose context is the haystack; RULER's word lists (common and frequent
-# words) are their own context, pinned token-exact in tests/unit/test_ruler_tasks.py.
-HAYSTACK_TASKS = [task for task in TASKS if task not in ("common_words", "frequent_words")]
+# words) are their own context, pinned token-exact in tests/unit/test_ruler_tasks.py, as
+# GraphWalks' edge lists are in tests/unit/test_graphwalks.py.
+GENERATED_CONTEXT_TASKS = ("common_words", "frequent_words", "graphwalks")
+HAYSTACK_TASKS = [task for task in TASKS if task not in GENERATED_CONTEXT_TASKS]
 
 
 @pytest.mark.parametrize("task", HAYSTACK_TASKS)

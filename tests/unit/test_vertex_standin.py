@@ -448,7 +448,7 @@ def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
         **options,
     )
     sample = task.sample(spec, Cell(4000, 50.0))
-    if sample.context_maker is not None:  # RULER's word lists: the list is the context
+    if sample.context_maker is not None:  # a generated context: RULER's lists, GraphWalks' graph
         from niah.core.prompts.generated_context import build_generated_prompt
 
         built = build_generated_prompt(
@@ -494,6 +494,8 @@ def task_prompt(task_name: str, **options: Any) -> tuple[Any, Any, str]:
         ("common_words", {}),
         ("common_words", {"freq_cw": 8, "freq_ucw": 2}),
         ("frequent_words", {}),
+        ("graphwalks", {"bfs_depth": 3}),
+        ("graphwalks", {"graph_problem": "parents"}),
     ],
 )
 def test_every_task_is_answered_right_by_default(

@@ -16,6 +16,7 @@ from niah.tasks.base import Sample, Task, Verdict
 from niah.tasks.common_words import CommonWords
 from niah.tasks.distractors import note_distractors, with_distractors
 from niah.tasks.frequent_words import FrequentWords
+from niah.tasks.graphwalks import GraphWalks
 from niah.tasks.mrcr import Mrcr
 from niah.tasks.multi_key import MultiKey
 from niah.tasks.multi_needle import MultiNeedle
@@ -41,6 +42,7 @@ TASKS: dict[str, Task] = {
         VariableTracking(),
         CommonWords(),
         FrequentWords(),
+        GraphWalks(),
     )
 }
 

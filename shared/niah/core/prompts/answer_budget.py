@@ -45,6 +45,12 @@ LISTED_ITEM = 6
 VARIABLE_BYTES = 5
 COMMON_WORD_BYTES = 2 * max(map(len, ADJECTIVES)) + max(map(len, NOUNS)) + 2
 CODED_WORD_BYTES = 6
+# GraphWalks' answer (niah.tasks.graphwalks): "Final Answer: [id, id, ...]", node IDs
+# of 10 hexadecimal characters, at most GRAPH_MAX_ANSWER_NODES of them (no question is
+# planted with more), each with its ", ".
+GRAPH_NODE_BYTES = 10
+GRAPH_MAX_ANSWER_NODES = 32
+GRAPH_ANSWER_LINE = len("Final Answer: []")
 CITY_BYTES = max(len(city.encode()) for city in CITIES)
 NAME_BYTES = max(len(name.encode()) for name in CHARACTER_NAMES)
 
@@ -76,6 +82,7 @@ def answer_room(spec: RunRequest) -> int:
         "variable_tracking": (spec.num_hops + 1) * (VARIABLE_BYTES + LISTED_ITEM),
         "common_words": spec.num_cw * (COMMON_WORD_BYTES + LISTED_ITEM),
         "frequent_words": 3 * (CODED_WORD_BYTES + LISTED_ITEM),
+        "graphwalks": GRAPH_ANSWER_LINE + GRAPH_MAX_ANSWER_NODES * (GRAPH_NODE_BYTES + 2),
     }
     return rooms[spec.task] + ANSWER_SLACK
 

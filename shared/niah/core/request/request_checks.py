@@ -112,6 +112,14 @@ def check_task_options(request: RunRequest) -> None:
                     f"{RULER_SHORT_LENGTH} tokens: the common words must be listed more "
                     "often than the others (set both, or leave both out for RULER's)"
                 )
+        if (
+            request.task == "graphwalks"
+            and request.graph_problem == "parents"
+            and ("bfs_depth" in given)
+        ):
+            raise ValueError(
+                "bfs_depth applies to graph_problem bfs, not parents; leave bfs_depth out"
+            )
         if request.task == "mrcr" and request.needle_count() not in MRCR_NEEDLES:
             raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
         # The user's own needles may be graded by the judge (against the needles).

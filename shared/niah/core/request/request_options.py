@@ -38,6 +38,7 @@ TaskName = Literal[
     "variable_tracking",
     "common_words",
     "frequent_words",
+    "graphwalks",
 ]
 NeedleType = Literal["words", "numbers", "uuids"]
 
@@ -57,6 +58,8 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "variable_tracking": ("num_chains", "num_hops"),
     "common_words": ("num_cw", "freq_cw", "freq_ucw"),
     "frequent_words": ("alpha", "vocab_size"),
+    # OpenAI's GraphWalks (niah.tasks.graphwalks): the question, and the BFS's depth.
+    "graphwalks": ("graph_problem", "bfs_depth"),
 }
 # The tasks whose needle a distractor can imitate (niah.tasks.distractors), and those
 # whose context is no haystack (no order to shuffle; MRCR's is a transcript).
@@ -69,7 +72,9 @@ DISTRACTOR_TASKS = (
     "absent",
     "nonliteral",
 )
-NO_HAYSTACK_TASKS = ("mrcr", "common_words", "frequent_words")
+NO_HAYSTACK_TASKS = ("mrcr", "common_words", "frequent_words", "graphwalks")
+# The deepest BFS graphwalks asks for (its planted walk grows with the depth).
+MAX_BFS_DEPTH = 10
 # Below this many tokens RULER's common words extraction lists its words fewer times.
 RULER_SHORT_LENGTH = 4096
 # Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
@@ -124,7 +129,7 @@ OPTION_HELP: dict[str, str] = {
     "document_depth_percent_interval_type": "linear, or sigmoid (dense near the ends)",
     "task": (
         "single, multi_needle, multi_key, multi_value, multi_query, absent, nonliteral, mrcr, "
-        "variable_tracking, common_words or frequent_words"
+        "variable_tracking, common_words, frequent_words or graphwalks"
     ),
     "num_needles": "multi_needle: needles (1-100, default 3); mrcr: 2, 4 or 8 (default 8)",
     "needles": (
@@ -147,6 +152,8 @@ OPTION_HELP: dict[str, str] = {
     "freq_ucw": "common_words: times each other word is listed (RULER: 3, or 1 below 4096 tokens)",
     "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
     "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
+    "graph_problem": "graphwalks: bfs (the nodes at exactly bfs_depth edges) or parents",
+    "bfs_depth": f"graphwalks: the BFS's depth in edges (1-{MAX_BFS_DEPTH}, default 2)",
     "mrcr_source": "mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
     "distractors": (
         "retrieval tasks: statements like the needle (another key or value) placed apart "

@@ -28,6 +28,7 @@ from niah.core.request.request_options import (
     HARNESS_DEFAULT_ANSWER,
     HARNESS_DEFAULT_NEEDLE,
     HARNESS_DEFAULT_QUESTION,
+    MAX_BFS_DEPTH,
     MAX_CONTEXT_LENGTH,
     MAX_INTERVALS,
     MAX_NEEDLES,
@@ -105,6 +106,10 @@ class RunRequest(BaseModel):
     # (a number or a word) for every cell, or a list: an axis, the grid once per value.
     distractors: list[int] | None = None
     haystack_order: list[HaystackOrder] | None = None
+    # --- GraphWalks (niah.tasks.graphwalks): the question each graph asks. ---
+    graph_problem: Literal["bfs", "parents"] = "bfs"
+    bfs_depth: int = Field(default=2, ge=1, le=MAX_BFS_DEPTH)
+    # --- end GraphWalks ---
     # Independent samples per grid point (other needles and keys), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
