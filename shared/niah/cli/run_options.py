@@ -52,6 +52,8 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
         annotation = args[0]
+    if hasattr(annotation, "__metadata__"):  # Lengths, Distractors: the type under the checks
+        annotation = typing.get_args(annotation)[0]
     if typing.get_origin(annotation) is list:
         item = typing.get_args(annotation)[0]
         if typing.get_origin(item) is typing.Literal:  # list[HaystackOrder]: words

@@ -12,7 +12,9 @@ options at that variant (``at_variant``), so no task knows about axes.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator
 
 if TYPE_CHECKING:
     from niah.core.request.spec import RunRequest
@@ -104,3 +106,34 @@ def haystack_order(spec: RunRequest) -> HaystackOrder:
         raise ValueError("haystack_order is an axis of this run: ask at_variant(spec, variant)")
     order: HaystackOrder = values[0]
     return order
+
+
+def _one_or_a_list(value: Any) -> Any:
+    """One value is a list of one (JSON true is no count of distractors: left to fail)."""
+    if value is None or isinstance(value, list | bool):
+        return value
+    return [value]
+
+
+def _counts(value: list[int]) -> list[int] | None:
+    if not value:
+        raise ValueError("give at least one count (0, 1, 4), or leave it out")
+    if any(not 0 <= count <= MAX_DISTRACTORS for count in value):
+        raise ValueError(f"each count must be between 0 and {MAX_DISTRACTORS}")
+    counts = sorted(set(value))
+    return None if counts == [0] else counts  # none is the default: the same run
+
+
+def _orders(value: list[HaystackOrder]) -> list[HaystackOrder] | None:
+    if not value:
+        raise ValueError("give coherent, shuffled or both, or leave it out")
+    orders = [order for order in HAYSTACK_ORDERS if order in value]
+    return None if orders == ["coherent"] else orders
+
+
+# The request's two axis options: one value or a list, sorted, the default alone None
+# (so a run that spells the default out is the run that leaves it out).
+Distractors = Annotated[list[int], BeforeValidator(_one_or_a_list), AfterValidator(_counts)]
+HaystackOrders = Annotated[
+    list[HaystackOrder], BeforeValidator(_one_or_a_list), AfterValidator(_orders)
+]

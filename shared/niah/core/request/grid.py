@@ -9,7 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
+
+from niah.core.request.request_options import MAX_CONTEXT_LENGTH, MAX_INTERVALS
 
 # Depths carry this many decimals (the harness's sigmoid precision), in cell IDs too.
 DEPTH_DECIMALS = 3
@@ -78,3 +82,32 @@ def spread_depths(
     if interval_type == "sigmoid":
         return sorted({round(logistic(x), DEPTH_DECIMALS) for x in points})
     return sorted({float(round(x)) for x in points})
+
+
+def _lengths(value: list[int]) -> list[int]:
+    if not value:
+        raise ValueError("give at least one context length, or leave it out")
+    if len(value) > MAX_INTERVALS:
+        raise ValueError(f"at most {MAX_INTERVALS} context lengths")
+    for length in value:
+        if not 1 <= length <= MAX_CONTEXT_LENGTH:
+            raise ValueError(
+                f"each context length must be between 1 and {MAX_CONTEXT_LENGTH} tokens"
+            )
+    return sorted(set(value))
+
+
+def _depths(value: list[float]) -> list[float]:
+    if not value:
+        raise ValueError("give at least one depth, or leave it out")
+    if len(value) > MAX_INTERVALS:
+        raise ValueError(f"at most {MAX_INTERVALS} depths")
+    for depth in value:
+        if not (math.isfinite(depth) and 0 <= depth <= 100):
+            raise ValueError("each depth must be a percent between 0 and 100")
+    return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
+
+
+# The request's explicit lengths and depths: checked, sorted, each once.
+Lengths = Annotated[list[int], AfterValidator(_lengths)]
+Depths = Annotated[list[float], AfterValidator(_depths)]

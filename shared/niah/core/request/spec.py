@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import unicodedata
 from typing import Any, Literal
@@ -18,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
-from niah.core.request.axes import HAYSTACK_ORDERS, MAX_DISTRACTORS, HaystackOrder, variants
-from niah.core.request.grid import DEPTH_DECIMALS, Cell, linspace_ints, spread_depths
+from niah.core.request.axes import Distractors, HaystackOrders, variants
+from niah.core.request.grid import Cell, Depths, Lengths, linspace_ints, spread_depths
 from niah.core.request.request_checks import check_options_together
 from niah.core.request.request_options import (
     ADDED_OPTIONS,
@@ -64,14 +63,14 @@ class RunRequest(BaseModel):
     model_provider: ProviderName | None = None
     evaluator_model_name: str | None = Field(default=None, max_length=200, pattern=MODEL_ID_PATTERN)
 
-    context_lengths: list[int] | None = None
+    context_lengths: Lengths | None = None
     # 15 x 15 by default (inspect's niah default), so the default grid fits the 500-cell
     # cap; the harness's 35 x 35 is 1,225 cells.
     context_lengths_min: int = Field(default=1000, ge=1, le=MAX_CONTEXT_LENGTH)
     context_lengths_max: int = Field(default=16000, ge=1, le=MAX_CONTEXT_LENGTH)
     context_lengths_num_intervals: int = Field(default=15, ge=1, le=MAX_INTERVALS)
 
-    document_depth_percents: list[float] | None = None
+    document_depth_percents: Depths | None = None
     document_depth_percent_min: float = Field(default=0, ge=0, le=100)
     document_depth_percent_max: float = Field(default=100, ge=0, le=100)
     document_depth_percent_intervals: int = Field(default=15, ge=1, le=MAX_INTERVALS)
@@ -104,8 +103,8 @@ class RunRequest(BaseModel):
     # Context Rot's axes (niah.core.request.axes): statements like the needle but not it,
     # placed apart from it; and the haystack's sentences in a seeded order. One value
     # (a number or a word) for every cell, or a list: an axis, the grid once per value.
-    distractors: list[int] | None = None
-    haystack_order: list[HaystackOrder] | None = None
+    distractors: Distractors | None = None
+    haystack_order: HaystackOrders | None = None
     # --- GraphWalks (niah.tasks.graphwalks): the question each graph asks. ---
     graph_problem: Literal["bfs", "parents"] = "bfs"
     bfs_depth: int = Field(default=2, ge=1, le=MAX_BFS_DEPTH)
@@ -186,36 +185,6 @@ class RunRequest(BaseModel):
             )
         return value
 
-    @field_validator("distractors", "haystack_order", mode="before")
-    @classmethod
-    def _one_or_an_axis(cls, value: Any) -> Any:
-        # One value is a list of one; JSON true is no count of distractors.
-        if value is None or isinstance(value, list):
-            return value
-        return [value] if not isinstance(value, bool) else value
-
-    @field_validator("distractors")
-    @classmethod
-    def _check_distractors(cls, value: list[int] | None) -> list[int] | None:
-        if value is None:
-            return None
-        if not value:
-            raise ValueError("give at least one count (0, 1, 4), or leave it out")
-        if any(not 0 <= count <= MAX_DISTRACTORS for count in value):
-            raise ValueError(f"each count must be between 0 and {MAX_DISTRACTORS}")
-        counts = sorted(set(value))
-        return None if counts == [0] else counts  # none is the default: the same run
-
-    @field_validator("haystack_order")
-    @classmethod
-    def _check_order(cls, value: list[HaystackOrder] | None) -> list[HaystackOrder] | None:
-        if value is None:
-            return None
-        if not value:
-            raise ValueError("give coherent, shuffled or both, or leave it out")
-        orders = [order for order in HAYSTACK_ORDERS if order in value]
-        return None if orders == ["coherent"] else orders
-
     @field_validator("mode")
     @classmethod
     def _grid_is_the_default(cls, value: str | None) -> str | None:
@@ -238,36 +207,6 @@ class RunRequest(BaseModel):
     def is_batch(self) -> bool:
         """Whether the run goes to Vertex AI as batch jobs, not call by call."""
         return self.execution == "batch"
-
-    @field_validator("context_lengths")
-    @classmethod
-    def _check_lengths(cls, value: list[int] | None) -> list[int] | None:
-        if value is None:
-            return None
-        if not value:
-            raise ValueError("give at least one context length, or leave it out")
-        if len(value) > MAX_INTERVALS:
-            raise ValueError(f"at most {MAX_INTERVALS} context lengths")
-        for length in value:
-            if not 1 <= length <= MAX_CONTEXT_LENGTH:
-                raise ValueError(
-                    f"each context length must be between 1 and {MAX_CONTEXT_LENGTH} tokens"
-                )
-        return sorted(set(value))
-
-    @field_validator("document_depth_percents")
-    @classmethod
-    def _check_depths(cls, value: list[float] | None) -> list[float] | None:
-        if value is None:
-            return None
-        if not value:
-            raise ValueError("give at least one depth, or leave it out")
-        if len(value) > MAX_INTERVALS:
-            raise ValueError(f"at most {MAX_INTERVALS} depths")
-        for depth in value:
-            if not (math.isfinite(depth) and 0 <= depth <= 100):
-                raise ValueError("each depth must be a percent between 0 and 100")
-        return sorted({round(depth, DEPTH_DECIMALS) for depth in value})
 
     @field_validator("model_name", "evaluator_model_name")
     @classmethod
