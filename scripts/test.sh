@@ -48,7 +48,7 @@ ports=("$base" "$base" "$((base + 200))" "$base")
 pids=()
 for i in "${!tiers[@]}"; do
   NIAH_TEST_BASE_PORT="${ports[$i]}" .venv/bin/python -m pytest -q -m "${tiers[$i]}" \
-    --basetemp="$work/tier$i" >"$work/tier$i.log" 2>&1 &
+    --durations=15 --basetemp="$work/tier$i" >"$work/tier$i.log" 2>&1 &
   pids+=("$!")
 done
 status=0
