@@ -24,10 +24,13 @@ class ProcessCache(Generic[K, V]):
     call tries again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int | None = None) -> None:
+        # ``max_entries``: keep at most this many, the oldest made forgotten first (for
+        # values a request can multiply, such as a haystack per seed).
         self._lock = threading.Lock()
         self._values: dict[K, V] = {}
         self._making: dict[K, threading.Lock] = {}
+        self._max = max_entries
 
     def get(self, key: K, make: Callable[[], V | None]) -> V | None:
         """The value for ``key``, made by ``make`` if this process has none yet."""
@@ -43,6 +46,10 @@ class ProcessCache(Generic[K, V]):
             if value is not None:
                 with self._lock:
                     self._values[key] = value
+                    while self._max is not None and len(self._values) > self._max:
+                        oldest = next(iter(self._values))
+                        del self._values[oldest]
+                        self._making.pop(oldest, None)
             return value
 
     def known(self, key: K) -> V | None:

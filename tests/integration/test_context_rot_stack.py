@@ -137,6 +137,7 @@ def test_compare_pairs_the_run_s_cells_across_its_axis(
     paired = document["paired"]
     assert [p["second"] for p in paired] == [f"{distractor_run}/d1", f"{distractor_run}/d4"]
     assert all(p["overall"]["pairs"] == 6 for p in paired)
+    assert document["unpaired_samples"] == 0  # each value's cells under the grid's IDs
     assert out.exists() and out.with_suffix(".png").exists()
 
 
@@ -163,3 +164,5 @@ def test_the_context_rot_suite_ends_in_its_table(stack: Stack) -> None:
         assert row.split()[-6:-3] == ["100.0", "100.0", "100.0"], row
     refused = niah(stack, "run", "--suite", "context-rot", "--distractors", "1")
     assert refused.returncode != 0 and "sets distractors itself" in refused.stderr
+    no_needle = niah(stack, "run", "--suite", "context-rot", "--task", "common_words")
+    assert no_needle.returncode != 0 and "task common_words has none" in no_needle.stderr

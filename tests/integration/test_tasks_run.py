@@ -62,9 +62,31 @@ def task_runs(stack: Stack) -> dict[str, str]:
             "document_depth_percents": [25],
         },
     )
+    # GraphWalks at the top of the 1k-4k on the local model, the other question.
+    runs["graphwalks@4000"] = submit(
+        stack,
+        {
+            "task": "graphwalks",
+            "graph_problem": "parents",
+            "context_lengths": [4000],
+            "document_depth_percents": [50],
+            "seed": 3,
+        },
+    )
     for run_id in runs.values():
         wait_complete(run_id)
     return runs
+
+
+def test_graphwalks_at_4000_tokens_asks_the_parents_exactly_to_the_token(
+    task_runs: dict[str, str],
+) -> None:
+    [cell] = FirestoreStore().list_cells(task_runs["graphwalks@4000"])
+    assert cell["status"] == "answered", cell.get("error")
+    assert cell["question"].startswith("Find the parents of node ")
+    assert cell["usage"]["prompt_token_count"] == 4000 + 1  # llama.cpp adds BOS
+    assert cell["outcome"] in ("correct", "wrong")
+    assert 0.0 <= cell["task_score"] <= 1.0
 
 
 @pytest.mark.parametrize("task", list(TASKS))

@@ -65,6 +65,24 @@ def test_heatmap_is_a_png_with_a_grey_error_cell() -> None:
     assert grey in {colour for _, colour in colours}
 
 
+def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
+    from niah.core.results.summary import summarize
+    from niah.service.report import render_report_files
+
+    cells = [
+        c | {"variant": variant, "cell_id": f"{c['cell_id']}-X{variant}", "task_score": 1.0}
+        for variant in ("d0", "d1", "d4")
+        for c in CELLS
+    ]
+    run = {"run_id": "run-axis", "model": "m", "spec": {"task": "single"}}
+    summary = summarize(run, cells)
+    one = Image.open(io.BytesIO(render_heatmap(score_table(CELLS), title="t")))
+    files = render_report_files("run-axis", run, cells, summary)
+    three = Image.open(io.BytesIO(files["heatmap"][1]))
+    assert three.width == 3 * one.width
+    assert three.height == one.height
+
+
 def test_the_picture_s_title_is_one_line_and_its_notes_never_cut_a_uri() -> None:
     from niah.core.results.summary import summarize
     from niah.service.report import heatmap_notes, heatmap_title, wrap_notes

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import html
 import io
 import json
 import re
@@ -449,59 +448,3 @@ def test_the_comparison_template_escapes_labels_and_keeps_every_section() -> Non
         "section-disagreements",
     ]
     assert page.count('<svg class="heatmap"') == 3 and page.count('<svg class="curves"') == 1
-
-
-def axis_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A run of distractors 0, 1 and 4 at two lengths: 2, 1 and 0 right."""
-    right = {0: 2, 1: 1, 4: 0}
-    cells = []
-    for count, correct in right.items():
-        for i, length in enumerate((1000, 2000)):
-            ok = i < correct
-            details = {"distractor_hit": not ok and count > 0}
-            cells.append(
-                cell(length, 50.0, ok, variant=f"d{count}", task_details=details)
-                | {"cell_id": f"L{length:08d}-D050000-Xd{count}"}
-            )
-    return run_doc("run-axis") | {"spec": {"task": "single", "distractors": [0, 1, 4]}}, cells
-
-
-def test_compare_pairs_a_run_s_cells_across_its_axis() -> None:
-    from niah.core.results.variants import split_by_variant
-
-    run, cells = axis_run()
-    split = split_by_variant(run, cells)
-    assert [r["run_id"] for r, _ in split] == ["run-axis/d0", "run-axis/d1", "run-axis/d4"]
-    comparison = compare_runs(split)
-    [one, four] = comparison.paired
-    assert one.names() == ("gemini-2.5-flash · single · 0 distractors",
-                         "gemini-2.5-flash · single · 1 distractor")  # fmt: skip
-    assert (one.overall.pairs, one.overall.effect) == (2, -50.0)
-    assert (four.overall.pairs, four.overall.effect) == (2, -100.0)
-    page = render_comparison_page(comparison)
-    assert page.count('<svg class="heatmap"') >= 3
-
-
-def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
-    """Distractors [0, 1, 4]: three heatmaps on one scale, three curves, a row each."""
-    from niah.core.pages.axis_view import AXIS_HEADERS
-
-    run, cells = axis_run()
-    summary = summarize(run, cells)
-    assert [v["variant"] for v in summary["variants"]] == ["d0", "d1", "d4"]
-    assert [v["measures"]["mean"] for v in summary["variants"]] == [100.0, 50.0, 0.0]
-    assert (summary["wrong_answers"], summary["distractor_answers"]) == (3, 3)
-    page = render_run_page(run, cells, summary)
-    figures = re.findall(r'<figure data-variant="([^"]+)">', page)
-    assert figures == ["0 distractors", "1 distractor", "4 distractors"]
-    assert page.count('<svg class="heatmap"') == 3
-    # One colour scale: the three legends have the same stops and the same ends.
-    legends = re.findall(r"<linearGradient .*?</linearGradient>", page)
-    assert len(legends) == 3
-    assert len({re.sub(r'id="[^"]+"', "", legend) for legend in legends}) == 1
-    curves = page.split('<svg class="curves"', 1)[1].split("</svg>", 1)[0]
-    for label in figures:
-        assert label in curves
-    for header in AXIS_HEADERS:
-        assert f"<th>{html.escape(header)}</th>" in page
-    assert "3 of 3" in page

@@ -33,8 +33,9 @@ def cmd_compare(args: argparse.Namespace) -> None:
         run = store.get_run(run_id)
         if run is None:
             sys.exit(f"niah: no run {run_id}; `niah list` shows recent runs")
-        # A run with an axis (distractors 0 1 4) is one run per value, paired across it.
-        pairs += split_by_variant(run | {"run_id": run_id}, store.list_cells(run_id))
+        pairs.append((run | {"run_id": run_id}, store.list_cells(run_id)))
+    if len(pairs) == 1:  # one run with an axis (distractors 0 1 4): its values, paired
+        pairs = split_by_variant(*pairs[0])
     if len(pairs) < 2:
         usage_error(
             "compare: name two runs or more, or one run with an axis (several distractors "

@@ -16,8 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from niah.cli.output import count
+from niah.core.request.request_options import DISTRACTOR_TASKS
 from niah.core.request.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
-from niah.core.results.context_rot import CONTEXT_ROT_AXES, context_rot_table, format_context_rot
+from niah.core.results.context_rot import (
+    CONTEXT_ROT_AXES,
+    CONTEXT_ROT_DEPTHS,
+    CONTEXT_ROT_LENGTHS,
+    context_rot_table,
+    format_context_rot,
+)
 
 CONTEXT_ROT = "context-rot"
 
@@ -95,7 +102,13 @@ def _context_rot(
             f"niah: --suite context-rot sets {' and '.join(clashing)} itself (0, 1 and 4 "
             "distractors, coherent and shuffled); leave it out"
         )
-    reply = submit(payload | CONTEXT_ROT_AXES)
+    task = payload.get("task", "single")
+    if task not in DISTRACTOR_TASKS:
+        return (
+            f"niah: --suite context-rot puts distractors beside a retrieval task's needle "
+            f"({', '.join(DISTRACTOR_TASKS)}); task {task} has none: choose one of those"
+        )
+    reply = submit(context_rot_grid(payload) | CONTEXT_ROT_AXES)
     run_id = str(reply["run_id"])
     if not args.wait:
         if args.json:
@@ -114,3 +127,18 @@ def _context_rot(
     else:
         print(format_context_rot(rows))
     return 0
+
+
+def context_rot_grid(payload: dict[str, Any]) -> dict[str, Any]:
+    """The user's lengths and depths, else a few of each (six conditions fill a grid fast).
+
+    The default grid is 15 x 15; times six it would be 1,350 cells, past the cap.
+    """
+    given = set(payload)
+    if not given & {"context_lengths", "context_lengths_min", "context_lengths_max",
+                    "context_lengths_num_intervals"}:  # fmt: skip
+        payload = payload | {"context_lengths": CONTEXT_ROT_LENGTHS}
+    if not given & {"document_depth_percents", "document_depth_percent_min",
+                    "document_depth_percent_max", "document_depth_percent_intervals"}:  # fmt: skip
+        payload = payload | {"document_depth_percents": CONTEXT_ROT_DEPTHS}
+    return payload

@@ -18,6 +18,7 @@ from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warning, call_budget
 from niah.core.prompts.haystack_files import content_fingerprint
+from niah.core.request.axes import variants
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify import BASE_SAMPLES, FIRST_LOOK, NOLIMA
@@ -53,19 +54,26 @@ def check_budget(
     settings = get_settings()
     lengths, depths = spec.lengths(), spec.depths()
     # Counted before the grid is expanded: a 1,000 x 1,000 request must cost nothing.
-    count = len(cells) if cells is not None else len(lengths) * len(depths) * spec.samples_per_cell
+    # Each value of an axis (distractors, haystack order) is the grid once more.
+    kinds = len(variants(spec))
+    count = (
+        len(cells)
+        if cells is not None
+        else len(lengths) * len(depths) * spec.samples_per_cell * kinds
+    )
     if count > settings.max_cells_per_run:
         samples = f" x {spec.samples_per_cell} samples" if spec.samples_per_cell > 1 else ""
+        axes = f" x {kinds} variants" if kinds > 1 else ""
         shape = (
             ""
             if cells is not None
-            else f" ({len(lengths)} lengths x {len(depths)} depths{samples})"
+            else f" ({len(lengths)} lengths x {len(depths)} depths{samples}{axes})"
         )
         raise RequestError(
             "context_lengths",
             f"the grid has {count} cells{shape}, above the limit of "
             f"{settings.max_cells_per_run} (NIAH_MAX_CELLS_PER_RUN); use fewer lengths, "
-            "depths or samples",
+            "depths, samples or values of distractors and haystack_order",
         )
     cells = cells if cells is not None else spec.cells()
     total_tokens = sum(cell.context_length for cell in cells)

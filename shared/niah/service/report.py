@@ -7,7 +7,7 @@ import io
 import json
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,23 +44,32 @@ from niah.settings import get_settings
 
 
 def render_heatmap(
-    table: ScoreTable, *, title: str, fraction: bool = False, notes: str = ""
+    table: ScoreTable,
+    *,
+    title: str,
+    fraction: bool = False,
+    notes: str = "",
+    panels: Sequence[tuple[str, ScoreTable]] = (),
 ) -> bytes:
     """The harness's heatmap: x context length, y depth, red-yellow-green, grey errors.
 
     ``fraction``: scores in [0, 1] (every task but ``single``), drawn as 0-100 %;
     otherwise the harness's 1-10 scale. Repeats show their mean. The title is one
     line; ``notes`` go below the plot, wrapped between words (a URI is never cut).
+    ``panels``: a run with an axis (distractors, haystack order) is drawn as one heatmap
+    per value, side by side on the one scale, each titled by its value.
     """
-    shown = percent_table(table) if fraction else table
+    shown = [(title, table)] if not panels else [(f"{title}\n{name}", t) for name, t in panels]
     scale = PERCENT_SCALE if fraction else HARNESS_SCALE
-    with plain_text_figure(figsize=(max(6.0, 0.9 * len(table.lengths) + 3), 5.5)) as (
+    width = max(6.0, 0.9 * len(table.lengths) + 3)
+    with plain_text_figure(ncols=len(shown), figsize=(width * len(shown), 5.5), squeeze=False) as (
         figure,
         axes,
     ):
         lines = wrap_notes(notes, figure.get_figwidth())
-        _draw_heatmap(figure, axes, shown, scale, title)
-        axes.title.set_fontsize(11)
+        for axis, (name, one) in zip(axes[0], shown, strict=True):
+            _draw_heatmap(figure, axis, percent_table(one) if fraction else one, scale, name)
+            axis.title.set_fontsize(11 if len(shown) == 1 else 9)
         if lines:
             figure.text(0.01, 0.01, "\n".join(lines), fontsize=7.5, color="#444", va="bottom")
             figure.tight_layout(rect=(0, 0.03 + 0.035 * len(lines), 1, 1))
@@ -208,11 +217,16 @@ def render_report_files(
 ) -> dict[str, ReportFile]:
     """The heatmap, the HTML report and the summary, rendered (nothing stored)."""
     fraction = summary["score_scale"] == "fraction"
+    shown = heatmap_cells(cells, summary["task"])
     heatmap = render_heatmap(
-        score_table(heatmap_cells(cells, summary["task"])),
+        score_table(shown),
         title=heatmap_title(summary, run),
         fraction=fraction,
         notes=heatmap_notes(summary, run_id, run),
+        panels=[
+            (v["label"], score_table([c for c in shown if c.get("variant") == v["variant"]]))
+            for v in summary.get("variants") or []
+        ],
     )
     return {
         "heatmap": ("heatmap.png", heatmap, "image/png"),

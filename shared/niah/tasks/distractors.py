@@ -11,7 +11,10 @@ kinds taken in turn:
 - **a near miss of the question's wording**: the asked key, but a word of the needle
   changed ("special lucky" for "special magic", "code" for "number"), with another value.
 
-They go at seeded depths at least ``MIN_GAP`` percent from every needle, after the
+No near miss holds the needle's own phrase ("special magic Lisbon number"), so no
+literal match of the needle's wording finds one. They go at seeded depths at least
+``MIN_GAP`` percent from every needle (where the needles' windows leave any room: with
+ten needles or more they may cover every depth), after the
 task's own insertions (``Sample.distractors`` counts them). Scoring is the task's; the
 verdict notes which distractor values the answer gave (``note_distractors``), so the
 report counts wrong answers that took a distractor's value.
@@ -38,9 +41,9 @@ CITY_NEAR_MISSES = (
     ("special magic {city} number", "special lucky {city} number"),
     ("special magic {city} number", "special magic {city} code"),
     ("special magic {city} number", "ordinary magic {city} number"),
-    ("special magic {city} number", "former special magic {city} number"),
+    ("special magic {city} number", "special magic {city} ticket number"),
 )
-RULER_NEAR_MISSES = ("special magic", "special lucky", "ordinary magic", "former special magic")
+RULER_NEAR_MISSES = ("special magic", "special lucky", "ordinary magic", "secret magic")
 
 # (text, value) of a distractor.
 Made = tuple[str, str]

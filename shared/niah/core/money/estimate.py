@@ -47,7 +47,7 @@ from niah.core.prompts.texts import (
     render,
     split_transcript,
 )
-from niah.core.request.axes import variants
+from niah.core.request.axes import at_variant, haystack_order, variants
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RunRequest
 
@@ -169,7 +169,7 @@ def estimate_run(
         ]
     primer = primer_cell([e.cell for e in estimates if e.prefix_tokens is not None])
     if primer is not None:
-        estimates = _with_cache(estimates, primer)
+        estimates = _with_cache(_same_haystack(spec, estimates, primer), primer)
     run = RunEstimate(
         spec,
         estimates,
@@ -180,6 +180,23 @@ def estimate_run(
     run.warnings.extend(_warnings(spec, budget))
     run.notes.extend(_notes(estimates, tokenizer, sentence_start))
     return run
+
+
+def _same_haystack(
+    spec: RunRequest, estimates: list[CellEstimate], primer: Cell
+) -> list[CellEstimate]:
+    """Only cells cut from the primer's haystack order share its prefix.
+
+    A shuffled cell beside a coherent primer (or the reverse) shares the template's head
+    and the corpus's first sentence at most: no cache is counted for it.
+    """
+    order = haystack_order(at_variant(spec, primer.variant))
+    return [
+        e
+        if haystack_order(at_variant(spec, e.cell.variant)) == order
+        else replace(e, prefix_tokens=None)
+        for e in estimates
+    ]
 
 
 def _cell_estimate(

@@ -15,15 +15,6 @@ from niah.core.results.effective import effective_length_text
 from niah.core.results.summary import score_table
 from niah.core.results.uncertainty import with_interval
 
-AXIS_HEADERS = (
-    "variant",
-    "samples",
-    "mean (%)",
-    "effective length",
-    "wrong answers",
-    "of them a distractor value",
-)
-
 
 def axis_pictures(
     summary: dict[str, Any], cells: list[dict[str, Any]], scale: Scale
@@ -59,19 +50,41 @@ def axis_pictures(
     }
 
 
-def axis_rows(summary: dict[str, Any]) -> list[list[str]]:
-    """One row per value of the axes: its mean, effective length and distractor answers."""
+def axis_table(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """A row per value of the axes, a column per length: Context Rot's table, and more.
+
+    Each value's mean score (percent) at each length, then its mean with its interval,
+    its effective length, its wrong answers and how many of them gave a distractor's
+    value.
+    """
+    found = summary.get("variants") or []
+    lengths = sorted({int(n) for v in found for n in v["measures"]["by_length"]})
+    headers = [
+        "variant",
+        "samples",
+        *(f"{n:,}" for n in lengths),
+        "mean (%)",
+        "effective length",
+        "wrong answers",
+        "of them a distractor value",
+    ]
     rows = []
-    for variant in summary.get("variants") or []:
+    for variant in found:
         measures = variant["measures"]
+        means = measures["by_length"]
         rows.append(
             [
                 variant["label"],
                 str(variant["samples"]),
+                *(_figure(means.get(str(n))) for n in lengths),
                 with_interval(measures["mean"], measures.get("mean_interval")),
                 effective_length_text(measures["effective_length"]),
                 str(variant.get("wrong_answers", "")),
                 str(variant.get("distractor_answers", "")),
             ]
         )
-    return rows
+    return headers, rows
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

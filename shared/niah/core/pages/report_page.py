@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from niah.core.pages.axis_view import AXIS_HEADERS, axis_pictures, axis_rows
+from niah.core.pages.axis_view import axis_pictures, axis_table
 from niah.core.pages.certificate_view import certificate_view
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import (
@@ -72,7 +72,7 @@ def render_run_page(
         headline=_headline(run, summary),
         pictures=_pictures(summary, label, cells),
         measure_facts=_measure_facts(summary),
-        axis=(AXIS_HEADERS, axis_rows(summary)) if summary.get("variants") else None,
+        axis=axis_table(summary) if summary.get("variants") else None,
         mrcr=_mrcr_bins(summary),
         certificate=certificate_view(summary),
         sentinel=run.get(SENTINEL_CHECK),
@@ -133,8 +133,12 @@ def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, s
         ("task", summary["task"]),
         (
             # A certify run's samples cluster where the answer was decided: their mean is
-            # not the model's over a grid, and says so.
-            "mean of the samples asked (%)" if summary.get("certificate") else "mean (%)",
+            # not the model's over a grid, and says so; a run with an axis pools its values.
+            "mean of the samples asked (%)"
+            if summary.get("certificate")
+            else "mean over every value of the axis (%)"
+            if summary.get("variants")
+            else "mean (%)",
             with_interval(measures["mean"], measures.get("mean_interval")),
         ),
         ("effective length", effective_length_text(measures["effective_length"])),

@@ -26,9 +26,10 @@ import numpy.typing as npt
 from niah.core.prompts.haystack_tokens import HaystackTokens
 from niah.memo import ProcessCache
 
-# Shuffled haystacks by (original key, seed), kept for the instance's life beside
-# ``loaded_haystacks``: every cell of a run at one seed shares one.
-shuffled_haystacks: ProcessCache[tuple[str, int], HaystackTokens] = ProcessCache()
+# Shuffled haystacks by (original key, seed): every cell of a run at one seed shares
+# one. At most two are kept (each is a whole corpus; a seed per request must not grow a
+# warm worker's memory without end), the oldest made forgotten first.
+shuffled_haystacks: ProcessCache[tuple[str, int], HaystackTokens] = ProcessCache(max_entries=2)
 
 
 def shuffled_haystack(haystack: HaystackTokens, seed: int) -> HaystackTokens:
@@ -66,7 +67,7 @@ def _sentence_cuts(haystack: HaystackTokens) -> npt.NDArray[np.int64]:
     """
     # Both are positions from ``flatnonzero``: sorted and unique (and without saying so,
     # numpy sorts a million of them again, a second).
-    inside = np.intersect1d(haystack._sentence_ends, haystack._safe, assume_unique=True)
+    inside = np.intersect1d(haystack.sentence_ends, haystack.safe_boundaries, assume_unique=True)
     return inside[(inside > 0) & (inside < haystack.corpus_tokens)].astype(np.int64)
 
 

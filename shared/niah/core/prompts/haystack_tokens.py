@@ -78,6 +78,16 @@ class HaystackTokens:
             )
             self._safe = self._safe[self._safe > 0]  # nothing of the corpus precedes token 0
 
+    @property
+    def sentence_ends(self) -> npt.NDArray[np.int64]:
+        """Token positions right after a token ending in '.', over the corpus as extended."""
+        return self._sentence_ends
+
+    @property
+    def safe_boundaries(self) -> npt.NDArray[np.int64]:
+        """Token positions that are safe boundaries, over the corpus as extended."""
+        return self._safe
+
     def byte_offset(self, token_index: int) -> int:
         """Byte offset of token ``token_index`` in the repeated text."""
         return int(self._offsets[token_index])

@@ -83,6 +83,20 @@ def variant_label(variant: str) -> str:
     return " · ".join(parts)
 
 
+def axes_label(spec: dict[str, Any]) -> str:
+    """What a stored spec sets of the two options, for its run's name: " · 4 distractors"."""
+    parts = []
+    if counts := spec.get("distractors"):
+        parts.append(
+            f"{counts[0]} distractor{'' if counts[0] == 1 else 's'}"
+            if len(counts) == 1
+            else f"distractors {'/'.join(str(c) for c in counts)}"
+        )
+    if orders := spec.get("haystack_order"):
+        parts.append("/".join(orders))
+    return "".join(f" · {part}" for part in parts)
+
+
 def at_variant(spec: RunRequest, variant: str) -> RunRequest:
     """The run's options as one variant's cells see them: each axis at its one value."""
     if not variant:

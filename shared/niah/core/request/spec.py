@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
-from niah.core.request.axes import Distractors, HaystackOrders, variants
+from niah.core.request.axes import Distractors, HaystackOrders, axes_label, variants
 from niah.core.request.grid import Cell, Depths, Lengths, linspace_ints, spread_depths
 from niah.core.request.request_checks import check_options_together
 from niah.core.request.request_options import (
@@ -434,4 +434,4 @@ def run_label(run: dict[str, Any]) -> str:
         when = str(spec.get("scheduled_at") or "")[:16].replace("T", " ")
         return f"sentinel {spec['sentinel']} · {when} UTC"
     task = spec.get("task", "single")
-    return f"{run.get('model') or 'model not recorded'} · {task}"
+    return f"{run.get('model') or 'model not recorded'} · {task}{axes_label(spec)}"

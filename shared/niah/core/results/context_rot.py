@@ -23,6 +23,10 @@ CONTEXT_ROT_AXES: dict[str, list[Any]] = {
     "distractors": [0, 1, 4],
     "haystack_order": ["coherent", "shuffled"],
 }
+# The suite's grid when the user gives none: a few lengths and the middle depth, six
+# conditions x 5 x 1 = 30 cells (the default 15 x 15 grid would be 1,350, past the cap).
+CONTEXT_ROT_LENGTHS = [1000, 2000, 4000, 8000, 16000]
+CONTEXT_ROT_DEPTHS = [50]
 
 
 @dataclass(frozen=True)

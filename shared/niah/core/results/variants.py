@@ -2,15 +2,16 @@
 
 So that comparing pairs cells across the axis: ``niah compare RUN`` on such a run sets
 its values side by side, each tested against the first, sample by sample (the same
-length, depth and sample index with 0 and with 4 distractors); runs with axes compared
-with each other are compared value by value.
+length, depth and sample index with 0 and with 4 distractors). Runs with axes compared
+with each other are not split: their samples pair only with the same variant
+(``niah.core.results.paired.pair_key``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from niah.core.request.axes import variant_label, variant_values
+from niah.core.request.axes import AXIS_OPTIONS, variant_label, variant_values
 from niah.core.request.spec import run_label
 from niah.core.results.measures import measures
 
@@ -30,7 +31,9 @@ def split_by_variant(
     """
     if not has_axis(cells):
         return [(run, cells)]
-    label = run_label(run)
+    # The run's name without its axes (each part names its value instead).
+    unsplit = {k: v for k, v in (run.get("spec") or {}).items() if k not in AXIS_OPTIONS}
+    label = run_label(run | {"spec": unsplit})
     split = []
     for summary in variant_summaries(cells):
         variant = summary["variant"]
@@ -42,7 +45,9 @@ def split_by_variant(
                     "label": f"{label} · {variant_label(variant)}",
                 },
                 [
+                    # As a run without the axis stores it: no variant, nor in its ID.
                     {key: value for key, value in cell.items() if key != "variant"}
+                    | {"cell_id": str(cell["cell_id"]).removesuffix(f"-X{variant}")}
                     for cell in cells
                     if str(cell.get("variant") or "") == variant
                 ],

@@ -1,0 +1,138 @@
+"""A run with an axis (distractors 0, 1, 4) in its report, its picture, compare and cost.
+
+Three heatmaps on one scale and three curves; a row per value with its mean per length
+(Context Rot's table); compare pairs each value's samples with the first value's, the
+disagreements listed; the admission counts every value against the cell cap, and the
+estimate credits no cache to cells of another haystack order than the primer's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from niah.core.pages.report_page import render_run_page
+from niah.core.request.spec import RunRequest, run_label
+from niah.core.results.comparison import compare_runs, render_comparison_page
+from niah.core.results.summary import summarize
+from niah.core.results.variants import split_by_variant
+from niah.errors import RequestError
+from niah.memo import ProcessCache
+from tests.unit.test_report_page import cell, run_doc
+
+
+def axis_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run of distractors 0, 1 and 4 at two lengths: 2, 1 and 0 right."""
+    right = {0: 2, 1: 1, 4: 0}
+    cells = []
+    for count, correct in right.items():
+        for i, length in enumerate((1000, 2000)):
+            ok = i < correct
+            details = {"distractor_hit": not ok and count > 0}
+            cells.append(
+                cell(length, 50.0, ok, variant=f"d{count}", task_details=details)
+                | {"cell_id": f"L{length:08d}-D050000-Xd{count}"}
+            )
+    return run_doc("run-axis") | {"spec": {"task": "single", "distractors": [0, 1, 4]}}, cells
+
+
+def test_compare_pairs_a_run_s_cells_across_its_axis() -> None:
+    run, cells = axis_run()
+    split = split_by_variant(run, cells)
+    assert [r["run_id"] for r, _ in split] == ["run-axis/d0", "run-axis/d1", "run-axis/d4"]
+    assert [c["cell_id"] for c in split[1][1]] == ["L00001000-D050000", "L00002000-D050000"]
+    comparison = compare_runs(split)
+    [one, four] = comparison.paired
+    assert one.names() == ("gemini-2.5-flash · single · 0 distractors",
+                           "gemini-2.5-flash · single · 1 distractor")  # fmt: skip
+    assert (one.overall.pairs, one.overall.effect) == (2, -50.0)
+    assert (four.overall.pairs, four.overall.effect) == (2, -100.0)
+    # Paired by their place: none unpaired, the one disagreement (2,000 tokens) listed.
+    assert comparison.unpaired_samples == 0
+    assert [d["context_length"] for d in comparison.disagreements] == [2000]
+    page = render_comparison_page(comparison)
+    assert page.count('<svg class="heatmap"') >= 3
+
+
+def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
+    """Distractors [0, 1, 4]: three heatmaps on one scale, three curves, a row each."""
+    run, cells = axis_run()
+    summary = summarize(run, cells)
+    assert [v["variant"] for v in summary["variants"]] == ["d0", "d1", "d4"]
+    assert [v["measures"]["mean"] for v in summary["variants"]] == [100.0, 50.0, 0.0]
+    assert (summary["wrong_answers"], summary["distractor_answers"]) == (3, 3)
+    page = render_run_page(run, cells, summary)
+    figures = re.findall(r'<figure data-variant="([^"]+)">', page)
+    assert figures == ["0 distractors", "1 distractor", "4 distractors"]
+    assert page.count('<svg class="heatmap"') == 3
+    # One colour scale: the three legends have the same stops and the same ends.
+    legends = re.findall(r"<linearGradient .*?</linearGradient>", page)
+    assert len(legends) == 3
+    assert len({re.sub(r'id="[^"]+"', "", legend) for legend in legends}) == 1
+    curves = page.split('<svg class="curves"', 1)[1].split("</svg>", 1)[0]
+    for label in figures:
+        assert label in curves
+    # The values' table: a column per length, as Context Rot's.
+    table = page.split("<h3>By value of the axis</h3>", 1)[1].split("</table>", 1)[0]
+    headers = re.findall(r"<th>([^<]*)</th>", table)
+    assert headers[:5] == ["variant", "samples", "1,000", "2,000", "mean (%)"]
+    rows = [re.findall(r"<td>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    assert [row[:4] for row in rows] == [
+        ["0 distractors", "2", "100.0", "100.0"],
+        ["1 distractor", "2", "100.0", "0.0"],
+        ["4 distractors", "2", "0.0", "0.0"],
+    ]
+    assert [row[-2:] for row in rows] == [["0", "0"], ["1", "1"], ["2", "2"]]
+    assert "mean over every value of the axis (%)" in page
+    assert "3 of 3" in page
+
+
+def test_a_run_s_name_says_its_axes() -> None:
+    run = {"model": "m", "spec": {"task": "single", "distractors": [0, 1, 4]}}
+    assert run_label(run) == "m · single · distractors 0/1/4"
+    one = {"model": "m", "spec": {"task": "nonliteral", "distractors": [4],
+                                  "haystack_order": ["shuffled"]}}  # fmt: skip
+    assert run_label(one) == "m · nonliteral · 4 distractors · shuffled"
+    assert run_label({"model": "m", "spec": {"task": "single"}}) == "m · single"
+
+
+def test_every_value_of_an_axis_counts_against_the_cell_cap() -> None:
+    from niah.service.admission_checks import check_budget
+
+    spec = RunRequest(
+        context_lengths_min=1000, context_lengths_max=2000, context_lengths_num_intervals=15,
+        document_depth_percent_intervals=15, distractors=[0, 1, 4],
+    )  # fmt: skip
+    assert len(spec.cells()) == 675
+    with pytest.raises(RequestError) as refused:
+        check_budget(spec)
+    assert refused.value.field == "context_lengths"
+    assert "675 cells (15 lengths x 15 depths x 3 variants)" in refused.value.message
+
+
+def test_the_estimate_credits_no_cache_across_haystack_orders() -> None:
+    from niah.core.money.estimate import estimate_run
+    from niah.core.prompts.texts import LOCAL_TEMPLATE
+    from niah.tasks import make_sample
+
+    spec = RunRequest(
+        model_name="gemini-3.8-flash", context_lengths=[8000, 16000],
+        document_depth_percents=[50, 100], haystack_order=["coherent", "shuffled"],
+    )  # fmt: skip
+    cells = spec.cells()
+    run = estimate_run(
+        spec, cells, [make_sample(spec, c) for c in cells], default_template=LOCAL_TEMPLATE
+    )
+    assert run.primer_cell_id == "L00016000-D100000-Xcoherent"
+    cached = {e.cell.cell_id: e.cached_tokens for e in run.cells}
+    assert all(n == 0 for cell_id, n in cached.items() if cell_id.endswith("shuffled"))
+    assert any(n > 0 for cell_id, n in cached.items() if cell_id.endswith("coherent"))
+
+
+def test_a_bounded_process_cache_forgets_the_oldest() -> None:
+    cache: ProcessCache[int, str] = ProcessCache(max_entries=2)
+    for key in (1, 2, 3):
+        cache.get_or_make(key, lambda key=key: str(key))
+    assert (cache.known(1), cache.known(2), cache.known(3)) == (None, "2", "3")
