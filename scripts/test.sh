@@ -11,8 +11,7 @@
 # stack: the unit and deploy tiers; the stack tests that keep the local model busy; the
 # stack tests whose model is the Vertex stand-in (side_stack, on base + 200), which
 # mostly wait on freezes, leases and a slow stand-in; the fault tests on the stack with
-# a deployment's sweep (production_stack), with the tests that start a stack of their
-# own (own_stack: the quickstart). Their output follows, one after the other.
+# a deployment's sweep (production_stack). Their output follows, one after the other.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    lint, types, layering and the unit tier but its heavy tests
@@ -41,9 +40,9 @@ trap 'rm -rf "$work"' EXIT
 base=${NIAH_TEST_BASE_PORT:-8570}
 tiers=(
   "unit or deploy or system"
-  "integration and not production_stack and not side_stack and not own_stack"
+  "integration and not production_stack and not side_stack"
   "side_stack"
-  "production_stack or own_stack"
+  "production_stack"
 )
 ports=("$base" "$base" "$((base + 200))" "$base")
 pids=()

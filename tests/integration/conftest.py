@@ -110,12 +110,6 @@ SIDE_STACK_MODULES = frozenset(
 )
 
 
-# Tests that start a stack of their own and keep the local model busy: run beside the
-# production-settings stack's fault tests, which mostly wait on leases and sweep passes,
-# rather than after the local model's stack tests (the longest process).
-OWN_STACK_MODULES = frozenset({"test_quickstart"})
-
-
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the production-settings stack's tests and those of ``SIDE_STACK_MODULES``.
@@ -128,8 +122,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.production_stack)
         elif item.path.stem in SIDE_STACK_MODULES:
             item.add_marker(pytest.mark.side_stack)
-        elif item.path.stem in OWN_STACK_MODULES:
-            item.add_marker(pytest.mark.own_stack)
 
 
 @pytest.fixture(scope="session")
