@@ -30,7 +30,8 @@ def axis_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     for count, correct in right.items():
         for i, length in enumerate((1000, 2000)):
             ok = i < correct
-            details = {"distractor_hit": not ok and count > 0}
+            hit = not ok and count > 0
+            details = {"distractor_hit": hit, "distractor_kinds_returned": ["key"] if hit else []}
             cells.append(
                 cell(length, 50.0, ok, variant=f"d{count}", task_details=details)
                 | {"cell_id": f"L{length:08d}-D050000-Xd{count}"}
@@ -84,9 +85,14 @@ def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
         ["1 distractor", "2", "100.0", "0.0"],
         ["4 distractors", "2", "0.0", "0.0"],
     ]
-    assert [row[-2:] for row in rows] == [["0", "0"], ["1", "1"], ["2", "2"]]
+    assert [row[-2:] for row in rows] == [
+        ["0", "0"],
+        ["1", "1 (another key 1, a near miss 0)"],
+        ["2", "2 (another key 2, a near miss 0)"],
+    ]
     assert "mean over every value of the axis (%)" in page
-    assert "3 of 3" in page
+    assert "3 of 3 (another key 3, a near miss 0)" in page
+    assert summary["distractor_answers_by_kind"] == {"key": 3, "wording": 0}
 
 
 def test_a_run_s_name_says_its_axes() -> None:

@@ -85,6 +85,11 @@ def test_each_retrieval_task_hides_its_distractors_to_the_token(
     assert recounted_positions(sample, prompt, tokenizer) == list(prompt.insertion_tokens)
     values = [item["value"] for item in listed]
     assert len(set(values)) == count
+    # The two kinds in turn (absent and nonliteral: another key only).
+    only_keys = task in ("absent", "nonliteral")
+    assert [item["kind"] for item in listed] == [
+        "key" if only_keys or i % 2 == 0 else "wording" for i in range(count)
+    ]
     # The stand-in reads the needle, not a lookalike; a distractor's value is wrong.
     verdict = score_answer(get_task(task), sample, answer_text(prompt.prompt))
     assert verdict.outcome == "correct", (task, answer_text(prompt.prompt))
@@ -94,6 +99,10 @@ def test_each_retrieval_task_hides_its_distractors_to_the_token(
         assert taken.outcome == "wrong"
         assert taken.details["distractor_hit"] is True
         assert taken.details["distractor_values_returned"] >= 1
+        assert taken.details["distractor_kinds_returned"] == ["key"]
+        if count == 4 and not only_keys:
+            near = score_answer(get_task(task), sample, f"It is {values[1]}.")
+            assert near.details["distractor_kinds_returned"] == ["wording"]
 
 
 @pytest.mark.parametrize("task", DISTRACTOR_TASKS)
@@ -197,7 +206,10 @@ def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -
                         "variant": f"d{count}.{order}",
                         "task_score": 1.0 if right else 0.0,
                         "outcome": "correct" if right else "wrong",
-                        "task_details": {"distractor_hit": not right},
+                        "task_details": {
+                            "distractor_hit": not right,
+                            "distractor_kinds_returned": [] if right else ["wording"],
+                        },
                     }
                 )
     rows = context_rot_table(cells)
@@ -213,4 +225,7 @@ def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -
     assert [(r.wrong_answers, r.distractor_answers) for r in rows] == [(0, 0)] * 2 + [(1, 1)] * 4
     text = format_context_rot(rows).splitlines()
     assert text[0].split()[:3] == ["condition", "1,000", "2,000"]
-    assert text[5].split()[-6:] == ["100.0", "0.0", "50.0", "1", "of", "1"]
+    assert text[5].split()[-13:-1] == [
+        "100.0", "0.0", "50.0", "1", "of", "1", "(another", "key", "0,", "a", "near", "miss",
+    ]  # fmt: skip
+    assert text[5].endswith("a near miss 1)")

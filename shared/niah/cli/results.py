@@ -23,6 +23,7 @@ from niah.core.results.summary import (
     spend_summary,
 )
 from niah.core.results.uncertainty import with_interval
+from niah.core.results.variants import lookalikes_text
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
@@ -156,8 +157,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
         found = variant["measures"]
         lines.append(
             f"  {variant['label']}: mean {_mean(found.get('mean'), found.get('mean_interval'))}"
-            f"; {variant.get('distractor_answers', 0)} of {variant.get('wrong_answers', 0)} "
-            "wrong answers gave a distractor's value"
+            f"; {lookalikes_text(variant)} wrong answers gave a distractor's value"
         )
     if mrcr := run.get("mrcr"):
         lines += mrcr_table(mrcr)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Literal
 
 from niah.core.prompts.needles import needle_for
 from niah.core.prompts.prompt_builder import Insertion
@@ -45,8 +46,10 @@ CITY_NEAR_MISSES = (
 )
 RULER_NEAR_MISSES = ("special magic", "special lucky", "ordinary magic", "secret magic")
 
-# (text, value) of a distractor.
-Made = tuple[str, str]
+# Which of the two kinds a distractor is: another key, or a near miss of the wording.
+DistractorKind = Literal["key", "wording"]
+# (text, value, kind) of a distractor.
+Made = tuple[str, str, DistractorKind]
 
 
 def _city_needles(rng: random.Random, asked: list[str], taken: set[str], count: int) -> list[Made]:
@@ -57,11 +60,11 @@ def _city_needles(rng: random.Random, asked: list[str], taken: set[str], count: 
         value = _new_value(rng, "numbers", taken)
         if i % 2 == 0:
             city = rng.choice(others)
-            made.append((f" The special magic {city} number is: {value}.", value))
+            made.append((f" The special magic {city} number is: {value}.", value, "key"))
         else:
             _, miss = CITY_NEAR_MISSES[(i // 2) % len(CITY_NEAR_MISSES)]
             phrase = miss.format(city=rng.choice(asked))
-            made.append((f" The {phrase} is: {value}.", value))
+            made.append((f" The {phrase} is: {value}.", value, "wording"))
     return made
 
 
@@ -75,11 +78,11 @@ def _ruler_needles(spec: RunRequest, rng: random.Random, sample: Sample, count: 
         value = _new_value(rng, kind, taken)
         if i % 2 == 0 or sample.details.get("asked_key"):  # absent: other keys only
             key = _new_value(rng, spec.needle_key_type, set(asked) | _keys_of(sample))
-            made.append((ruler_needle(key, value, kind), value))
+            made.append((ruler_needle(key, value, kind), value, "key"))
         else:
             near = RULER_NEAR_MISSES[1 + (i // 2) % (len(RULER_NEAR_MISSES) - 1)]
             text = ruler_needle(rng.choice(asked), value, kind).replace("special magic", near)
-            made.append((text, value))
+            made.append((text, value, "wording"))
     return made
 
 
@@ -121,7 +124,7 @@ def _landmarks(rng: random.Random, sample: Sample, count: int) -> list[Made]:
     others = [text for text, question in TEMPLATES if not _place(question) & asked]
     names = [name for name in CHARACTER_NAMES if name not in sample.expected]
     chosen = rng.sample(names, count)
-    return [(" " + rng.choice(others).format(name=name), name) for name in chosen]
+    return [(" " + rng.choice(others).format(name=name), name, "key") for name in chosen]
 
 
 def _made(
@@ -172,10 +175,10 @@ def with_distractors(spec: RunRequest, cell: Cell, sample: Sample, count: int) -
     rng = sample_rng(spec, cell, f"{spec.task}:distractors")
     made = _made(spec, cell, sample, rng, count)
     depths = spaced_depths(rng, [i.depth_percent for i in sample.insertions], count)
-    added = tuple(Insertion(text, depth) for (text, _), depth in zip(made, depths, strict=True))
+    added = tuple(Insertion(text, depth) for (text, _, _), depth in zip(made, depths, strict=True))
     listed = [
-        {"text": text.strip(), "value": value, "depth_percent": depth}
-        for (text, value), depth in zip(made, depths, strict=True)
+        {"text": text.strip(), "value": value, "kind": kind, "depth_percent": depth}
+        for (text, value, kind), depth in zip(made, depths, strict=True)
     ]
     return dataclasses.replace(
         sample,
@@ -190,8 +193,11 @@ def note_distractors(sample: Sample, answer: str, verdict: Verdict) -> Verdict:
     listed = sample.details.get("distractors")
     if not listed:
         return verdict
-    hits = sum(1 for item in listed if mentions(answer, item["value"]))
+    taken = [item for item in listed if mentions(answer, item["value"])]
+    hits = len(taken)
     details = dict(verdict.details)
     details["distractor_hit"] = bool(details.get("distractor_hit")) or hits > 0
     details["distractor_values_returned"] = int(details.get("distractor_values_returned", 0)) + hits
+    # Which kinds the answer took ("key", "wording"): some lookalikes mislead more.
+    details["distractor_kinds_returned"] = sorted({str(item.get("kind")) for item in taken})
     return dataclasses.replace(verdict, details=details)

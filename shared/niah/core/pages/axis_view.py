@@ -14,6 +14,7 @@ from niah.core.results.curves import Curve, curve_figure
 from niah.core.results.effective import effective_length_text
 from niah.core.results.summary import score_table
 from niah.core.results.uncertainty import with_interval
+from niah.core.results.variants import lookalikes_text
 
 
 def axis_pictures(
@@ -80,10 +81,16 @@ def axis_table(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 with_interval(measures["mean"], measures.get("mean_interval")),
                 effective_length_text(measures["effective_length"]),
                 str(variant.get("wrong_answers", "")),
-                str(variant.get("distractor_answers", "")),
+                lookalikes_text(variant).split(" of ")[0] + _kinds(variant),
             ]
         )
     return headers, rows
+
+
+def _kinds(variant: dict[str, Any]) -> str:
+    """The kinds a variant's distractors took: " (another key 2, a near miss 1)"."""
+    text = lookalikes_text(variant)
+    return text[text.index(" (") :] if " (" in text else ""
 
 
 def _figure(value: float | None) -> str:

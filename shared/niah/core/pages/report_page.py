@@ -38,6 +38,7 @@ from niah.core.results.summary import (
 )
 from niah.core.results.uncertainty import figure as _number
 from niah.core.results.uncertainty import with_interval
+from niah.core.results.variants import lookalikes_text
 
 # The page's file name under the run's report prefix (the CLI links it before it exists).
 REPORT_PAGE_FILE = "report.html"
@@ -264,7 +265,7 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
         facts.append(
             (
                 "wrong answers that gave a distractor's value",
-                f"{summary['distractor_answers']} of {summary['wrong_answers']}",
+                lookalikes_text(summary),
             )
         )
     return facts

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.request.axes import variant_label
-from niah.core.results.summary import variant_summaries
+from niah.core.results.variants import lookalikes_text, variant_summaries
 
 # The study's conditions as run options: every pair of these is one variant of the run.
 CONTEXT_ROT_AXES: dict[str, list[Any]] = {
@@ -38,6 +38,8 @@ class ContextRotRow:
     mean: float | None
     wrong_answers: int
     distractor_answers: int
+    # "1 of 2 (another key 1, a near miss 0)": the wrong answers a distractor took.
+    lookalikes: str = ""
 
 
 def context_rot_table(cells: list[dict[str, Any]]) -> list[ContextRotRow]:
@@ -54,6 +56,7 @@ def context_rot_table(cells: list[dict[str, Any]]) -> list[ContextRotRow]:
                 mean=variant["measures"]["mean"],
                 wrong_answers=int(variant["wrong_answers"]),
                 distractor_answers=int(variant["distractor_answers"]),
+                lookalikes=lookalikes_text(variant),
             )
         )
     return rows
@@ -80,7 +83,7 @@ def format_context_rot(rows: list[ContextRotRow]) -> str:
             f"{row.condition:<{width}}"
             + "".join(figure(row.by_length[length]) for length in lengths)
             + figure(row.mean)
-            + f"  {row.distractor_answers} of {row.wrong_answers}"
+            + f"  {row.lookalikes or f'{row.distractor_answers} of {row.wrong_answers}'}"
         )
     lines.append(
         "mean score (percent) per input length and condition, as Context Rot plots it; "

@@ -56,14 +56,14 @@ def split_by_variant(
     return split
 
 
-def task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
+def task_rates(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Rates a task's scorer notes: hallucinations (absent), distractor hits.
 
     And how many wrong answers gave a distractor's value (``distractor_answers``): what
     Context Rot asks of distractors, whether the model took the lookalike.
     """
     scored = [c for c in cells if c.get("task_score") is not None]
-    rates: dict[str, float] = {}
+    rates: dict[str, Any] = {}
     for flag, name in (
         ("hallucinated", "hallucination_rate"),
         ("distractor_hit", "distractor_hit_rate"),
@@ -77,15 +77,33 @@ def task_rates(cells: list[dict[str, Any]]) -> dict[str, float]:
     return rates
 
 
-def _lookalikes(cells: list[dict[str, Any]]) -> dict[str, int]:
-    """Wrong answers, and how many of them gave a distractor's value."""
+def _lookalikes(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Wrong answers, how many of them gave a distractor's value, and of which kind.
+
+    ``distractor_answers_by_kind``: wrong answers that took another key's value, and
+    those that took a near miss of the wording's (one answer may take both).
+    """
     wrong = [c for c in cells if c.get("outcome") == "wrong"]
+    noted = [c.get("task_details") or {} for c in wrong]
     return {
         "wrong_answers": len(wrong),
-        "distractor_answers": sum(
-            1 for c in wrong if (c.get("task_details") or {}).get("distractor_hit")
-        ),
+        "distractor_answers": sum(1 for details in noted if details.get("distractor_hit")),
+        "distractor_answers_by_kind": {
+            kind: sum(1 for d in noted if kind in (d.get("distractor_kinds_returned") or ()))
+            for kind in ("key", "wording")
+        },
     }
+
+
+def lookalikes_text(figures: dict[str, Any]) -> str:
+    """The wrong answers a distractor took: "3 of 5 (another key 2, a near miss 1)"."""
+    kinds = figures.get("distractor_answers_by_kind") or {}
+    split = (
+        f" (another key {kinds.get('key', 0)}, a near miss {kinds.get('wording', 0)})"
+        if figures.get("distractor_answers")
+        else ""
+    )
+    return f"{figures.get('distractor_answers', 0)} of {figures.get('wrong_answers', 0)}{split}"
 
 
 def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
