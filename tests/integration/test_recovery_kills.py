@@ -96,7 +96,7 @@ def calls_ledger(run_id: str) -> list[dict[str, Any]]:
 
 
 def check_calls(stack: Stack, run_id: str, killed_at: float) -> int:
-    """Calls equal cells plus the calls the kill cut off, exactly; how many were cut off.
+    """Notes equal cells plus the calls the kill cut off, exactly; how many were cut off.
 
     Every call is noted in the run's ledger before it is sent. A cut-off call is one
     noted before the kill and never closed: its answer (if any) died with the worker.
@@ -120,7 +120,11 @@ def check_calls(stack: Stack, run_id: str, killed_at: float) -> int:
     for statuses in by_cell.values():
         assert statuses.count("answered") == 1
         assert len(statuses) == 1 + statuses.count("started")
-    assert len(sent) == len(notes) == CELLS + len(cut_off)
+    assert len(notes) == CELLS + len(cut_off)
+    # Every call is noted before it is sent (so the spend never misses a paid call): a
+    # kill between the note and the request leaves a note that never reached the model
+    # (seen once in a loaded full run: 10 notes, 9 requests). Never a request unnoted.
+    assert CELLS <= len(sent) <= len(notes)
     return len(cut_off)
 
 
