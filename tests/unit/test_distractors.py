@@ -229,3 +229,26 @@ def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -
         "100.0", "0.0", "50.0", "1", "of", "1", "(another", "key", "0,", "a", "near", "miss",
     ]  # fmt: skip
     assert text[5].endswith("a near miss 1)")
+
+
+@pytest.mark.parametrize("task", DISTRACTOR_TASKS)
+def test_no_distractor_holds_the_needle_s_own_phrase(task: str) -> None:
+    """The docs' "never": no lookalike says what the needle says before its value."""
+    import re
+
+    for seed in range(20):
+        spec = RunRequest(task=task, context_lengths=[LENGTH], distractors=10, seed=seed)
+        sample = make_sample(spec, Cell(LENGTH, 30.0))
+        for needle in sample.needles:
+            # The needle's words up to its value: "special magic Lisbon number is"
+            # (the old "former special magic Lisbon number" near miss held them).
+            phrase = re.split(r":\s", needle.text.strip())[0]
+            phrase = re.sub(r"^(The|One of the) ", "", phrase)
+            for item in sample.details["distractors"]:
+                assert phrase not in item["text"], (needle.text, item["text"])
+
+
+def test_at_most_two_shuffled_corpora_are_kept() -> None:
+    from niah.core.prompts.haystack_order import shuffled_haystacks
+
+    assert shuffled_haystacks._max == 2
