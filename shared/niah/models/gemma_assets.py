@@ -11,10 +11,11 @@ worker deployed with the local model.
 
 from __future__ import annotations
 
+import mmap
 import struct
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from niah.settings import get_settings
 
@@ -44,16 +45,20 @@ def read_gguf_arrays(gguf_file: Path, names: set[str]) -> dict[str, list[Any]]:
     returned the same arrays in about a minute on this machine for Gemma 3's 262k-piece
     vocabulary (a numpy view per item); this takes about a second.
     """
-    with gguf_file.open("rb") as handle:
-        magic, version, _tensors, count = struct.unpack("<4sIQQ", handle.read(24))
+    with (
+        gguf_file.open("rb") as handle,
+        mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+    ):
+        if len(data) < 24:
+            raise ValueError(f"{gguf_file} is not a GGUF file of version 2 or 3")
+        magic, version, _tensors, count = struct.unpack_from("<4sIQQ", data)
         if magic != b"GGUF" or version not in (2, 3):
             raise ValueError(f"{gguf_file} is not a GGUF file of version 2 or 3")
-        reader = _GgufValues(handle)
+        at = _GgufCursor(data, 24)
         found: dict[str, list[Any]] = {}
         for _ in range(count):
-            key = reader.string()
-            kind = reader.unpack("I")
-            value = reader.value(kind)
+            key = at.gguf_string()
+            value = at.gguf_value(at.gguf_scalar("I"))
             if key in names:
                 if not isinstance(value, list):
                     raise ValueError(f"{gguf_file}: {key} is not an array")
@@ -66,32 +71,37 @@ def read_gguf_arrays(gguf_file: Path, names: set[str]) -> dict[str, list[Any]]:
     return found
 
 
-class _GgufValues:
-    """Sequential reads of GGUF metadata values (little-endian)."""
+class _GgufCursor:
+    """Reads GGUF metadata values (little-endian) one after another from a buffer."""
 
-    def __init__(self, handle: BinaryIO) -> None:
-        self.handle = handle
+    def __init__(self, data: mmap.mmap, offset: int) -> None:
+        self.data = data
+        self.offset = offset
 
-    def unpack(self, code: str) -> Any:
-        size = struct.calcsize("<" + code)
-        return struct.unpack("<" + code, self.handle.read(size))[0]
+    def gguf_scalar(self, code: str) -> Any:
+        (value,) = struct.unpack_from("<" + code, self.data, self.offset)
+        self.offset += struct.calcsize("<" + code)
+        return value
 
-    def string(self) -> str:
-        return self.handle.read(self.unpack("Q")).decode("utf-8")
+    def gguf_string(self) -> str:
+        size = self.gguf_scalar("Q")
+        start, self.offset = self.offset, self.offset + size
+        return self.data[start : self.offset].decode("utf-8")
 
-    def value(self, kind: int) -> Any:
+    def gguf_value(self, kind: int) -> Any:
         if kind == _GGUF_STRING:
-            return self.string()
+            return self.gguf_string()
         if kind == _GGUF_ARRAY:
-            item_kind, length = self.unpack("I"), self.unpack("Q")
+            item_kind, length = self.gguf_scalar("I"), self.gguf_scalar("Q")
             if item_kind in _GGUF_SCALARS:
-                code = _GGUF_SCALARS[item_kind]
-                size = struct.calcsize("<" + code) * length
-                return list(struct.unpack(f"<{length}{code}", self.handle.read(size)))
-            return [self.value(item_kind) for _ in range(length)]
+                code = f"<{length}{_GGUF_SCALARS[item_kind]}"
+                items = list(struct.unpack_from(code, self.data, self.offset))
+                self.offset += struct.calcsize(code)
+                return items
+            return [self.gguf_value(item_kind) for _ in range(length)]
         if kind not in _GGUF_SCALARS:
             raise ValueError(f"unknown GGUF value type {kind}")
-        return self.unpack(_GGUF_SCALARS[kind])
+        return self.gguf_scalar(_GGUF_SCALARS[kind])
 
 
 def build_sentencepiece_from_gguf(gguf_file: Path) -> bytes:
