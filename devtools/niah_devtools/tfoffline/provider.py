@@ -23,7 +23,9 @@ Its answers, and why:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import os
 import sys
 from concurrent import futures
 from pathlib import Path
@@ -70,6 +72,60 @@ def block_pb(block: dict[str, Any]) -> pb.Schema.Block:
             for name, nested in sorted(block.get("block_types", {}).items())
         ],
     )
+
+
+MODES = {mode: name for name, mode in NESTING.items()}
+
+
+def block_dict(block: pb.Schema.Block) -> dict[str, Any]:
+    """A protocol schema block back as ``block_pb``'s input, with what planning reads."""
+    return {
+        "attributes": {
+            a.name: {"type": json.loads(a.type), "computed": a.computed} for a in block.attributes
+        },
+        "block_types": {
+            b.type_name: {"nesting_mode": MODES[b.nesting], "block": block_dict(b.block)}
+            for b in block.block_types
+        },
+    }
+
+
+def schema_response(schema_path: Path) -> pb.GetProviderSchema.Response:
+    """The schema as the protocol's message, kept beside the JSON once built.
+
+    Terraform starts each provider several times a command and the tests run dozens of
+    commands; building the message from the JSON took about a second of CPU a start
+    (google's 4.4 MB), parsing the kept one takes 0.02 s. The kept file's name holds a
+    hash of the JSON and of this module, so a new schema or a new builder makes a new one.
+    """
+    schema_bytes = schema_path.read_bytes()
+    key = hashlib.sha256(schema_bytes + Path(__file__).read_bytes()).hexdigest()[:16]
+    kept = schema_path.with_name(f"{schema_path.stem}.{key}.pb")
+    try:
+        return pb.GetProviderSchema.Response.FromString(kept.read_bytes())
+    except OSError:
+        pass
+    (schemas,) = json.loads(schema_bytes)["provider_schemas"].values()
+    response = pb.GetProviderSchema.Response(
+        provider=pb.Schema(block=block_pb(schemas["provider"]["block"])),
+        provider_meta=pb.Schema(block=pb.Schema.Block()),
+        resource_schemas={
+            name: pb.Schema(version=entry["version"], block=block_pb(entry["block"]))
+            for name, entry in schemas["resource_schemas"].items()
+        },
+        data_source_schemas={
+            name: pb.Schema(version=entry["version"], block=block_pb(entry["block"]))
+            for name, entry in schemas["data_source_schemas"].items()
+        },
+        server_capabilities=pb.ServerCapabilities(plan_destroy=True),
+    )
+    partial = kept.with_name(f"{kept.name}.{os.getpid()}")
+    try:
+        partial.write_bytes(response.SerializeToString())
+        partial.replace(kept)  # whole or absent, whichever start writes it
+    except OSError:
+        pass  # a read-only schemas folder: build it every start, as before
+    return response
 
 
 def plan_new(block: dict[str, Any], value: Any) -> Any:
@@ -127,43 +183,29 @@ def error(summary: str, detail: str = "") -> list[pb.Diagnostic]:
 class SchemaOnlyProvider(rpc.ProviderServicer):
     """The protocol's provider service, answered from a schema alone."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
-        (self.schemas,) = schema["provider_schemas"].values()
-        self.generated_from = schema["generated_from"]
-        self._schema_response: pb.GetProviderSchema.Response | None = None
+    def __init__(self, schema: pb.GetProviderSchema.Response, provider: str) -> None:
+        self.schema = schema
+        self.provider = provider  # its registry address, for messages
 
     def _block(self, kind: str, type_name: str) -> dict[str, Any]:
-        return dict(self.schemas[kind][type_name]["block"])
+        schemas = getattr(self.schema, kind)
+        return block_dict(schemas[type_name].block)
 
     def GetMetadata(self, request: Any, context: Any) -> pb.GetMetadata.Response:  # noqa: D102
         return pb.GetMetadata.Response(
             server_capabilities=pb.ServerCapabilities(plan_destroy=True),
             resources=[
                 pb.GetMetadata.ResourceMetadata(type_name=name)
-                for name in self.schemas["resource_schemas"]
+                for name in self.schema.resource_schemas
             ],
             data_sources=[
                 pb.GetMetadata.DataSourceMetadata(type_name=name)
-                for name in self.schemas["data_source_schemas"]
+                for name in self.schema.data_source_schemas
             ],
         )
 
     def GetProviderSchema(self, request: Any, context: Any) -> pb.GetProviderSchema.Response:  # noqa: D102
-        if self._schema_response is None:
-            self._schema_response = pb.GetProviderSchema.Response(
-                provider=pb.Schema(block=block_pb(self.schemas["provider"]["block"])),
-                provider_meta=pb.Schema(block=pb.Schema.Block()),
-                resource_schemas={
-                    name: pb.Schema(version=entry["version"], block=block_pb(entry["block"]))
-                    for name, entry in self.schemas["resource_schemas"].items()
-                },
-                data_source_schemas={
-                    name: pb.Schema(version=entry["version"], block=block_pb(entry["block"]))
-                    for name, entry in self.schemas["data_source_schemas"].items()
-                },
-                server_capabilities=pb.ServerCapabilities(plan_destroy=True),
-            )
-        return self._schema_response
+        return self.schema
 
     def ValidateProviderConfig(self, request: Any, context: Any) -> Any:  # noqa: D102
         return pb.ValidateProviderConfig.Response()
@@ -201,7 +243,7 @@ class SchemaOnlyProvider(rpc.ProviderServicer):
         return pb.ApplyResourceChange.Response(
             diagnostics=error(
                 "A schema-only provider cannot apply",
-                f"This is the offline check's stand-in for {self.generated_from['provider']}: "
+                f"This is the offline check's stand-in for {self.provider}: "
                 "it plans, and never calls Google. Run terraform without the dev_overrides "
                 "CLI configuration to apply.",
             )
@@ -237,7 +279,10 @@ def serve(schema_path: Path, socket_dir: Path) -> None:
     The go-plugin handshake line (core protocol 1, plugin protocol 6, a Unix socket,
     gRPC, the server's certificate) goes to stdout; Terraform connects with TLS.
     """
-    provider = SchemaOnlyProvider(json.loads(schema_path.read_text()))
+    # The schemas' folder names each by its provider type (workdir.py's launchers).
+    provider = SchemaOnlyProvider(
+        schema_response(schema_path), f"registry.terraform.io/hashicorp/{schema_path.stem}"
+    )
     controller = Controller()
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8),
