@@ -35,7 +35,8 @@ def run_suite(stack: Stack, *options: str) -> tuple[dict[str, list[str]], str]:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)  # the table, shown with pytest -s
-    rows = {name: values.split() for name, values in ROW.findall(result.stdout)}
+    # The header ("task  500") is not a row: lengths under 1,000 have no comma to tell it.
+    rows = {name: values.split() for name, values in ROW.findall(result.stdout) if name != "task"}
     return rows, result.stdout
 
 
@@ -67,10 +68,11 @@ def test_the_standin_scores_every_ruler_task_in_full_at_two_lengths(stack: Stack
 
 
 def test_the_local_model_completes_every_ruler_task(stack: Stack) -> None:
+    # Small, as the local model's tests are (every task fits 500 tokens): 9 calls.
     rows, out = run_suite(
         stack,
         "--context_lengths",
-        "1000",
+        "500",
         "--document_depth_percents",
         "50",
         "--seed",
