@@ -366,7 +366,7 @@ SMOKE_GRID = {
     "context_lengths": [3_000, 6_000],
     "document_depth_percents": [0, 100],
 }
-SMOKE_DEMO = {"context_lengths": [1_000, 1_500], "document_depth_percents": [50]}
+SMOKE_DEMO = {"context_lengths": [500, 1_000], "document_depth_percents": [50]}
 
 
 def smoke_parts() -> dict[str, Any]:
