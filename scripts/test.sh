@@ -7,11 +7,13 @@
 #   integration  the local stack: real emulators, functions-framework processes, the
 #                real small model; fault tests also on a stack with a deployment's sweep
 #                (production_stack)
-# Four pytest processes run side by side, each with its own temporary directory and
+# Five pytest processes run side by side, each with its own temporary directory and
 # stack: the unit and deploy tiers; the stack tests that keep the local model busy; the
 # stack tests whose model is the Vertex stand-in (side_stack, on base + 200), which
 # mostly wait on freezes, leases and a slow stand-in; the fault tests on the stack with
-# a deployment's sweep (production_stack). Their output follows, one after the other.
+# a deployment's sweep (production_stack); the tests that start stacks of their own
+# (own_stack: the quickstart, the benchmark's smoke run). Lint, types and the layering
+# check run beside them. Their output follows, one after the other.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    lint, types, layering and the unit tier but its heavy tests
@@ -25,26 +27,34 @@ if [ "${1:-}" = "--quick" ]; then
   shift
 fi
 scripts/setup.sh --tests
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .
-.venv/bin/mypy
-.venv/bin/python -m niah_devtools.layering
-if [ "$quick" -eq 1 ]; then
-  exec .venv/bin/python -m pytest -q -n 2 -m "unit and not heavy" "$@"
-fi
-if [ "$#" -gt 0 ]; then
+checks() {
+  .venv/bin/ruff check . &&
+    .venv/bin/ruff format --check . &&
+    .venv/bin/mypy &&
+    .venv/bin/python -m niah_devtools.layering
+}
+if [ "$quick" -eq 1 ] || [ "$#" -gt 0 ]; then
+  checks
+  if [ "$quick" -eq 1 ]; then
+    exec .venv/bin/python -m pytest -q -n 2 -m "unit and not heavy" "$@"
+  fi
   exec .venv/bin/python -m pytest -q "$@"
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Everything: the checks (about a minute of mypy on a fresh checkout) run beside the
+# tiers rather than before them; their output comes first, and a failure fails the run.
+checks >"$work/checks.log" 2>&1 &
+checks_pid=$!
 base=${NIAH_TEST_BASE_PORT:-8570}
 tiers=(
   "unit or deploy or system"
-  "integration and not production_stack and not side_stack"
+  "integration and not production_stack and not side_stack and not own_stack"
   "side_stack"
   "production_stack"
+  "own_stack"
 )
-ports=("$base" "$base" "$((base + 200))" "$base")
+ports=("$base" "$base" "$((base + 200))" "$base" "$base")
 pids=()
 for i in "${!tiers[@]}"; do
   NIAH_TEST_BASE_PORT="${ports[$i]}" .venv/bin/python -m pytest -q -m "${tiers[$i]}" \
@@ -52,6 +62,9 @@ for i in "${!tiers[@]}"; do
   pids+=("$!")
 done
 status=0
+wait "$checks_pid" || status=1
+echo "--- ruff, mypy, layering ---"
+cat "$work/checks.log"
 for i in "${!tiers[@]}"; do
   wait "${pids[$i]}" || status=1
   echo "--- pytest -m \"${tiers[$i]}\" ---"

@@ -110,18 +110,26 @@ SIDE_STACK_MODULES = frozenset(
 )
 
 
+# The tests that start stacks of their own (the README's quickstart; the benchmark's
+# smoke run, two stacks and an emulator): scripts/test.sh runs them in a process of their
+# own from the start, not after the local model's stack tests, the longest process.
+OWN_STACK_MODULES = frozenset({"test_bench_smoke", "test_quickstart"})
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the production-settings stack's tests and those of ``SIDE_STACK_MODULES``.
+    """Mark the production-settings stack's tests and those of the two module lists.
 
-    ``-m production_stack`` and ``-m side_stack`` select them; each group runs on a
-    stack of its own, so scripts/test.sh runs them beside the rest.
+    ``-m production_stack``, ``-m side_stack`` and ``-m own_stack`` select them; each
+    group runs on stacks of its own, so scripts/test.sh runs them beside the rest.
     """
     for item in items:
         if "production_stack" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.production_stack)
         elif item.path.stem in SIDE_STACK_MODULES:
             item.add_marker(pytest.mark.side_stack)
+        elif item.path.stem in OWN_STACK_MODULES:
+            item.add_marker(pytest.mark.own_stack)
 
 
 @pytest.fixture(scope="session")
