@@ -165,12 +165,14 @@ def test_the_pinned_checksum_is_what_the_gguf_rebuilds() -> None:
     )
 
 
+def _text(value: str) -> bytes:
+    """A GGUF string: its UTF-8 length (uint64), then the bytes."""
+    return struct.pack("<Q", len(value.encode())) + value.encode()
+
+
 def _gguf(path: Path, items: list[tuple[str, int, bytes]], *, magic: bytes = b"GGUF") -> Path:
     """A GGUF file of version 3 with the metadata ``items`` (key, type, packed value)."""
-
-    def text(value: str) -> bytes:
-        return struct.pack("<Q", len(value.encode())) + value.encode()
-
+    text = _text
     body = b"".join(text(key) + struct.pack("<I", kind) + value for key, kind, value in items)
     path.write_bytes(magic + struct.pack("<IQQ", 3, 0, len(items)) + body + b"tensors follow")
     return path
@@ -179,9 +181,7 @@ def _gguf(path: Path, items: list[tuple[str, int, bytes]], *, magic: bytes = b"G
 def test_the_gguf_reader_returns_the_arrays_asked_for_and_skips_every_other_value(
     tmp_path: Path,
 ) -> None:
-    def text(value: str) -> bytes:
-        return struct.pack("<Q", len(value.encode())) + value.encode()
-
+    text = _text
     path = _gguf(
         tmp_path / "m.gguf",
         [
