@@ -83,6 +83,13 @@ step "the Gemma 3 GGUF and its tokenizer"
 "$VENV/bin/python" -c 'from niah.models.tokenizer import get_tokenizer; get_tokenizer()'
 
 if [ "$TESTS" = 1 ]; then
+# Each function's own virtualenv (test_function_sources.py), made beside the steps below:
+# pip is one process, and a clean checkout's test run would otherwise spend minutes of its
+# busiest process on them.
+mkdir -p "$ROOT/.local"
+"$VENV/bin/python" -m niah_devtools.function_venvs >"$ROOT/.local/function-venvs.log" 2>&1 &
+function_venvs=$!
+
 step "chromium (the report's browser test)"
 # A real browser for the report's test: Debian's chromium (Playwright drives it; its own
 # browser download is never used).
@@ -135,5 +142,12 @@ elif [ "$(cat "$TF_VENV/.requirements.sha" 2>/dev/null)" != "$want" ]; then
     "$TF_VENV"/wheels/*.whl --out "$TF_VENV/schemas" >/dev/null
   echo "$want" >"$TF_VENV/.requirements.sha"
 fi
+
+step "each function's own virtualenv (.local/function-venvs)"
+wait "$function_venvs" || {
+  echo "setup: making the functions' virtualenvs failed:" >&2
+  tail -20 "$ROOT/.local/function-venvs.log" >&2
+  exit 1
+}
 fi
 step ""

@@ -2,7 +2,8 @@
 
 As Cloud Functions builds it: the folder scripts/package_functions.sh makes, installed
 into a virtualenv from that function's requirements.txt alone (from the package
-registry; made fresh whenever the file changes, else reused from .local/function-venvs),
+registry; kept per file content in .local/function-venvs, made by scripts/setup.sh --tests
+or here when missing: niah_devtools.function_venvs),
 then served by functions-framework.
 The dispatcher answers 400 to a bad request, the worker acknowledges a malformed
 message, the report ignores a run that does not exist (against a real Firestore
@@ -12,14 +13,11 @@ emulator). No function may carry llama.cpp, the GGUF or the developer tooling.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from niah_devtools.function_venvs import ensure
 from tests import REPO
 
 FUNCTIONS = ("dispatcher", "worker", "report")
@@ -39,39 +38,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-# Virtualenvs are kept per requirements file content: a changed file gets a fresh one,
-# an unchanged one is reused (each holds only what its file pins, either way).
-VENVS = REPO / ".local" / "function-venvs"
-
-
-def install(source: Path) -> tuple[Path, float]:
-    """A virtualenv with the function's requirements only; seconds spent making it (0: reused)."""
-    requirements = source / "requirements.txt"
-    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
-    venv = VENVS / f"{source.name}-{digest}"
-    if (venv / ".complete").exists():
-        return venv, 0.0
-    started = time.monotonic()
-    shutil.rmtree(venv, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    result = subprocess.run(
-        [
-            str(venv / "bin" / "pip"),
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-            str(requirements),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    (venv / ".complete").touch()
-    return venv, time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +52,11 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, P
     )
     with ThreadPoolExecutor(len(FUNCTIONS)) as pool:
         made = dict(
-            zip(FUNCTIONS, pool.map(install, [root / "build" / f for f in FUNCTIONS]), strict=True)
+            zip(
+                FUNCTIONS,
+                pool.map(ensure, [root / "build" / f / "requirements.txt" for f in FUNCTIONS]),
+                strict=True,
+            )
         )
     for name, (venv, seconds) in made.items():
         size = subprocess.run(
