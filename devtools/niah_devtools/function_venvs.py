@@ -32,8 +32,9 @@ def venv_path(requirements: Path) -> Path:
 def ensure(requirements: Path) -> tuple[Path, float]:
     """The virtualenv for ``requirements`` and the seconds spent making it (0: reused).
 
-    ``--no-compile``: Python compiles what the function imports when it imports it; pip
-    would compile every module of every package (a third of the install's CPU).
+    pip compiles every module as it installs (a third of the install's CPU, spent in
+    set-up): a function started where bytecode is not written
+    (``PYTHONDONTWRITEBYTECODE``) would otherwise compile its imports at every start.
     """
     venv = venv_path(requirements)
     if (venv / ".complete").exists():
@@ -47,7 +48,6 @@ def ensure(requirements: Path) -> tuple[Path, float]:
             "install",
             "--quiet",
             "--disable-pip-version-check",
-            "--no-compile",
             "-r",
             str(requirements),
         ],
