@@ -13,19 +13,18 @@ import sys
 
 import pytest
 
+from tests import cli_inprocess
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
 
 
 def niah(stack: Stack, *words: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "niah.cli", *words],
-        env={**os.environ, **stack.env},
-        capture_output=True,
-        text=True,
-        timeout=360,
-    )
+    """``niah WORDS`` against the stack, in this interpreter (tests/cli_inprocess.py).
+
+    What only a process shows (a closed pipe) runs as one below.
+    """
+    return cli_inprocess.niah(*words, env={**os.environ, **stack.env})
 
 
 def piped_to_head(stack: Stack, *words: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from niah.cli.results import EXIT_CELLS_FAILED
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.results.sample_rows import COLUMN_NAMES
+from tests import cli_inprocess
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_tasks_run import submit
@@ -108,13 +108,12 @@ def open_page(browser: Any, url: str, screenshot: str) -> tuple[Any, list[str]]:
 
 
 def niah(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "niah.cli", *args],
-        env={**os.environ, **stack.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``niah ARGS`` against the stack, in this interpreter (tests/cli_inprocess.py).
+
+    The pages and exports are the point here; the README's quickstart runs the real
+    console script as a process.
+    """
+    return cli_inprocess.niah(*args, env={**os.environ, **stack.env})
 
 
 def test_the_report_opens_from_the_bucket_and_shows_every_sample(
