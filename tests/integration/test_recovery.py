@@ -65,13 +65,16 @@ def test_a_killed_worker_s_cells_are_answered_within_two_minutes(stack: Stack, k
     body = {**GEMINI, "context_lengths": [1000, 2000], "seed": seed}
     run_id = post(stack, body).json()["run_id"]
     wait_for(lambda: model_calls(stack) >= 3, timeout=90, what="calls in flight")
-    calls_at_kill = model_calls(stack)
     stored_at_kill = stored_cells(run_id)
     if kill == "child":
         assert localstack.kill_children(stack.state_dir, "worker") >= 1
     else:
         localstack.kill_process(stack.state_dir, "worker")
     killed_at = time.monotonic()
+    # Counted after the kill, so a call the worker started between the count and the kill
+    # is in it (counted before, a CI run under load saw 8 calls against a bound of 7); a
+    # new child answers nothing before its imports, seconds away.
+    calls_at_kill = model_calls(stack)
     if kill == "group":
         time.sleep(1)
         localstack.start_function(stack.state_dir, "worker")
@@ -82,7 +85,8 @@ def test_a_killed_worker_s_cells_are_answered_within_two_minutes(stack: Stack, k
     print(f"FAULT-FIGURES recovered_after_kill_seconds={recovered:.1f}")
     assert recovered <= RECOVERY_SECONDS
     assert numbers["cells_answered"] == 6
-    # Calls cut off by the kill are made again, once each: never more.
+    # Calls cut off by the kill are made again, once each: never more. Those in flight
+    # are at most the calls sent by the kill less the cells stored before it.
     in_flight_at_kill = calls_at_kill - stored_at_kill
     assert 6 <= numbers["model_calls"] <= 6 + in_flight_at_kill
     spend = assert_report_matches_firestore(stack, run_id)["spend"]
