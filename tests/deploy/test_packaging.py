@@ -54,6 +54,8 @@ def test_each_zip_holds_its_function_the_library_and_its_requirements_but_no_dev
             == (REPO / "functions" / function / "main.py").read_bytes()
         )
         outside = [n for n in names if n not in ("main.py", "requirements.txt")]
+        # scripts/test.sh writes bytecode beside the sources; none of it ships.
+        assert [n for n in names if "__pycache__" in n or n.endswith(".pyc")] == []
         assert all(n.startswith("niah/") for n in outside), outside
         # Every shipped module is the repository's own, one for one: no devtools, no tests.
         assert sorted(n for n in outside if n.endswith(".py")) == source

