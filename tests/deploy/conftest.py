@@ -24,9 +24,11 @@ from tests.deploy.test_deploy_scripts import run
 
 
 @pytest.fixture(scope="session")
-def offline(tmp_path_factory: pytest.TempPathFactory) -> OfflineTerraform:
+def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OfflineTerraform]:
+    """One offline terraform for the session: its providers are started once, shared."""
     try:
-        return OfflineTerraform(tmp_path_factory.mktemp("tfoffline"))
+        with OfflineTerraform(tmp_path_factory.mktemp("tfoffline")) as offline:
+            yield offline
     except NotSetUp as missing:
         pytest.fail(str(missing))
 

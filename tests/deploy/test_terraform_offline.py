@@ -61,11 +61,17 @@ def test_infra_inits_validates_and_plans_offline_against_the_real_schemas(
 def test_terraform_runs_where_there_is_no_network_but_a_loopback(
     offline: OfflineTerraform,
 ) -> None:
-    """Every terraform call here, and the providers it starts, are cut off from the world."""
+    """Every terraform call here, and the providers it talks to, are cut off from the world."""
     devices = subprocess.run(
         [*offline.prefix, "cat", "/proc/net/dev"], capture_output=True, text=True, check=True
     ).stdout
     assert [line.split(":")[0].strip() for line in devices.splitlines()[2:]] == ["lo"]
+    # The shared providers too (each process's /proc/PID/net is its own namespace's).
+    pids = offline.provider_pids()
+    assert len(pids) == len(list(SCHEMAS.glob("*.json"))) == 3
+    for pid in pids:
+        devices = Path(f"/proc/{pid}/net/dev").read_text()
+        assert [line.split(":")[0].strip() for line in devices.splitlines()[2:]] == ["lo"]
 
 
 def test_the_schemas_are_the_providers_versions_tf_allows() -> None:

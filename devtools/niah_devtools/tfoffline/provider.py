@@ -18,6 +18,11 @@ Its answers, and why:
 - apply and import: refused. It never opens a connection of its own.
 
     python -m niah_devtools.tfoffline.provider SCHEMA.json
+    python -m niah_devtools.tfoffline.provider --shared SOCKET SCHEMA.json
+
+The second form serves one provider to many terraform commands (``workdir.py``): each
+attaches to it through ``TF_REATTACH_PROVIDERS``, Terraform's own way to reach a
+provider it did not start, instead of starting one of its own per command.
 """
 
 from __future__ import annotations
@@ -273,11 +278,14 @@ class Controller(controller_rpc.GRPCControllerServicer):
         return controller_pb.Empty()
 
 
-def serve(schema_path: Path, socket_dir: Path) -> None:
-    """Serve until Terraform shuts the plugin down.
+def serve(schema_path: Path, socket_dir: Path, *, shared: Path | None = None) -> None:
+    """Serve until Terraform shuts the plugin down (or, ``shared``, until stopped).
 
     The go-plugin handshake line (core protocol 1, plugin protocol 6, a Unix socket,
     gRPC, the server's certificate) goes to stdout; Terraform connects with TLS.
+    ``shared``: serve on that socket without TLS, as go-plugin's reattach expects (the
+    socket's folder is the caller's, open to nobody else), and say so on stdout; no
+    command shuts it down, the caller ends it.
     """
     # The schemas' folder names each by its provider type (workdir.py's launchers).
     provider = SchemaOnlyProvider(
@@ -292,6 +300,12 @@ def serve(schema_path: Path, socket_dir: Path) -> None:
     rpc.add_ProviderServicer_to_server(provider, server)
     controller_rpc.add_GRPCControllerServicer_to_server(controller, server)
     stdio_rpc.add_GRPCStdioServicer_to_server(stdio_rpc.GRPCStdioServicer(), server)
+    if shared is not None:
+        server.add_insecure_port(f"unix://{shared}")
+        server.start()
+        print(f"1|6|unix|{shared}|grpc|", flush=True)
+        server.wait_for_termination()
+        return
     certificate, credentials = _self_signed_cert()
     socket = socket_dir / "provider.sock"
     server.add_secure_port(f"unix://{socket}", credentials)
@@ -302,10 +316,13 @@ def serve(schema_path: Path, socket_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``SCHEMA.json`` (Terraform runs this through the launcher)."""
+    """Command line: ``[--shared SOCKET] SCHEMA.json`` (Terraform runs the launcher's form)."""
     import tempfile
 
     args = argv if argv is not None else sys.argv[1:]
+    if args[0] == "--shared":
+        serve(Path(args[2]), Path(args[1]).parent, shared=Path(args[1]))
+        return 0
     with tempfile.TemporaryDirectory(prefix="tf-schema-only-") as socket_dir:
         serve(Path(args[0]), Path(socket_dir))
     return 0
