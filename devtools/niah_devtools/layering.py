@@ -26,6 +26,7 @@ The rules (DESIGN.md, "Target layout"):
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -129,24 +130,50 @@ def imports_of(path: Path, module: str, known: set[str]) -> Iterator[Import]:
     ``from a import b`` names ``a.b`` when that is a module of the tree, ``a`` when
     ``a`` is a module of the tree and ``b`` one of its attributes, else ``a.b``.
     """
-    tree = ast.parse(path.read_text(), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in _runtime_nodes(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Import(module, alias.name, path, node.lineno)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+    try:
+        statements = _statements(path.read_text())
+    except SyntaxError as error:
+        error.filename = str(path)
+        raise
+    for line, level, source, names in statements:
+        if source is None:
+            for name in names:
+                yield Import(module, name, path, line)
+        else:
+            base = source
+            if level:
+                anchor = package.split(".")[: len(package.split(".")) - level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
+            for name in names:
                 # In our tree the name is a module or an attribute of ``base``; outside it,
                 # take it as a submodule, so ``from google import genai`` is google.genai.
-                candidate = f"{base}.{alias.name}"
+                candidate = f"{base}.{name}"
                 inside = base in known or candidate in known
-                name = base if inside and candidate not in known else candidate
-                yield Import(module, name, path, node.lineno)
+                yield Import(
+                    module, base if inside and candidate not in known else candidate, path, line
+                )
+
+
+Statement = tuple[int, int, str | None, tuple[str, ...]]
+
+
+@functools.lru_cache(maxsize=4096)
+def _statements(source: str) -> tuple[Statement, ...]:
+    """Each import of a module's source that can run: (line, level, from-module, names).
+
+    ``from-module`` is None for ``import a, b``. Kept by source text: the layering tests
+    check many copies of the tree that differ in one file, and parsing every module
+    again was most of each check's second.
+    """
+    statements: list[Statement] = []
+    for node in _runtime_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            statements.append((node.lineno, 0, None, tuple(a.name for a in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            names = tuple(a.name for a in node.names)
+            statements.append((node.lineno, node.level, node.module or "", names))
+    return tuple(statements)
 
 
 def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
