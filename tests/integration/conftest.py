@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ import pytest
 from google.api_core.exceptions import DeadlineExceeded
 
 from niah_devtools import localstack
+from tests import cli_inprocess
 
 # NIAH_TEST_BASE_PORT moves the test stack's nine ports (default 8570-8578). Run with
 # pytest-xdist (``-n``), each worker (gw0, gw1, ...) starts its own stacks 1,000 ports
@@ -34,6 +36,14 @@ class Stack:
     env: dict[str, str]
     state_dir: Path
     tap: str
+
+    def niah(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``niah ARGS`` against this stack, in this interpreter (tests/cli_inprocess.py).
+
+        A process would cost each call about 1.5 CPU-seconds of start and imports; what
+        only a process shows (a closed pipe, Ctrl-C, the console script) runs as one.
+        """
+        return cli_inprocess.niah(*args, env={**os.environ, **self.env})
 
     def log_lines(self, function: str) -> list[dict[str, Any]]:
         lines = []

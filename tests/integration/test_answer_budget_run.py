@@ -20,7 +20,6 @@ from niah.core.prompts.answer_budget import answer_room
 from niah.core.request.spec import RunRequest
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import post, wait_complete
-from tests.integration.test_report_browser import niah
 from tests.unit.test_report_page import rows_of
 
 pytestmark = pytest.mark.integration
@@ -67,11 +66,11 @@ def test_a_truncated_answer_is_truncated_in_status_report_and_export(
     assert all(c["score"] is None and "exact_score" not in c for c in cells)
     assert all("raise max_output_tokens" in c["unscored_reason"] for c in cells)
 
-    status = niah(stack, "status", run_id, "--json")
+    status = stack.niah("status", run_id, "--json")
     assert status.returncode == 5, status.stderr  # truncated answers: exit code 5
     document = json.loads(status.stdout)
     assert document["outcomes"]["truncated"] == 2 and document["outcomes"]["wrong"] == 0
-    text = niah(stack, "status", run_id)
+    text = stack.niah("status", run_id)
     assert text.returncode == 5 and "2 truncated" in text.stdout
     assert "2 x truncated: cut off at the output budget" in text.stderr
 
@@ -82,7 +81,7 @@ def test_a_truncated_answer_is_truncated_in_status_report_and_export(
     assert "0 wrong" in page and "2 truncated" in page
 
     out = tmp_path / "cells.csv"
-    exported = niah(stack, "export", run_id, "--format", "csv", "--out", str(out))
+    exported = stack.niah("export", run_id, "--format", "csv", "--out", str(out))
     assert exported.returncode == 0, exported.stderr
     rows = list(csv.DictReader(out.read_text(encoding="utf-8-sig").splitlines()))
     assert [row["outcome"] for row in rows] == ["truncated", "truncated"]

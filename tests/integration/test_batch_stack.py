@@ -20,7 +20,6 @@ from niah.core.interfaces import ModelAnswer
 from niah.core.money.pricing import answer_cost
 from niah.service.batch_output import lines_in_range
 from tests.integration.conftest import Stack, drain, wait_for
-from tests.integration.test_cli_stack import niah
 from tests.integration.test_faults import assert_finished_once, publish, standin
 from tests.integration.test_local_stack import post, wait_complete
 
@@ -76,7 +75,7 @@ def test_a_batch_grid_completes_one_cell_per_line_at_the_batch_rate(stack: Stack
     assert job["ingested"] and job["lines_stored"] == 5 and job["lines_retried_online"] == 1
     published = drain(stack.tap)
     assert not [m for m in published if m.get("cell_id") and m["cell_id"] != online[0]["cell_id"]]
-    status = niah(stack, "status", run_id)
+    status = stack.niah("status", run_id)
     assert status.stdout.startswith(
         f"run {run_id}: complete (batch: Vertex AI batch jobs at batch prices), 6 answered"
     )
@@ -131,7 +130,7 @@ def test_cancel_of_a_batch_run_mid_job_cancels_the_job(stack: Stack) -> None:
     jobs = wait_for(
         lambda: (store.get_run(run_id) or {}).get("batch_jobs"), timeout=60, what="the job"
     )
-    cancelled = niah(stack, "cancel", run_id)
+    cancelled = stack.niah("cancel", run_id)
     assert cancelled.returncode == 0, cancelled.stderr
     url = stack.env["VERTEX_STANDIN_URL"]
     job_url = f"{url}/v1beta1/{jobs[0]['name']}"
@@ -162,7 +161,7 @@ def test_a_batch_job_cancelled_midway_keeps_its_rows_and_a_resume_asks_only_the_
     run_id = post(stack, {**BATCH, "context_lengths": [1000, 1200], "seed": 293}).json()["run_id"]
     wait_for(lambda: standin_kinds(stack).get("batch_line", 0) >= 2, timeout=60,
              what="two lines answered")  # fmt: skip
-    assert niah(stack, "cancel", run_id).returncode == 0
+    assert stack.niah("cancel", run_id).returncode == 0
     wait_for(lambda: len(store.cell_ids(run_id)) >= 2, timeout=60, what="the written rows kept")
     time.sleep(3)  # nothing more arrives: the job has ended
     kept = store.cell_ids(run_id)
@@ -170,7 +169,7 @@ def test_a_batch_job_cancelled_midway_keeps_its_rows_and_a_resume_asks_only_the_
     assert len(kept) == answered < 6
     url = stack.env["VERTEX_STANDIN_URL"]
     requests.post(f"{url}/_standin/config", json={"batch_line_delay_seconds": 0}, timeout=5)
-    resumed = niah(stack, "run", "--resume", run_id, "--wait", "--timeout", "180")
+    resumed = stack.niah("run", "--resume", run_id, "--wait", "--timeout", "180")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     cells = store.list_cells(run_id)
     assert len(cells) == 6 and {c["execution"] for c in cells} == {"batch"}

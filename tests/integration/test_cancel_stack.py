@@ -14,7 +14,6 @@ import requests
 
 from niah.cloud.store import FirestoreStore
 from tests.integration.conftest import Stack, drain, wait_for
-from tests.integration.test_cli_stack import niah
 from tests.integration.test_faults import assert_finished_once, standin, worker_lines
 
 pytestmark = pytest.mark.integration
@@ -31,8 +30,8 @@ def test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it(stack: Sta
     standin(stack, latency_seconds=3.0)
     drain(stack.tap, settle_seconds=0.5)
     store = FirestoreStore()
-    started = niah(
-        stack, "run", "--model_name", "gemini-3.8-flash", "--context_lengths", "[1000, 2000]",
+    started = stack.niah(
+        "run", "--model_name", "gemini-3.8-flash", "--context_lengths", "[1000, 2000]",
         "--document_depth_percents", "[0, 50, 100]", "--seed", "280",
     )  # fmt: skip
     assert started.returncode == 0, started.stderr[-2000:]
@@ -41,7 +40,7 @@ def test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it(stack: Sta
     wait_for(lambda: len(call_times(stack)) >= 3, timeout=90, what="calls in flight")
 
     cancelled_at = time.time()
-    cancelled = niah(stack, "cancel", run_id)
+    cancelled = stack.niah("cancel", run_id)
     assert cancelled.returncode == 0, cancelled.stderr[-2000:]
     assert cancelled.stdout.startswith(f"run {run_id} cancelled: ")
     assert f"niah run --resume {run_id}" in cancelled.stdout
@@ -69,7 +68,7 @@ def test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it(stack: Sta
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "cancelled"
 
-    status = niah(stack, "status", run_id)
+    status = stack.niah("status", run_id)
     assert status.stdout.startswith(
         f"run {run_id}: cancelled, {len(stored)} answered + 0 failed of 6 cells\n"
     )
@@ -78,7 +77,7 @@ def test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it(stack: Sta
     assert f"spend: {n} model calls ({n} answered, 0 errors): $" in status.stdout
 
     standin(stack)
-    resumed = niah(stack, "run", "--resume", run_id, "--wait", "--timeout", "180")
+    resumed = stack.niah("run", "--resume", run_id, "--wait", "--timeout", "180")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"{len(stored)} already answered" in resumed.stdout
     assert_finished_once(run_id, 6)

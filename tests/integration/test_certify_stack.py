@@ -10,9 +10,6 @@ and ``niah status`` the same sentence.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -92,13 +89,7 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(
     assert text == (
         "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, certified)"
     )
-    status = subprocess.run(
-        [sys.executable, "-m", "niah.cli", "status", run_id],
-        env={**os.environ, **stack.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    status = stack.niah("status", run_id)
     assert f"effective length {text};" in status.stdout, status.stdout + status.stderr
     # The report leads with the certificate, one row per round, at 1280 px.
     url = run["report"]["html_url"]

@@ -13,18 +13,9 @@ import sys
 
 import pytest
 
-from tests import cli_inprocess
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration
-
-
-def niah(stack: Stack, *words: str) -> subprocess.CompletedProcess[str]:
-    """``niah WORDS`` against the stack, in this interpreter (tests/cli_inprocess.py).
-
-    What only a process shows (a closed pipe) runs as one below.
-    """
-    return cli_inprocess.niah(*words, env={**os.environ, **stack.env})
 
 
 def piped_to_head(stack: Stack, *words: str) -> subprocess.CompletedProcess[str]:
@@ -37,8 +28,8 @@ def piped_to_head(stack: Stack, *words: str) -> subprocess.CompletedProcess[str]
 
 
 def test_a_harness_style_run_then_status_and_list_read_well(stack: Stack) -> None:
-    started = niah(
-        stack, "run", "--context_lengths", "[400]", "--document_depth_percents", "50",
+    started = stack.niah(
+        "run", "--context_lengths", "[400]", "--document_depth_percents", "50",
         "--save_contexts", "True", "--dynamic_needle=true", "--seed", "31", "--wait",
         "--timeout", "300",
     )  # fmt: skip
@@ -51,7 +42,7 @@ def test_a_harness_style_run_then_status_and_list_read_well(stack: Stack) -> Non
     assert "report (written when the last cell is in): http://" in started.stdout
     assert "None" not in started.stdout
 
-    status = niah(stack, "status", run_id)
+    status = stack.niah("status", run_id)
     assert status.returncode == 0, status.stderr
     assert status.stdout.startswith(f"run {run_id}: complete, 1 answered + 0 failed of 1 cell\n")
     assert "None" not in status.stdout and "1 cells" not in status.stdout
@@ -62,7 +53,7 @@ def test_a_harness_style_run_then_status_and_list_read_well(stack: Stack) -> Non
         assert (piped.returncode, piped.stderr) == (0, ""), words
         assert len(piped.stdout.splitlines()) == 1
 
-    listed = niah(stack, "list")
+    listed = stack.niah("list")
     assert listed.returncode == 0 and run_id in listed.stdout
     assert "None" not in listed.stdout
 
@@ -72,8 +63,8 @@ def test_the_harness_readme_s_static_needle_runs_and_is_scored(stack: Stack) -> 
     from niah.cloud.store import FirestoreStore
     from niah.core.request.request_options import HARNESS_DEFAULT_NEEDLE
 
-    started = niah(
-        stack, "run", "--dynamic_needle=False", "--context_lengths", "1000",
+    started = stack.niah(
+        "run", "--dynamic_needle=False", "--context_lengths", "1000",
         "--document_depth_percents", "50", "--wait", "--timeout", "300",
     )  # fmt: skip
     assert started.returncode == 0, started.stderr[-2000:]

@@ -15,7 +15,6 @@ import pytest
 import requests
 
 from tests.integration.conftest import Stack
-from tests.integration.test_cli_stack import niah
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_tasks_run import submit
 
@@ -46,7 +45,7 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
         requests.post(configure, json={}, timeout=5).raise_for_status()
 
     out = tmp_path / "compare.html"
-    result = niah(stack, "compare", first, again, worse, "--out", str(out), "--json")
+    result = stack.niah("compare", first, again, worse, "--out", str(out), "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     noise, real = document["paired"]
@@ -66,11 +65,11 @@ def test_noise_is_no_significant_difference_and_a_wrong_model_is_significant(
     page = out.read_text()
     assert "no significant difference" in page and ">significant<" in page
 
-    text = niah(stack, "compare", first, worse, "--out", str(out))
+    text = stack.niah("compare", first, worse, "--out", str(out))
     assert text.returncode == 0, text.stderr
     assert "6 samples disagree" in text.stdout
     assert "400 tokens: -100 points (95 %: " in text.stdout
     assert text.stdout.rstrip().endswith("p = 0.031, 6 pairs: significant")
     assert "answers 0 minus gemini-3.8-flash · single (exact McNemar" in text.stdout
-    status = niah(stack, "status", worse)
+    status = stack.niah("status", worse)
     assert f"\nrun {worse} (answers 0): gemini-3.8-flash, task single" in status.stdout

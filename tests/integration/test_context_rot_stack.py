@@ -22,7 +22,7 @@ from niah.cloud.store import FirestoreStore
 from niah.core.request.request_options import DISTRACTOR_TASKS
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
-from tests.integration.test_report_browser import browser, niah, open_page  # noqa: F401 (fixture)
+from tests.integration.test_report_browser import browser, open_page  # noqa: F401 (fixture)
 from tests.integration.test_tasks_run import submit
 
 pytestmark = pytest.mark.integration
@@ -131,7 +131,7 @@ def test_compare_pairs_the_run_s_cells_across_its_axis(
     stack: Stack, distractor_run: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "axis.html"
-    shown = niah(stack, "compare", distractor_run, "--out", str(out), "--json")
+    shown = stack.niah("compare", distractor_run, "--out", str(out), "--json")
     assert shown.returncode == 0, shown.stderr
     document = json.loads(shown.stdout)
     paired = document["paired"]
@@ -143,8 +143,7 @@ def test_compare_pairs_the_run_s_cells_across_its_axis(
 
 def test_the_context_rot_suite_ends_in_its_table(stack: Stack) -> None:
     requests.post(f"{stack.env['VERTEX_STANDIN_URL']}/_standin/config", json={}, timeout=5)
-    shown = niah(
-        stack,
+    shown = stack.niah(
         "run", "--suite", "context-rot", "--model_name", MODEL,
         "--context_lengths", "1000", "2000", "--document_depth_percents", "50", "--wait",
     )  # fmt: skip
@@ -162,7 +161,7 @@ def test_the_context_rot_suite_ends_in_its_table(stack: Stack) -> None:
     ]
     for row in rows:  # the stand-in answers every condition right
         assert row.split()[-6:-3] == ["100.0", "100.0", "100.0"], row
-    refused = niah(stack, "run", "--suite", "context-rot", "--distractors", "1")
+    refused = stack.niah("run", "--suite", "context-rot", "--distractors", "1")
     assert refused.returncode != 0 and "sets distractors itself" in refused.stderr
-    no_needle = niah(stack, "run", "--suite", "context-rot", "--task", "common_words")
+    no_needle = stack.niah("run", "--suite", "context-rot", "--task", "common_words")
     assert no_needle.returncode != 0 and "task common_words has none" in no_needle.stderr

@@ -8,10 +8,8 @@ calls made, cells stored, duplicates suppressed, wall time.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -71,13 +69,7 @@ def figures(stack: Stack, run_id: str, started: float, fault: str) -> dict[str, 
 
 
 def niah_status(stack: Stack, run_id: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "niah.cli", "status", run_id],
-        env={**os.environ, **stack.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return stack.niah("status", run_id)
 
 
 def assert_finished_once(run_id: str, total: int, *, failed: int = 0) -> dict[str, Any]:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import requests
@@ -50,14 +47,8 @@ def test_a_gemini_run_stores_judge_and_exact_scores_usage_and_cost(stack: Stack)
     summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(summary_name))
     assert summary["mean_judge_score"] == 10 and summary["cost_usd"] > 0
     assert summary["prompt_token_deviation"]["max_abs"] == 0
-    status = subprocess.run(
-        [sys.executable, "-m", "niah.cli", "status", run_id],
-        env={**os.environ, **stack.env},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    status = stack.niah("status", run_id)
+    assert status.returncode == 0, status.stderr
     assert "cost $" in status.stdout and "scores (both)" in status.stdout
     assert "prompt tokens vs requested length" in status.stdout
 

@@ -18,7 +18,6 @@ import pytest
 import requests
 
 from tests.integration.conftest import BUDGET_ALERT_PUSHER, Stack, drain
-from tests.integration.test_cli_stack import niah
 
 pytestmark = pytest.mark.integration
 
@@ -82,10 +81,10 @@ def test_a_budget_alert_stops_new_runs_until_an_operator_lifts_the_switch(stack:
         error = refused.json()["error"]
         assert error["field"] == "kill_switch" and "niah killswitch lift" in error["message"]
         assert drain(stack.tap, settle_seconds=1.0) == []  # nothing was published
-        status = niah(stack, "killswitch", "status")
+        status = stack.niah("killswitch", "status")
         assert status.returncode == 0 and status.stdout.startswith("kill switch: ON")
     finally:
-        lifted = niah(stack, "killswitch", "lift")
+        lifted = stack.niah("killswitch", "lift")
     assert lifted.returncode == 0, lifted.stderr
     assert lifted.stdout.startswith("kill switch: off")
     time.sleep(1.5)  # NIAH_KILL_SWITCH_CACHE_SECONDS on the stack

@@ -162,48 +162,18 @@ def test_a_malformed_request_is_refused_and_publishes_nothing(
 
 
 def test_the_cli_runs_waits_reports_and_exports(stack: Stack, tmp_path: Any) -> None:
-    env = {**os.environ, **stack.env}
-    niah = [sys.executable, "-m", "niah.cli"]
-    result = subprocess.run(
-        [
-            *niah,
-            "run",
-            "--context-lengths",
-            "400",
-            "--document_depth_percents",
-            "25",
-            "75",
-            "--seed",
-            "11",
-            "--wait",
-            "--timeout",
-            "300",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=360,
-    )
+    result = stack.niah(
+        "run", "--context-lengths", "400", "--document_depth_percents", "25", "75",
+        "--seed", "11", "--wait", "--timeout", "300",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     run_id = result.stdout.split()[1].rstrip(":")
     assert "heatmap: gs://" in result.stdout
     assert "depth %" in result.stdout
     png = tmp_path / "heatmap.png"
-    subprocess.run(
-        [*niah, "report", run_id, "--out", str(png)],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    assert stack.niah("report", run_id, "--out", str(png)).returncode == 0
     assert png.read_bytes().startswith(b"\x89PNG")
-    subprocess.run(
-        [*niah, "export", run_id, "--out", str(tmp_path / "cells")],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    assert stack.niah("export", run_id, "--out", str(tmp_path / "cells")).returncode == 0
     folder = tmp_path / "cells"
     exported = [json.loads(p.read_text()) for p in folder.glob("*_results.json")]
     assert len(exported) == 2
@@ -220,7 +190,6 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     import signal
 
     env = {**os.environ, **stack.env}
-    niah = [sys.executable, "-m", "niah.cli"]
     drain(stack.tap, settle_seconds=0.5)
     # Ctrl-C as at a terminal, however the suite was started: a shell starts a
     # background job with SIGINT ignored, and Python then leaves it ignored. The CLI's
@@ -255,13 +224,7 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     # answered: by the end, each cell once.
     published = len(drain(stack.tap))
     assert published in (1, 4)
-    again = subprocess.run(
-        [*niah, "wait", run_id, "--timeout", "300"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=360,
-    )
+    again = stack.niah("wait", run_id, "--timeout", "300")
     assert again.returncode == 0, again.stderr[-2000:]
     assert "heatmap: gs://" in again.stdout
     assert published + len(drain(stack.tap)) == 4  # re-attaching published nothing

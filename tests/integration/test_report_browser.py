@@ -12,10 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +26,6 @@ from niah.cli.results import EXIT_CELLS_FAILED
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.results.sample_rows import COLUMN_NAMES
-from tests import cli_inprocess
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_tasks_run import submit
@@ -105,15 +102,6 @@ def open_page(browser: Any, url: str, screenshot: str) -> tuple[Any, list[str]]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / screenshot), full_page=True)
     return page, requested
-
-
-def niah(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    """``niah ARGS`` against the stack, in this interpreter (tests/cli_inprocess.py).
-
-    The pages and exports are the point here; the README's quickstart runs the real
-    console script as a process.
-    """
-    return cli_inprocess.niah(*args, env={**os.environ, **stack.env})
 
 
 def test_the_report_opens_from_the_bucket_and_shows_every_sample(
@@ -195,7 +183,7 @@ def test_the_comparison_of_two_models_shows_their_difference(
     stack: Stack, runs: dict[str, str], browser: Any, tmp_path: Path
 ) -> None:
     out = tmp_path / "compare.html"
-    result = niah(stack, "compare", runs["gemma"], runs["gemini"], runs["multi"], "--out", str(out))
+    result = stack.niah("compare", runs["gemma"], runs["gemini"], runs["multi"], "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
     store = FirestoreStore()
@@ -240,7 +228,7 @@ def test_the_comparison_of_two_models_shows_their_difference(
 
 
 def test_runs_on_grids_that_share_nothing_are_refused(stack: Stack, runs: dict[str, str]) -> None:
-    result = niah(stack, "compare", runs["gemma"], runs["elsewhere"], "--out", "/tmp/never.html")
+    result = stack.niah("compare", runs["gemma"], runs["elsewhere"], "--out", "/tmp/never.html")
     assert result.returncode == 1
     assert "share no (context length, depth) grid point" in result.stderr
     assert "lengths 700; depths 25" in result.stderr
@@ -251,7 +239,7 @@ def test_the_csv_export_has_one_row_per_sample(
     stack: Stack, runs: dict[str, str], tmp_path: Path
 ) -> None:
     out = tmp_path / "samples.csv"
-    result = niah(stack, "export", runs["multi"], "--format", "csv", "--out", str(out))
+    result = stack.niah("export", runs["multi"], "--format", "csv", "--out", str(out))
     assert result.returncode == 0, result.stderr
     raw = out.read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # the byte-order mark a spreadsheet looks for
@@ -262,36 +250,36 @@ def test_the_csv_export_has_one_row_per_sample(
     summary = json.loads((tmp_path / "samples.summary.json").read_text())
     assert summary["samples"] == len(cells) and summary["run_id"] == runs["multi"]
     lines = tmp_path / "samples.jsonl"
-    exported = niah(stack, "export", runs["multi"], "--format", "jsonl", "--out", str(lines))
+    exported = stack.niah("export", runs["multi"], "--format", "jsonl", "--out", str(lines))
     assert exported.returncode == 0, exported.stderr
     assert len(lines.read_text().splitlines()) == len(cells)
 
 
 def test_list_and_status_print_json_for_scripts(stack: Stack, runs: dict[str, str]) -> None:
-    listed = niah(stack, "list", "--json", "--limit", "100")
+    listed = stack.niah("list", "--json", "--limit", "100")
     assert listed.returncode == 0, listed.stderr
     by_id = {run["run_id"]: run for run in json.loads(listed.stdout)}
     assert set(runs.values()) <= set(by_id)
     multi = by_id[runs["multi"]]
     assert (multi["task"], multi["total"], multi["finished"]) == ("multi_needle", 12, 12)
     assert multi["created_at"].startswith("20")  # ISO 8601
-    status = niah(stack, "status", runs["gemini"], "--json")
+    status = stack.niah("status", runs["gemini"], "--json")
     document = json.loads(status.stdout)
     assert status.returncode == document["exit_code"] == EXIT_CELLS_FAILED
     # The same exit code as the text mode's.
-    assert niah(stack, "status", runs["gemini"]).returncode == status.returncode
+    assert stack.niah("status", runs["gemini"]).returncode == status.returncode
     assert document["run_id"] == runs["gemini"] and document["status"] == "complete"
     assert document["report"]["html_uri"].endswith(f"/reports/{runs['gemini']}/report.html")
     assert document["cost_usd"] > 0
     # The same request again names the same run: JSON says so, and nothing is called.
-    again = niah(
-        stack, "run", "--json", "--context_lengths", "500", "1000",
+    again = stack.niah(
+        "run", "--json", "--context_lengths", "500", "1000",
         "--document_depth_percents", "0", "50", "100", "--seed", "5",
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
     body = json.loads(again.stdout)
     assert body["run_id"] == runs["gemma"] and body["already_complete"] is True
-    text = niah(stack, "list")
+    text = stack.niah("list")
     assert runs["multi"] in text.stdout and "progress" in text.stdout.splitlines()[0]
 
 
@@ -300,7 +288,7 @@ def test_niah_report_renders_the_html_locally(
 ) -> None:
     out = tmp_path / "local.html"
     png = tmp_path / "h.png"
-    result = niah(stack, "report", runs["gemini"], "--html", str(out), "--out", str(png))
+    result = stack.niah("report", runs["gemini"], "--html", str(out), "--out", str(png))
     assert result.returncode == 0, result.stderr
     stored = GcsBlobStore(stack.env["NIAH_BUCKET"]).read(f"reports/{runs['gemini']}/report.html")
     # The same heatmap and samples as the report function's page (the run's status and

@@ -7,10 +7,7 @@ every task with scores in [0, 100].
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 import requests
@@ -26,13 +23,7 @@ ROW = re.compile(r"^(\w+)((?:\s+(?:[\d.]+|-))+)$", re.MULTILINE)
 
 def run_suite(stack: Stack, *options: str) -> tuple[dict[str, list[str]], str]:
     """Run the suite through the CLI to its table; the table's rows and the output."""
-    result = subprocess.run(
-        [sys.executable, "-m", "niah.cli", "run", "--suite", "ruler", *options, "--wait"],
-        env={**os.environ, **stack.env},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result = stack.niah("run", "--suite", "ruler", *options, "--wait")
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)  # the table, shown with pytest -s
     # The header ("task  500") is not a row: lengths under 1,000 have no comma to tell it.

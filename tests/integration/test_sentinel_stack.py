@@ -24,7 +24,7 @@ from niah.cloud.store import FirestoreStore
 from niah_devtools import localstack, sentinel_schedule
 from tests.integration.conftest import Stack, wait_for
 from tests.integration.test_local_stack import wait_complete
-from tests.integration.test_report_browser import browser, niah, open_page  # noqa: F401 (fixture)
+from tests.integration.test_report_browser import browser, open_page  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
         fourth = fired(1)
         # Now, by hand: the CLI's firing, followed to its report; as bad as the fourth,
         # so unchanged since it.
-        done = niah(stack, "sentinel", "run", NAME, "--wait")
+        done = stack.niah("sentinel", "run", NAME, "--wait")
         assert done.returncode == 0, done.stdout + done.stderr
         fifth = done.stdout.split("run ", 1)[1].split()[0]
         runs.append(fifth)
@@ -135,9 +135,9 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     assert [p["flagged"] for p in trend["runs"]] == flags
     assert trend["flagged"] == 2 and trend["latest"]["run_id"] == fifth
     # `niah sentinel show` says the same.
-    shown = niah(stack, "sentinel", "show", NAME, "--json")
+    shown = stack.niah("sentinel", "show", NAME, "--json")
     assert [r["flagged"] for r in json.loads(shown.stdout)["runs"]] == flags
-    listed = niah(stack, "sentinel", "list")
+    listed = stack.niah("sentinel", "list")
     assert f"{NAME}: 0 6 * * * (Etc/UTC), 5 runs, 2 flagged" in listed.stdout, listed.stdout
     # The trend in Chromium at 1280 px: five points at their times, two flagged.
     url = f"{stack.env['STORAGE_EMULATOR_HOST']}/{stack.env['NIAH_BUCKET']}/reports/index.html"
