@@ -27,7 +27,7 @@ from bench_cache import measure_grid_cost
 from bench_certify import measure_certify, measure_certify_nolima
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
-from bench_scale import measure_scale
+from bench_scale import Stack, bench_stack, measure_scale, scale_worker_env
 
 REPO = Path(__file__).resolve().parents[1]
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
@@ -202,21 +202,18 @@ def measure_peak_rss(
 
 
 def measure_stack(
-    latency: float, cells_side: int, big_side: int = 11, big_max: int = 1_000_000
+    latency: float,
+    cells_side: int,
+    big_side: int = 11,
+    big_max: int = 1_000_000,
+    shared: Stack | None = None,
 ) -> dict[str, Any]:
     """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
     from niah.cloud.store import FirestoreStore
-    from niah_devtools import localstack
 
-    state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
-    # Naive dispatch: the figure is the dispatcher publishing a whole grid (cache-aware
-    # dispatch publishes one primer and leaves the rest to the worker that answers it).
-    env = localstack.up(
-        state, base_port=8670, worker_env={"THREADS": "8", "NIAH_DISPATCH_ORDER": "naive"}
-    )
-    url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
     figures: dict[str, Any] = {}
-    try:
+    with bench_stack(8670, {}, shared) as (_, env):
+        url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
         # No current Gemini takes 2M tokens (1.5 Pro, which did, is retired): 3.5 Flash
         # takes 1,048,576. The stand-in estimates counts so that it, not the pipeline, is
         # never the bottleneck.
@@ -303,8 +300,6 @@ def measure_stack(
             "overhead_per_cell_ms": round(1000 * (wall - ideal) * parallelism / total, 1),
             "worker_overhead_per_cell_ms": round(statistics.mean(inside), 1),
         }
-    finally:
-        localstack.down(state)
     return figures
 
 
@@ -369,14 +364,17 @@ SMOKE_GRID = {
 SMOKE_DEMO = {"context_lengths": [500, 1_000], "document_depth_percents": [50]}
 
 
-def smoke_parts() -> dict[str, Any]:
-    """The parts that run only alone (``--only``), at tiny sizes."""
+SMOKE_SCALE = (100,)
+
+
+def smoke_parts(stack: Stack) -> dict[str, Any]:
+    """The parts that run only alone (``--only``), at tiny sizes; ``stack`` is shared."""
     return {
         "certify": measure_certify(seeds=2, curves=((64_000, 0.3),)),
         "certify_nolima": measure_certify_nolima(seeds=2, curves=((64_000, 0.3, 0.9),)),
         "grid_cost": measure_grid_cost(SMOKE_GRID, latency=0.5),
         "local_reuse": measure_local_reuse(SMOKE_DEMO),
-        "scale": measure_scale((100,)),
+        "scale": measure_scale(SMOKE_SCALE, shared=stack),
     }
 
 
@@ -414,8 +412,17 @@ def main() -> None:
     if args.only:
         update_part(args.only)
         return
-    if args.smoke:
-        args.lengths, args.baseline_limit, args.latency = SMOKE_LENGTHS, 5.0, 0.05
+    if not args.smoke:
+        run_benchmarks(args, None)
+        return
+    args.lengths, args.baseline_limit, args.latency = SMOKE_LENGTHS, 5.0, 0.05
+    # One stack for both stack parts (the scale part's settings hold the other's).
+    with bench_stack(8670, scale_worker_env(max(SMOKE_SCALE))) as shared:
+        run_benchmarks(args, shared)
+
+
+def run_benchmarks(args: argparse.Namespace, shared: Stack | None) -> None:
+    """Every part ``args`` asks for; ``shared``: the smoke run's one stack."""
     lengths = sorted(args.lengths)
 
     warm, first, cache_load = measure_builds(lengths)
@@ -426,8 +433,8 @@ def main() -> None:
     stack = (
         {}
         if args.skip_stack
-        else measure_stack(args.latency, 2, big_side=2, big_max=8_000)
-        if args.smoke
+        else measure_stack(args.latency, 2, big_side=2, big_max=8_000, shared=shared)
+        if shared is not None
         else measure_stack(args.latency, 5)
     )
     counting = {} if args.skip_counting else measure_counting(20 if args.smoke else SAMPLES)
@@ -495,8 +502,8 @@ def main() -> None:
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
         ),
     }
-    if args.smoke:
-        out |= smoke_parts()
+    if shared is not None:
+        out |= smoke_parts(shared)
     merge_results(out, args.results)
     print(f"wrote {args.results}")
 

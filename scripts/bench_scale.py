@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,38 @@ LENGTHS = [1_000 + 100 * step for step in range(10)]
 # A run not complete in this long has stalled: the benchmark says so rather than wait on.
 WAIT_SECONDS = 3600
 TYPICAL_CELL = {"model": "gemini-3.5-flash", "prompt_tokens": 128_000, "output_tokens": 50}
+
+
+# A running local stack: its state folder and client environment (localstack.up's).
+Stack = tuple[Path, dict[str, str]]
+# What the stack parts need of the worker: 8 threads; the whole grid published by the
+# dispatcher (cache-aware dispatch publishes one primer), as its figure is the publish.
+WORKER_ENV = {"THREADS": "8", "NIAH_DISPATCH_ORDER": "naive"}
+
+
+@contextmanager
+def bench_stack(
+    base_port: int, worker_env: Mapping[str, str], shared: Stack | None = None
+) -> Iterator[Stack]:
+    """A local stack for one part: ``shared`` if given (its owner stops it), else a new one.
+
+    The smoke run (``bench.py --smoke``) gives its two stack parts one stack: a stack's
+    start and stop cost about as much as either part at its smoke size.
+    """
+    if shared is not None:
+        # Its clients' addresses again: a part between (counting, grid cost) points this
+        # process's clients at an emulator of its own, stopped since.
+        os.environ.update(shared[1])
+        yield shared
+        return
+    from niah_devtools import localstack
+
+    state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
+    env = localstack.up(state, base_port=base_port, worker_env={**WORKER_ENV, **worker_env})
+    try:
+        yield state, env
+    finally:
+        localstack.down(state)
 
 
 def _lines(state: Path, function: str, run_id: str) -> list[dict[str, Any]]:
@@ -158,39 +193,37 @@ def _growth(runs: list[dict[str, Any]], key: str) -> list[float | None]:
     return ratios
 
 
-def measure_scale(sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690) -> dict[str, Any]:
-    """Every size on one local stack; the figures, their growth and the costs."""
+def scale_worker_env(largest: int) -> dict[str, str]:
+    """The worker's settings the scale part needs beyond ``WORKER_ENV``."""
+    return {
+        "NIAH_MAX_CELLS_PER_RUN": str(largest),
+        # The 1,000-sample run's worst case (about $315 at Gemini's prices) passes the
+        # default daily ceiling of $300 (docs/limits.md); the stand-in is free.
+        "NIAH_DAILY_SPEND_CEILING_USD": "100000",
+        "NIAH_MONTHLY_SPEND_CEILING_USD": "100000",
+    }
+
+
+def measure_scale(
+    sizes: tuple[int, ...] = SIZES, *, base_port: int = 8690, shared: Stack | None = None
+) -> dict[str, Any]:
+    """Every size on one local stack; the figures, their growth and the costs.
+
+    ``shared``: a running stack started with ``scale_worker_env(max(sizes))``.
+    """
     from niah.core.money.pricing import cost_of
     from niah.settings import get_settings
-    from niah_devtools import localstack
 
-    state = Path(tempfile.mkdtemp(prefix="niah-bench-scale-"))
-    env = localstack.up(
-        state,
-        base_port=base_port,
-        worker_env={
-            "THREADS": "8",
-            "NIAH_MAX_CELLS_PER_RUN": str(max(sizes)),
-            # The whole grid published by the dispatcher: its figure is the publish.
-            "NIAH_DISPATCH_ORDER": "naive",
-            # The 1,000-sample run's worst case (about $315 at Gemini's prices) passes
-            # the default daily ceiling of $300 (docs/limits.md); the stand-in is free.
-            "NIAH_DAILY_SPEND_CEILING_USD": "100000",
-            "NIAH_MONTHLY_SPEND_CEILING_USD": "100000",
-        },
-    )
-    # The stack's project and emulators, not what an earlier part left in the settings
-    # (the grid-cost part sets another project): else the run is looked for elsewhere.
-    get_settings.cache_clear()
-    try:
+    with bench_stack(base_port, scale_worker_env(max(sizes)), shared) as (state, env):
+        # The stack's project and emulators, not what an earlier part left in the settings
+        # (the grid-cost part sets another project): else the run is looked for elsewhere.
+        get_settings.cache_clear()
         requests.post(
             f"{env['VERTEX_STANDIN_URL']}/_standin/config",
             json={"latency_seconds": 0.0, "estimate_tokens": True},
             timeout=5,
         ).raise_for_status()
         runs = [_one_run(n, env["DISPATCHER_URL"], state, env["NIAH_BUCKET"]) for n in sizes]
-    finally:
-        localstack.down(state)
     typical = cost_of(
         TYPICAL_CELL["model"], TYPICAL_CELL["prompt_tokens"], TYPICAL_CELL["output_tokens"]
     )
