@@ -1,8 +1,9 @@
 """scripts/test.sh runs every test exactly once: its tiers cover the suite and do not overlap.
 
 The full run is several pytest processes side by side, each selecting by marker
-(``-m``); a test whose markers no tier matches would never run, and one two tiers match
-would run twice, on two stacks. The tiers are read from the script itself.
+(``-m``) among the tests of its folders; a test no tier holds would never run, and one
+two tiers hold would run twice, on two stacks. The tiers and their folders are read from
+the script itself.
 """
 
 from __future__ import annotations
@@ -22,20 +23,28 @@ from tests import REPO
 from tests.integration.conftest import OWN_STACK_MODULES, SIDE_STACK_MODULES
 
 
-def script_tiers() -> list[str]:
-    """The ``-m`` expressions of scripts/test.sh's full run, in its order."""
+def script_array(name: str) -> list[str]:
+    """The quoted items of the ``NAME=( ... )`` array in scripts/test.sh, in order."""
     script = (REPO / "scripts" / "test.sh").read_text()
-    block = re.search(r"^tiers=\(\n(.*?)^\)", script, re.S | re.M)
-    assert block, "scripts/test.sh has no tiers=( ... ) block"
+    block = re.search(rf"^{name}=\(\n(.*?)^\)", script, re.S | re.M)
+    assert block, f"scripts/test.sh has no {name}=( ... ) block"
     return re.findall(r'^\s*"([^"]+)"\s*$', block.group(1), re.M)
 
 
-def tiers_of(names: set[str], tiers: list[str], compiled: list[Expression]) -> list[str]:
-    """The tiers whose expression a test with markers ``names`` matches."""
+def script_tiers() -> list[str]:
+    """The ``-m`` expressions of scripts/test.sh's full run, in its order."""
+    return script_array("tiers")
+
+
+def tiers_of(
+    node: str, names: set[str], tiers: list[str], compiled: list[Expression], folders: list[str]
+) -> list[str]:
+    """The tiers whose folders hold test ``node`` and whose expression its ``names`` match."""
     return [
         tier
-        for tier, expression in zip(tiers, compiled, strict=True)
-        if expression.evaluate(lambda name, /, **_: name in names)
+        for tier, expression, where in zip(tiers, compiled, folders, strict=True)
+        if any(node.startswith(folder + "/") for folder in where.split())
+        and expression.evaluate(lambda name, /, **_: name in names)
     ]
 
 
@@ -59,10 +68,13 @@ def test_every_test_runs_in_exactly_one_tier(tmp_path: Path) -> None:
     )
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
     markers: dict[str, list[str]] = json.loads(out.read_text())
-    tiers = script_tiers()
-    assert len(tiers) >= 4, tiers
+    tiers, folders = script_tiers(), script_array("folders")
+    assert len(tiers) >= 4 and len(folders) == len(tiers), (tiers, folders)
     compiled = [Expression.compile(tier) for tier in tiers]
-    runs = {node: tiers_of(set(names), tiers, compiled) for node, names in markers.items()}
+    runs = {
+        node: tiers_of(node, set(names), tiers, compiled, folders)
+        for node, names in markers.items()
+    }
     assert len(runs) > 1000
     assert {node: where for node, where in runs.items() if len(where) != 1} == {}
     # Each stack group has tests, so a renamed marker cannot empty a process unseen.
