@@ -74,6 +74,29 @@ def test_terraform_runs_where_there_is_no_network_but_a_loopback(
         assert [line.split(":")[0].strip() for line in devices.splitlines()[2:]] == ["lo"]
 
 
+def test_every_command_but_init_attaches_to_the_shared_providers(
+    planned: tuple[dict[str, Any], dict[str, set[str]]],
+    offline: OfflineTerraform,
+    tmp_path: Path,
+) -> None:
+    """The session's init, validate, plan, show and graph started no provider of their own.
+
+    Each start by terraform writes a line through the launcher (launches.log): a
+    terraform that ignored TF_REATTACH_PROVIDERS would start three per command, as one
+    whose providers are not shared does (at least three a command).
+    """
+    assert planned[0]["resource_changes"]  # the session's plan was made, on `offline`
+    assert not (offline.home / "launches.log").exists()
+    with OfflineTerraform(tmp_path / "home", shared_providers=False) as unshared:
+        work = copy_infra(tmp_path)
+        assert unshared.run(work, "init", "-input=false").returncode == 0
+        assert not (unshared.home / "launches.log").exists()  # init starts none
+        assert unshared.run(work, "validate").returncode == 0
+        launched = (unshared.home / "launches.log").read_text().split()
+    # Terraform starts each at least once a command (validate: twice each, seen here).
+    assert sorted(set(launched)) == ["google", "google-beta", "time"]
+
+
 def test_the_schemas_are_the_providers_versions_tf_allows() -> None:
     """The stand-ins serve the newest releases infra/versions.tf allows (init checks the rest)."""
     served = {

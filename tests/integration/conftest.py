@@ -37,13 +37,14 @@ class Stack:
     state_dir: Path
     tap: str
 
-    def niah(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def niah(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         """``niah ARGS`` against this stack, in this interpreter (tests/cli_inprocess.py).
 
         A process would cost each call about 1.5 CPU-seconds of start and imports; what
         only a process shows (a closed pipe, Ctrl-C, the console script) runs as one.
+        ``timeout`` bounds it as subprocess.run's did (a hung call fails the test).
         """
-        return cli_inprocess.niah(*args, env={**os.environ, **self.env})
+        return cli_inprocess.niah(*args, env={**os.environ, **self.env}, timeout=timeout)
 
     def log_lines(self, function: str) -> list[dict[str, Any]]:
         lines = []
@@ -121,7 +122,7 @@ SIDE_STACK_MODULES = frozenset(
 
 
 # The tests that start stacks of their own (the README's quickstart; the benchmark's
-# smoke run, two stacks and an emulator): scripts/test.sh runs them in a process of their
+# smoke run, one stack and emulators of its parts): scripts/test.sh runs them in a process of their
 # own from the start, not after the local model's stack tests, the longest process.
 OWN_STACK_MODULES = frozenset({"test_bench_smoke", "test_quickstart"})
 

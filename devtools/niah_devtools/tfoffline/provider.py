@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -285,7 +286,7 @@ def serve(schema_path: Path, socket_dir: Path, *, shared: Path | None = None) ->
     gRPC, the server's certificate) goes to stdout; Terraform connects with TLS.
     ``shared``: serve on that socket without TLS, as go-plugin's reattach expects (the
     socket's folder is the caller's, open to nobody else), and say so on stdout; no
-    command shuts it down, the caller ends it.
+    command shuts it down: it ends when its caller closes its stdin, or dies.
     """
     # The schemas' folder names each by its provider type (workdir.py's launchers).
     provider = SchemaOnlyProvider(
@@ -304,6 +305,8 @@ def serve(schema_path: Path, socket_dir: Path, *, shared: Path | None = None) ->
         server.add_insecure_port(f"unix://{shared}")
         server.start()
         print(f"1|6|unix|{shared}|grpc|", flush=True)
+        # The caller holds the other end of stdin: end of file is its close() or its death.
+        threading.Thread(target=lambda: (sys.stdin.read(), server.stop(0)), daemon=True).start()
         server.wait_for_termination()
         return
     certificate, credentials = _self_signed_cert()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shlex
 import shutil
 import subprocess
@@ -52,8 +53,8 @@ class OfflineTerraform:
     isolated: bool = True
     # Each provider started once and shared by the commands (the module's docstring).
     shared_providers: bool = True
-    _providers: list[subprocess.Popen[str]] = field(default_factory=list, repr=False)
-    _reattach: str | None = field(default=None, repr=False)
+    _providers: list[subprocess.Popen[str]] = field(default_factory=list, init=False, repr=False)
+    _reattach: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.prefix: tuple[str, ...] = ()
@@ -84,8 +85,11 @@ class OfflineTerraform:
             folder = folder / version / platform
             folder.mkdir(parents=True, exist_ok=True)
             launcher = folder / f"terraform-provider-{kind}_v{version}"
+            # Each start by terraform itself leaves a line in launches.log: with the
+            # providers shared, only a command that does not attach would (a test reads it).
             launcher.write_text(
                 "#!/bin/sh\n"
+                f"echo {kind} >> {shlex.quote(str(self.home / 'launches.log'))}\n"
                 f"PYTHONPATH={shlex.quote(str(REPO / 'devtools'))} exec "
                 f"{shlex.quote(str(python))} -m niah_devtools.tfoffline.provider "
                 f"{shlex.quote(str(schema))}\n"
@@ -125,7 +129,7 @@ class OfflineTerraform:
             return self._reattach
         config = {}
         sockets = self.home / "sockets"
-        sockets.mkdir(exist_ok=True)
+        sockets.mkdir(mode=0o700, exist_ok=True)
         for schema in self._schemas:
             socket = sockets / f"{schema.stem}.sock"
             socket.unlink(missing_ok=True)  # one a stopped provider left
@@ -140,14 +144,14 @@ class OfflineTerraform:
                         str(socket),
                         str(schema),
                     ],
+                    stdin=subprocess.PIPE,  # closed by close(), or by this process's death
                     stdout=subprocess.PIPE,
                     stderr=log,
                     text=True,
                     env={**os.environ, "PYTHONPATH": str(REPO / "devtools")},
                 )
             self._providers.append(process)
-            assert process.stdout is not None
-            if not process.stdout.readline().startswith(f"1|6|unix|{socket}|"):
+            if not _first_line(process, PROVIDER_START_SECONDS).startswith(f"1|6|unix|{socket}|"):
                 self.close()
                 raise NotSetUp(f"the {schema.stem} provider did not start: see {log.name}")
             config[f"registry.terraform.io/hashicorp/{schema.stem}"] = {
@@ -218,9 +222,25 @@ class OfflineTerraform:
         return json.loads(done.stdout), outputs
 
 
+# How long a provider may take to say it serves (it takes under a second).
+PROVIDER_START_SECONDS = 60.0
+
+
+def _first_line(process: subprocess.Popen[str], seconds: float) -> str:
+    """The process's first line of output, or "" if none comes within ``seconds``."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout=seconds):
+            return ""
+    return process.stdout.readline()
+
+
 def _stop(processes: list[subprocess.Popen[str]]) -> None:
     """End the providers and forget them."""
     for process in processes:
+        if process.stdin is not None:
+            process.stdin.close()
         process.terminate()
     for process in processes:
         try:
