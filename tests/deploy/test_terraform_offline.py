@@ -22,6 +22,7 @@ import pytest
 from niah_devtools.tfoffline.workdir import SCHEMAS, OfflineTerraform
 from tests.deploy.terraform_plan import (
     INFRA,
+    Planned,
     configuration,
     copy_infra,
     depends_on,
@@ -75,7 +76,7 @@ def test_terraform_runs_where_there_is_no_network_but_a_loopback(
 
 
 def test_every_command_but_init_attaches_to_the_shared_providers(
-    planned: tuple[dict[str, Any], dict[str, set[str]]],
+    planned: Planned,
     offline: OfflineTerraform,
     tmp_path: Path,
 ) -> None:

@@ -122,8 +122,8 @@ SIDE_STACK_MODULES = frozenset(
 
 
 # The tests that start stacks of their own (the README's quickstart; the benchmark's
-# smoke run, one stack and emulators of its parts): scripts/test.sh runs them in a process of their
-# own from the start, not after the local model's stack tests, the longest process.
+# smoke run, one stack and emulators of its parts): scripts/test.sh runs them in a
+# process of their own from the start, not after the local model's stack tests.
 OWN_STACK_MODULES = frozenset({"test_bench_smoke", "test_quickstart"})
 
 

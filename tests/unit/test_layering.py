@@ -24,6 +24,23 @@ def test_the_tree_keeps_its_layers() -> None:
     assert check() == []
 
 
+def test_each_source_text_is_parsed_once_however_many_checks(tmp_path: Path) -> None:
+    """A second check, and a copy of the tree with one file changed, parse only that file."""
+    from niah_devtools.layering import _statements
+
+    _statements.cache_clear()
+    check()
+    first = _statements.cache_info()
+    assert first.misses > 100  # every module (identical files share one parse)
+    check()
+    assert _statements.cache_info().misses == first.misses  # nothing parsed again
+    root = copy_of_the_tree(tmp_path)
+    target = root / "shared" / "niah" / "core" / "request" / "spec.py"
+    target.write_text(target.read_text() + "\nimport json\n")
+    check(root)
+    assert _statements.cache_info().misses == first.misses + 1  # the changed file alone
+
+
 def copy_of_the_tree(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "shared" / "niah", tmp_path / "shared" / "niah")
     shutil.copytree(REPO / "functions", tmp_path / "functions")

@@ -279,8 +279,8 @@ class Controller(controller_rpc.GRPCControllerServicer):
         return controller_pb.Empty()
 
 
-def serve(schema_path: Path, socket_dir: Path, *, shared: Path | None = None) -> None:
-    """Serve until Terraform shuts the plugin down (or, ``shared``, until stopped).
+def serve(schema_path: Path, socket: Path, *, shared: bool = False) -> None:
+    """Serve on ``socket`` until Terraform shuts the plugin down (or, ``shared``, until stopped).
 
     The go-plugin handshake line (core protocol 1, plugin protocol 6, a Unix socket,
     gRPC, the server's certificate) goes to stdout; Terraform connects with TLS.
@@ -301,16 +301,15 @@ def serve(schema_path: Path, socket_dir: Path, *, shared: Path | None = None) ->
     rpc.add_ProviderServicer_to_server(provider, server)
     controller_rpc.add_GRPCControllerServicer_to_server(controller, server)
     stdio_rpc.add_GRPCStdioServicer_to_server(stdio_rpc.GRPCStdioServicer(), server)
-    if shared is not None:
-        server.add_insecure_port(f"unix://{shared}")
+    if shared:
+        server.add_insecure_port(f"unix://{socket}")
         server.start()
-        print(f"1|6|unix|{shared}|grpc|", flush=True)
+        print(f"1|6|unix|{socket}|grpc|", flush=True)
         # The caller holds the other end of stdin: end of file is its close() or its death.
         threading.Thread(target=lambda: (sys.stdin.read(), server.stop(0)), daemon=True).start()
         server.wait_for_termination()
         return
     certificate, credentials = _self_signed_cert()
-    socket = socket_dir / "provider.sock"
     server.add_secure_port(f"unix://{socket}", credentials)
     server.start()
     encoded = base64.b64encode(certificate).decode().rstrip("=")
@@ -324,10 +323,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = argv if argv is not None else sys.argv[1:]
     if args[0] == "--shared":
-        serve(Path(args[2]), Path(args[1]).parent, shared=Path(args[1]))
+        serve(Path(args[2]), Path(args[1]), shared=True)
         return 0
     with tempfile.TemporaryDirectory(prefix="tf-schema-only-") as socket_dir:
-        serve(Path(args[0]), Path(socket_dir))
+        serve(Path(args[0]), Path(socket_dir) / "provider.sock")
     return 0
 
 

@@ -6,8 +6,8 @@ launcher named as Terraform expects (``terraform-provider-google``) that runs
 ``provider.py`` with its schema, and a CLI configuration whose ``dev_overrides`` point
 ``hashicorp/<type>`` at it; Terraform then never asks the registry for them.
 
-Terraform starts a provider afresh for each command that needs its schema (validate,
-plan, show, graph: three providers, about half a CPU-second each to start). So each
+Terraform starts each provider afresh for each command that needs its schema (validate,
+plan, show, graph; validate starts each twice), about half a CPU-second a start. So each
 provider is started once per ``OfflineTerraform``, in the same isolation as terraform,
 and every command but ``init`` attaches to it (``TF_REATTACH_PROVIDERS``, Terraform's
 own way to reach a provider it did not start; the plan is the same, 2026-11-29).
