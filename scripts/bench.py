@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import requests
 from bench_batch import measure_batch_ingest
 from bench_cache import measure_grid_cost
 from bench_certify import measure_certify, measure_certify_nolima
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
-from bench_scale import Stack, bench_stack, measure_scale, scale_worker_env
+from bench_pipeline import Stack, bench_stack, measure_stack
+from bench_scale import measure_scale, scale_worker_env
 
 REPO = Path(__file__).resolve().parents[1]
 ESSAYS = REPO / ".local" / "haystacks" / "paul_graham_essays"
@@ -201,109 +201,6 @@ def measure_peak_rss(
     return peaks, after, round(base, 1)
 
 
-def measure_stack(
-    latency: float,
-    cells_side: int,
-    big_side: int = 11,
-    big_max: int = 1_000_000,
-    shared: Stack | None = None,
-) -> dict[str, Any]:
-    """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
-    from niah.cloud.store import FirestoreStore
-
-    figures: dict[str, Any] = {}
-    with bench_stack(8670, {}, shared) as (_, env):
-        url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
-        # No current Gemini takes 2M tokens (1.5 Pro, which did, is retired): 3.5 Flash
-        # takes 1,048,576. The stand-in estimates counts so that it, not the pipeline, is
-        # never the bottleneck.
-        requests.post(
-            f"{standin}/_standin/config",
-            json={"latency_seconds": latency, "estimate_tokens": True},
-            timeout=5,
-        )
-        big = {
-            "model_name": "gemini-3.5-flash",
-            "context_lengths_min": 1000,
-            "context_lengths_max": big_max,
-            "context_lengths_num_intervals": big_side,
-            "document_depth_percent_intervals": big_side,
-        }
-        requests.post(
-            url,
-            json={
-                "context_lengths": [1000],
-                "document_depth_percents": [0],
-                "model_name": "gemini-3.5-flash",
-            },
-            timeout=60,
-        )  # warm-up
-        started = time.perf_counter()
-        response = requests.post(url, json=big, timeout=120)
-        figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
-        figures["grid_121_cells"] = big_side**2  # 121 but in the smoke run
-        assert response.status_code == 202, response.text
-        assert response.json()["published"] == big_side**2, response.text
-        store = FirestoreStore()
-        big_id = response.json()["run_id"]
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            run = store.get_run(big_id) or {}
-            if run.get("status") == "complete":
-                break
-            time.sleep(1)
-        figures["grid_121_to_1m_wall_seconds"] = round(time.perf_counter() - started, 1)
-        cells = store.list_cells(big_id)
-        figures["grid_121_cells_answered"] = sum(c.get("status") == "answered" for c in cells)
-        figures["grid_121_max_build_seconds"] = max(c.get("build_seconds", 0) for c in cells)
-
-        grid = {
-            "model_name": "gemini-3.8-flash",
-            "context_lengths_min": 1000,
-            "context_lengths_max": 8000,
-            "context_lengths_num_intervals": cells_side,
-            "document_depth_percent_intervals": cells_side,
-            "seed": 99,
-        }
-        requests.post(
-            f"{standin}/_standin/config",
-            json={"latency_seconds": latency, "estimate_tokens": True},
-            timeout=5,
-        )
-        configured = 8  # worker threads
-        started = time.perf_counter()
-        wall_started = time.time()
-        response = requests.post(url, json=grid, timeout=120)
-        run_id = response.json()["run_id"]
-        total = response.json()["cells"]
-        while True:
-            run = store.get_run(run_id) or {}
-            if int(run.get("done", 0)) + int(run.get("failed", 0)) >= total:
-                break
-            time.sleep(0.05)
-        wall = time.perf_counter() - started
-        calls = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
-        starts = sorted(c["time"] - wall_started for c in calls if c["kind"] == "generate")
-        # The most model calls in flight at once: what the pipeline really achieved.
-        parallelism = max(sum(1 for t in starts if s <= t < s + latency) for s in starts)
-        ideal = total * latency / parallelism
-        cells = store.list_cells(run_id)
-        inside = [1000 * (c["test_duration_seconds"] - c["model_seconds"]) for c in cells]
-        figures |= {
-            "overhead_grid_cells": total,
-            "overhead_model_latency_seconds": latency,
-            "overhead_worker_threads": configured,
-            "overhead_observed_parallelism": parallelism,
-            "grid_wall_seconds": round(wall, 2),
-            "grid_ideal_seconds": round(ideal, 2),
-            "grid_ideal_at_configured_seconds": round(total * latency / configured, 2),
-            "overhead_per_cell_ms": round(1000 * (wall - ideal) * parallelism / total, 1),
-            "worker_overhead_per_cell_ms": round(statistics.mean(inside), 1),
-        }
-    return figures
-
-
-# Parts that can run alone (--only), each writing one key of results/bench.json.
 PARTS = {
     "batch_ingest": measure_batch_ingest,
     "certify": measure_certify,

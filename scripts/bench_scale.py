@@ -13,54 +13,20 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import requests
+from bench_pipeline import Stack, bench_stack
 
 SIZES = (100, 1_000, 10_000)
 LENGTHS = [1_000 + 100 * step for step in range(10)]
 # A run not complete in this long has stalled: the benchmark says so rather than wait on.
 WAIT_SECONDS = 3600
 TYPICAL_CELL = {"model": "gemini-3.5-flash", "prompt_tokens": 128_000, "output_tokens": 50}
-
-
-# A running local stack: its state folder and client environment (localstack.up's).
-Stack = tuple[Path, dict[str, str]]
-# What the stack parts need of the worker: 8 threads; the whole grid published by the
-# dispatcher (cache-aware dispatch publishes one primer), as its figure is the publish.
-WORKER_ENV = {"THREADS": "8", "NIAH_DISPATCH_ORDER": "naive"}
-
-
-@contextmanager
-def bench_stack(
-    base_port: int, worker_env: Mapping[str, str], shared: Stack | None = None
-) -> Iterator[Stack]:
-    """A local stack for one part: ``shared`` if given (its owner stops it), else a new one.
-
-    The smoke run (``bench.py --smoke``) gives its two stack parts one stack: a stack's
-    start and stop cost about as much as either part at its smoke size.
-    """
-    if shared is not None:
-        # Its clients' addresses again: a part between (counting, grid cost) points this
-        # process's clients at an emulator of its own, stopped since.
-        os.environ.update(shared[1])
-        yield shared
-        return
-    from niah_devtools import localstack
-
-    state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
-    env = localstack.up(state, base_port=base_port, worker_env={**WORKER_ENV, **worker_env})
-    try:
-        yield state, env
-    finally:
-        localstack.down(state)
 
 
 def _lines(state: Path, function: str, run_id: str) -> list[dict[str, Any]]:

@@ -1,0 +1,156 @@
+"""Benchmark: the pipeline's fan-out and its overhead per cell, on the local stack.
+
+An 11 x 11 grid up to 1M tokens dispatched at once (the dispatcher's publish), then a
+grid answered by the Vertex stand-in at a fixed latency: the wall beyond what the
+latency alone would take, per cell, is the pipeline's overhead. ``bench_stack`` also
+gives the scale part (``bench_scale``) its stack, or the smoke run's shared one.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import requests
+
+# A running local stack: its state folder and client environment (localstack.up's).
+Stack = tuple[Path, dict[str, str]]
+# What the stack parts need of the worker: 8 threads; the whole grid published by the
+# dispatcher (cache-aware dispatch publishes one primer), as its figure is the publish.
+WORKER_ENV = {"THREADS": "8", "NIAH_DISPATCH_ORDER": "naive"}
+
+
+@contextmanager
+def bench_stack(
+    base_port: int, worker_env: Mapping[str, str], shared: Stack | None = None
+) -> Iterator[Stack]:
+    """A local stack for one part: ``shared`` if given (its owner stops it), else a new one.
+
+    The smoke run (``bench.py --smoke``) gives its two stack parts one stack: a stack's
+    start and stop cost about as much as either part at its smoke size.
+    """
+    if shared is not None:
+        # Its clients' addresses again: a part between (counting, grid cost) points this
+        # process's clients at an emulator of its own, stopped since.
+        os.environ.update(shared[1])
+        yield shared
+        return
+    from niah_devtools import localstack
+
+    state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
+    env = localstack.up(state, base_port=base_port, worker_env={**WORKER_ENV, **worker_env})
+    try:
+        yield state, env
+    finally:
+        localstack.down(state)
+
+
+def measure_stack(
+    latency: float,
+    cells_side: int,
+    big_side: int = 11,
+    big_max: int = 1_000_000,
+    shared: Stack | None = None,
+) -> dict[str, Any]:
+    """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
+    from niah.cloud.store import FirestoreStore
+
+    figures: dict[str, Any] = {}
+    with bench_stack(8670, {}, shared) as (_, env):
+        url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
+        # No current Gemini takes 2M tokens (1.5 Pro, which did, is retired): 3.5 Flash
+        # takes 1,048,576. The stand-in estimates counts so that it, not the pipeline, is
+        # never the bottleneck.
+        requests.post(
+            f"{standin}/_standin/config",
+            json={"latency_seconds": latency, "estimate_tokens": True},
+            timeout=5,
+        )
+        big = {
+            "model_name": "gemini-3.5-flash",
+            "context_lengths_min": 1000,
+            "context_lengths_max": big_max,
+            "context_lengths_num_intervals": big_side,
+            "document_depth_percent_intervals": big_side,
+        }
+        requests.post(
+            url,
+            json={
+                "context_lengths": [1000],
+                "document_depth_percents": [0],
+                "model_name": "gemini-3.5-flash",
+            },
+            timeout=60,
+        )  # warm-up
+        started = time.perf_counter()
+        response = requests.post(url, json=big, timeout=120)
+        figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
+        figures["grid_121_cells"] = big_side**2  # 121 but in the smoke run
+        assert response.status_code == 202, response.text
+        assert response.json()["published"] == big_side**2, response.text
+        store = FirestoreStore()
+        big_id = response.json()["run_id"]
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline:
+            run = store.get_run(big_id) or {}
+            if run.get("status") == "complete":
+                break
+            time.sleep(1)
+        figures["grid_121_to_1m_wall_seconds"] = round(time.perf_counter() - started, 1)
+        cells = store.list_cells(big_id)
+        figures["grid_121_cells_answered"] = sum(c.get("status") == "answered" for c in cells)
+        figures["grid_121_max_build_seconds"] = max(c.get("build_seconds", 0) for c in cells)
+
+        grid = {
+            "model_name": "gemini-3.8-flash",
+            "context_lengths_min": 1000,
+            "context_lengths_max": 8000,
+            "context_lengths_num_intervals": cells_side,
+            "document_depth_percent_intervals": cells_side,
+            "seed": 99,
+        }
+        requests.post(
+            f"{standin}/_standin/config",
+            json={"latency_seconds": latency, "estimate_tokens": True},
+            timeout=5,
+        )
+        configured = 8  # worker threads
+        started = time.perf_counter()
+        wall_started = time.time()
+        response = requests.post(url, json=grid, timeout=120)
+        run_id = response.json()["run_id"]
+        total = response.json()["cells"]
+        while True:
+            run = store.get_run(run_id) or {}
+            if int(run.get("done", 0)) + int(run.get("failed", 0)) >= total:
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        calls = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
+        starts = sorted(c["time"] - wall_started for c in calls if c["kind"] == "generate")
+        # The most model calls in flight at once: what the pipeline really achieved.
+        parallelism = max(sum(1 for t in starts if s <= t < s + latency) for s in starts)
+        ideal = total * latency / parallelism
+        cells = store.list_cells(run_id)
+        inside = [1000 * (c["test_duration_seconds"] - c["model_seconds"]) for c in cells]
+        figures |= {
+            "overhead_grid_cells": total,
+            "overhead_model_latency_seconds": latency,
+            "overhead_worker_threads": configured,
+            "overhead_observed_parallelism": parallelism,
+            "grid_wall_seconds": round(wall, 2),
+            "grid_ideal_seconds": round(ideal, 2),
+            "grid_ideal_at_configured_seconds": round(total * latency / configured, 2),
+            "overhead_per_cell_ms": round(1000 * (wall - ideal) * parallelism / total, 1),
+            "worker_overhead_per_cell_ms": round(statistics.mean(inside), 1),
+        }
+    return figures
+
+
+# Parts that can run alone (--only), each writing one key of results/bench.json.
