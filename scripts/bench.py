@@ -180,24 +180,25 @@ def measure_peak_rss(
     blobs = essay_blobs()
     loaded_haystacks.clear()
     load_haystack(blobs, PREFIX, get_tokenizer())  # writes the cache object the probe reads
-    workdir = Path(tempfile.mkdtemp(prefix="niah-bench-"))
-    objects = {}
-    for index, (name, data) in enumerate(sorted(blobs.objects.items())):
-        path = workdir / f"{index}.bin"
-        path.write_bytes(data)
-        objects[name] = str(path)
-    assert any(name.startswith(CACHE_PREFIX) for name in objects)
     peaks: dict[int, float] = {}
     after: dict[int, float] = {}
     base = 0.0
-    for length in lengths:
-        code = PEAK_PROBE.format(repo=str(REPO), objects=objects, prefix=PREFIX, length=length)
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-        ).stdout.split()
-        base, peak = int(out[0]) / 1024, int(out[1]) / 1024
-        peaks[length] = round(peak, 1)
-        after[length] = round(int(out[2]) / 1024, 1)
+    # The probe reads the haystack's objects from files; they go when it is done.
+    with tempfile.TemporaryDirectory(prefix="niah-bench-") as folder:
+        objects = {}
+        for index, (name, data) in enumerate(sorted(blobs.objects.items())):
+            path = Path(folder) / f"{index}.bin"
+            path.write_bytes(data)
+            objects[name] = str(path)
+        assert any(name.startswith(CACHE_PREFIX) for name in objects)
+        for length in lengths:
+            code = PEAK_PROBE.format(repo=str(REPO), objects=objects, prefix=PREFIX, length=length)
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+            ).stdout.split()
+            base, peak = int(out[0]) / 1024, int(out[1]) / 1024
+            peaks[length] = round(peak, 1)
+            after[length] = round(int(out[2]) / 1024, 1)
     return peaks, after, round(base, 1)
 
 

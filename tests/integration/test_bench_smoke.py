@@ -8,8 +8,11 @@ part completes and writes its keys is.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,13 +27,29 @@ NOT_IN_SMOKE = {"batch_ingest"}  # docs tables whose section --smoke does not wr
 
 def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> None:
     results = tmp_path / "bench.json"
-    run = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench.py"), "--smoke", "--results", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    # The run's own temporary folder, to see what it leaves behind. Short: the browser's
+    # socket path under it must fit in 108 bytes, which tmp_path's does not.
+    temporary = Path(tempfile.mkdtemp(prefix="nb-"))
+    try:
+        run = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "bench.py"),
+                "--smoke",
+                "--results",
+                str(results),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "TMPDIR": str(temporary)},
+        )
+        left = sorted(path.name for path in temporary.glob("niah-bench*"))
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # Its stack's state and the memory probe's files are removed when each part ends.
+    assert left == []
     figures = json.loads(results.read_text())
     for key in ("build_seconds", "baseline_seconds", "ratio", "peak_rss_mib"):
         assert set(figures[key]) == {"1000", "4000"}, key
