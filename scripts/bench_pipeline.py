@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -46,12 +47,18 @@ def bench_stack(
 
     state = Path(tempfile.mkdtemp(prefix="niah-bench-stack-"))
     env = localstack.up(state, base_port=base_port, worker_env={**WORKER_ENV, **worker_env})
+    finished = False
     try:
         yield state, env
+        finished = True
     finally:
         localstack.down(state)
-        # Its emulators' data and logs: each run left about 1 MB in the temporary folder.
-        shutil.rmtree(state, ignore_errors=True)
+        # Its emulators' data and logs (about 1 MB) go when the part ends well; a failed
+        # part keeps them, as they say why.
+        if finished:
+            shutil.rmtree(state, ignore_errors=True)
+        else:
+            print(f"bench: the stack's logs are kept in {state / 'logs'}", file=sys.stderr)
 
 
 def measure_stack(
