@@ -14,7 +14,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,26 @@ def bench_stack(
             shutil.rmtree(state, ignore_errors=True)
         else:
             print(f"bench: the stack's logs are kept in {state / 'logs'}", file=sys.stderr)
+
+
+def wait_for(
+    store: Any,
+    run_id: str,
+    finished: Callable[[dict[str, Any]], bool],
+    *,
+    poll: float = 0.05,
+    seconds: float = 900,
+) -> None:
+    """Until the run's record is ``finished``; a run stuck past ``seconds`` fails the part.
+
+    (Before, one wait ran for ever and the other went on after 900 s with that as its
+    figure.)
+    """
+    deadline = time.monotonic() + seconds
+    while not finished(store.get_run(run_id) or {}):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"run {run_id} did not finish within {seconds:g} s")
+        time.sleep(poll)
 
 
 def measure_stack(
@@ -106,12 +126,7 @@ def measure_stack(
         assert response.json()["published"] == big_side**2, response.text
         store = FirestoreStore()
         big_id = response.json()["run_id"]
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            run = store.get_run(big_id) or {}
-            if run.get("status") == "complete":
-                break
-            time.sleep(1)
+        wait_for(store, big_id, lambda run: run.get("status") == "complete", poll=1)
         figures["grid_121_to_1m_wall_seconds"] = round(time.perf_counter() - started, 1)
         cells = store.list_cells(big_id)
         figures["grid_121_cells_answered"] = sum(c.get("status") == "answered" for c in cells)
@@ -136,11 +151,9 @@ def measure_stack(
         response = requests.post(url, json=grid, timeout=120)
         run_id = response.json()["run_id"]
         total = response.json()["cells"]
-        while True:
-            run = store.get_run(run_id) or {}
-            if int(run.get("done", 0)) + int(run.get("failed", 0)) >= total:
-                break
-            time.sleep(0.05)
+        wait_for(
+            store, run_id, lambda run: int(run.get("done", 0)) + int(run.get("failed", 0)) >= total
+        )
         wall = time.perf_counter() - started
         calls = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
         starts = sorted(c["time"] - wall_started for c in calls if c["kind"] == "generate")

@@ -1,7 +1,9 @@
-"""A benchmark part's stack removes its state when the part ends well, keeps it when not.
+"""The benchmark's stack helpers: a part's state folder, and its wait for a run.
 
-The local stack itself is faked (``localstack.up``/``down``, our own interface): what is
-checked is what ``bench_stack`` does with the folder, which the smoke run checks too.
+The stack is removed when the part ends well and kept when not; a wait ends when the run
+is finished and fails one stuck past its time. The local stack and the store are faked
+(``localstack.up``/``down``, ``get_run``: our own interfaces); the smoke run uses the
+real ones.
 """
 
 from __future__ import annotations
@@ -54,3 +56,24 @@ def test_a_failed_part_keeps_its_logs_and_says_where(
     (state,) = states
     assert (state / "logs" / "worker.log").read_text() == "why it failed\n"
     assert capsys.readouterr().err == f"bench: the stack's logs are kept in {state / 'logs'}\n"
+
+
+class Runs:
+    """A store whose run has ``done`` cells after each read: the benchmark's poll target."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def get_run(self, run_id: str) -> dict[str, int]:
+        self.reads += 1
+        return {"done": self.reads}
+
+
+def test_the_wait_ends_when_the_run_is_finished_and_fails_a_run_stuck_past_its_time() -> None:
+    from bench_pipeline import wait_for
+
+    runs = Runs()
+    wait_for(runs, "run-a", lambda run: run["done"] >= 3, poll=0)
+    assert runs.reads == 3
+    with pytest.raises(TimeoutError, match=r"run run-b did not finish within 0\.1 s"):
+        wait_for(Runs(), "run-b", lambda run: False, poll=0.01, seconds=0.1)
