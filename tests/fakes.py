@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from niah.core.interfaces import BlobInfo, ModelAnswer, Reservation
+from niah.core.money.holds import ADMIT, Step, release_step, reserve_step, settle_step
 from niah.errors import CloudUnavailableError
 
 
@@ -77,37 +78,51 @@ class MemorySpendLedger:
         self._lock = threading.Lock()
 
     def reserve(
-        self, run_id: str, usd: float, ceilings: dict[str, float | None], *, caller: str
+        self,
+        run_id: str,
+        usd: float,
+        ceilings: dict[str, float | None],
+        *,
+        caller: str,
+        hold: str = ADMIT,
     ) -> Reservation:
         with self._lock:
             spent = {window: self.windows.get(window, 0.0) for window in ceilings}
-            held = self.runs.get(run_id)
-            if held is not None and not held["settled"]:
-                return Reservation(True, spent, held=True)
-            for window, ceiling in ceilings.items():
-                if ceiling is not None and spent[window] + usd > ceiling + 1e-9:
-                    return Reservation(False, spent, refused=window)
-            for window in ceilings:
-                self.windows[window] = spent[window] + usd
-            self.runs[run_id] = {
-                "reserved": usd,
-                "settled_usd": (held or {}).get("settled_usd", 0.0),
-                "windows": list(ceilings),
-                "settled": False,
-                "caller": caller,
-            }
-            return Reservation(True, spent)
+            step = reserve_step(
+                self.runs.get(run_id),
+                spent,
+                self.switch,
+                hold=hold,
+                usd=usd,
+                ceilings=ceilings,
+                caller=caller,
+            )
+            self._write(run_id, step)
+            assert step.reservation is not None
+            return step.reservation
 
     def settle(self, run_id: str, spent_usd: float) -> float | None:
         with self._lock:
-            run = self.runs.get(run_id)
-            if run is None or run["settled"]:
-                return None
-            change = spent_usd - run["settled_usd"] - run["reserved"]
-            for window in run["windows"]:
-                self.windows[window] = self.windows.get(window, 0.0) + change
-            run.update(reserved=0.0, settled_usd=spent_usd, settled=True)
-            return float(change)
+            return self._write(run_id, settle_step(self.runs.get(run_id), spent_usd))
+
+    def release(self, run_id: str, hold: str) -> float | None:
+        with self._lock:
+            return self._write(run_id, release_step(self.runs.get(run_id), hold))
+
+    def entry(self, run_id: str) -> dict[str, Any] | None:
+        entry = self.runs.get(run_id)
+        return None if entry is None else entry | {"run_id": run_id}
+
+    def open_entries(self) -> list[dict[str, Any]]:
+        return [e | {"run_id": r} for r, e in self.runs.items() if not e.get("settled")]
+
+    def _write(self, run_id: str, step: Step) -> float | None:
+        if step.entry is None:
+            return None
+        for window in step.windows:
+            self.windows[window] = self.windows.get(window, 0.0) + step.change
+        self.runs[run_id] = step.entry
+        return float(step.change)
 
     def window_spend(self, window: str) -> float:
         return self.windows.get(window, 0.0)

@@ -2,8 +2,9 @@
 
 - ``spend/{window}``: ``usd`` reserved and spent by the runs admitted in a window
   (``day-2026-11-27``, ``month-2026-11``, ``caller-2026-11-27-ada@example.com``).
-- ``spend_runs/{run_id}``: a run's reservation: ``reserved`` (outstanding worst case),
-  ``settled_usd`` (spend already counted), ``windows``, ``settled``, ``caller``.
+- ``spend_runs/{run_id}``: a run's reservation: its named ``holds`` (``usd``, ``open``;
+  ``niah.core.money.holds``), ``reserved`` (the open holds' sum), ``settled_usd``
+  (spend already counted), ``windows``, ``settled``, ``caller``, ``held_at``.
 - ``control/kill_switch``: ``on``, and why, by whom, since when.
 
 Why counters and not a query of the window's runs: a query would read every run of the
@@ -24,6 +25,7 @@ from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
 from niah.core.interfaces import Reservation
+from niah.core.money.holds import ADMIT, Step, release_step, reserve_step, settle_step
 from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
 
@@ -31,8 +33,6 @@ SPEND = "spend"
 SPEND_RUNS = "spend_runs"
 CONTROL = "control"
 KILL_SWITCH = "kill_switch"
-# A float sum's rounding must not refuse a run that fits to the cent.
-SLACK_USD = 1e-9
 T = TypeVar("T")
 
 
@@ -78,77 +78,99 @@ class FirestoreSpendLedger:
         ceilings: dict[str, float | None],
         *,
         caller: str,
+        hold: str = ADMIT,
     ) -> Reservation:
-        """Add ``usd`` to every window if none passes its ceiling; one transaction."""
+        """Take the run's hold ``hold`` (``niah.core.money.holds``); one transaction.
+
+        The transaction reads the run's entry, every window and the kill switch, so a
+        hold is never taken past a ceiling or while the switch is on.
+        """
         firestore = self._firestore
         run_ref = self._db.collection(SPEND_RUNS).document(run_id)
+        switch_ref = self._db.collection(CONTROL).document(KILL_SWITCH)
         refs = {window: self._db.collection(SPEND).document(window) for window in ceilings}
 
         @firestore.transactional
         def reserve(transaction: Any) -> Reservation:
             run = run_ref.get(transaction=transaction)
+            switch = switch_ref.get(transaction=transaction).to_dict() or {}
             snapshots = {w: ref.get(transaction=transaction) for w, ref in refs.items()}
-            metering.reads(1 + len(refs))
+            metering.reads(2 + len(refs))
             spent = {w: float((s.to_dict() or {}).get("usd", 0.0)) for w, s in snapshots.items()}
-            held = run.to_dict() or {}
-            if run.exists and not held.get("settled"):
-                return Reservation(True, spent, held=True)
-            for window, ceiling in ceilings.items():
-                if ceiling is not None and spent[window] + usd > ceiling + SLACK_USD:
-                    return Reservation(False, spent, refused=window)
-            for ref in refs.values():
-                transaction.set(
-                    ref,
-                    {"usd": firestore.Increment(usd), "updated_at": firestore.SERVER_TIMESTAMP},
-                    merge=True,
-                )
-            transaction.set(
-                run_ref,
-                {
-                    "reserved": usd,
-                    "settled_usd": float(held.get("settled_usd", 0.0)),
-                    "windows": list(ceilings),
-                    "settled": False,
-                    "caller": caller,
-                    "reserved_at": firestore.SERVER_TIMESTAMP,
-                },
+            step = reserve_step(
+                run.to_dict() if run.exists else None,
+                spent,
+                switch if switch.get("on") else None,
+                hold=hold,
+                usd=usd,
+                ceilings=ceilings,
+                caller=caller,
             )
-            metering.count(FIRESTORE_WRITES, 1 + len(refs))
-            return Reservation(True, spent)
+            self._write(transaction, run_ref, step, held_at=True)
+            assert step.reservation is not None
+            return step.reservation
 
-        held = run_ref.get()  # a repeated request: its run holds its reservation already
+        held = run_ref.get()  # a repeated request: its run took this hold already
         metering.reads(1)
-        if held.exists and not (held.to_dict() or {}).get("settled"):
+        if held.exists and hold in ((held.to_dict() or {}).get("holds") or {}):
             return Reservation(True, {}, held=True)
         return _with_backoff(lambda: reserve(self._db.transaction(max_attempts=1)))
 
     def settle(self, run_id: str, spent_usd: float) -> float | None:
-        """Replace the run's outstanding reservation by what it spent beyond the settled."""
+        """Replace the run's open holds by what it spent beyond the settled."""
+        return self._apply(run_id, lambda entry: settle_step(entry, spent_usd))
+
+    def release(self, run_id: str, hold: str) -> float | None:
+        """Take back the run's open hold ``hold`` (its thing was never published)."""
+        return self._apply(run_id, lambda entry: release_step(entry, hold))
+
+    def entry(self, run_id: str) -> dict[str, Any] | None:
+        """The run's entry as stored, or None."""
+        metering.reads(1)
+        snapshot = self._db.collection(SPEND_RUNS).document(run_id).get()
+        return (snapshot.to_dict() or {}) | {"run_id": run_id} if snapshot.exists else None
+
+    def open_entries(self) -> list[dict[str, Any]]:
+        """Every entry with a hold open, oldest hold first (one query)."""
+        query = self._db.collection(SPEND_RUNS).where(
+            filter=self._firestore.FieldFilter("settled", "==", False)
+        )
+        entries = [(s.to_dict() or {}) | {"run_id": s.id} for s in query.stream()]
+        metering.reads(max(1, len(entries)))
+        return sorted(entries, key=lambda e: str(e.get("held_at") or ""))
+
+    def _apply(self, run_id: str, step_of: Callable[[dict[str, Any] | None], Step]) -> float | None:
+        """One settle or release of the run's entry, in a transaction; the windows' change."""
         firestore = self._firestore
         run_ref = self._db.collection(SPEND_RUNS).document(run_id)
 
         @firestore.transactional
-        def settle(transaction: Any) -> float | None:
+        def apply(transaction: Any) -> float | None:
             snapshot = run_ref.get(transaction=transaction)
             metering.reads(1)
-            run = snapshot.to_dict() or {}
-            if not snapshot.exists or run.get("settled"):
+            step = step_of(snapshot.to_dict() if snapshot.exists else None)
+            if step.entry is None:
                 return None
-            change = spent_usd - float(run.get("settled_usd", 0.0)) - float(run["reserved"])
-            for window in run.get("windows", []):
-                transaction.set(
-                    self._db.collection(SPEND).document(window),
-                    {"usd": firestore.Increment(change)},
-                    merge=True,
-                )
-            transaction.update(
-                run_ref, {"reserved": 0.0, "settled_usd": spent_usd, "settled": True}
-            )
-            metering.count(FIRESTORE_WRITES, 1 + len(run.get("windows", [])))
-            return change
+            self._write(transaction, run_ref, step, held_at=False)
+            return step.change
 
-        result: float | None = settle(self._db.transaction())
+        result: float | None = _with_backoff(lambda: apply(self._db.transaction(max_attempts=1)))
         return result
+
+    def _write(self, transaction: Any, run_ref: Any, step: Step, *, held_at: bool) -> None:
+        """A step's writes: the windows' change and the run's entry."""
+        if step.entry is None:
+            return
+        firestore = self._firestore
+        for window in step.windows:
+            transaction.set(
+                self._db.collection(SPEND).document(window),
+                {"usd": firestore.Increment(step.change), "updated_at": firestore.SERVER_TIMESTAMP},
+                merge=True,
+            )
+        extra = {"held_at": firestore.SERVER_TIMESTAMP} if held_at else {}
+        transaction.set(run_ref, step.entry | extra)
+        metering.count(FIRESTORE_WRITES, 1 + len(step.windows))
 
     def window_spend(self, window: str) -> float:
         """A window's USD as it stands."""

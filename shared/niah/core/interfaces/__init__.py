@@ -33,7 +33,7 @@ from niah.core.interfaces.result_store import (
     ResultStore,
     lapses_before_claim,
 )
-from niah.core.interfaces.spend_ledger import Reservation, SpendLedger
+from niah.core.interfaces.spend_ledger import KILL_SWITCH_WINDOW, Reservation, SpendLedger
 
 __all__ = [
     "BATCH_ENDED_WITHOUT_OUTPUT",
@@ -41,6 +41,7 @@ __all__ = [
     "CLAIM_ABANDONED",
     "CLAIM_HELD",
     "CLAIM_STORED",
+    "KILL_SWITCH_WINDOW",
     "RUN_CANCELLED",
     "RUN_COMPLETE",
     "RUN_REPORT_FAILED",

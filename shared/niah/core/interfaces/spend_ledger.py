@@ -1,7 +1,9 @@
-"""What the service needs of its spend ledger: windows of spend, and the kill switch.
+"""What the service needs of its spend ledger: windows of spend, holds, and the kill switch.
 
 ``niah.cloud.spend_ledger`` implements it on Firestore; admission
-(``niah.service.admission``) reserves a run's worst case in it before dispatching.
+(``niah.service.admission``) reserves a run's worst case in it before dispatching, and
+every later paid thing (a certify round, a resume, a retry) its own hold
+(``niah.core.money.holds``).
 """
 
 from __future__ import annotations
@@ -9,14 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+# What a refusal names when the kill switch, not a ceiling, refused the hold.
+KILL_SWITCH_WINDOW = "kill_switch"
+
 
 @dataclass(frozen=True)
 class Reservation:
     """What a spend reservation found: admitted, or the window that refused it.
 
     ``spent``: each window's USD before this reservation (reserved by running runs plus
-    what finished runs spent); ``refused``: the first window the run would pass, or None.
-    ``held``: the run already holds an unsettled reservation (nothing was added).
+    what finished runs spent); ``refused``: the first window the run would pass, or
+    ``KILL_SWITCH_WINDOW`` while the switch is on, or None.
+    ``held``: the run already took this hold (nothing was added).
     """
 
     admitted: bool
@@ -26,7 +32,7 @@ class Reservation:
 
 
 class SpendLedger(Protocol):
-    """Spend per UTC day, month and caller; the kill switch (``niah.service.admission``)."""
+    """Spend per UTC day, month and caller; runs' holds; the kill switch."""
 
     def reserve(
         self,
@@ -35,16 +41,30 @@ class SpendLedger(Protocol):
         ceilings: dict[str, float | None],
         *,
         caller: str,
+        hold: str = "admit",
     ) -> Reservation:
-        """Add ``usd`` to every window of ``ceilings`` if none passes its ceiling (None: none).
+        """Take the run's hold ``hold`` of ``usd`` in every window of ``ceilings``, or refuse.
 
-        One transaction: two reservations at once cannot both take the last room. A run
-        that holds an unsettled reservation is not charged again (``held``).
+        One transaction with the windows and the kill switch: two reservations at once
+        cannot both take the last room, and none is taken while the switch is on. A hold
+        the run already took is not taken again (``held``).
         """
         ...
 
     def settle(self, run_id: str, spent_usd: float) -> float | None:
-        """Replace the run's reservation by what it spent; the change, or None if none held."""
+        """Replace the run's open holds by what it spent; the change, or None if none open."""
+        ...
+
+    def release(self, run_id: str, hold: str) -> float | None:
+        """Take back one open hold never used; the change, or None if it is not open."""
+        ...
+
+    def entry(self, run_id: str) -> dict[str, Any] | None:
+        """The run's entry (its holds, reserved and settled USD), or None."""
+        ...
+
+    def open_entries(self) -> list[dict[str, Any]]:
+        """Every run's entry with a hold open (``run_id`` in each), oldest first."""
         ...
 
     def window_spend(self, window: str) -> float:

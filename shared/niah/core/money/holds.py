@@ -1,0 +1,141 @@
+"""A run's spend reservation as named holds: the arithmetic every ledger applies.
+
+A run's ledger entry (``spend_runs/{run_id}`` in Firestore) is the sum of its *holds*:
+one per paid thing admitted, each named so that asking again for the same thing
+(a redelivered message, a client's retried POST) holds nothing more:
+
+- ``admit``: a new run's worst case (a certify run's: its budget's worst case);
+- ``reask-N``: a resume or a retry of failed cells (``N`` counts the run's re-asks);
+- ``round-N``: a certify round's worst case beyond what the run already holds (``N``
+  its run's cells with the round).
+
+Every hold is taken in one transaction with the windows it counts in, the ceilings and
+the kill switch: a hold is refused when the switch is on or a window would pass its
+ceiling. A hold ends in one of two ways, each at most once:
+
+- **settled**: the run ended (report written or failed, cancelled, or found ended or gone
+  by the sweep); every open hold is replaced by what the run's calls cost;
+- **released**: the thing it held for was never published (the dispatcher failed before
+  storing the run); that hold alone is taken back.
+
+Pure functions over the entry as stored, so the Firestore ledger and the tests' ledger
+in memory apply the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from niah.core.interfaces.spend_ledger import KILL_SWITCH_WINDOW, Reservation
+
+# A float sum's rounding must not refuse a run that fits to the cent.
+SLACK_USD = 1e-9
+ADMIT = "admit"
+
+
+def reask_hold(reasks: int) -> str:
+    """The hold of a run's ``reasks``-th re-ask (a resume, a retry of failed cells)."""
+    return f"reask-{reasks}"
+
+
+def round_hold(cells: int) -> str:
+    """The hold of the certify round that takes its run to ``cells`` cells.
+
+    Named by the cells, not the planner's round number: the planner may ask a length's
+    round again (its unscored samples replaced) under the same number, and each such
+    step publishes cells of its own.
+    """
+    return f"round-{cells}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a ledger writes for one reserve, settle or release (nothing when ``entry`` is None).
+
+    ``change``: the USD to add to each of ``windows``; ``entry``: the run's entry as it
+    is to be stored; ``reservation``: what a reserve answers.
+    """
+
+    entry: dict[str, Any] | None
+    change: float
+    windows: tuple[str, ...]
+    reservation: Reservation | None = None
+
+
+def _holds(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(k): dict(v) for k, v in (entry.get("holds") or {}).items()}
+
+
+def reserve_step(
+    entry: Mapping[str, Any] | None,
+    spent: Mapping[str, float],
+    switch: Mapping[str, Any] | None,
+    *,
+    hold: str,
+    usd: float,
+    ceilings: Mapping[str, float | None],
+    caller: str,
+) -> Step:
+    """Take hold ``hold`` of ``usd`` in every window of ``ceilings``, or refuse.
+
+    ``entry``: the run's entry as stored (None: none yet); ``spent``: each window's USD
+    now; ``switch``: the kill switch when on. A hold already taken (open, or settled
+    since) holds nothing more.
+    """
+    spent = dict(spent)
+    holds = _holds(entry or {})
+    if hold in holds:
+        return Step(None, 0.0, (), Reservation(True, spent, held=True))
+    if switch:
+        return Step(None, 0.0, (), Reservation(False, spent, refused=KILL_SWITCH_WINDOW))
+    for window, ceiling in ceilings.items():
+        if ceiling is not None and spent.get(window, 0.0) + usd > ceiling + SLACK_USD:
+            return Step(None, 0.0, (), Reservation(False, spent, refused=window))
+    old = dict(entry or {})
+    # A run's windows are those of its first hold: its spend counts in the day and month
+    # it was admitted, whenever its later holds are taken.
+    windows = tuple(old.get("windows") or ceilings)
+    holds[hold] = {"usd": usd, "open": True}
+    fields = old | {
+        "holds": holds,
+        "reserved": float(old.get("reserved", 0.0)) + usd,  # a settle leaves it 0
+        "settled_usd": float(old.get("settled_usd", 0.0)),
+        "windows": list(windows),
+        "settled": False,
+        "caller": old.get("caller") or caller,
+    }
+    return Step(fields, usd, windows, Reservation(True, spent))
+
+
+def settle_step(entry: Mapping[str, Any] | None, spent_usd: float) -> Step:
+    """Replace the run's open holds by what it spent beyond what was settled before."""
+    if entry is None or entry.get("settled", True):
+        return Step(None, 0.0, ())
+    change = spent_usd - float(entry.get("settled_usd", 0.0)) - float(entry.get("reserved", 0.0))
+    holds = {key: hold | {"open": False} for key, hold in _holds(entry).items()}
+    fields = dict(entry) | {
+        "holds": holds,
+        "reserved": 0.0,
+        "settled_usd": spent_usd,
+        "settled": True,
+    }
+    return Step(fields, change, tuple(entry.get("windows") or ()))
+
+
+def release_step(entry: Mapping[str, Any] | None, hold: str) -> Step:
+    """Take back one open hold whose thing was never published (nothing else changes)."""
+    holds = _holds(entry or {})
+    if entry is None or hold not in holds or not holds[hold].get("open"):
+        return Step(None, 0.0, ())
+    usd = float(holds.pop(hold)["usd"])
+    reserved = max(0.0, float(entry.get("reserved", 0.0)) - usd)
+    still_open = any(h.get("open") for h in holds.values())
+    fields = dict(entry) | {
+        "holds": holds,
+        "reserved": reserved if still_open else 0.0,
+        # Nothing open: as settled as before the hold was taken.
+        "settled": not still_open,
+    }
+    return Step(fields, -usd, tuple(entry.get("windows") or ()))
