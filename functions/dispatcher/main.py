@@ -27,6 +27,7 @@ from niah.service.sentinel_firing import (
     refused_alert,
     sentinel_payload,
 )
+from niah.service.spend_settlement import settle_ended
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 
@@ -230,9 +231,11 @@ def budget_alert(request: flask.Request) -> tuple[dict[str, Any], int]:
 def sweep(request: flask.Request) -> tuple[dict[str, Any], int]:
     """Republish the missing cells of stalled runs (called by Cloud Scheduler)."""
     store, publisher, _ = _clients()
+    settings = get_settings()
     result = sweep_stalled_runs(
-        store=store,
-        publisher=publisher,
-        stalled_after_seconds=get_settings().sweep_stalled_after_seconds,
+        store=store, publisher=publisher, stalled_after_seconds=settings.sweep_stalled_after_seconds
     )
-    return result, 200
+    holds = settle_ended(
+        store=store, ledger=_ledger(), older_than_seconds=settings.sweep_settle_holds_after_seconds
+    )
+    return result | holds, 200

@@ -34,6 +34,14 @@ def _clients() -> tuple[FirestoreStore, PubSubPublisher, GcsBlobStore]:
     return FirestoreStore(), PubSubPublisher(), GcsBlobStore(get_settings().bucket)
 
 
+@cache
+def _ledger() -> Any:
+    """The spend ledger, for a certify round's hold; made on first use (light imports)."""
+    from niah.cloud.spend_ledger import FirestoreSpendLedger
+
+    return FirestoreSpendLedger()
+
+
 def _batch_body(push: Any) -> dict[str, Any] | None:
     """A batch run's message (submit, poll), which names no cell; None for a cell's."""
     try:
@@ -177,7 +185,9 @@ def handle_cell(request: flask.Request) -> tuple[str, int]:
         run_id, stamp = step
         return _run(
             CellTask(run_id, "certify-step", 0, 0.0),
-            lambda: handle_certify_step(run_id, stamp, store=store, publisher=publisher),
+            lambda: handle_certify_step(
+                run_id, stamp, store=store, publisher=publisher, ledger=_ledger()
+            ),
             "certify step handled",
         )
     task = _task(push)

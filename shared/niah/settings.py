@@ -189,6 +189,10 @@ class Settings(BaseSettings):
     # can legitimately be in retry (5 deliveries of up to a 600 s ack deadline plus
     # 600 s backoff), so it rarely races a live cell.
     sweep_stalled_after_seconds: float = 7200.0
+    # A spend hold left open this long by a run that is gone or ended is settled by the
+    # sweep (niah.service.spend_settlement): longer than a dispatch takes between
+    # taking a hold and storing its run or resetting its cells.
+    sweep_settle_holds_after_seconds: float = Field(default=600.0, ge=0)
 
     # How long a cell's lease holds off other deliveries unless renewed. Its holder
     # renews it every third of this while it works (niah.service.lease), so a live

@@ -108,6 +108,7 @@ SIDE_STACK_MODULES = frozenset(
         "test_certify_stack",
         "test_context_rot_stack",
         "test_sentinel_stack",
+        "test_spend_stack",
         "test_batch_stack",
         "test_faults",
         "test_function_sources",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from niah.cli.compare import cmd_compare
-from niah.cli.limits import cmd_killswitch
+from niah.cli.limits import cmd_killswitch, cmd_limits
 from niah.cli.models import cmd_models
 from niah.cli.run import TIMEOUT_HELP, cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
@@ -213,6 +213,13 @@ def _add_show_commands(commands: Any) -> None:
         "--json", action=BooleanFlag, default=False, help="print JSON for scripts"
     )
     killswitch.set_defaults(handler=cmd_killswitch)
+    limits = commands.add_parser(
+        "limits", help="spend windows against their ceilings, and every open hold (operators)"
+    )
+    limits.add_argument("action", choices=("status", "release"), nargs="?", default="status")
+    limits.add_argument("run_id", nargs="?", help="with release: the run whose holds to settle")
+    limits.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    limits.set_defaults(handler=cmd_limits)
     sentinel = commands.add_parser(
         "sentinel", help="scheduled runs that watch a model for change: list, run now, show"
     )

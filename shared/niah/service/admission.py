@@ -22,9 +22,18 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, SpendLedger
+from niah.core.interfaces import (
+    KILL_SWITCH_WINDOW,
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    RUN_REPORT_FAILED,
+    SpendLedger,
+)
+from niah.core.money.certify_spend import certify_worst_case
+from niah.core.money.holds import ADMIT, reask_hold
 from niah.core.money.spend import (
     WorstCase,
     caller_window,
@@ -37,10 +46,13 @@ from niah.core.prompts.answer_budget import CallBudget
 from niah.core.request.callers import check_may_change
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
+from niah.core.results.certify_run import plan_record
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.logs import log
 from niah.settings import get_settings
 
+# The run document's count of re-asks taken (each a hold of its own, ``reask_hold``).
+REASKS = "reasks"
 _switch_lock = threading.Lock()
 # The last read of the kill switch: (monotonic time, document or None).
 _switch_read: tuple[float, dict[str, Any] | None] | None = None
@@ -92,36 +104,55 @@ def check_owner(
         check_may_change(run, run_id, caller, operators, "resume")
     if spec.label is not None and spec.label != run.get("label"):
         check_may_change(run, run_id, caller, operators, "relabel")
-    if run.get("status") == RUN_COMPLETE and int(run.get("failed", 0)) > 0:
+    if cells_to_ask(run, resume=False):
         check_may_change(run, run_id, caller, operators, "retry the failed cells of")
 
 
 def cells_to_ask(run: dict[str, Any], *, resume: bool) -> int:
-    """How many cells a re-POST of an existing run may have asked again (at most)."""
+    """How many cells a re-POST of an existing run may have asked again (at most).
+
+    As ``niah.service.dispatch`` re-asks: a cancelled run's missing cells on resume; the
+    failed cells of a finished run (its report written or failed), or of a running one
+    on resume; never a certify run's failed samples (each was replaced by a new one).
+    """
     status, failed = run.get("status"), int(run.get("failed", 0))
     if status == RUN_CANCELLED:
         return int(run.get("total", 0)) - int(run.get("done", 0)) if resume else 0
-    if failed and (status == RUN_COMPLETE or resume):
+    if (run.get("spec") or {}).get("mode") == "certify":
+        return 0
+    if failed and (status in (RUN_COMPLETE, RUN_REPORT_FAILED) or resume):
         return failed
     return 0
+
+
+def run_worst_case(
+    spec: RunRequest, cells: list[Cell], budget: CallBudget, *, now: dt.datetime
+) -> WorstCase:
+    """What admitting ``cells`` may cost: a certify run's whole budget, else the cells'."""
+    calls = get_settings().max_cell_failures
+    if spec.is_certify():
+        plan = plan_record(spec, get_settings().max_cells_per_run)
+        return certify_worst_case(spec, plan, budget, calls_per_cell=calls, when=now)
+    return worst_case(spec, cells, budget, calls_per_cell=calls, when=now)
 
 
 def admit(
     run_id: str,
     spec: RunRequest,
-    cells: list[Cell],
-    budget: CallBudget,
+    worst: WorstCase,
     *,
     ledger: SpendLedger,
     caller: str,
     new_run: bool,
     running: list[dict[str, Any]] | None = None,
     now: dt.datetime | None = None,
-) -> WorstCase:
-    """Reserve ``cells``' worst case against the ceilings, or refuse (429) naming the room.
+    hold: str = ADMIT,
+) -> bool:
+    """Hold ``worst`` against the ceilings, or refuse (429) naming the room.
 
     ``new_run``: the caller's limit on running runs applies (``running``: the service's
-    running runs, read only when that limit is set).
+    running runs, read only when that limit is set). Whether the hold was taken now
+    (False: the run took it before, so this request holds nothing more).
     """
     settings = get_settings()
     check_kill_switch(ledger)
@@ -135,30 +166,63 @@ def admit(
                 "wait for one to finish or cancel one (niah cancel RUN_ID)",
             )
     now = now or dt.datetime.now(dt.UTC)
-    worst = worst_case(spec, cells, budget, calls_per_cell=settings.max_cell_failures, when=now)
-    if worst.usd is None:
-        if spec.provider() == "gemini":
-            raise SpendRefusedError(
-                "model_name",
-                f"no price for {', '.join(worst.unpriced)}: its spend cannot be held "
-                "against the ceilings; set its price in NIAH_PRICE_TABLE",
-            )
-        usd = 0.0  # a self-hosted endpoint: no per-token bill to bound
-    else:
-        usd = worst.usd
+    usd = _held_usd(spec, worst)
     ceilings = _ceilings(now, caller)
-    reservation = ledger.reserve(run_id, usd, ceilings, caller=caller)
+    reservation = ledger.reserve(run_id, usd, ceilings, caller=caller, hold=hold)
     if not reservation.admitted and reservation.refused is not None:
-        raise _refusal(reservation.refused, usd, worst, ceilings, reservation.spent)
+        raise _refusal(reservation.refused, usd, worst, ceilings, reservation.spent, ledger)
     log(
         "run admitted",
         run_id=run_id,
         caller=caller,
+        hold=hold,
         worst_case_usd=round(usd, 6),
         held=reservation.held,
         spent=reservation.spent,
     )
-    return worst
+    return not reservation.held
+
+
+def _held_usd(spec: RunRequest, worst: WorstCase) -> float:
+    """The dollars ``worst`` holds; an unpriced Gemini model is refused (400-free 429)."""
+    if worst.usd is not None:
+        return worst.usd
+    if spec.provider() == "gemini":
+        raise SpendRefusedError(
+            "model_name",
+            f"no price for {', '.join(worst.unpriced)}: its spend cannot be held "
+            "against the ceilings; set its price in NIAH_PRICE_TABLE",
+        )
+    return 0.0  # a self-hosted endpoint: no per-token bill to bound
+
+
+def hold_more(
+    run_id: str,
+    spec: RunRequest,
+    worst: WorstCase,
+    *,
+    covered: float,
+    hold: str,
+    ledger: SpendLedger,
+    caller: str,
+) -> float:
+    """Hold what ``worst`` adds beyond ``covered`` for a running run, or refuse (429).
+
+    A certify round's hold: counted in the windows the run was admitted in, against
+    their ceilings now, in one transaction with the kill switch (never this instance's
+    cached read: a round after the switch tripped is refused, even one needing nothing
+    more). What the run then holds in all.
+    """
+    usd = _held_usd(spec, worst)
+    extra = max(0.0, usd - covered)
+    entry = ledger.entry(run_id) or {}
+    windows = entry.get("windows") or list(_ceilings(dt.datetime.now(dt.UTC), caller))
+    ceilings = {window: _ceiling_of(window) for window in windows}
+    reservation = ledger.reserve(run_id, extra, ceilings, caller=caller, hold=hold)
+    if not reservation.admitted and reservation.refused is not None:
+        raise _refusal(reservation.refused, extra, worst, ceilings, reservation.spent, ledger)
+    log("spend held", run_id=run_id, hold=hold, usd=round(extra, 6), held=reservation.held)
+    return max(covered, usd)
 
 
 # Each window's ceiling setting, by the window's prefix.
@@ -174,12 +238,18 @@ def _ceilings(now: dt.datetime, caller: str) -> dict[str, float | None]:
 
     The caller's day is always counted (spend per caller), limited only when set.
     """
+    windows = (day_window(now), month_window(now), caller_window(now, caller))
+    return {window: _ceiling_of(window) for window in windows}
+
+
+def _ceiling_of(window: str) -> float | None:
+    """A window's ceiling by its kind (its name's prefix); None: counted, not limited."""
     settings = get_settings()
     return {
-        day_window(now): settings.daily_spend_ceiling_usd or None,
-        month_window(now): settings.monthly_spend_ceiling_usd or None,
-        caller_window(now, caller): settings.caller_daily_spend_ceiling_usd or None,
-    }
+        "day": settings.daily_spend_ceiling_usd,
+        "month": settings.monthly_spend_ceiling_usd,
+        "caller": settings.caller_daily_spend_ceiling_usd,
+    }[window.split("-", 1)[0]] or None
 
 
 def _refusal(
@@ -188,7 +258,12 @@ def _refusal(
     worst: WorstCase,
     ceilings: dict[str, float | None],
     spent: dict[str, float],
+    ledger: SpendLedger,
 ) -> SpendRefusedError:
+    if window == KILL_SWITCH_WINDOW:  # tripped since this instance's cached read
+        forget_kill_switch()
+        check_kill_switch(ledger)
+        return SpendRefusedError("kill_switch", "the service's kill switch is on")
     kind = window.split("-", 1)[0]
     ceiling = float(ceilings[window] or 0.0)
     room = max(0.0, ceiling - spent.get(window, 0.0))
@@ -244,6 +319,20 @@ def handle_budget_alert(data: Any, *, ledger: SpendLedger, caller: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """What admission gave a request: the new run's record fields, and its hold.
+
+    ``hold``: the ledger hold that covers what the request asks (None: nothing asked,
+    or no ledger); ``taken``: taken by this request (a retried request finds it taken),
+    so it is this request's to release if the run is never stored.
+    """
+
+    fields: dict[str, Any]
+    hold: str | None = None
+    taken: bool = False
+
+
 def admit_request(
     run_id: str,
     spec: RunRequest,
@@ -255,33 +344,45 @@ def admit_request(
     ledger: SpendLedger | None,
     caller: str,
     resume: bool,
-) -> dict[str, Any]:
-    """Check a run request's caller and money; the fields a new run's record adds.
+) -> Admitted:
+    """Check a run request's caller and money; what a new run's record adds.
 
-    A new run reserves all its cells; a re-POST that asks cells again (a resume, a retry
-    of failed cells) reserves its most expensive cells that many, and only when the
-    run's reservation was settled (a reservation still held covers them). Another
-    caller's re-POST may not resume, relabel or retry (``check_owner``).
+    A new run holds all its cells (a certify run: its budget's worst case,
+    ``certify_worst_case``); a re-POST that asks cells again (a resume, a retry of
+    failed cells) holds its most expensive cells that many, under a hold of its own
+    (``reask-N``, N the run's re-asks so far: a client's retry of the same request
+    holds nothing more, the next re-ask does). Another caller's re-POST may not resume,
+    relabel or retry (``check_owner``).
     """
     if existing is not None:
         check_owner(existing, run_id, spec, caller, resume=resume)
     fields: dict[str, Any] = {"created_by": caller}
     asked = cells if existing is None else _longest(cells, cells_to_ask(existing, resume=resume))
     if ledger is None or not asked:
-        return fields
+        return Admitted(fields)
+    now = dt.datetime.now(dt.UTC)
+    worst = (
+        run_worst_case(spec, asked, budget, now=now)
+        if existing is None
+        else worst_case(
+            spec, asked, budget, calls_per_cell=get_settings().max_cell_failures, when=now
+        )
+    )
     new_run = existing is None or existing.get("status") == RUN_CANCELLED
     limited = get_settings().max_running_runs_per_caller and new_run
-    worst = admit(
+    hold = ADMIT if existing is None else reask_hold(int(existing.get(REASKS, 0)))
+    taken = admit(
         run_id,
         spec,
-        asked,
-        budget,
+        worst,
         ledger=ledger,
         caller=caller,
         new_run=new_run,
         running=running() if limited else None,
+        now=now,
+        hold=hold,
     )
-    return fields | {"worst_case": worst.as_json()}
+    return Admitted(fields | {"worst_case": worst.as_json()}, hold, taken)
 
 
 def _longest(cells: list[Cell], count: int) -> list[Cell]:

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.interfaces import CancelOutcome, Publisher, ResultStore, SpendLedger
-from niah.core.money.pricing import spend_summary
 from niah.core.request.callers import LOCAL_CALLER, check_may_change
 from niah.core.request.spec import RUN_ID_PATTERN
 from niah.errors import RequestError
 from niah.logs import log
-from niah.service.admission import settle_run_spend
 from niah.service.messages import BATCH_POLL, batch_message
+from niah.service.spend_settlement import settle_spent
 from niah.settings import get_settings
 
 
@@ -86,9 +85,9 @@ def cancel_run(
     outcome = store.cancel_run(run_id)
     run = store.get_run(run_id) if outcome != "missing" else None
     log("run cancel", run_id=run_id, outcome=outcome, caller=caller)
-    if run is not None and ledger is not None and outcome == "cancelled":
-        spent = spend_summary(store.list_calls(run_id), str(run.get("model") or ""))
-        settle_run_spend(run_id, spent["usd"], ledger=ledger)
+    if run is not None and ledger is not None and outcome in ("cancelled", "already_cancelled"):
+        # Also when already cancelled: a cancel whose settle failed is settled by its retry.
+        settle_spent(run_id, store=store, ledger=ledger, run=run)
     if run is not None and publisher is not None and run.get("batch_jobs"):
         publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
     if run is None:

@@ -8,23 +8,48 @@ plans the same round, whose cells have the same IDs.
 
 from __future__ import annotations
 
-from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, Publisher, ResultStore
+from typing import Any
+
+from niah.core.interfaces import (
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    Publisher,
+    ResultStore,
+    SpendLedger,
+)
+from niah.core.money.holds import round_hold
+from niah.core.money.spend import worst_case
+from niah.core.prompts.answer_budget import call_budget
+from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import certify_cells, certify_progress
 from niah.core.results.counters import run_shards, shard_totals
+from niah.errors import SpendRefusedError
 from niah.logs import log
+from niah.service.admission import hold_more
 from niah.service.messages import cell_messages, report_message
 from niah.settings import get_settings
 
+# What a certify run holds so far (its admission's hold and its rounds' since), on
+# ``certify``: a round holds only what its cells' worst case adds beyond it.
+HELD_USD = "held_usd"
+
 
 def handle_certify_step(
-    run_id: str, stamp: str | None, *, store: ResultStore, publisher: Publisher
+    run_id: str,
+    stamp: str | None,
+    *,
+    store: ResultStore,
+    publisher: Publisher,
+    ledger: SpendLedger | None = None,
 ) -> str:
     """Plan the run's next round and publish it, or ask for its report; what was done.
 
-    The run's document grows first (samples per length, total, counter shards), then
-    the report request is let go, then the new cells are published: cut off before the
-    publish, the run is short of cells and the sweep publishes them.
+    The round's spend is held first (``_hold_round``): refused, the refusal is recorded
+    on the run and its report asked for. Then the run's document grows (samples per
+    length, total, counter shards), then the report request is let go, then the new
+    cells are published: cut off before the publish, the run is short of cells and the
+    sweep publishes them.
     """
     run = store.get_run(run_id, counts=False)
     if run is None or (stamp is not None and run.get("stamp") != stamp):
@@ -44,6 +69,22 @@ def handle_certify_step(
         return "certified"
     planned = certify_cells(spec, samples)
     kept = dict(run.get("certify") or {})  # its plan stays as admitted
+    round_number = progress.next_round.round
+    if ledger is not None:
+        try:
+            kept[HELD_USD] = _hold_round(run_id, run, spec, planned, ledger)
+        except SpendRefusedError as refused:  # recorded; the run ends with what it has
+            record = {"round": round_number, "field": refused.field, "message": refused.message}
+            store.update_run(run_id, {"certify": kept | {"refused": record}})
+            publisher.publish_report(report_message(run_id))
+            log(
+                "certify round refused",
+                severity="WARNING",
+                run_id=run_id,
+                round=round_number,
+                refused=refused.message,
+            )
+            return "refused"
     store.update_run(
         run_id,
         {
@@ -62,8 +103,36 @@ def handle_certify_step(
     log(
         "certify round published",
         run_id=run_id,
-        round=progress.next_round.round,
+        round=round_number,
         length=progress.next_round.length,
         cells=len(messages),
     )
     return f"round {progress.next_round.round}"
+
+
+def _hold_round(
+    run_id: str,
+    run: dict[str, Any],
+    spec: RunRequest,
+    planned: list[Cell],
+    ledger: SpendLedger,
+) -> float:
+    """Hold what every cell planned so far may cost beyond what the run holds; the new total.
+
+    Taken as the round's own hold (a redelivered step holds nothing more) in one
+    transaction with the ceilings and the kill switch, even when nothing more is needed:
+    so no round is published after the switch trips. ``SpendRefusedError`` if refused.
+    """
+    settings = get_settings()
+    worst = worst_case(spec, planned, call_budget(spec), calls_per_cell=settings.max_cell_failures)
+    certify = run.get("certify") or {}
+    covered = float(certify.get(HELD_USD) or (run.get("worst_case") or {}).get("usd") or 0.0)
+    return hold_more(
+        run_id,
+        spec,
+        worst,
+        covered=covered,
+        hold=round_hold(len(planned)),
+        ledger=ledger,
+        caller=str(run.get("created_by") or ""),
+    )

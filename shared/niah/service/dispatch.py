@@ -24,6 +24,7 @@ from niah.core.interfaces import (
     ResultStore,
     SpendLedger,
 )
+from niah.core.money.holds import ADMIT
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.sentinel_request import SENTINEL_KEY
@@ -32,11 +33,12 @@ from niah.core.results.certify_run import certify_cells, first_samples, plan_rec
 from niah.core.results.counters import run_shards, shard_totals, shards_for
 from niah.errors import RequestError
 from niah.logs import log
-from niah.service.admission import admit_request
+from niah.service.admission import REASKS, admit_request
 from niah.service.admission_checks import check_request
 from niah.service.messages import primer_message
 from niah.service.missing_cells import publish_missing, taken_cells
 from niah.service.run_sources import RunSource, listed_files, source_cells
+from niah.service.spend_settlement import release_unstored
 from niah.settings import get_settings
 
 # A repeated request within this long of the run's last publish publishes nothing: its
@@ -263,7 +265,7 @@ def dispatch_run(
     primer = primer_message(run_id, spec, record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress
         record["primer_cell"] = primer["cell_id"]
-    record |= admit_request(
+    admitted = admit_request(
         run_id,
         spec,
         checked.cells,
@@ -274,7 +276,13 @@ def dispatch_run(
         caller=caller,
         resume=resume,
     )
-    created = store.create_run(run_id, record)
+    record |= admitted.fields
+    try:
+        created = store.create_run(run_id, record)
+    except Exception:
+        if admitted.taken and admitted.hold == ADMIT and ledger is not None:
+            release_unstored(run_id, admitted.hold, store=store, ledger=ledger)
+        raise
     if not created and spec.label is not None:
         # The label names the run for people, not its results: asked again under
         # another, the run is relabelled (and nothing else changes).
@@ -304,6 +312,9 @@ def dispatch_run(
         )
         return Dispatched(run_id, total, 0, False, created=False, warnings=[*warnings, note])
     run_now = progress.run
+    if admitted.hold is not None and admitted.hold != ADMIT and (progress.retried or resume):
+        # This re-ask took its hold; the next one takes a hold of its own.
+        store.update_run(run_id, {REASKS: int(run_now.get(REASKS, 0)) + 1})
     if spec.is_batch() and not created and (resume or progress.retried):
         run_now = start_batch_round(run_id, run_now, store=store)
     published = (

@@ -40,6 +40,7 @@ from niah.service.lease import keep_report_claim
 from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.service.sentinels import check_sentinel_run, publish_sentinel_alert
+from niah.service.spend_settlement import settle_spent
 from niah.settings import get_settings
 
 
@@ -302,6 +303,8 @@ def render_report(
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
         done = store.get_run(run_id, counts=False) or {}
+        if ledger is not None:  # a renderer killed before it settled: settled here
+            settle_spent(run_id, store=store, ledger=ledger, run=done)
         if sentinel and alerts is not None:
             publish_sentinel_alert(run_id, done, store=store, alerts=alerts)
         return dict(done.get("report") or {})
@@ -372,6 +375,8 @@ def _render_claimed(
         if record_report_failure(
             run_id, ReportRenderError.kind, reason, store=store, claim_id=claim_id
         ):
+            if ledger is not None:  # no report, but its calls are spent: settled
+                settle_spent(run_id, store=store, ledger=ledger, run=run)
             refresh_index(store, blobs)  # which says the report failed, and why
         return None
     location = write_report_files(run_id, files, blobs)
@@ -401,6 +406,6 @@ def _render_claimed(
         return None
     log("report written", run_id=run_id, **location)
     if ledger is not None:
-        settle_run_spend(run_id, summary["spend"]["usd"], ledger=ledger)
+        settle_run_spend(run_id, summary["spend"]["usd"], ledger=ledger)  # as reported
     refresh_index(store, blobs)
     return location

@@ -59,7 +59,9 @@ def certificate_summary(
             "length": None,
             "below": None,
             "determined": False,
-            "reason": "unfinished",
+            # A round the spend ceilings or the kill switch refused says why.
+            "reason": ((run.get("certify") or {}).get("refused") or {}).get("message")
+            or "unfinished",
             "open_lengths": [],
             "samples": len(cells),
             "tokens": None,

@@ -21,6 +21,7 @@ from niah.core.request.spec import RunRequest
 from niah.core.results.certify import (
     BASE_SAMPLES,
     MAX_SAMPLES,
+    NOLIMA,
     NOLIMA_MAX_SAMPLES,
     RULER,
     CertifyPlan,
@@ -109,6 +110,19 @@ def certify_plan(
         max_total_samples=kept["max_cells"],
         max_tokens=kept["max_tokens"],
     )
+
+
+def most_samples(spec: RunRequest, record: Mapping[str, Any]) -> dict[int, int]:
+    """The most scored samples the planner gives each length under the plan ``record``.
+
+    Every length at most ``max_samples``; under NoLiMa's rule the shortest (the base)
+    ``base_samples``. Unscored samples are replaced beyond these (``certify_progress``).
+    """
+    plan = certify_plan(spec, record=record)
+    most = dict.fromkeys(plan.lengths, plan.max_samples)
+    if plan.rule == NOLIMA:
+        most[plan.lengths[0]] = max(most[plan.lengths[0]], plan.base_samples)
+    return most
 
 
 def sample_cost(record: Mapping[str, Any]) -> Callable[[int], float]:

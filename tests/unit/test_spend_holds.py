@@ -1,0 +1,379 @@
+"""Every paid thing held before it is published, every hold settled (issue 51).
+
+Over our own fakes of the store and the ledger (``MemorySpendLedger`` applies the same
+``niah.core.money.holds`` arithmetic the Firestore ledger does; the stack test runs the
+real one).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from niah.core.interfaces import RUN_REPORT_FAILED
+from niah.core.money.holds import release_step, reserve_step, settle_step
+from niah.core.money.spend import day_window, month_window, worst_case
+from niah.core.prompts.answer_budget import call_budget
+from niah.core.request.spec import RunRequest
+from niah.core.results.certify_run import certify_cells, stored_samples
+from niah.errors import ForbiddenError
+from niah.service.certify_rounds import HELD_USD, handle_certify_step
+from niah.service.spend_settlement import settle_ended
+from tests.fakes import MemoryBlobs
+from tests.unit.test_spend_limits import (  # noqa: F401 (gemini: the autouse fixture)
+    ALICE,
+    BOB,
+    World,
+    body,
+    gemini,
+    settings,
+)
+
+
+@pytest.fixture
+def world(essay_blobs: MemoryBlobs) -> World:
+    return World(essay_blobs)
+
+
+def today() -> str:
+    return day_window(dt.datetime.now(dt.UTC))
+
+
+def recorded_spend(world: World, run_id: str) -> float:
+    """What the run's calls cost, summed from the store's call ledger by hand."""
+    return sum(float(c.get("cost_usd") or 0.0) for c in world.store.list_calls(run_id))
+
+
+def fail_cells(world: World, run_id: str, *, paid_usd: float = 0.0, every: int = 1) -> int:
+    """Store the run's published cells: every ``every``-th failed after five paid calls.
+
+    The others answered right (one free call).
+    """
+    run = world.store.get_run(run_id)
+    assert run is not None
+    count = 0
+    for message in world.publisher.cells:
+        cell_id = message["cell_id"]
+        if message["run_id"] != run_id or cell_id in world.store.cells[run_id]:
+            continue
+        for attempt in range(5):
+            call_id = f"{cell_id}-{len(world.store.list_calls(run_id))}-{attempt}"
+            world.store.close_call(
+                run_id,
+                call_id,
+                {"cell_id": cell_id, "status": "answered", "cost_usd": paid_usd / 5},
+            )
+        failed = len(world.store.cells[run_id]) % every == 0
+        doc = {"cell_id": cell_id, "status": "failed" if failed else "answered"}
+        doc["task_score"] = None if failed else 1.0
+        world.store.record_cell(run_id, cell_id, doc, failed=failed, shards=1)
+        count += 1
+    return count
+
+
+# ---------- the arithmetic ----------
+
+
+def test_a_hold_is_taken_once_settled_to_the_spend_and_released_exactly() -> None:
+    ceilings = {"day-x": 10.0, "month-x": None}
+    first = reserve_step(
+        None, {"day-x": 0.0}, None, hold="admit", usd=4.0, ceilings=ceilings, caller=ALICE
+    )
+    assert first.change == 4.0 and first.windows == ("day-x", "month-x")
+    again = reserve_step(
+        first.entry, {"day-x": 4.0}, None, hold="admit", usd=4.0, ceilings=ceilings, caller=ALICE
+    )
+    assert again.entry is None and again.reservation is not None and again.reservation.held
+    more = reserve_step(
+        first.entry, {"day-x": 4.0}, None, hold="reask-0", usd=5.0, ceilings=ceilings, caller=ALICE
+    )
+    assert more.entry is not None and more.entry["reserved"] == 9.0
+    over = reserve_step(
+        more.entry, {"day-x": 9.0}, None, hold="reask-1", usd=1.5, ceilings=ceilings, caller=ALICE
+    )
+    assert over.reservation is not None and over.reservation.refused == "day-x"
+    switched = reserve_step(
+        more.entry,
+        {"day-x": 9.0},
+        {"on": True},
+        hold="round-1",
+        usd=0.0,
+        ceilings=ceilings,
+        caller=ALICE,
+    )
+    assert switched.reservation is not None and switched.reservation.refused == "kill_switch"
+    released = release_step(more.entry, "reask-0")
+    assert released.change == -5.0 and released.entry is not None
+    assert released.entry["reserved"] == 4.0 and not released.entry["settled"]
+    settled = settle_step(released.entry, 1.25)
+    assert settled.change == 1.25 - 4.0 and settled.entry is not None
+    assert settle_step(settled.entry, 1.25).entry is None  # at most once
+    assert release_step(settled.entry, "admit").entry is None  # a settled hold stays
+
+
+# ---------- re-asks ----------
+
+
+def test_four_resumes_of_a_running_run_each_hold_their_re_asks(world: World) -> None:
+    run = world.post(body())
+    admitted = world.ledger.window_spend(today())
+    failed = fail_cells(world, run.run_id)
+    assert failed == 2
+    stored = world.store.get_run(run.run_id)
+    assert stored is not None
+    world.store.update_run(run.run_id, {"status": "running"})  # still running: not reported
+    for resume in range(4):
+        world.store.settle(run.run_id)  # past the dispatch's settle time
+        again = world.post(body(), resume=True)
+        assert again.retried == 2
+        assert world.ledger.window_spend(today()) == pytest.approx(admitted * (2 + resume))
+        fail_cells(world, run.run_id)
+    entry = world.ledger.entry(run.run_id)
+    assert entry is not None
+    assert sorted(entry["holds"]) == ["admit", "reask-0", "reask-1", "reask-2", "reask-3"]
+
+
+def test_a_retried_resume_holds_nothing_more(world: World) -> None:
+    run = world.post(body())
+    fail_cells(world, run.run_id)
+    world.store.update_run(run.run_id, {"status": "complete"})
+    admitted = world.ledger.window_spend(today())
+    world.ledger.settle(run.run_id, 0.0)
+    before = world.ledger.window_spend(today())
+    assert before == pytest.approx(0.0)
+    world.post(body())  # the finished run's failed cells asked again
+    assert world.ledger.window_spend(today()) == pytest.approx(admitted)
+    world.post(body())  # asked again: nothing failed now, so nothing more
+    assert world.ledger.window_spend(today()) == pytest.approx(admitted)
+
+
+def test_only_the_owner_may_retry_the_failed_cells_of_a_run_whose_report_failed(
+    world: World,
+) -> None:
+    run = world.post(body())
+    fail_cells(world, run.run_id)
+    world.store.update_run(run.run_id, {"status": RUN_REPORT_FAILED})
+    with pytest.raises(ForbiddenError, match="may not retry the failed cells"):
+        world.post(body(), caller=BOB)
+    assert world.post(body()).retried == 2
+
+
+# ---------- every hold settled ----------
+
+
+def test_a_run_never_stored_gives_its_hold_back(world: World) -> None:
+    def down(run_id: str, doc: dict[str, Any]) -> bool:
+        raise RuntimeError("Firestore unavailable")
+
+    world.store.create_run = down  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        world.post(body())
+    assert world.ledger.window_spend(today()) == 0.0
+    assert world.ledger.window_spend(month_window(dt.datetime.now(dt.UTC))) == 0.0
+    assert world.ledger.open_entries() == []
+
+
+def test_a_cancel_whose_settle_failed_is_settled_by_its_retry(world: World) -> None:
+    from niah.service.cancel import cancel_run
+
+    run = world.post(body())
+    fail_cells(world, run.run_id, paid_usd=0.01)
+    real_settle = world.ledger.settle
+    world.ledger.settle = lambda *a: (_ for _ in ()).throw(RuntimeError("down"))  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        cancel_run(run.run_id, store=world.store, ledger=world.ledger, caller=ALICE)
+    world.ledger.settle = real_settle  # type: ignore[method-assign]
+    again = cancel_run(run.run_id, store=world.store, ledger=world.ledger, caller=ALICE)
+    assert again.outcome == "already_cancelled"
+    assert world.ledger.window_spend(today()) == pytest.approx(recorded_spend(world, run.run_id))
+    assert recorded_spend(world, run.run_id) == pytest.approx(0.02)
+
+
+def test_the_sweep_settles_holds_whose_run_is_gone_or_ended_and_keeps_running_ones(
+    world: World,
+) -> None:
+    gone, ended, running = (world.post(body(seed=s)).run_id for s in (11, 12, 13))
+    fail_cells(world, ended, paid_usd=0.03)
+    del world.store.runs[gone]
+    world.store.update_run(ended, {"status": RUN_REPORT_FAILED})
+    held_running = world.ledger.entry(running)
+    assert held_running is not None
+    tally = settle_ended(store=world.store, ledger=world.ledger, older_than_seconds=0)
+    assert tally == {"holds_open": 3, "holds_settled": 2}
+    assert world.ledger.window_spend(today()) == pytest.approx(
+        recorded_spend(world, ended) + float(held_running["reserved"])
+    )
+    assert [e["run_id"] for e in world.ledger.open_entries()] == [running]
+
+
+def test_a_report_redelivered_after_its_renderer_died_before_settling_settles(
+    world: World,
+) -> None:
+    from niah.service.report import render_report
+
+    run = world.post(body())
+    fail_cells(world, run.run_id, paid_usd=0.02)
+    world.store.update_run(run.run_id, {"status": "complete", "report": {"html_uri": "x"}})
+    assert world.ledger.window_spend(today()) > 0.1  # still the worst case
+    render_report(run.run_id, store=world.store, blobs=world.blobs, ledger=world.ledger)
+    assert world.ledger.window_spend(today()) == pytest.approx(recorded_spend(world, run.run_id))
+
+
+def test_a_finished_certify_run_asked_again_holds_nothing(world: World) -> None:
+    request = certify_body()
+    run = world.post(request)
+    fail_cells(world, run.run_id)
+    world.store.update_run(run.run_id, {"status": "complete"})
+    world.ledger.settle(run.run_id, 0.0)
+    again = world.post(request)
+    assert again.retried == 0 and again.published == 0
+    assert world.ledger.window_spend(today()) == pytest.approx(0.0)
+
+
+# ---------- certify ----------
+
+
+def certify_body(**extra: Any) -> dict[str, Any]:
+    """A certify run of gemini-3.8-flash over short lengths (cents a sample)."""
+    return {
+        "mode": "certify",
+        "model_name": "gemini-3.8-flash",
+        "context_lengths": [1000, 2000, 4000, 8000],
+        "document_depth_percents": [0, 50, 100],
+        "certify_max_usd": 0.5,
+        "seed": 5,
+    } | extra
+
+
+def published_worst(world: World, run_id: str) -> float:
+    """What every cell the run has planned may cost, worked out from the cells alone."""
+    run = world.store.get_run(run_id)
+    assert run is not None
+    spec = RunRequest.model_validate(run["spec"])
+    cells = certify_cells(spec, stored_samples(run))
+    worst = worst_case(spec, cells, call_budget(spec), calls_per_cell=5)
+    assert worst.usd is not None
+    return worst.usd
+
+
+def step(world: World, run_id: str) -> str:
+    run = world.store.get_run(run_id)
+    assert run is not None
+    return handle_certify_step(
+        run_id,
+        run.get("stamp"),
+        store=world.store,
+        publisher=world.publisher,
+        ledger=world.ledger,
+    )
+
+
+def test_a_certify_run_admission_holds_its_budgets_worst_case(world: World) -> None:
+    run = world.post(certify_body())
+    held = world.ledger.window_spend(today())
+    spec = RunRequest.model_validate(certify_body())
+    # Worked out by hand from the catalog's prices: the budget's samples all at the
+    # length whose worst case is dearest per budget dollar.
+    from niah.core.request.grid import Cell
+    from niah.core.results.certify_run import sample_usd
+
+    prompt = sample_usd(spec)
+    assert prompt is not None
+    worst = {
+        n: worst_case(spec, [Cell(n, 0.0)], call_budget(spec), calls_per_cell=5).usd or 0.0
+        for n in spec.lengths()
+    }
+    # Any whole choice the planner may make within the $0.50 budget (at most 256 scored
+    # samples a length) costs no more than what was held: here, all of it at one length.
+    for n in spec.lengths():
+        samples = min(256, int(0.5 / prompt[n]))
+        assert samples * worst[n] <= held + 1e-9
+    # And no more than the bound without the per-length cap.
+    assert held <= 0.5 * max(worst[n] / prompt[n] for n in spec.lengths()) + 1e-9
+    assert held >= published_worst(world, run.run_id)
+
+
+def test_certify_rounds_never_take_the_window_past_the_ceiling_and_record_a_refusal(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every other cell fails after five calls: replaced, beyond the budget's samples."""
+    admitted = World(world.blobs)
+    admitted.post(certify_body(certify_max_usd=0.02))
+    ceiling = admitted.ledger.window_spend(today()) * 1.05  # room for the admission only
+    settings(monkeypatch, daily_spend_ceiling_usd=ceiling)
+    run = world.post(certify_body(certify_max_usd=0.02))
+    outcomes: list[str] = []
+    for _ in range(60):
+        assert world.ledger.window_spend(today()) <= ceiling + 1e-9
+        entry = world.ledger.entry(run.run_id)
+        assert entry is not None
+        assert published_worst(world, run.run_id) <= float(entry["reserved"]) + 1e-9
+        if not fail_cells(world, run.run_id, every=2) and outcomes:
+            break
+        outcomes.append(step(world, run.run_id))
+        if outcomes[-1] in ("refused", "certified"):
+            break
+    assert outcomes[-1] == "refused", outcomes
+    stored = world.store.get_run(run.run_id)
+    assert stored is not None
+    refused = stored["certify"]["refused"]
+    assert refused["field"] == "context_lengths" and "ceiling for today" in refused["message"]
+    assert world.publisher.reports[-1] == run.run_id  # the run ends: its report asked for
+    assert world.ledger.window_spend(today()) <= ceiling + 1e-9
+
+
+def test_no_round_is_published_after_the_kill_switch_trips(world: World) -> None:
+    run = world.post(certify_body())
+    fail_cells(world, run.run_id)
+    world.ledger.set_kill_switch({"reason": "budget spent"})
+    published = len(world.publisher.cells)
+    assert step(world, run.run_id) == "refused"
+    assert len(world.publisher.cells) == published
+    stored = world.store.get_run(run.run_id)
+    assert stored is not None and stored["certify"]["refused"]["field"] == "kill_switch"
+    assert HELD_USD not in stored["certify"]
+
+
+def test_a_round_held_and_redelivered_holds_once(world: World) -> None:
+    run = world.post(certify_body())
+    fail_cells(world, run.run_id)
+    first = step(world, run.run_id)
+    assert first.startswith("round")
+    before = world.ledger.entry(run.run_id)
+    world.store.clear_report_request(run.run_id)
+    # The same step delivered again finds its round planned (its cells not yet in).
+    assert step(world, run.run_id) == "round not in"
+    assert world.ledger.entry(run.run_id) == before
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_a_certify_runs_published_cells_never_cost_more_than_it_holds(
+    world: World, case: int
+) -> None:
+    """Answers drawn at random (right, wrong, failed), budgets too: the hold covers all."""
+    import random
+
+    draw = random.Random(5100 + case)
+    budget = draw.choice([0.02, 0.05, 0.1, 0.3])
+    failing, right = draw.uniform(0.0, 0.6), draw.uniform(0.3, 1.0)
+    run = world.post(certify_body(certify_max_usd=budget, seed=case))
+    for _ in range(200):
+        for message in world.publisher.cells:
+            cell_id = message["cell_id"]
+            if message["run_id"] != run.run_id or cell_id in world.store.cells[run.run_id]:
+                continue
+            failed = draw.random() < failing
+            score = None if failed else float(draw.random() < right)
+            doc = {"cell_id": cell_id, "status": "failed" if failed else "answered"}
+            world.store.record_cell(
+                run.run_id, cell_id, doc | {"task_score": score}, failed=failed, shards=1
+            )
+        entry = world.ledger.entry(run.run_id)
+        assert entry is not None
+        assert published_worst(world, run.run_id) <= float(entry["reserved"]) + 1e-9
+        if step(world, run.run_id) in ("certified", "refused"):
+            break
+    else:
+        pytest.fail("the run never ended")
