@@ -26,28 +26,37 @@ pytestmark = pytest.mark.integration
 NOT_IN_SMOKE = {"batch_ingest"}  # docs tables whose section --smoke does not write
 
 
+def bench(
+    *args: str, results: Path, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``scripts/bench.py ARGS`` writing to ``results``, its stack on this run's ports.
+
+    Its stack's nine ports: 8670 by default, as NIAH_TEST_BASE_PORT moves them.
+    """
+    return subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "bench.py"),
+            *args,
+            "--results",
+            str(results),
+            "--base-port",
+            str(BASE_PORT + 100),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
 def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> None:
     results = tmp_path / "bench.json"
     # The run's own temporary folder, to see what it leaves behind. Short: the browser's
     # socket path under it must fit in 108 bytes, which tmp_path's does not.
     temporary = Path(tempfile.mkdtemp(prefix="nb-"))
     try:
-        run = subprocess.run(
-            [
-                sys.executable,
-                str(REPO / "scripts" / "bench.py"),
-                "--smoke",
-                "--results",
-                str(results),
-                # Its stack's nine ports: 8670 by default, as NIAH_TEST_BASE_PORT moves them.
-                "--base-port",
-                str(BASE_PORT + 100),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env={**os.environ, "TMPDIR": str(temporary)},
-        )
+        run = bench("--smoke", results=results, timeout=900, env={"TMPDIR": str(temporary)})
         left = sorted(path.name for path in temporary.glob("niah-bench*"))
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
@@ -86,21 +95,7 @@ def test_the_stack_part_runs_at_its_documented_size(tmp_path: Path) -> None:
     a day. About 95 s here (docs/benchmarks.md).
     """
     results = tmp_path / "bench.json"
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts" / "bench.py"),
-            "--only",
-            "stack",
-            "--results",
-            str(results),
-            "--base-port",
-            str(BASE_PORT + 100),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    run = bench("--only", "stack", results=results, timeout=1800)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     figures = json.loads(results.read_text())
     assert figures["grid_121_cells"] == figures["grid_121_cells_answered"] == 121
