@@ -92,7 +92,7 @@ def test_the_stack_part_runs_at_its_documented_size(tmp_path: Path) -> None:
 
     The smoke run's 4-cell grid never met the spend ceiling; this one stopped at it (issue
     51): the dispatcher refused the 121-cell grid's $544 worst case under the default $300
-    a day. About 95 s here (docs/benchmarks.md).
+    a day. 71-94 s here (docs/benchmarks.md).
     """
     results = tmp_path / "bench.json"
     run = bench("--only", "stack", results=results, timeout=1800)
