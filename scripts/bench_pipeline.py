@@ -23,9 +23,55 @@ import requests
 
 # A running local stack: its state folder and client environment (localstack.up's).
 Stack = tuple[Path, dict[str, str]]
-# What the stack parts need of the worker: 8 threads; the whole grid published by the
-# dispatcher (cache-aware dispatch publishes one primer), as its figure is the publish.
-WORKER_ENV = {"THREADS": "8", "NIAH_DISPATCH_ORDER": "naive"}
+# The spend ceilings of every benchmark stack. Its model is the Vertex stand-in: nothing
+# is billed, yet admission prices each grid at Gemini's list prices. The stack part's
+# 121-cell grid to 1M tokens may cost $544 at worst, over the default $300 a day
+# (docs/limits.md), so the benchmark refused its own grid. The ceilings stay on (the
+# dispatch figure includes the admission transaction) at a height no benchmark grid
+# reaches; a deployment's own ceilings are unchanged (tests/unit/test_bench_admission.py
+# holds every grid the stack parts send under these).
+BENCH_CEILINGS = {
+    "NIAH_DAILY_SPEND_CEILING_USD": "100000",
+    "NIAH_MONTHLY_SPEND_CEILING_USD": "100000",
+}
+# What the stack parts need of the functions: 8 worker threads; the whole grid published
+# by the dispatcher (cache-aware dispatch publishes one primer), as its figure is the
+# publish; ceilings that admit the benchmark's grids.
+WORKER_ENV = {"THREADS": "8", "NIAH_DISPATCH_ORDER": "naive", **BENCH_CEILINGS}
+# The stack part's requests, in the order it sends them: a warm-up; an 11 x 11 grid up to
+# 1M tokens, dispatched at once; a grid answered at the stand-in's fixed latency.
+WARM_UP = {
+    "context_lengths": [1000],
+    "document_depth_percents": [0],
+    "model_name": "gemini-3.5-flash",
+}
+# The stack part's documented size: what ``scripts/bench.sh`` runs (the smoke run's is 2).
+BIG_SIDE, BIG_MAX, OVERHEAD_SIDE = 11, 1_000_000, 5
+
+
+def big_grid(side: int = BIG_SIDE, longest: int = BIG_MAX) -> dict[str, Any]:
+    """The fan-out grid: ``side`` lengths up to ``longest`` by ``side`` depths."""
+    # No current Gemini takes 2M tokens (1.5 Pro, which did, is retired): 3.5 Flash
+    # takes 1,048,576.
+    return {
+        "model_name": "gemini-3.5-flash",
+        "context_lengths_min": 1000,
+        "context_lengths_max": longest,
+        "context_lengths_num_intervals": side,
+        "document_depth_percent_intervals": side,
+    }
+
+
+def overhead_grid(side: int = OVERHEAD_SIDE) -> dict[str, Any]:
+    """The overhead grid: ``side`` x ``side`` cells of 1,000-8,000 tokens."""
+    return {
+        "model_name": "gemini-3.8-flash",
+        "context_lengths_min": 1000,
+        "context_lengths_max": 8000,
+        "context_lengths_num_intervals": side,
+        "document_depth_percent_intervals": side,
+        "seed": 99,
+    }
 
 
 @contextmanager
@@ -83,41 +129,28 @@ def wait_for(
 
 def measure_stack(
     latency: float,
-    cells_side: int,
-    big_side: int = 11,
-    big_max: int = 1_000_000,
+    cells_side: int = OVERHEAD_SIDE,
+    big_side: int = BIG_SIDE,
+    big_max: int = BIG_MAX,
     shared: Stack | None = None,
+    base_port: int = 8670,
 ) -> dict[str, Any]:
     """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
     from niah.cloud.store import FirestoreStore
 
     figures: dict[str, Any] = {}
-    with bench_stack(8670, {}, shared) as (_, env):
+    with bench_stack(base_port, {}, shared) as (_, env):
         url, standin = env["DISPATCHER_URL"], env["VERTEX_STANDIN_URL"]
-        # No current Gemini takes 2M tokens (1.5 Pro, which did, is retired): 3.5 Flash
-        # takes 1,048,576. The stand-in estimates counts so that it, not the pipeline, is
-        # never the bottleneck.
+        # The stand-in estimates counts so that it, not the pipeline, is never the
+        # bottleneck.
         requests.post(
             f"{standin}/_standin/config",
             json={"latency_seconds": latency, "estimate_tokens": True},
             timeout=5,
         )
-        big = {
-            "model_name": "gemini-3.5-flash",
-            "context_lengths_min": 1000,
-            "context_lengths_max": big_max,
-            "context_lengths_num_intervals": big_side,
-            "document_depth_percent_intervals": big_side,
-        }
-        requests.post(
-            url,
-            json={
-                "context_lengths": [1000],
-                "document_depth_percents": [0],
-                "model_name": "gemini-3.5-flash",
-            },
-            timeout=60,
-        )  # warm-up
+        big = big_grid(big_side, big_max)
+        warm = requests.post(url, json=WARM_UP, timeout=60)
+        assert warm.status_code == 202, warm.text
         started = time.perf_counter()
         response = requests.post(url, json=big, timeout=120)
         figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
@@ -132,14 +165,7 @@ def measure_stack(
         figures["grid_121_cells_answered"] = sum(c.get("status") == "answered" for c in cells)
         figures["grid_121_max_build_seconds"] = max(c.get("build_seconds", 0) for c in cells)
 
-        grid = {
-            "model_name": "gemini-3.8-flash",
-            "context_lengths_min": 1000,
-            "context_lengths_max": 8000,
-            "context_lengths_num_intervals": cells_side,
-            "document_depth_percent_intervals": cells_side,
-            "seed": 99,
-        }
+        grid = overhead_grid(cells_side)
         requests.post(
             f"{standin}/_standin/config",
             json={"latency_seconds": latency, "estimate_tokens": True},
@@ -149,6 +175,7 @@ def measure_stack(
         started = time.perf_counter()
         wall_started = time.time()
         response = requests.post(url, json=grid, timeout=120)
+        assert response.status_code == 202, response.text
         run_id = response.json()["run_id"]
         total = response.json()["cells"]
         wait_for(

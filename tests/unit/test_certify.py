@@ -431,6 +431,43 @@ def test_a_budget_too_small_for_a_first_look_or_a_threshold_of_100_is_refused() 
     with pytest.raises(RequestError) as refused:
         check_certify_budget(certify_spec(certify_max_tokens=1000), 10**9)
     assert refused.value.field == "certify_max_tokens"
-    assert "cannot pay for a first look (8 samples at 2,000 tokens)" in str(refused.value)
+    assert "cannot pay for a first look (8 samples at 2,000 tokens: 16,000)" in str(refused.value)
+    assert "set certify_max_tokens to at least 16,000" in str(refused.value)
     with pytest.raises(ValidationError, match="certify_threshold"):
         certify_spec(certify_threshold=100)
+
+
+def test_a_priced_models_budget_too_small_is_refused_naming_certify_max_usd() -> None:
+    """A priced model's budget is in dollars: the refusal names that field (issue 51).
+
+    The default budget (a quarter of the grid's) of a one-depth grid cannot pay for
+    NoLiMa's base; it was refused naming ``certify_max_tokens``, which the run never set.
+    """
+    from niah.core.results.certify_run import plan_record
+    from niah.errors import RequestError
+    from niah.service.admission_checks import check_certify_budget
+
+    priced = {
+        "model_name": "gemini-3.8-flash",
+        "context_lengths": [1000, 2000],
+        "document_depth_percents": [50],
+        "certify_rule": "nolima",
+        "certify_max_tokens": None,
+    }
+    for extra in ({}, {"certify_max_usd": 0.001}):
+        spec = certify_spec(**priced | extra)
+        with pytest.raises(RequestError) as refused:
+            check_certify_budget(spec, 10**9)
+        assert refused.value.field == "certify_max_usd"
+        assert "certify_max_tokens" not in str(refused.value)
+        # The amount it names is exactly what the base needs: given it, the run is admitted.
+        plan = plan_record(spec, 500)
+        needs = 250 * float(plan["sample_usd"]["1000"])  # NIAH_MAX_CELLS_PER_RUN 500: 250
+        assert f"set certify_max_usd to at least ${needs:,.4f}" in str(refused.value)
+        check_certify_budget(certify_spec(**priced | {"certify_max_usd": needs}), 10**9)
+    # A token cap that alone refuses is the field named, even for a priced model.
+    with pytest.raises(RequestError) as capped:
+        check_certify_budget(
+            certify_spec(**priced | {"certify_max_usd": 1000.0, "certify_max_tokens": 5000}), 10**9
+        )
+    assert capped.value.field == "certify_max_tokens"

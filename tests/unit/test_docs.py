@@ -96,6 +96,11 @@ ACCOUNTED: list[tuple[str, str]] = [
         "test tests/integration/test_bench_smoke.py::"
         "test_every_benchmark_part_completes_and_writes_its_keys",
     ),
+    (
+        r"scripts/bench\.sh --only stack .*",
+        "test tests/integration/test_bench_smoke.py::"
+        "test_the_stack_part_runs_at_its_documented_size",
+    ),
     (r"scripts/bench\.sh( --baseline-limit .*)?", "not run: benchmarks take an hour"),
     (r"NIAH_SYSTEM_PROJECT=.* pytest tests/system -m system", "not run: real Vertex AI"),
 ]

@@ -21,8 +21,8 @@ from niah.core.prompts.haystack_files import content_fingerprint
 from niah.core.request.axes import variants
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import BASE_SAMPLES, FIRST_LOOK, NOLIMA
-from niah.core.results.certify_run import first_samples, plan_record
+from niah.core.results.certify import FIRST_LOOK, NOLIMA
+from niah.core.results.certify_run import certify_plan, first_samples, plan_record
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
 from niah.service.run_sources import (
@@ -101,18 +101,24 @@ def check_certify_budget(spec: RunRequest, most: int) -> None:
             "in dollars cannot be kept; give certify_max_tokens instead",
         )
     if not first_samples(spec, plan):
-        field = "certify_max_usd" if spec.certify_max_usd else "certify_max_tokens"
+        field = binding_certify_budget(spec, plan)
         lengths = spec.lengths()
-        middle = lengths[(len(lengths) - 1) // 2]
-        first = (
-            f"NoLiMa's base ({BASE_SAMPLES} samples at {lengths[0]:,} tokens)"
+        count, length = (
+            (certify_plan(spec, record=plan).base_samples, lengths[0])
             if spec.certify_rule == NOLIMA
-            else f"a first look ({FIRST_LOOK} samples at {middle:,} tokens)"
+            else (FIRST_LOOK, lengths[(len(lengths) - 1) // 2])
         )
+        name = "NoLiMa's base" if spec.certify_rule == NOLIMA else "a first look"
+        if field == "certify_max_usd":
+            has, needs = plan["budget_usd"], count * float(plan["sample_usd"][str(length)])
+            amount, need = f"${has:,.4f}", f"${needs:,.4f}"
+        else:
+            amount, need = f"{plan['max_tokens']:,} prompt tokens", f"{count * length:,}"
+        budget = field if getattr(spec, field) is not None else "the default budget"
         raise RequestError(
             field,
-            f"the budget cannot pay for {first}; raise {field}, or leave it out (a quarter "
-            "of the grid's)",
+            f"{budget} ({amount}) cannot pay for {name} ({count} samples at {length:,} "
+            f"tokens: {need}); set {field} to at least {need}",
         )
     tokens = plan["max_tokens"]
     if tokens is not None and tokens > most:
@@ -123,6 +129,21 @@ def check_certify_budget(spec: RunRequest, most: int) -> None:
             "(NIAH_MAX_TOKENS_PER_RUN); set certify_max_tokens lower, or use fewer or "
             "shorter lengths",
         )
+
+
+def binding_certify_budget(spec: RunRequest, plan: dict[str, Any]) -> str:
+    """The budget field a certification's first round does not fit: the one to raise.
+
+    A priced model's budget is in dollars (``certify_max_usd``, given or a quarter of the
+    grid's) unless the ``certify_max_tokens`` it was also given is what refuses; an
+    unpriced model's is in prompt tokens.
+    """
+    if plan["sample_usd"] is None:
+        return "certify_max_tokens"
+    tokens_alone = spec.certify_max_tokens is not None and first_samples(
+        spec, plan | {"max_tokens": None}
+    )
+    return "certify_max_tokens" if tokens_alone else "certify_max_usd"
 
 
 def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:

@@ -13,8 +13,10 @@ The worst case is what admission reserves against the spend ceilings
   fall back to online calls), at today's prices and the long-context tier where the
   prompt reaches it.
 - **The judge** (scorer ``judge`` or ``both``): one call per cell (a failed judge is not
-  retried; an answer is judged once), its prompt bounded by the rubric's bytes plus
-  ``JUDGE_TEXT_ROOM`` for the question, the reference and the answer, its whole output
+  retried; an answer is judged once), its prompt the judge's template and rubric around
+  the cell's own question and reference needle (their UTF-8 bytes, each at most one
+  token) and the whole reply, which may take the call's whole ``max_output_tokens``
+  (a reply cut off there is not judged, but one a token short is); its whole output
   budget.
 
 Not included: calls of a worker that died mid-call (each lapsed lease may have paid one;
@@ -34,13 +36,10 @@ from typing import Any
 from niah.catalog.prices import prices_for
 from niah.core.money.pricing import call_cost
 from niah.core.prompts.answer_budget import CallBudget, least_thinking_budget
+from niah.core.prompts.needles import needle_for
 from niah.core.prompts.texts import JUDGE_MAX_OUTPUT_TOKENS, judge_prompt
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-
-# Bytes (each at most one Gemma 3 token) the judge's prompt holds beyond its rubric: the
-# question, the reference needle and the answer (whose room is added on top).
-JUDGE_TEXT_ROOM = 2_048
 
 
 @dataclass(frozen=True)
@@ -85,10 +84,11 @@ def worst_case(
     judge_usd = 0.0
     judge_prices = prices_for(judge_name, when) if judge_name else None
     if judge_name and judge_prices is not None:
-        rubric = len(judge_prompt(question="", reference="", answer="").encode())
-        judge_prompt_tokens = rubric + JUDGE_TEXT_ROOM + budget.answer_tokens
         judge_output = least_thinking_budget(judge_name, JUDGE_MAX_OUTPUT_TOKENS).max_output_tokens
-        judge_usd = call_cost(judge_prices, judge_prompt_tokens, judge_output).usd * len(cells)
+        judge_usd = sum(
+            call_cost(judge_prices, judge_prompt_tokens(spec, cell, budget), judge_output).usd
+            for cell in cells
+        )
     unpriced = tuple(
         name
         for name, found in ((spec.model_name, prices), (judge_name, judge_prices))
@@ -103,6 +103,30 @@ def worst_case(
         judge_usd,
         unpriced,
     )
+
+
+def judged_texts(spec: RunRequest, cell: Cell) -> tuple[str, str]:
+    """The question and the reference needle the judge is shown for ``cell``.
+
+    The judge grades task ``single`` (the cell's needle) and ``multi_needle`` with the
+    user's own needles (``retrieval_question``; the needles, one a line, as the sample's
+    ``needle`` joins them).
+    """
+    if spec.needles is not None:
+        return spec.retrieval_question, "\n".join(text.strip() for text in spec.needles)
+    needle = needle_for(spec, cell)
+    return needle.question, needle.text
+
+
+def judge_prompt_tokens(spec: RunRequest, cell: Cell, budget: CallBudget) -> int:
+    """The most tokens the judge's prompt for ``cell`` may take.
+
+    Its template, rubric, question and reference as UTF-8 bytes (each at most one token),
+    and the whole reply: at most the call's ``max_output_tokens``.
+    """
+    question, reference = judged_texts(spec, cell)
+    empty = judge_prompt(question=question, reference=reference, answer="")
+    return len(empty.encode()) + budget.max_output_tokens
 
 
 def day_window(now: dt.datetime) -> str:
