@@ -73,6 +73,7 @@ class MemorySpendLedger:
     def __init__(self) -> None:
         self.windows: dict[str, float] = {}
         self.runs: dict[str, dict[str, Any]] = {}
+        self.open_runs: dict[str, set[str]] = {}  # by caller: runs with a hold open
         self.switch: dict[str, Any] | None = None
         self.switch_reads = 0
         self._lock = threading.Lock()
@@ -85,10 +86,12 @@ class MemorySpendLedger:
         *,
         caller: str,
         hold: str = ADMIT,
+        max_open_runs: int | None = None,
     ) -> Reservation:
         with self._lock:
             spent = {window: self.windows.get(window, 0.0) for window in ceilings}
             step = reserve_step(
+                run_id,
                 self.runs.get(run_id),
                 spent,
                 self.switch,
@@ -96,6 +99,8 @@ class MemorySpendLedger:
                 usd=usd,
                 ceilings=ceilings,
                 caller=caller,
+                open_runs=self.open_runs.get(caller, set()),
+                max_open_runs=max_open_runs,
             )
             self._write(run_id, step)
             assert step.reservation is not None
@@ -122,6 +127,9 @@ class MemorySpendLedger:
         for window in step.windows:
             self.windows[window] = self.windows.get(window, 0.0) + step.change
         self.runs[run_id] = step.entry
+        if step.opens is not None:
+            runs = self.open_runs.setdefault(step.caller, set())
+            (runs.add if step.opens else runs.discard)(run_id)
         return float(step.change)
 
     def window_spend(self, window: str) -> float:

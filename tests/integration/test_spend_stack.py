@@ -123,3 +123,29 @@ def test_a_certify_round_after_the_kill_switch_trips_is_refused_and_the_run_sett
     assert entry is not None and entry["settled"] and entry["reserved"] == 0.0
     assert entry["settled_usd"] == pytest.approx(run["spend"]["usd"])
     assert sorted(entry["holds"]) == ["admit"]  # the refused round held nothing
+
+
+def test_two_holds_at_once_cannot_both_take_a_callers_last_run(stack: Stack) -> None:
+    """Firestore's transaction: the caller's runs holding spend read and written in it."""
+    import threading
+
+    ledger = FirestoreSpendLedger()
+    caller = f"limit-{uuid.uuid4().hex[:8]}@example.com"
+    ceilings = windows()
+    outcomes: list[str | None] = []
+    start = threading.Barrier(3)
+
+    def hold(n: int) -> None:
+        start.wait()
+        run_id = f"run-test-{uuid.uuid4().hex[:8]}-{n}"
+        found = ledger.reserve(run_id, 1.0, ceilings, caller=caller, max_open_runs=1)
+        outcomes.append(None if found.admitted else found.refused)
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count(None) == 1
+    assert outcomes.count("max_running_runs_per_caller") == 2
+    assert ledger.window_spend(next(iter(ceilings))) == 1.0

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from niah.core.interfaces import RUN_REPORT_FAILED
+from niah.core.interfaces import OPEN_RUNS_LIMIT, RUN_REPORT_FAILED
 from niah.core.money.holds import release_step, reserve_step, settle_step
 from niah.core.money.spend import day_window, month_window, worst_case
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import certify_cells, stored_samples
-from niah.errors import ForbiddenError
+from niah.errors import ForbiddenError, SpendRefusedError
 from niah.service.certify_rounds import HELD_USD, handle_certify_step
 from niah.service.spend_settlement import settle_ended
 from tests.fakes import MemoryBlobs
@@ -78,31 +78,22 @@ def fail_cells(world: World, run_id: str, *, paid_usd: float = 0.0, every: int =
 
 def test_a_hold_is_taken_once_settled_to_the_spend_and_released_exactly() -> None:
     ceilings = {"day-x": 10.0, "month-x": None}
-    first = reserve_step(
-        None, {"day-x": 0.0}, None, hold="admit", usd=4.0, ceilings=ceilings, caller=ALICE
-    )
+
+    def take(entry: Any, day: float, hold: str, usd: float, switch: Any = None) -> Any:
+        return reserve_step(
+            "run-x", entry, {"day-x": day}, switch, hold=hold, usd=usd, ceilings=ceilings,
+            caller=ALICE,
+        )  # fmt: skip
+
+    first = take(None, 0.0, "admit", 4.0)
     assert first.change == 4.0 and first.windows == ("day-x", "month-x")
-    again = reserve_step(
-        first.entry, {"day-x": 4.0}, None, hold="admit", usd=4.0, ceilings=ceilings, caller=ALICE
-    )
+    again = take(first.entry, 4.0, "admit", 4.0)
     assert again.entry is None and again.reservation is not None and again.reservation.held
-    more = reserve_step(
-        first.entry, {"day-x": 4.0}, None, hold="reask-0", usd=5.0, ceilings=ceilings, caller=ALICE
-    )
+    more = take(first.entry, 4.0, "reask-0", 5.0)
     assert more.entry is not None and more.entry["reserved"] == 9.0
-    over = reserve_step(
-        more.entry, {"day-x": 9.0}, None, hold="reask-1", usd=1.5, ceilings=ceilings, caller=ALICE
-    )
+    over = take(more.entry, 9.0, "reask-1", 1.5)
     assert over.reservation is not None and over.reservation.refused == "day-x"
-    switched = reserve_step(
-        more.entry,
-        {"day-x": 9.0},
-        {"on": True},
-        hold="round-1",
-        usd=0.0,
-        ceilings=ceilings,
-        caller=ALICE,
-    )
+    switched = take(more.entry, 9.0, "round-1", 0.0, switch={"on": True})
     assert switched.reservation is not None and switched.reservation.refused == "kill_switch"
     released = release_step(more.entry, "reask-0")
     assert released.change == -5.0 and released.entry is not None
@@ -111,6 +102,55 @@ def test_a_hold_is_taken_once_settled_to_the_spend_and_released_exactly() -> Non
     assert settled.change == 1.25 - 4.0 and settled.entry is not None
     assert settle_step(settled.entry, 1.25).entry is None  # at most once
     assert release_step(settled.entry, "admit").entry is None  # a settled hold stays
+
+
+def test_a_callers_runs_holding_spend_are_limited_in_the_holds_transaction() -> None:
+    ceilings = {"day-x": None}
+    kw: dict[str, Any] = {"hold": "admit", "usd": 1.0, "ceilings": ceilings, "caller": ALICE}
+    refused = reserve_step(
+        "run-c", None, {}, None, open_runs={"run-a", "run-b"}, max_open_runs=2, **kw
+    )
+    assert refused.reservation is not None
+    assert (refused.reservation.refused, refused.reservation.open_runs) == (OPEN_RUNS_LIMIT, 2)
+    taken = reserve_step("run-b", None, {}, None, open_runs={"run-a"}, max_open_runs=2, **kw)
+    assert taken.opens is True and taken.caller == ALICE
+    assert settle_step(taken.entry, 0.0).opens is False
+    # A run already holding spend is not a new one: its next hold is not refused.
+    again = reserve_step(
+        "run-b",
+        taken.entry,
+        {},
+        None,
+        open_runs={"run-a", "run-b"},
+        max_open_runs=2,
+        **kw | {"hold": "reask-0"},
+    )
+    assert again.reservation is not None and again.reservation.admitted
+
+
+def test_two_posts_at_once_cannot_both_take_a_callers_last_run(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    settings(monkeypatch, max_running_runs_per_caller=1)
+    outcomes: list[str] = []
+    start = threading.Barrier(4)
+
+    def post(seed: int) -> None:
+        start.wait()
+        try:
+            world.post(body(seed=seed))
+            outcomes.append("admitted")
+        except SpendRefusedError as error:
+            outcomes.append(error.field)
+
+    threads = [threading.Thread(target=post, args=(70 + n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["admitted"] + [OPEN_RUNS_LIMIT] * 3
 
 
 # ---------- re-asks ----------

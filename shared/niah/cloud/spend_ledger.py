@@ -5,6 +5,8 @@
 - ``spend_runs/{run_id}``: a run's reservation: its named ``holds`` (``usd``, ``open``;
   ``niah.core.money.holds``), ``reserved`` (the open holds' sum), ``settled_usd``
   (spend already counted), ``windows``, ``settled``, ``caller``, ``held_at``.
+- ``spend_callers/{caller}``: ``open_runs``, the caller's runs with a hold open (what
+  ``NIAH_MAX_RUNNING_RUNS_PER_CALLER`` limits, checked in the reserve's transaction).
 - ``control/kill_switch``: ``on``, and why, by whom, since when.
 
 Why counters and not a query of the window's runs: a query would read every run of the
@@ -31,6 +33,8 @@ from niah.settings import get_settings
 
 SPEND = "spend"
 SPEND_RUNS = "spend_runs"
+SPEND_CALLERS = "spend_callers"
+OPEN_RUNS = "open_runs"
 CONTROL = "control"
 KILL_SWITCH = "kill_switch"
 T = TypeVar("T")
@@ -79,25 +83,30 @@ class FirestoreSpendLedger:
         *,
         caller: str,
         hold: str = ADMIT,
+        max_open_runs: int | None = None,
     ) -> Reservation:
         """Take the run's hold ``hold`` (``niah.core.money.holds``); one transaction.
 
-        The transaction reads the run's entry, every window and the kill switch, so a
-        hold is never taken past a ceiling or while the switch is on.
+        The transaction reads the run's entry, every window, the kill switch and the
+        caller's runs holding spend, so a hold is never taken past a ceiling, past the
+        caller's ``max_open_runs``, or while the switch is on.
         """
         firestore = self._firestore
         run_ref = self._db.collection(SPEND_RUNS).document(run_id)
         switch_ref = self._db.collection(CONTROL).document(KILL_SWITCH)
+        caller_ref = self._caller_ref(caller)
         refs = {window: self._db.collection(SPEND).document(window) for window in ceilings}
 
         @firestore.transactional
         def reserve(transaction: Any) -> Reservation:
             run = run_ref.get(transaction=transaction)
             switch = switch_ref.get(transaction=transaction).to_dict() or {}
+            open_runs = (caller_ref.get(transaction=transaction).to_dict() or {}).get(OPEN_RUNS)
             snapshots = {w: ref.get(transaction=transaction) for w, ref in refs.items()}
-            metering.reads(2 + len(refs))
+            metering.reads(3 + len(refs))
             spent = {w: float((s.to_dict() or {}).get("usd", 0.0)) for w, s in snapshots.items()}
             step = reserve_step(
+                run_id,
                 run.to_dict() if run.exists else None,
                 spent,
                 switch if switch.get("on") else None,
@@ -105,6 +114,8 @@ class FirestoreSpendLedger:
                 usd=usd,
                 ceilings=ceilings,
                 caller=caller,
+                open_runs=open_runs or (),
+                max_open_runs=max_open_runs,
             )
             self._write(transaction, run_ref, step, held_at=True)
             assert step.reservation is not None
@@ -170,7 +181,16 @@ class FirestoreSpendLedger:
             )
         extra = {"held_at": firestore.SERVER_TIMESTAMP} if held_at else {}
         transaction.set(run_ref, step.entry | extra)
-        metering.count(FIRESTORE_WRITES, 1 + len(step.windows))
+        if step.opens is not None and step.caller:
+            change = firestore.ArrayUnion if step.opens else firestore.ArrayRemove
+            transaction.set(
+                self._caller_ref(step.caller), {OPEN_RUNS: change([run_ref.id])}, merge=True
+            )
+        metering.count(FIRESTORE_WRITES, 2 + len(step.windows))
+
+    def _caller_ref(self, caller: str) -> Any:
+        """The caller's document: its runs holding spend (``/`` cannot be in an ID)."""
+        return self._db.collection(SPEND_CALLERS).document(caller.replace("/", "_"))
 
     def window_spend(self, window: str) -> float:
         """A window's USD as it stands."""

@@ -21,15 +21,16 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from niah.core.interfaces import (
     KILL_SWITCH_WINDOW,
+    OPEN_RUNS_LIMIT,
     RUN_CANCELLED,
     RUN_COMPLETE,
     RUN_REPORT_FAILED,
+    Reservation,
     SpendLedger,
 )
 from niah.core.money.certify_spend import certify_worst_case
@@ -144,33 +145,30 @@ def admit(
     ledger: SpendLedger,
     caller: str,
     new_run: bool,
-    running: list[dict[str, Any]] | None = None,
     now: dt.datetime | None = None,
     hold: str = ADMIT,
 ) -> bool:
     """Hold ``worst`` against the ceilings, or refuse (429) naming the room.
 
-    ``new_run``: the caller's limit on running runs applies (``running``: the service's
-    running runs, read only when that limit is set). Whether the hold was taken now
-    (False: the run took it before, so this request holds nothing more).
+    ``new_run``: the caller's limit on runs holding spend applies (checked in the hold's
+    transaction, so two POSTs at once cannot both take the caller's last run). Whether
+    the hold was taken now (False: the run took it before, so this request holds
+    nothing more).
     """
     settings = get_settings()
     check_kill_switch(ledger)
-    if new_run and settings.max_running_runs_per_caller:
-        mine = [r for r in running or [] if r.get("created_by") == caller]
-        if len(mine) >= settings.max_running_runs_per_caller:
-            raise SpendRefusedError(
-                "max_running_runs_per_caller",
-                f"{caller} has {len(mine)} runs running, the most one caller may "
-                f"(NIAH_MAX_RUNNING_RUNS_PER_CALLER={settings.max_running_runs_per_caller}); "
-                "wait for one to finish or cancel one (niah cancel RUN_ID)",
-            )
-    now = now or dt.datetime.now(dt.UTC)
     usd = _held_usd(spec, worst)
-    ceilings = _ceilings(now, caller)
-    reservation = ledger.reserve(run_id, usd, ceilings, caller=caller, hold=hold)
+    ceilings = _hold_ceilings(run_id, now or dt.datetime.now(dt.UTC), caller, ledger)
+    reservation = ledger.reserve(
+        run_id,
+        usd,
+        ceilings,
+        caller=caller,
+        hold=hold,
+        max_open_runs=(settings.max_running_runs_per_caller or None) if new_run else None,
+    )
     if not reservation.admitted and reservation.refused is not None:
-        raise _refusal(reservation.refused, usd, worst, ceilings, reservation.spent, ledger)
+        raise _refusal(reservation, usd, worst, ceilings, caller, ledger)
     log(
         "run admitted",
         run_id=run_id,
@@ -215,12 +213,10 @@ def hold_more(
     """
     usd = _held_usd(spec, worst)
     extra = max(0.0, usd - covered)
-    entry = ledger.entry(run_id) or {}
-    windows = entry.get("windows") or list(_ceilings(dt.datetime.now(dt.UTC), caller))
-    ceilings = {window: _ceiling_of(window) for window in windows}
+    ceilings = _hold_ceilings(run_id, dt.datetime.now(dt.UTC), caller, ledger)
     reservation = ledger.reserve(run_id, extra, ceilings, caller=caller, hold=hold)
     if not reservation.admitted and reservation.refused is not None:
-        raise _refusal(reservation.refused, extra, worst, ceilings, reservation.spent, ledger)
+        raise _refusal(reservation, extra, worst, ceilings, caller, ledger)
     log("spend held", run_id=run_id, hold=hold, usd=round(extra, 6), held=reservation.held)
     return max(covered, usd)
 
@@ -231,6 +227,19 @@ _SETTING = {
     "month": "NIAH_MONTHLY_SPEND_CEILING_USD",
     "caller": "NIAH_CALLER_DAILY_SPEND_CEILING_USD",
 }
+
+
+def _hold_ceilings(
+    run_id: str, now: dt.datetime, caller: str, ledger: SpendLedger
+) -> dict[str, float | None]:
+    """The windows a hold of the run counts in, with their ceilings.
+
+    A run's first hold counts in the day, month and caller's day it was admitted; every
+    later hold (a re-ask, a round) in the same windows, whenever it is taken.
+    """
+    entry = ledger.entry(run_id) or {}
+    windows = entry.get("windows") or list(_ceilings(now, caller))
+    return {window: _ceiling_of(window) for window in windows}
 
 
 def _ceilings(now: dt.datetime, caller: str) -> dict[str, float | None]:
@@ -253,17 +262,26 @@ def _ceiling_of(window: str) -> float | None:
 
 
 def _refusal(
-    window: str,
+    reservation: Reservation,
     usd: float,
     worst: WorstCase,
     ceilings: dict[str, float | None],
-    spent: dict[str, float],
+    caller: str,
     ledger: SpendLedger,
 ) -> SpendRefusedError:
+    window, spent = str(reservation.refused), reservation.spent
     if window == KILL_SWITCH_WINDOW:  # tripped since this instance's cached read
         forget_kill_switch()
         check_kill_switch(ledger)
         return SpendRefusedError("kill_switch", "the service's kill switch is on")
+    if window == OPEN_RUNS_LIMIT:
+        most = get_settings().max_running_runs_per_caller
+        return SpendRefusedError(
+            OPEN_RUNS_LIMIT,
+            f"{caller} has {reservation.open_runs} runs running, the most one caller may "
+            f"(NIAH_MAX_RUNNING_RUNS_PER_CALLER={most}); wait for one to finish or cancel "
+            "one (niah cancel RUN_ID)",
+        )
     kind = window.split("-", 1)[0]
     ceiling = float(ceilings[window] or 0.0)
     room = max(0.0, ceiling - spent.get(window, 0.0))
@@ -340,7 +358,6 @@ def admit_request(
     budget: CallBudget,
     existing: dict[str, Any] | None,
     *,
-    running: Callable[[], list[dict[str, Any]]],
     ledger: SpendLedger | None,
     caller: str,
     resume: bool,
@@ -369,7 +386,6 @@ def admit_request(
         )
     )
     new_run = existing is None or existing.get("status") == RUN_CANCELLED
-    limited = get_settings().max_running_runs_per_caller and new_run
     hold = ADMIT if existing is None else reask_hold(int(existing.get(REASKS, 0)))
     taken = admit(
         run_id,
@@ -378,7 +394,6 @@ def admit_request(
         ledger=ledger,
         caller=caller,
         new_run=new_run,
-        running=running() if limited else None,
         now=now,
         hold=hold,
     )

@@ -271,7 +271,6 @@ def dispatch_run(
         checked.cells,
         checked.budget,
         stored,
-        running=store.running_runs,
         ledger=ledger,
         caller=caller,
         resume=resume,

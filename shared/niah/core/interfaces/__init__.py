@@ -33,7 +33,12 @@ from niah.core.interfaces.result_store import (
     ResultStore,
     lapses_before_claim,
 )
-from niah.core.interfaces.spend_ledger import KILL_SWITCH_WINDOW, Reservation, SpendLedger
+from niah.core.interfaces.spend_ledger import (
+    KILL_SWITCH_WINDOW,
+    OPEN_RUNS_LIMIT,
+    Reservation,
+    SpendLedger,
+)
 
 __all__ = [
     "BATCH_ENDED_WITHOUT_OUTPUT",
@@ -42,6 +47,7 @@ __all__ = [
     "CLAIM_HELD",
     "CLAIM_STORED",
     "KILL_SWITCH_WINDOW",
+    "OPEN_RUNS_LIMIT",
     "RUN_CANCELLED",
     "RUN_COMPLETE",
     "RUN_REPORT_FAILED",

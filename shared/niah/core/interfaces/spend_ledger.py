@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 # What a refusal names when the kill switch, not a ceiling, refused the hold.
 KILL_SWITCH_WINDOW = "kill_switch"
+# ... and when the caller's limit on runs holding spend refused it.
+OPEN_RUNS_LIMIT = "max_running_runs_per_caller"
 
 
 @dataclass(frozen=True)
@@ -21,14 +23,16 @@ class Reservation:
 
     ``spent``: each window's USD before this reservation (reserved by running runs plus
     what finished runs spent); ``refused``: the first window the run would pass, or
-    ``KILL_SWITCH_WINDOW`` while the switch is on, or None.
-    ``held``: the run already took this hold (nothing was added).
+    ``KILL_SWITCH_WINDOW`` while the switch is on, ``OPEN_RUNS_LIMIT`` when the caller
+    has as many runs holding spend as it may, or None. ``held``: the run already took
+    this hold (nothing was added). ``open_runs``: the caller's runs holding spend.
     """
 
     admitted: bool
     spent: dict[str, float]
     refused: str | None = None
     held: bool = False
+    open_runs: int = 0
 
 
 class SpendLedger(Protocol):
@@ -42,12 +46,14 @@ class SpendLedger(Protocol):
         *,
         caller: str,
         hold: str = "admit",
+        max_open_runs: int | None = None,
     ) -> Reservation:
         """Take the run's hold ``hold`` of ``usd`` in every window of ``ceilings``, or refuse.
 
-        One transaction with the windows and the kill switch: two reservations at once
-        cannot both take the last room, and none is taken while the switch is on. A hold
-        the run already took is not taken again (``held``).
+        One transaction with the windows, the kill switch and the caller's runs holding
+        spend: two reservations at once cannot both take the last room (nor the
+        caller's last run of ``max_open_runs``), and none is taken while the switch is
+        on. A hold the run already took is not taken again (``held``).
         """
         ...
 

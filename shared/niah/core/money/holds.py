@@ -24,11 +24,11 @@ in memory apply the same rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.interfaces.spend_ledger import KILL_SWITCH_WINDOW, Reservation
+from niah.core.interfaces.spend_ledger import KILL_SWITCH_WINDOW, OPEN_RUNS_LIMIT, Reservation
 
 # A float sum's rounding must not refuse a run that fits to the cent.
 SLACK_USD = 1e-9
@@ -50,18 +50,26 @@ def round_hold(cells: int) -> str:
     return f"round-{cells}"
 
 
+def _is_open(entry: Mapping[str, Any] | None) -> bool:
+    """Whether the run holds spend now (a run already holding is not a new one)."""
+    return entry is not None and not entry.get("settled", True)
+
+
 @dataclass(frozen=True)
 class Step:
     """What a ledger writes for one reserve, settle or release (nothing when ``entry`` is None).
 
     ``change``: the USD to add to each of ``windows``; ``entry``: the run's entry as it
-    is to be stored; ``reservation``: what a reserve answers.
+    is to be stored; ``reservation``: what a reserve answers; ``opens``: the run joins
+    (True) or leaves (False) its ``caller``'s runs holding spend, or neither (None).
     """
 
     entry: dict[str, Any] | None
     change: float
     windows: tuple[str, ...]
     reservation: Reservation | None = None
+    opens: bool | None = None
+    caller: str = ""
 
 
 def _holds(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -69,6 +77,7 @@ def _holds(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def reserve_step(
+    run_id: str,
     entry: Mapping[str, Any] | None,
     spent: Mapping[str, float],
     switch: Mapping[str, Any] | None,
@@ -77,12 +86,15 @@ def reserve_step(
     usd: float,
     ceilings: Mapping[str, float | None],
     caller: str,
+    open_runs: Collection[str] = (),
+    max_open_runs: int | None = None,
 ) -> Step:
     """Take hold ``hold`` of ``usd`` in every window of ``ceilings``, or refuse.
 
     ``entry``: the run's entry as stored (None: none yet); ``spent``: each window's USD
-    now; ``switch``: the kill switch when on. A hold already taken (open, or settled
-    since) holds nothing more.
+    now; ``switch``: the kill switch when on; ``open_runs``: the caller's runs with a
+    hold open, of which ``max_open_runs`` (None: any number) may be while this run is
+    not one. A hold already taken (open, or settled since) holds nothing more.
     """
     spent = dict(spent)
     holds = _holds(entry or {})
@@ -90,6 +102,10 @@ def reserve_step(
         return Step(None, 0.0, (), Reservation(True, spent, held=True))
     if switch:
         return Step(None, 0.0, (), Reservation(False, spent, refused=KILL_SWITCH_WINDOW))
+    others = set(open_runs) - {run_id}
+    if max_open_runs and not _is_open(entry) and len(others) >= max_open_runs:
+        refused = Reservation(False, spent, refused=OPEN_RUNS_LIMIT, open_runs=len(others))
+        return Step(None, 0.0, (), refused)
     for window, ceiling in ceilings.items():
         if ceiling is not None and spent.get(window, 0.0) + usd > ceiling + SLACK_USD:
             return Step(None, 0.0, (), Reservation(False, spent, refused=window))
@@ -106,7 +122,8 @@ def reserve_step(
         "settled": False,
         "caller": old.get("caller") or caller,
     }
-    return Step(fields, usd, windows, Reservation(True, spent))
+    reservation = Reservation(True, spent, open_runs=len(others) + 1)
+    return Step(fields, usd, windows, reservation, opens=True, caller=fields["caller"])
 
 
 def settle_step(entry: Mapping[str, Any] | None, spent_usd: float) -> Step:
@@ -121,7 +138,7 @@ def settle_step(entry: Mapping[str, Any] | None, spent_usd: float) -> Step:
         "settled_usd": spent_usd,
         "settled": True,
     }
-    return Step(fields, change, tuple(entry.get("windows") or ()))
+    return Step(fields, change, tuple(entry.get("windows") or ()), None, False, _caller(entry))
 
 
 def release_step(entry: Mapping[str, Any] | None, hold: str) -> Step:
@@ -138,4 +155,9 @@ def release_step(entry: Mapping[str, Any] | None, hold: str) -> Step:
         # Nothing open: as settled as before the hold was taken.
         "settled": not still_open,
     }
-    return Step(fields, -usd, tuple(entry.get("windows") or ()))
+    opens = None if still_open else False
+    return Step(fields, -usd, tuple(entry.get("windows") or ()), None, opens, _caller(entry))
+
+
+def _caller(entry: Mapping[str, Any]) -> str:
+    return str(entry.get("caller") or "")
