@@ -153,6 +153,15 @@ def test_two_posts_at_once_cannot_both_take_a_callers_last_run(
     assert sorted(outcomes) == ["admitted"] + [OPEN_RUNS_LIMIT] * 3
 
 
+def test_a_batch_cell_holds_its_batch_line_and_every_online_call_of_its_fallback(
+    world: World,
+) -> None:
+    online = world.worst_usd(world.post(body()).run_id)
+    batch = world.worst_usd(world.post(body(execution="batch")).run_id)
+    # Five online calls, and the batch line at half the online rate: 5.5 calls' worth.
+    assert batch == pytest.approx(online * 5.5 / 5, abs=2e-6)  # as stored: to 6 places
+
+
 # ---------- re-asks ----------
 
 

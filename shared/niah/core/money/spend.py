@@ -11,7 +11,8 @@ The worst case is what admission reserves against the spend ceilings
   count) and the call's whole output budget (answer plus thinking room, or the run's
   ``max_output_tokens``), none of it cached, at online rates (a batch run's failed lines
   fall back to online calls), at today's prices and the long-context tier where the
-  prompt reaches it.
+  prompt reaches it. A batch run's cell adds its batch line (at the batch rate, in case
+  a line that failed is billed): the line, then up to every online call of its fallback.
 - **The judge** (scorer ``judge`` or ``both``): one call per cell (a failed judge is not
   retried; an answer is judged once), its prompt the judge's template and rubric around
   the cell's own question and reference needle (their UTF-8 bytes, each at most one
@@ -80,6 +81,8 @@ def worst_case(
     usd = 0.0
     for cell in cells:
         usd += call_cost(prices, cell.context_length, output).usd * calls_per_cell
+        if spec.is_batch():  # its batch line first, then up to every call online
+            usd += call_cost(prices, cell.context_length, output, batch=True).usd
     judge_name = spec.evaluator_model_name if spec.scorer_name() in ("judge", "both") else None
     judge_usd = 0.0
     judge_prices = prices_for(judge_name, when) if judge_name else None
