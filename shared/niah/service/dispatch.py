@@ -291,6 +291,11 @@ def dispatch_run(
         if created
         else _progress(run_id, resume=resume, store=store)
     )
+    resumed = resume and (stored or {}).get("status") == RUN_CANCELLED
+    if admitted.hold not in (None, ADMIT) and (progress.retried or resumed):
+        # Cells were asked again under this re-ask's hold; the next re-ask (whether or
+        # not this one publishes now) takes a hold of its own.
+        store.update_run(run_id, {REASKS: int(progress.run.get(REASKS, 0)) + 1})
     if progress.already_complete:
         log("run already complete", run_id=run_id)
         return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
@@ -311,9 +316,6 @@ def dispatch_run(
         )
         return Dispatched(run_id, total, 0, False, created=False, warnings=[*warnings, note])
     run_now = progress.run
-    if admitted.hold is not None and admitted.hold != ADMIT and (progress.retried or resume):
-        # This re-ask took its hold; the next one takes a hold of its own.
-        store.update_run(run_id, {REASKS: int(run_now.get(REASKS, 0)) + 1})
     if spec.is_batch() and not created and (resume or progress.retried):
         run_now = start_batch_round(run_id, run_now, store=store)
     published = (
