@@ -426,3 +426,15 @@ def test_a_certify_runs_published_cells_never_cost_more_than_it_holds(
             break
     else:
         pytest.fail("the run never ended")
+
+
+@pytest.mark.parametrize("request_body", [body(), certify_body()], ids=["grid", "certify"])
+def test_the_estimate_says_what_the_dispatcher_holds(
+    world: World, request_body: dict[str, Any]
+) -> None:
+    from niah.cli.estimate import estimate_figures
+
+    run = world.post(request_body)
+    assert estimate_figures(dict(request_body))["held_usd"] == pytest.approx(
+        world.worst_usd(run.run_id), abs=1e-6
+    )

@@ -83,6 +83,12 @@ def format_estimate(figures: dict[str, Any]) -> str:
         )
     else:
         lines.append("cost: unknown (set NIAH_PRICE_TABLE)")
+    if figures.get("held_usd") is not None:
+        lines.append(
+            f"held against the spend ceilings while it runs: ${figures['held_usd']:.4f} (every "
+            "cell asked NIAH_MAX_CELL_FAILURES times with its whole output budget; settled to "
+            "what it spent when it ends; docs/limits.md)"
+        )
     if "certify" in figures:
         lines += certify_lines(figures["certify"])
     if "margin" in figures:
@@ -135,7 +141,23 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     figures = estimating.estimate_figures(run)
     if spec.is_certify():
         figures["certify"] = certify_figures(spec)
+    figures["held_usd"] = held_usd(spec, cells, run.budget)
     return figures
+
+
+def held_usd(spec: Any, cells: list[Any], budget: Any) -> float | None:
+    """What admission holds against the spend ceilings while the run runs (its worst case).
+
+    The same figure the dispatcher holds (``niah.service.admission.run_worst_case``): a
+    certify run's budget's worst case, else the cells', each asked the worker's retry
+    allowance of times with its whole output budget. None: the model is unpriced.
+    """
+    import datetime as dt
+
+    from niah.service.admission import run_worst_case
+
+    worst = run_worst_case(spec, cells, budget, now=dt.datetime.now(dt.UTC))
+    return None if worst.usd is None else round(worst.usd, 6)
 
 
 def certify_figures(spec: Any) -> dict[str, Any]:
