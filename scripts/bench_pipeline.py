@@ -90,6 +90,7 @@ def measure_stack(
 ) -> dict[str, Any]:
     """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
     from niah.cloud.store import FirestoreStore
+    from niah_devtools import local_identity
 
     figures: dict[str, Any] = {}
     with bench_stack(8670, {}, shared) as (_, env):
@@ -116,10 +117,13 @@ def measure_stack(
                 "document_depth_percents": [0],
                 "model_name": "gemini-3.5-flash",
             },
+            headers=local_identity.headers(url=url),
             timeout=60,
         )  # warm-up
         started = time.perf_counter()
-        response = requests.post(url, json=big, timeout=120)
+        response = requests.post(
+            url, json=big, headers=local_identity.headers(url=url), timeout=120
+        )
         figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
         figures["grid_121_cells"] = big_side**2  # 121 but in the smoke run
         assert response.status_code == 202, response.text
@@ -148,7 +152,9 @@ def measure_stack(
         configured = 8  # worker threads
         started = time.perf_counter()
         wall_started = time.time()
-        response = requests.post(url, json=grid, timeout=120)
+        response = requests.post(
+            url, json=grid, headers=local_identity.headers(url=url), timeout=120
+        )
         run_id = response.json()["run_id"]
         total = response.json()["cells"]
         wait_for(
