@@ -66,12 +66,17 @@ locals {
     NIAH_LOCAL_MODEL_AVAILABLE = tostring(var.local_model)
     NIAH_CACHE_DIR             = "/tmp/niah"
   }
-  # Who may change any run, who sends budget alerts, and the ceilings' overrides
-  # (docs/limits.md); the dispatcher reads them, the others ignore them.
+  # Who may change any run, who sends budget alerts and fires sentinels (the accounts
+  # of the budget push and of the sentinels' Scheduler jobs: both niah-pusher), how the
+  # caller is known (behind Cloud Run's IAM, which checks each ID token and removes its
+  # signature: niah.cloud.identity), and the ceilings' overrides (docs/limits.md); the
+  # dispatcher reads them, the others ignore them.
   limits_env = merge(
     {
       NIAH_OPERATORS           = jsonencode(var.operators)
       NIAH_BUDGET_ALERT_PUSHER = google_service_account.pusher.email
+      NIAH_SENTINEL_SCHEDULER  = google_service_account.pusher.email
+      NIAH_IDENTITY_MODE       = "cloud_run"
     },
     { for key, usd in var.spend_ceilings_usd : "NIAH_${upper(key)}_SPEND_CEILING_USD" => tostring(usd) },
   )

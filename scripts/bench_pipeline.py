@@ -137,6 +137,7 @@ def measure_stack(
 ) -> dict[str, Any]:
     """Dispatch an 11 x 11 grid up to 1M tokens; then a grid on a fixed-latency model."""
     from niah.cloud.store import FirestoreStore
+    from niah_devtools import local_identity
 
     figures: dict[str, Any] = {}
     with bench_stack(base_port, {}, shared) as (_, env):
@@ -149,10 +150,12 @@ def measure_stack(
             timeout=5,
         )
         big = big_grid(big_side, big_max)
-        warm = requests.post(url, json=WARM_UP, timeout=60)
+        warm = requests.post(url, json=WARM_UP, headers=local_identity.headers(url=url), timeout=60)
         assert warm.status_code == 202, warm.text
         started = time.perf_counter()
-        response = requests.post(url, json=big, timeout=120)
+        response = requests.post(
+            url, json=big, headers=local_identity.headers(url=url), timeout=120
+        )
         figures["dispatch_121_seconds"] = round(time.perf_counter() - started, 3)
         figures["grid_121_cells"] = big_side**2  # 121 but in the smoke run
         assert response.status_code == 202, response.text
@@ -174,7 +177,9 @@ def measure_stack(
         configured = 8  # worker threads
         started = time.perf_counter()
         wall_started = time.time()
-        response = requests.post(url, json=grid, timeout=120)
+        response = requests.post(
+            url, json=grid, headers=local_identity.headers(url=url), timeout=120
+        )
         assert response.status_code == 202, response.text
         run_id = response.json()["run_id"]
         total = response.json()["cells"]

@@ -71,7 +71,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
     from niah.cloud.blobs import GcsBlobStore
     from niah.cloud.store import FirestoreStore
     from niah.core.money.service_cost import function_usd, operations_usd
-    from niah_devtools import localstack
+    from niah_devtools import local_identity, localstack
 
     body = {
         "model_name": "gemini-3.8-flash",
@@ -81,7 +81,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
         "seed": 26_000 + samples,
     }
     started = time.perf_counter()
-    response = requests.post(url, json=body, timeout=600)
+    response = requests.post(url, json=body, headers=local_identity.headers(url=url), timeout=600)
     dispatch_seconds = time.perf_counter() - started
     assert response.status_code == 202, response.text
     run_id = response.json()["run_id"]

@@ -97,10 +97,19 @@ if [ "$dry_run" = 1 ]; then
   exit 0
 fi
 
-token=$(gcloud auth print-identity-token 2>/dev/null) || {
-  echo "start_run: gcloud could not print an identity token: run 'gcloud auth login' (or add --impersonate-service-account to your gcloud config)" >&2
-  exit 1
-}
+if [ -n "${NIAH_LOCAL_IDENTITY_KEY:-}" ] && [ "${url#http://}" != "$url" ]; then
+  # The local stack (source .local/env): its own key signs the token, which the
+  # dispatcher verifies as a deployment's (niah_devtools.local_identity).
+  token=$(python3 -m niah_devtools.local_identity token --url "$url") || {
+    echo "start_run: could not sign a token with the local stack's key ($NIAH_LOCAL_IDENTITY_KEY)" >&2
+    exit 1
+  }
+else
+  token=$(gcloud auth print-identity-token 2>/dev/null) || {
+    echo "start_run: gcloud could not print an identity token: run 'gcloud auth login' (or add --impersonate-service-account to your gcloud config)" >&2
+    exit 1
+  }
+fi
 # The token goes to curl on its standard input (-H @-: headers read from a file), never
 # on its command line, where any user of this machine could read it (ps, /proc/PID/cmdline).
 # printf is bash's own, so no other process is started with the token either.

@@ -21,6 +21,7 @@ import requests
 from niah.cloud.store import FirestoreStore
 from niah.settings import get_settings
 from niah.tasks import TASKS
+from niah_devtools import local_identity
 
 
 def submit(body: dict[str, Any]) -> str:
@@ -29,7 +30,11 @@ def submit(body: dict[str, Any]) -> str:
     if not url:
         raise SystemExit("no dispatcher URL: run scripts/local_up.sh and source .local/env")
     response = requests.post(
-        url, data=json.dumps(body), headers={"Content-Type": "application/json"}, timeout=60
+        url,
+        data=json.dumps(body),
+        # The local stack's own key signs the caller's ID token (niah_devtools.local_identity).
+        headers={"Content-Type": "application/json", **local_identity.headers(url=url)},
+        timeout=60,
     )
     if response.status_code >= 400:
         raise SystemExit(f"{response.status_code}: {response.text}")

@@ -64,8 +64,9 @@ RESTRICTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("google.cloud", ("niah.cloud",)),
     ("google.api_core", ("niah.cloud",)),
     ("google.genai", ("niah.models.providers.gemini",)),
-    ("google.oauth2", ("niah.models.providers.gemini", "niah.cli")),
-    ("google.auth", ("niah.cli",)),
+    # ID tokens: minted by the CLI, verified by the dispatcher (niah.cloud.identity).
+    ("google.oauth2", ("niah.models.providers.gemini", "niah.cli", "niah.cloud.identity")),
+    ("google.auth", ("niah.cli", "niah.cloud.identity")),
     # Prices are read in one place, so the library's figures are never copied about.
     ("genai_prices", ("niah.catalog.prices",)),
     (DEVTOOLS, ()),

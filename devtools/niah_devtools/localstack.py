@@ -27,7 +27,7 @@ from pathlib import Path
 from niah.catalog.models import GEMMA3_TOKENIZER, tokenizer_object
 from niah.models.tokenizer import tokenizer_model_bytes
 from niah.settings import get_settings
-from niah_devtools import sentinel_schedule
+from niah_devtools import local_identity, sentinel_schedule
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "niah-local"
@@ -181,7 +181,10 @@ def up(
     if busy:
         raise RuntimeError(f"ports {busy} are in use; stop what holds them or pass --base-port")
     env = client_env(ports)
-    base_env = {**os.environ, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
+    # The stack's own key signs its callers' ID tokens; the dispatcher verifies them.
+    identity_env, signer_env = local_identity.create(state_dir, env["DISPATCHER_URL"])
+    env.update(signer_env)
+    base_env = {**os.environ, **signer_env, "CLOUDSDK_CORE_DISABLE_PROMPTS": "1"}
     _start_emulators(state_dir, ports, base_env)
     os.environ.update(env)
     _create_bucket_and_haystacks(haystacks_dir or REPO / ".local" / "haystacks")
@@ -204,7 +207,11 @@ def up(
     if production_sweep:
         sweep_every_seconds = PRODUCTION_SWEEP_EVERY_SECONDS
     _start_functions(
-        state_dir, ports, {**env, **worker_model_env(ports)}, overrides, production_sweep
+        state_dir,
+        ports,
+        {**env, **worker_model_env(ports), **identity_env},
+        overrides,
+        production_sweep,
     )
     _wait_http(f"http://127.0.0.1:{ports.vertex_standin}/", 60, "vertex-standin", state_dir)
     # Cloud Scheduler's part: call the sweep every so often.

@@ -22,6 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from niah.core.request.sentinel_request import SENTINEL_NAME
+from niah_devtools import local_identity
 
 SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
 
@@ -76,6 +77,8 @@ def fire(dispatcher_url: str, name: str, when: dt.datetime) -> dict[str, Any]:
         method="POST",
         headers={
             "Content-Type": "application/json",
+            # As Scheduler's job: an ID token for its account (infra/sentinels.tf).
+            **local_identity.headers(local_identity.SCHEDULER_ACCOUNT, url=dispatcher_url),
             "X-CloudScheduler": "true",
             "X-CloudScheduler-JobName": f"niah-sentinel-{name}",
             SCHEDULE_TIME_HEADER: when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",

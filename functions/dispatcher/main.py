@@ -10,28 +10,29 @@ import functions_framework
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher, decode_event
+from niah.cloud.identity import verified_caller
 from niah.cloud.metering import metered
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
-from niah.core.request.callers import caller_of
 from niah.errors import MalformedMessageError, RequestError
 from niah.logs import log
 from niah.service.admission import handle_budget_alert
 from niah.service.cancel import cancel_run, parse_cancel
 from niah.service.dispatch import dispatch_run
 from niah.service.request_body import decode_body
-from niah.service.sentinel_firing import (
-    SCHEDULE_TIME_HEADER,
-    SCHEDULER_HEADER,
+from niah.service.route_owners import (
+    BUDGET_ALERT_PATH,
     SENTINEL_PATH,
-    refused_alert,
-    sentinel_payload,
+    check_route_owner,
+    is_scheduler,
 )
+from niah.service.sentinel_firing import SCHEDULE_TIME_HEADER, refused_alert, sentinel_payload
 from niah.service.spend_settlement import settle_ended
 from niah.service.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 
 MAX_BODY_BYTES = 1_000_000
+Answer = tuple[dict[str, Any], int]
 
 
 @cache
@@ -46,18 +47,18 @@ def _ledger() -> FirestoreSpendLedger:
     return FirestoreSpendLedger()
 
 
-def _error(status: int, field: str, message: str) -> tuple[dict[str, Any], int]:
+def _error(status: int, field: str, message: str) -> Answer:
     return {"error": {"field": field, "message": message}}, status
 
 
-def _refused(error: RequestError) -> tuple[dict[str, Any], int]:
+def _refused(error: RequestError) -> Answer:
     """A refused request: 400 to fix it, 403 another caller's run, 429 money."""
     return _error(error.status, error.field, error.message)
 
 
 def _caller(request: flask.Request) -> str:
-    """The caller's e-mail from the ID token Cloud Run's IAM verified (none locally)."""
-    return caller_of(request.headers.get("Authorization"))
+    """The caller Cloud Run verified, or one verified here (``niah.cloud.identity``)."""
+    return verified_caller(request.headers, host=request.host)
 
 
 def _json_body(request: flask.Request) -> Any:
@@ -77,11 +78,8 @@ def _json_body(request: flask.Request) -> Any:
 
 # The cancel route: on the dispatcher's own URL, so only those who may start a run (the
 # invoker role on the dispatcher, infra/iam.tf) reach it; of them, only a run's
-# creator or an operator may stop it.
+# creator or an operator may stop it. The machine routes' owners: route_owners.
 CANCEL_PATH = "/cancel"
-# Cloud Billing budget alerts, pushed by the budget topic's subscription
-# (infra/budget.tf) with the pusher account's ID token.
-BUDGET_ALERT_PATH = "/budget-alert"
 
 
 @functions_framework.http
@@ -93,26 +91,33 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     ``/sentinel`` with ``{"sentinel": NAME}`` starts a sentinel's run (Cloud Scheduler's
     jobs and ``niah sentinel run``; ``niah.service.sentinels``).
     """
-    if request.path.rstrip("/") == CANCEL_PATH:
+    path = request.path.rstrip("/")
+    if path == CANCEL_PATH:
         return cancel(request)
-    if request.path.rstrip("/") == BUDGET_ALERT_PATH:
+    if path == BUDGET_ALERT_PATH:
         return budget_alert(request)
-    sentinel = request.path.rstrip("/") == SENTINEL_PATH
+    sentinel = path == SENTINEL_PATH
     if request.method != "POST":
         return _error(405, "method", "POST a JSON run request")
-    fired = None
+    fired, scheduled = None, False
     try:
+        caller = _caller(request)  # who, and (a machine route) whether they may: no body yet
+        if sentinel:
+            check_route_owner(SENTINEL_PATH, caller)
+            scheduled = is_scheduler(caller)
         payload = _json_body(request)
-        caller = _caller(request)
         if sentinel:  # a sentinel's firing: its stored request, named by the firing
             fired = payload.get("sentinel") if isinstance(payload, dict) else None
             payload = sentinel_payload(
                 payload,
                 schedule_time=request.headers.get(SCHEDULE_TIME_HEADER),
                 store=_clients()[0],
+                scheduled=scheduled,
             )
-    except RequestError as error:
-        return _firing_refused(request, fired, error) if sentinel else _refused(error)
+    except RequestError as error:  # a firing's own refusal alerts without its reason
+        return (
+            _firing_refused(fired, error, scheduled, stored=False) if sentinel else _refused(error)
+        )
     except Exception as error:  # Firestore down while reading the sentinel: retry
         log("sentinel not read", severity="ERROR", error=repr(error))
         return _error(503, "service", "the sentinel could not be read now; retry")
@@ -135,7 +140,7 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     except RequestError as error:
         if sentinel:  # its stored request (or its spend), refused: say whose, and alert
             error = type(error)(error.field, f"sentinel {fired}: {error.message}")
-            return _firing_refused(request, fired, error)
+            return _firing_refused(fired, error, scheduled, stored=True)
         return _refused(error)
     except Exception as error:  # Firestore or Pub/Sub down: the client may retry
         log("dispatch failed", severity="ERROR", error=repr(error))
@@ -162,16 +167,10 @@ def dispatch(request: flask.Request) -> tuple[dict[str, Any], int]:
     return body, 200 if result.already_complete else 202
 
 
-def _firing_refused(
-    request: flask.Request, name: Any, error: RequestError
-) -> tuple[dict[str, Any], int]:
-    """A sentinel's firing refused: a scheduled one also told to the alerts topic.
-
-    No run is made, so no report would say so; a firing by hand (``niah sentinel
-    run``) is answered, and its caller reads the refusal.
-    """
-    if request.headers.get(SCHEDULER_HEADER):
-        message, attributes = refused_alert(name, error)
+def _firing_refused(name: Any, error: RequestError, scheduled: bool, *, stored: bool) -> Answer:
+    """A refused firing; one by Scheduler's account told to the alerts topic (no caller text)."""
+    if scheduled:
+        message, attributes = refused_alert(name, error, stored=stored)
         try:
             _clients()[1].publish_alert(message, attributes)
         except Exception as unpublished:  # the refusal is still answered (and logged)
@@ -183,8 +182,8 @@ def _firing_refused(
 def cancel(request: flask.Request) -> tuple[dict[str, Any], int]:
     """Cancel a run: 200 with what it spent and answered, 404 no such run, 409 complete."""
     try:
-        run_id = parse_cancel(_json_body(request))
         caller = _caller(request)
+        run_id = parse_cancel(_json_body(request))
     except RequestError as error:
         return _error(405 if error.field == "method" else error.status, error.field, error.message)
     store, publisher, _ = _clients()
@@ -213,7 +212,7 @@ def budget_alert(request: flask.Request) -> tuple[dict[str, Any], int]:
     (Pub/Sub pushes it again).
     """
     try:
-        caller = _caller(request)
+        check_route_owner(BUDGET_ALERT_PATH, caller := _caller(request))  # before the body
         data, _ = decode_event(request.get_json(silent=True))
         tripped = handle_budget_alert(data, ledger=_ledger(), caller=caller)
     except RequestError as error:

@@ -108,6 +108,13 @@ class SpendRefusedError(RequestError):
     status = 429
 
 
+class IdentityUnavailableError(RequestError):
+    """The keys that verify ID tokens could not be read now (a 503: retry)."""
+
+    kind = "identity_unavailable"
+    status = 503
+
+
 class MalformedMessageError(NiahError):
     """A message that will never parse; acknowledge it rather than loop."""
 

@@ -103,6 +103,30 @@ class Settings(BaseSettings):
     # push subscription's service account); only it (or an operator) may trip the
     # kill switch through the dispatcher's /budget-alert route.
     budget_alert_pusher: str | None = None
+    # The account whose ID token Cloud Scheduler's sentinel jobs carry (infra/sentinels.tf:
+    # their oidc_token's service account); only it (or an operator, by hand) may fire a
+    # sentinel through the dispatcher's /sentinel route (niah.service.route_owners).
+    sentinel_scheduler: str | None = None
+    # How the dispatcher knows who calls (niah.cloud.identity, docs/limits.md). "verify":
+    # it checks each ID token itself (signature against identity_certs_url, expiry,
+    # audience, issuer): the local stack, whose tokens a key of its own signs. "cloud_run":
+    # behind Cloud Run's IAM, which checked the token and removed its signature; a
+    # deployment sets it (infra/main.tf). Never "cloud_run" where IAM is not in front.
+    identity_mode: Literal["verify", "cloud_run"] = "verify"
+    # Where the keys that sign ID tokens are published ({key id: PEM}); http(s) or file.
+    identity_certs_url: str = "https://www.googleapis.com/oauth2/v1/certs"
+    # Who may have signed an ID token (its iss claim).
+    identity_issuers: list[str] = Field(
+        default_factory=lambda: ["https://accounts.google.com", "accounts.google.com"]
+    )
+    # The audiences a token the function verifies may name; none: the root URL the
+    # request was sent to (https or http), as Cloud Run's own check takes it.
+    identity_audiences: list[str] = Field(default_factory=list)
+    # The local stack's token signer (a JSON file: private key, key ID, issuer; made by
+    # niah_devtools.local_identity at `up`): with it, the CLI signs its own ID tokens for
+    # a dispatcher on this machine, as local_identity_email (else local@niah.localhost).
+    local_identity_key: Path | None = None
+    local_identity_email: str | None = None
     # A budget alert trips the kill switch when costAmount reaches this share of
     # budgetAmount (1.0: the budget is spent).
     budget_trip_share: float = Field(default=1.0, gt=0)

@@ -20,7 +20,8 @@ import pytest
 
 from niah.cloud.store.paths import SENTINELS as COLLECTION
 from niah.service.request_body import parse_request
-from niah.service.sentinel_firing import SENTINEL_PATH, sentinel_payload
+from niah.service.route_owners import SENTINEL_PATH
+from niah.service.sentinel_firing import sentinel_payload
 from niah_devtools.deploy_plan import first, resources, text
 from niah_devtools.tfoffline.workdir import OfflineTerraform
 from tests.deploy.terraform_plan import (
@@ -252,3 +253,21 @@ def test_sentinels_a_firing_would_refuse_stop_the_plan(
     assert said.count("Invalid value for variable") == 3, said
     for refusal in REFUSALS:
         assert refusal in said, said
+
+
+def test_the_dispatcher_knows_the_account_the_sentinel_jobs_call_as(planned: Planned) -> None:
+    """/sentinel takes only that account (or an operator): niah.service.route_owners."""
+    import re
+
+    plan, _ = planned
+    config = configuration(plan)["google_cloud_scheduler_job.sentinel"]["expressions"]
+    (http_config,) = config["http_target"]
+    (oidc,) = http_config["oidc_token"]
+    (account,) = references(oidc["service_account_email"])
+    main = (INFRA / "main.tf").read_text()
+    named = re.search(r"NIAH_SENTINEL_SCHEDULER\s*=\s*([\w.]+)\.email", main)
+    assert named is not None and named.group(1) == account
+    # Behind Cloud Run's IAM, which checks each token and removes its signature.
+    assert re.search(r'NIAH_IDENTITY_MODE\s*=\s*"cloud_run"', main)
+    # Both in the dispatcher's environment, among the limits it reads.
+    assert "local.limits_env" in (INFRA / "functions.tf").read_text()

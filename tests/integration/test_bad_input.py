@@ -16,7 +16,7 @@ import requests
 from niah.cloud.store import FirestoreStore
 from niah.core.prompts.answer_budget import answer_room
 from niah.core.request.spec import RunRequest
-from niah_devtools import localstack
+from niah_devtools import local_identity, localstack
 from tests.integration.conftest import Stack, drain
 from tests.integration.test_local_stack import wait_complete
 
@@ -269,7 +269,10 @@ def send(stack: Stack, body: Any, content_type: str) -> requests.Response:
     if isinstance(body, (dict, list)):
         body = json.dumps(body)
     return requests.post(
-        stack.env["DISPATCHER_URL"], data=body, headers={"Content-Type": content_type}, timeout=60
+        stack.env["DISPATCHER_URL"],
+        data=body,
+        headers={"Content-Type": content_type, **local_identity.headers()},
+        timeout=60,
     )
 
 

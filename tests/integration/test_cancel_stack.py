@@ -82,3 +82,50 @@ def test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it(stack: Sta
     assert f"{len(stored)} already answered" in resumed.stdout
     assert_finished_once(run_id, 6)
     assert len(call_times(stack)) == 6 - len(stored)  # only the cells never answered
+
+
+def test_a_forged_authorization_beside_a_verified_token_cannot_cancel_anothers_run(
+    stack: Stack,
+) -> None:
+    """Issue 51: the caller is the verified token; a forged Authorization is never read.
+
+    Cloud Run checks X-Serverless-Authorization and passes Authorization on unchecked.
+    """
+    from niah.core.request.callers import SERVERLESS_AUTHORIZATION
+    from niah_devtools import local_identity
+
+    alice, mallory = "alice@example.com", "mallory@example.com"
+    dispatcher = stack.env["DISPATCHER_URL"].rstrip("/")
+    body = {"context_lengths": [300], "document_depth_percents": [50], "seed": 5101}
+    started = requests.post(
+        dispatcher, json=body, headers=local_identity.headers(alice), timeout=60
+    )
+    assert started.status_code == 202, started.text
+    run_id = started.json()["run_id"]
+    store = FirestoreStore()
+    assert store.get_run(run_id, counts=False)["created_by"] == alice
+    # An unsigned token naming Alice: her name, nobody's signature.
+    forged = ".".join(local_identity.token(alice).split(".")[:2]) + ".c2ln"
+    attempts = {
+        "beside": {
+            SERVERLESS_AUTHORIZATION: local_identity.headers(mallory)["Authorization"],
+            "Authorization": f"Bearer {forged}",
+        },
+        "alone": {"Authorization": f"Bearer {forged}"},
+        "expired": {"Authorization": f"Bearer {local_identity.token(alice, lifetime=-120)}"},
+    }
+    for name, headers in attempts.items():
+        answer = requests.post(
+            f"{dispatcher}/cancel", json={"run_id": run_id}, headers=headers, timeout=30
+        )
+        assert answer.status_code == 403, (name, answer.text)
+    assert store.get_run(run_id, counts=False)["status"] != "cancelled"
+    # Only X-Serverless-Authorization (as `gcloud run services proxy` sends): its e-mail.
+    proxied = requests.post(
+        dispatcher,
+        json={**body, "seed": 5102},
+        headers={SERVERLESS_AUTHORIZATION: local_identity.headers(mallory)["Authorization"]},
+        timeout=60,
+    )
+    assert proxied.status_code == 202, proxied.text
+    assert store.get_run(proxied.json()["run_id"], counts=False)["created_by"] == mallory

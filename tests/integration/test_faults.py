@@ -19,7 +19,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
-from niah_devtools import localstack
+from niah_devtools import local_identity, localstack
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_local_stack import post, wait_complete
 
@@ -161,7 +161,10 @@ def test_a_poison_run_gives_up_and_still_finishes_saying_why(stack: Stack) -> No
     # The model recovers; resuming retries the failed cells with fresh failure counts.
     standin(stack, fail_first=1, fail_status=503)
     resumed = requests.post(
-        stack.env["DISPATCHER_URL"] + "?resume=true", json=body, timeout=60
+        stack.env["DISPATCHER_URL"] + "?resume=true",
+        json=body,
+        headers=local_identity.headers(),
+        timeout=60,
     ).json()
     assert (resumed["run_id"], resumed["retried"], resumed["published"]) == (run_id, 2, 2)
     wait_complete(run_id, timeout=120)

@@ -3,8 +3,8 @@
 A budget notification, pushed to the dispatcher's /budget-alert route as the budget
 topic's subscription would push it, trips the switch in Firestore; the dispatcher then
 refuses every new run (429) and publishes nothing, until ``niah killswitch lift``.
-Locally no IAM verifies the ID tokens, so the test writes the tokens IAM would have let
-through.
+The stack's own key signs each ID token, and the dispatcher verifies it as it would a
+deployment's (niah_devtools.local_identity).
 """
 
 from __future__ import annotations
@@ -12,23 +12,20 @@ from __future__ import annotations
 import base64
 import json
 import time
-from typing import Any
 
 import pytest
 import requests
 
+from niah.core.request.callers import SERVERLESS_AUTHORIZATION
+from niah_devtools import local_identity
 from tests.integration.conftest import BUDGET_ALERT_PUSHER, Stack, drain
 
 pytestmark = pytest.mark.integration
 
 
 def bearer(email: str) -> dict[str, str]:
-    """The Authorization header of an ID token for ``email`` (unsigned: nothing checks it)."""
-
-    def part(data: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
-
-    return {"Authorization": f"Bearer {part({'alg': 'RS256'})}.{part({'email': email})}.c2ln"}
+    """The Authorization header of an ID token for ``email``, signed by the stack's key."""
+    return local_identity.headers(email)
 
 
 def push_alert(stack: Stack, cost: float, budget: float) -> requests.Response:
@@ -55,7 +52,9 @@ def push_alert(stack: Stack, cost: float, budget: float) -> requests.Response:
 
 def post_run(stack: Stack, seed: int) -> requests.Response:
     body = {"context_lengths": [300], "document_depth_percents": [50], "seed": seed}
-    return requests.post(stack.env["DISPATCHER_URL"], json=body, timeout=60)
+    return requests.post(
+        stack.env["DISPATCHER_URL"], json=body, headers=local_identity.headers(), timeout=60
+    )
 
 
 def test_a_budget_alert_stops_new_runs_until_an_operator_lifts_the_switch(stack: Stack) -> None:
@@ -73,6 +72,22 @@ def test_a_budget_alert_stops_new_runs_until_an_operator_lifts_the_switch(stack:
             timeout=30,
         )
         assert forged.status_code == 403
+        # A forged Authorization naming the pusher, beside a verified token of someone
+        # else's (as Cloud Run passes it on): the verified one is the caller, refused
+        # before the body is read (a deep body is a 403, not a 503).
+        unsigned = ".".join(local_identity.token(BUDGET_ALERT_PUSHER).split(".")[:2]) + ".c2ln"
+        for data in (json.dumps({"message": {"data": "e30="}}), "[" * 100_000):
+            beside = requests.post(
+                f"{stack.env['DISPATCHER_URL'].rstrip('/')}/budget-alert",
+                data=data,
+                headers={
+                    "Content-Type": "application/json",
+                    SERVERLESS_AUTHORIZATION: bearer("someone@example.com")["Authorization"],
+                    "Authorization": f"Bearer {unsigned}",
+                },
+                timeout=30,
+            )
+            assert beside.status_code == 403, beside.text
         spent = push_alert(stack, cost=100.5, budget=100.0)
         assert spent.status_code == 200 and spent.json() == {"kill_switch_tripped": True}
 

@@ -14,6 +14,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
+from niah_devtools import local_identity
 from tests.integration.conftest import Stack, drain, wait_for
 
 pytestmark = pytest.mark.integration
@@ -39,7 +40,7 @@ def post(
     return requests.post(
         stack.env["DISPATCHER_URL"],
         data=data,
-        headers={"Content-Type": content_type},
+        headers={"Content-Type": content_type, **local_identity.headers()},
         timeout=timeout,
     )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import urllib.error
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
-from niah_devtools import localstack, sentinel_schedule
+from niah_devtools import local_identity, localstack, sentinel_schedule
 from tests.integration.conftest import Stack, wait_for
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_report_browser import browser, open_page  # noqa: F401 (fixture)
@@ -68,10 +69,36 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     )
     alerts(project)  # none of an earlier test's
     store = FirestoreStore()
-    # Firings are due now or lately (the route refuses times far off): four by the
-    # scheduler's request, days apart; the fifth by hand, now.
-    base = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    # Firings are due now or lately (the route refuses times far off), each a tick of the
+    # schedule (06:00 UTC; the route refuses any other time from the scheduler): four by
+    # the scheduler's request, days apart; the fifth by hand, now.
+    now = dt.datetime.now(dt.UTC)
+    base = now.replace(hour=6, minute=0, second=0, microsecond=0)
+    base -= dt.timedelta(days=1) if base > now else dt.timedelta(0)
     runs: list[str] = []
+    # Issue 51: the same POST with a user's token (the scheduler's headers and all) is
+    # refused before anything is read: no run, no alert.
+    when = (base - dt.timedelta(days=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    runs_before = [r["run_id"] for r in store.recent_runs(200)]
+    as_user = requests.post(
+        dispatcher.rstrip("/") + "/sentinel",
+        json={"sentinel": NAME},
+        headers={
+            **local_identity.headers("someone@example.com"),
+            "X-CloudScheduler": "true",
+            sentinel_schedule.SCHEDULE_TIME_HEADER: when,
+        },
+        timeout=60,
+    )
+    assert as_user.status_code == 403, as_user.text
+    assert as_user.json()["error"]["field"] == "Authorization"
+    # The scheduler's own account, at a time that is no tick of the schedule: refused.
+    with pytest.raises(urllib.error.HTTPError) as off_tick:
+        sentinel_schedule.fire(dispatcher, NAME, base - dt.timedelta(days=6, minutes=1))
+    assert off_tick.value.code == 400
+    assert [r["run_id"] for r in store.recent_runs(200)] == runs_before  # no run made
+    ((refusal, _),) = alerts(project)  # the refused scheduled firing, in our words only
+    assert refusal["text"].startswith("firing refused, no run made: X-CloudScheduler")
 
     def fired(days: int) -> str:
         answer = sentinel_schedule.fire(dispatcher, NAME, base - dt.timedelta(days=days))

@@ -11,6 +11,7 @@ import requests
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.tasks import TASKS, Sample, get_task
+from niah_devtools import local_identity
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
 
@@ -29,7 +30,7 @@ def submit(stack: Stack, body: dict[str, Any]) -> str:
     response = requests.post(
         stack.env["DISPATCHER_URL"],
         data=json.dumps(body),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **local_identity.headers()},
         timeout=60,
     )
     assert response.status_code == 202, response.text

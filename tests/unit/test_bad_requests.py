@@ -42,7 +42,11 @@ NUMERIC_FIELDS = fields_of(int, float)
 
 
 def http_dispatcher(monkeypatch: pytest.MonkeyPatch, blobs: MemoryBlobs | None = None) -> Any:
-    """The dispatcher's HTTP entry point, on fakes."""
+    """The dispatcher's HTTP entry point, on fakes; its requests carry a signed ID token."""
+    from niah.core.request.callers import LOCAL_CALLER
+    from tests.unit.id_tokens import signed, trust_test_keys
+
+    trust_test_keys(monkeypatch)
     app = functions_framework.create_app(target="dispatch", source=DISPATCHER)
     served = sys.modules["main"]
     clients = (MemoryStore(), RecordingPublisher(), blobs or MemoryBlobs())
@@ -51,7 +55,9 @@ def http_dispatcher(monkeypatch: pytest.MonkeyPatch, blobs: MemoryBlobs | None =
     # tests passed only after an integration stack had set the emulator's address.
     ledger = MemorySpendLedger()
     monkeypatch.setattr(served, "_ledger", lambda: ledger)
-    return app.test_client(), clients
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = signed(LOCAL_CALLER)
+    return client, clients
 
 
 def test_the_numeric_options_are_found_from_the_model() -> None:

@@ -8,11 +8,21 @@ from pathlib import Path
 
 import pytest
 
+from niah.core.request.callers import claims_of
+from niah_devtools import local_identity
 from niah_devtools.sentinel_schedule import due, fire, fire_due, load_definitions
 from tests.fakes import json_server
 
 UTC = dt.UTC
 HOUR = dt.timedelta(hours=1)
+
+
+@pytest.fixture(autouse=True)
+def stack_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local stack's signing key, as ``up`` makes one: the scheduler signs with it."""
+    _, signer_env = local_identity.create(tmp_path, "http://127.0.0.1:1/")
+    for name, value in signer_env.items():
+        monkeypatch.setenv(name, value)
 
 
 def test_the_file_takes_infras_shape_and_a_request_as_an_object(tmp_path: Path) -> None:
@@ -63,6 +73,11 @@ def test_a_firing_is_posted_as_cloud_scheduler_posts_it() -> None:
     assert headers["content-type"] == "application/json"
     assert headers["x-cloudscheduler-scheduletime"] == "2026-11-28T06:00:00.000Z"
     assert headers["x-cloudscheduler-jobname"] == "niah-sentinel-flash-daily"
+    # As Scheduler's account, with a token the stack's key signed for the dispatcher.
+    scheme, token = headers["authorization"].split(" ")
+    claims = claims_of(token, "Authorization")
+    assert scheme == "Bearer" and claims["email"] == local_identity.SCHEDULER_ACCOUNT
+    assert claims["aud"] == url.rstrip("/") and claims["iss"] == local_identity.ISSUER
 
 
 def test_the_local_scheduler_fires_what_is_due_and_nothing_else(tmp_path: Path) -> None:

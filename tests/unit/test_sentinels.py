@@ -359,12 +359,25 @@ def test_a_check_that_trips_is_kept_flagged_and_the_report_still_made(
 def test_the_route_answers_each_refusal_with_its_status_and_alerts_a_scheduled_one(
     monkeypatch: pytest.MonkeyPatch, essay_blobs: MemoryBlobs
 ) -> None:
+    from niah.settings import get_settings
+    from tests.unit.id_tokens import signed
     from tests.unit.test_bad_requests import http_dispatcher
 
     client, (store, publisher, _) = http_dispatcher(monkeypatch, essay_blobs)
+    # The client's own token is the local user's: an operator here, firing by hand.
+    monkeypatch.setenv("NIAH_OPERATORS", '["local@niah.localhost"]')
+    monkeypatch.setenv("NIAH_SENTINEL_SCHEDULER", "scheduler@p.iam")
+    get_settings.cache_clear()
     defined(store)
     defined(store, "retired", {**REQUEST, "model_name": "gemini-2.5-pro"})
-    scheduler = {"X-CloudScheduler": "true"}
+    # Scheduler's job: its account's token and a due time of the schedule (0 6 * * *).
+    tick = dt.datetime.now(dt.UTC).replace(hour=6, minute=0, second=0, microsecond=0)
+    tick -= dt.timedelta(days=1) if tick > dt.datetime.now(dt.UTC) else dt.timedelta(0)
+    scheduler = {
+        "X-CloudScheduler": "true",
+        "Authorization": signed("scheduler@p.iam"),
+        "X-CloudScheduler-ScheduleTime": tick.isoformat(),
+    }
     answers = {
         "unknown": client.post("/sentinel", json={"sentinel": "weekly"}),
         "list": client.post("/sentinel", json=["daily"]),
@@ -392,11 +405,7 @@ def test_the_route_answers_each_refusal_with_its_status_and_alerts_a_scheduled_o
     assert attributes == {"sentinel": "retired", "run_id": "", "flagged": "true"}
     assert message["text"] == f"firing refused, no run made: model_name: {retired}"
     # A good firing over HTTP: a run, named by the scheduler's time.
-    fired = client.post(
-        "/sentinel",
-        json={"sentinel": "daily"},
-        headers={**scheduler, "X-CloudScheduler-ScheduleTime": dt.datetime.now(dt.UTC).isoformat()},
-    )
+    fired = client.post("/sentinel", json={"sentinel": "daily"}, headers=scheduler)
     assert fired.status_code == 202, fired.get_json()
     run_id = fired.get_json()["run_id"]
     assert store.runs[run_id]["spec"]["sentinel"] == "daily"

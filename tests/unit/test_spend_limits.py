@@ -14,7 +14,12 @@ import pytest
 import time_machine
 
 from niah.core.money.spend import day_window, month_window, read_budget_alert
-from niah.core.request.callers import LOCAL_CALLER, caller_of
+from niah.core.request.callers import (
+    LOCAL_CALLER,
+    caller_of_claims,
+    claims_of,
+    verified_header,
+)
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.service import admission
 from niah.service.admission import handle_budget_alert, settle_run_spend
@@ -23,6 +28,7 @@ from niah.service.dispatch import Dispatched, dispatch_run
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher
+from tests.unit.id_tokens import signed
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 
@@ -236,22 +242,28 @@ def test_an_unpriced_gemini_model_is_refused_its_spend_cannot_be_held(world: Wor
 
 
 def token(claims: dict[str, Any]) -> str:
-    """A JWT as Google signs one (the signature is not read: IAM checked it)."""
+    """A JWT's text (its signature is not read here: ``niah.cloud.identity`` checks it)."""
 
     def part(data: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
 
-    return f"Bearer {part({'alg': 'RS256'})}.{part(claims)}.c2ln"
+    return f"{part({'alg': 'RS256'})}.{part(claims)}.c2ln"
 
 
-def test_the_caller_is_the_verified_tokens_email_or_the_local_identity() -> None:
-    assert caller_of(token({"email": "Ada@Example.com", "aud": "x"})) == "ada@example.com"
-    assert caller_of(None) == LOCAL_CALLER
-    assert caller_of(token({"sub": "1234567890"})) == "sub:1234567890"  # no e-mail minted
-    for header in ("Basic abc", "Bearer not-a-jwt", token({"aud": "x"}), "Bearer a.!!!.c"):
+def test_the_caller_is_the_verified_tokens_email_or_its_subject() -> None:
+    def caller(claims: dict[str, Any]) -> str:
+        header, text = verified_header({"Authorization": f"Bearer {token(claims)}"})
+        return caller_of_claims(claims_of(text, header), header)
+
+    assert caller({"email": "Ada@Example.com", "aud": "x"}) == "ada@example.com"
+    assert caller({"sub": "1234567890"}) == "sub:1234567890"  # no e-mail minted
+    for header in ("Basic abc", "Bearer not-a-jwt", "", f"Bearer {token({'aud': 'x'})}"):
         with pytest.raises(ForbiddenError) as refused:
-            caller_of(header)
+            name, text = verified_header({"Authorization": header})
+            caller_of_claims(claims_of(text, name), name)
         assert refused.value.status == 403 and refused.value.field == "Authorization"
+    with pytest.raises(ForbiddenError):  # a payload that is not JSON
+        claims_of("a.!!!.c", "Authorization")
 
 
 def test_only_the_creator_or_an_operator_may_cancel_resume_or_relabel(
@@ -353,10 +365,16 @@ def test_a_dispatcher_reads_the_switch_at_most_once_per_cache_period(
 
 
 def dispatcher(monkeypatch: pytest.MonkeyPatch, world: World) -> Any:
-    """The dispatcher's Flask app (as functions-framework serves it) on this world's fakes."""
+    """The dispatcher's Flask app (as functions-framework serves it) on this world's fakes.
+
+    Its requests name their caller with tokens a test key signs (``tests.unit.id_tokens``).
+    """
     import functions_framework
 
     from tests import REPO
+    from tests.unit.id_tokens import trust_test_keys
+
+    trust_test_keys(monkeypatch)
 
     source = str(REPO / "functions" / "dispatcher" / "main.py")
     app = functions_framework.create_app(target="dispatch", source=source)
@@ -364,7 +382,9 @@ def dispatcher(monkeypatch: pytest.MonkeyPatch, world: World) -> Any:
     clients = (world.store, world.publisher, world.blobs)
     monkeypatch.setitem(module, "_clients", lambda: clients)
     monkeypatch.setitem(module, "_ledger", lambda: world.ledger)
-    return app.test_client()
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = signed(LOCAL_CALLER)
+    return client
 
 
 def pushed(data: dict[str, Any]) -> dict[str, Any]:
@@ -376,10 +396,7 @@ def test_the_dispatcher_answers_403_for_another_callers_run_and_429_over_the_cei
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = dispatcher(monkeypatch, world)
-    alice, bob = (
-        {"Authorization": token({"email": ALICE})},
-        {"Authorization": token({"email": BOB})},
-    )
+    alice, bob = {"Authorization": signed(ALICE)}, {"Authorization": signed(BOB)}
     started = client.post("/", json=body(), headers=alice)
     assert started.status_code == 202
     run_id = started.get_json()["run_id"]
@@ -399,9 +416,9 @@ def test_a_budget_alert_pushed_to_the_dispatcher_stops_new_runs(
     pusher = "niah-pusher@p.iam.gserviceaccount.com"
     settings(monkeypatch, budget_alert_pusher=pusher)
     client = dispatcher(monkeypatch, world)
-    as_pusher = {"Authorization": token({"email": pusher})}
+    as_pusher = {"Authorization": signed(pusher)}
     forged = client.post(
-        "/budget-alert", json=pushed(alert()), headers={"Authorization": token({"email": BOB})}
+        "/budget-alert", json=pushed(alert()), headers={"Authorization": signed(BOB)}
     )
     assert forged.status_code == 403 and world.ledger.switch is None
     under = client.post("/budget-alert", json=pushed(alert(costAmount=5.0)), headers=as_pusher)

@@ -6,6 +6,7 @@ import argparse
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from niah.cli.output import usage_error
@@ -28,12 +29,15 @@ def submit(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     import requests
 
     headers = {"Content-Type": "application/json"}
+    # The token's audience is the service's root URL, not a path or query on it
+    # (cloud.google.com/run/docs/samples/cloudrun-service-to-service-auth: "targetURL
+    # and audience will differ for non-root URLs and GET parameters"; read 2026-11-27).
+    parts = urlsplit(url)
+    audience = f"{parts.scheme}://{parts.netloc}"
     if url.startswith("https://"):
-        # The token's audience is the service's root URL, not a path or query on it
-        # (cloud.google.com/run/docs/samples/cloudrun-service-to-service-auth: "targetURL
-        # and audience will differ for non-root URLs and GET parameters"; read 2026-11-27).
-        parts = urlsplit(url)
-        headers["Authorization"] = f"Bearer {identity_token(f'{parts.scheme}://{parts.netloc}')}"
+        headers["Authorization"] = f"Bearer {identity_token(audience)}"
+    elif get_settings().local_identity_key:  # the local stack: its own key signs
+        headers["Authorization"] = f"Bearer {local_identity_token(audience)}"
     try:
         response = requests.post(url, data=json.dumps(payload), headers=headers, timeout=(5, 120))
     except requests.RequestException as unreachable:
@@ -87,6 +91,39 @@ def identity_token(audience: str) -> str:
             "--impersonate-service-account=SA_EMAIL` writes, for an account that may invoke "
             "the dispatcher"
         )
+
+
+def local_identity_token(
+    audience: str, email: str | None = None, lifetime: int = 3600, key_file: Path | None = None
+) -> str:
+    """An ID token the local stack's key signs, as a deployment's Google-signed one.
+
+    ``email``: whom it names (else ``NIAH_LOCAL_IDENTITY_EMAIL``, else the local user).
+    The dispatcher verifies it as it would any token (``niah.cloud.identity``).
+    """
+    import time
+
+    import google.auth.crypt
+    import google.auth.jwt
+
+    from niah.core.request.callers import LOCAL_CALLER
+
+    settings = get_settings()
+    signer_file = json.loads(Path(str(key_file or settings.local_identity_key)).read_text())
+    signer = google.auth.crypt.RSASigner.from_string(
+        signer_file["private_key"], key_id=signer_file["key_id"]
+    )
+    now = int(time.time())
+    claims = {
+        "iss": signer_file["issuer"],
+        "aud": audience,
+        "email": (email or settings.local_identity_email or LOCAL_CALLER).lower(),
+        "email_verified": True,
+        "iat": now,
+        "exp": now + lifetime,
+    }
+    claims["sub"] = claims["email"]
+    return google.auth.jwt.encode(signer, claims).decode()
 
 
 def _gcloud_identity_token() -> tuple[str | None, str]:

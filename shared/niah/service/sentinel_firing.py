@@ -19,19 +19,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from niah.core.interfaces import ResultStore
+from niah.core.request.cron_ticks import is_tick
 from niah.core.request.sentinel_request import FIRING_FIELDS, SENTINEL_NAME, firing_time
 from niah.errors import RequestError, UnknownSentinelError
 
-# The dispatcher's route for a sentinel's firing (infra's scheduler jobs POST here).
-SENTINEL_PATH = "/sentinel"
-# Cloud Scheduler's header with the firing's due time, RFC 3339 UTC, the same on each
-# retry of a firing (documented for App Engine targets, cloud.google.com/java/docs/
-# reference/google-cloud-scheduler/latest/com.google.cloud.scheduler.v1.AppEngineHttpTarget,
-# read 2026-11-28; for HTTP targets Google's reference is silent: without it, the minute
-# the firing arrived names it, docs/sentinels.md).
+# Cloud Scheduler's header with the firing's due time, RFC 3339 (with an offset: "Z" or
+# +hh:mm, both taken), the same on each retry of a firing. Cloud Scheduler v1's
+# reference lists it among the headers an HTTP target's request carries, as for App
+# Engine targets (google.cloud.scheduler.v1.HttpTarget, "headers":
+# cloud.google.com/ruby/docs/reference/google-cloud-scheduler-v1/latest/
+# Google-Cloud-Scheduler-V1-HttpTarget and hexdocs google_api_cloud_scheduler 0.8.2;
+# read 2026-12-04). A firing by Scheduler's account must carry it, and it must be a tick
+# of the sentinel's own schedule (``niah.core.request.cron_ticks``).
 SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"
-# Set on every request Cloud Scheduler sends (the same reference): a firing of its own.
-SCHEDULER_HEADER = "X-CloudScheduler"
 # How far from now a firing's time may be: Scheduler retries a firing for up to hours
 # (infra's retry_config, with backoff); ahead, a clock a little fast.
 FIRING_PAST = dt.timedelta(days=7)
@@ -43,13 +43,15 @@ def sentinel_payload(
     *,
     schedule_time: str | None,
     store: ResultStore,
+    scheduled: bool = False,
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """The run request of a sentinel's firing: its stored request, its name and time.
 
     ``body``: ``{"sentinel": NAME}``, optionally with ``scheduled_at`` (the CLI's time,
     kept across its retries). ``schedule_time``: Cloud Scheduler's header, which wins.
-    Without either, the minute the firing arrived.
+    Without either, the minute the firing arrived. ``scheduled``: the caller is Cloud
+    Scheduler's account; its firing must name a tick of the sentinel's schedule.
     """
     if not isinstance(body, dict):
         raise RequestError("body", 'send a JSON object: {"sentinel": "NAME"}')
@@ -91,7 +93,40 @@ def sentinel_payload(
             f"sentinel {name!r}'s stored request gives {named[0]}, which its firing sets; "
             "remove it where the sentinel is defined (infra's `sentinels` variable)",
         )
-    return request | {"sentinel": name, "scheduled_at": _firing(body, schedule_time, now)}
+    fired = _firing(body, schedule_time, now)
+    if scheduled:
+        _check_tick(name, definition, fired, given=schedule_time)
+    return request | {"sentinel": name, "scheduled_at": fired}
+
+
+def _check_tick(name: str, definition: Mapping[str, Any], fired: str, *, given: str | None) -> None:
+    """Refuse a scheduled firing whose time is not one its schedule fires at.
+
+    Each tick is one run on the sentinel's trend; any other time would be a further
+    paid run, compared with nothing due before it.
+    """
+    if given is None:
+        raise RequestError(
+            SCHEDULE_TIME_HEADER,
+            "a scheduled firing names its due time in this header (Cloud Scheduler sends it)",
+        )
+    schedule = str(definition.get("schedule") or "")
+    zone = str(definition.get("time_zone") or "Etc/UTC")
+    when = dt.datetime.strptime(fired, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    try:
+        due = is_tick(schedule, zone, when)
+    except ValueError as error:
+        raise RequestError(
+            "sentinel",
+            f"sentinel {name}'s stored schedule cannot be read ({error}); fix it where "
+            "the sentinel is defined (infra's `sentinels` variable)",
+        ) from None
+    if not due:
+        raise RequestError(
+            SCHEDULE_TIME_HEADER,
+            f"{fired} is not a firing of sentinel {name}'s schedule ({schedule!r} in "
+            f"{zone}): a scheduled firing runs only at its schedule's times",
+        )
 
 
 def _firing(body: Mapping[str, Any], header: str | None, now: dt.datetime | None) -> str:
@@ -121,13 +156,27 @@ def _firing(body: Mapping[str, Any], header: str | None, now: dt.datetime | None
     return fired
 
 
-def refused_alert(name: Any, error: RequestError) -> tuple[dict[str, Any], dict[str, str]]:
+def refused_alert(
+    name: Any, error: RequestError, *, stored: bool
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The alert of a scheduled firing the dispatcher refused: no run, so no report says so.
 
     A sentinel whose model was retired, or whose stored request the service no longer
     takes, is refused at 6 a.m. with nobody watching: the alerts topic hears it, flagged.
+    The alert holds no text of the request's: the name only if it is a sentinel's name,
+    and the reason only when it is about the sentinel's stored request (``stored``: the
+    request Terraform wrote was refused), else the status and field alone.
     """
-    sentinel = str(name) if isinstance(name, str) else ""
-    text = f"firing refused, no run made: {error.field}: {error.message}"
+    sentinel = name if isinstance(name, str) and re.fullmatch(SENTINEL_NAME, name) else ""
+    if stored:
+        reason = f"{error.field}: {error.message}"
+    else:
+        field = error.field if error.field in _FIRING_ERROR_FIELDS else "body"
+        reason = f"{field}: the firing was refused ({error.status}); the dispatcher's log says why"
+    text = f"firing refused, no run made: {reason}"
     message = {"sentinel": sentinel, "run_id": None, "flagged": True, "reasons": [text]}
     return message | {"text": text}, {"sentinel": sentinel, "run_id": "", "flagged": "true"}
+
+
+# The fields a refusal of the firing itself names (not of the request it sent).
+_FIRING_ERROR_FIELDS = frozenset({"body", "sentinel", "scheduled_at", SCHEDULE_TIME_HEADER})
