@@ -262,6 +262,19 @@ CASES: list[tuple[str, Any, str, str]] = [
     ("form encoded", "context_lengths=1000", "application/x-www-form-urlencoded", "Content-Type"),
     ("plain text", "run 1000 tokens", "text/plain", "Content-Type"),
     ("oversized body", '{"needle": "' + "x" * 1_100_000 + '"}', JSON, "body"),
+    # Generated contexts too big for their length: refused before anything is held.
+    (
+        "common_words freq_cw 1000 at 600 tokens",
+        {**OK, "context_lengths": [600], "task": "common_words", "freq_cw": 1000},
+        JSON,
+        "context_lengths",
+    ),
+    (
+        "graphwalks bfs_depth 10 at 1000 tokens",
+        {**OK, "task": "graphwalks", "bfs_depth": 10},
+        JSON,
+        "context_lengths",
+    ),
 ]
 
 
@@ -303,6 +316,13 @@ def test_the_error_message_says_how_to_fix_it(stack: Stack) -> None:
         "gemini-3.8-flash or gemini-3.5-flash-lite instead; to call it anyway (a project "
         "that still has access), set allow_retired"
     )
+    words = send(
+        stack, {**OK, "task": "common_words", "freq_cw": 1000, "context_lengths": [600]}, JSON
+    )
+    assert (
+        "600 tokens cannot hold common_words with freq_cw 1000" in words.json()["error"]["message"]
+    )
+    assert "use a longer length or a smaller freq_cw" in words.json()["error"]["message"]
     tight = send(stack, {**OK, "task": "multi_needle", "max_output_tokens": 10}, JSON)
     room = answer_room(RunRequest.model_validate({**OK, "task": "multi_needle"}))
     assert tight.status_code == 400

@@ -17,6 +17,7 @@ from niah.catalog.models import LOCAL_MODEL, ModelInfo, find_model, model_notice
 from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warning, call_budget
+from niah.core.prompts.generated_sizes import short_length
 from niah.core.prompts.haystack_files import content_fingerprint
 from niah.core.request.axes import variants
 from niah.core.request.grid import Cell
@@ -176,6 +177,9 @@ def check_lengths(spec: RunRequest, model: ModelInfo | None, cells: list[Cell]) 
             f"{shortest} tokens is below the prompt's own size (template, question and "
             f"needle need about {floor}); ask for at least {floor} tokens",
         )
+    short = short_length(spec, cells)  # a generated context (word list, graph) too big
+    if short is not None:
+        raise RequestError(short.field, short.message)
     output = call_budget(spec, model=model).max_output_tokens
     limit = model.prompt_limit(output) if model else None
     shared = ""

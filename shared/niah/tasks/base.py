@@ -11,7 +11,6 @@ never a shared random generator), so a run is reproducible and no two cells shar
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 import uuid
@@ -23,6 +22,7 @@ from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.sample import Sample
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
+from niah.core.request.grid import sample_rng as sample_rng  # admission draws cells too
 from niah.core.request.request_options import NeedleType
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
@@ -51,12 +51,6 @@ class Task(Protocol):
     def score(self, sample: Sample, answer: str) -> Verdict:
         """The verdict on ``answer`` (an answer that exists; unscored ones never get here)."""
         ...
-
-
-def sample_rng(spec: RunRequest, cell: Cell, task: str) -> random.Random:
-    """A generator seeded by the run's seed, the task, the grid point and the sample."""
-    key = f"{spec.seed}:{task}:{cell.context_length}:{cell.depth_percent:.3f}:{cell.sample}"
-    return random.Random(hashlib.sha256(key.encode()).digest())
 
 
 def spread_depths(first: float, count: int) -> list[float]:

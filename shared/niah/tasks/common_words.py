@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 
 from niah.core.prompts.generated_context import PieceCounter
+from niah.core.prompts.generated_sizes import SPARE_WORDS, common_words_pool_size
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
@@ -41,11 +42,7 @@ TEMPLATE = (
 QUESTION = "What are the {count} most common words in the above list?"
 ANSWER_LEAD = "The top {count} words that appear most often in the list are:"
 PAIRS = tuple(f"{adjective}-{noun}" for adjective in ADJECTIVES for noun in NOUNS)
-# Every entry " 12. amber-anchor" is at least this many tokens (3 for the number, 3 for a
-# pair), which bounds how many words a length can list.
-MIN_ENTRY_TOKENS = 5
-# Spare words the last tokens may be filled with, and how many at most.
-SPARE_WORDS = 64
+# The most spare words (``SPARE_WORDS`` are drawn) the last tokens may be filled with.
 MAX_FILL_WORDS = 12
 
 
@@ -58,12 +55,6 @@ def word_pool(rng: random.Random, needed: int) -> list[str]:
         first, second = rng.sample(ADJECTIVES, 2)
         words[f"{first}-{second}-{rng.choice(NOUNS)}"] = None
     return list(words)
-
-
-def pool_size(spec: RunRequest, context_length: int) -> int:
-    """How many distinct words a list of ``context_length`` tokens can ever need."""
-    uncommon = spec.common_word_repeats(context_length)[1]
-    return spec.num_cw + context_length // (MIN_ENTRY_TOKENS * uncommon) + SPARE_WORDS
 
 
 @dataclass(frozen=True)
@@ -195,7 +186,7 @@ class CommonWords:
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Seeded words: the first ``num_cw`` are the common ones; the list fits the cell."""
         rng = sample_rng(spec, cell, self.name)
-        pool = word_pool(rng, pool_size(spec, cell.context_length))
+        pool = word_pool(rng, common_words_pool_size(spec, cell.context_length))
         common_repeats, other_repeats = spec.common_word_repeats(cell.context_length)
         common = tuple(pool[: spec.num_cw])
         seed = hashlib.sha256(f"{rng.getrandbits(128)}".encode()).hexdigest()[:16]

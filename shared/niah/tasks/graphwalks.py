@@ -34,11 +34,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from niah.core.prompts.answer_budget import GRAPH_MAX_ANSWER_NODES
+from niah.core.prompts.graph_plan import plant_question
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.tasks.base import Outcome, Sample, Verdict, sample_rng
-from niah.tasks.graph_edges import GraphEdges, plant_bfs, plant_parents
+from niah.tasks.graph_edges import GraphEdges
 
 # The published prompt: the card's instructions, a worked example, the graph, the
 # operation, the answer's format. One sentence (the second about BFS) is ours.
@@ -129,12 +129,11 @@ class GraphWalks:
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A planted question and its answer; the graph grows to the cell's length when built."""
         rng = sample_rng(spec, cell, self.name)
+        planted, node, answer = plant_question(spec, rng)
         if spec.graph_problem == "bfs":
-            planted, node, answer = plant_bfs(rng, spec.bfs_depth, GRAPH_MAX_ANSWER_NODES)
             question = BFS_QUESTION.format(node=node, depth=spec.bfs_depth)
             details = {"graph_problem": "bfs", "bfs_depth": spec.bfs_depth, "node": node}
         else:
-            planted, node, answer = plant_parents(rng)
             question = PARENTS_QUESTION.format(node=node)
             details = {"graph_problem": "parents", "node": node}
         seed = hashlib.sha256(f"{rng.getrandbits(128)}".encode()).hexdigest()[:16]

@@ -6,14 +6,19 @@ so a user's grid carries over; a cell's ID is derived from its point, determinis
 
 from __future__ import annotations
 
+import hashlib
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator
 
 from niah.core.request.request_options import MAX_CONTEXT_LENGTH, MAX_INTERVALS
+
+if TYPE_CHECKING:
+    from niah.core.request.spec import RunRequest
 
 # Depths carry this many decimals (the harness's sigmoid precision), in cell IDs too.
 DEPTH_DECIMALS = 3
@@ -111,3 +116,13 @@ def _depths(value: list[float]) -> list[float]:
 # The request's explicit lengths and depths: checked, sorted, each once.
 Lengths = Annotated[list[int], AfterValidator(_lengths)]
 Depths = Annotated[list[float], AfterValidator(_depths)]
+
+
+def sample_rng(spec: RunRequest, cell: Cell, task: str) -> random.Random:
+    """A generator seeded by the run's seed, the task, the grid point and the sample.
+
+    Here, not in ``niah.tasks``, so admission can draw what a task will draw (GraphWalks'
+    planted question) without importing the tasks.
+    """
+    key = f"{spec.seed}:{task}:{cell.context_length}:{cell.depth_percent:.3f}:{cell.sample}"
+    return random.Random(hashlib.sha256(key.encode()).digest())
