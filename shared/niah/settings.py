@@ -219,13 +219,15 @@ class Settings(BaseSettings):
     sweep_settle_holds_after_seconds: float = Field(default=600.0, ge=0)
 
     # How long a cell's lease holds off other deliveries unless renewed. Its holder
-    # renews it every third of this while it works (niah.service.lease), so a live
-    # holder's lease never lapses however long its call takes, and a dead holder's
-    # lapses within this: its cell is answered again within about a minute.
+    # renews it every tenth of this while it works (niah.service.lease), each renewal
+    # apart from any still waiting, so a live holder's lease lapses only if every
+    # renewal fails for nine tenths of it (27 s), and a dead holder's lapses within
+    # this: its cell is answered again within about a minute. The holder stores only
+    # while its claim is sure to hold (docs/reliability.md, "One paid call per cell").
     cell_lease_seconds: float = Field(default=30.0, ge=1, le=600)
 
     # How long a run's report claim holds off other renderers unless renewed; renewed
-    # every third of this while the renderer works, as a cell's lease is. A renderer
+    # every tenth of this while the renderer works, as a cell's lease is. A renderer
     # killed mid-render lets it lapse within this, and the sweep's next pass asks for
     # the report again; the report is asked for again no sooner than this either.
     report_lease_seconds: float = Field(default=30.0, ge=1, le=600)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import google.cloud.pubsub_v1 as pubsub_v1
@@ -19,7 +20,13 @@ import pytest
 import requests
 from google.cloud import firestore
 
+from niah.cloud.blobs import GcsBlobStore
+from niah.cloud.bus import PubSubPublisher
 from niah.cloud.store import FirestoreStore
+from niah.errors import CellInFlightError
+from niah.service.cell_worker import process_cell
+from niah.service.messages import CellTask
+from niah.settings import get_settings
 from niah_devtools import localstack
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_faults import (
@@ -277,3 +284,89 @@ def test_readiness_probes_are_answered_quietly(stack: Stack) -> None:
     response = requests.get(url, timeout=10)
     assert (response.status_code, response.text) == (200, "ready")
     assert len(stack.log_lines("worker")) == before
+
+
+class StalledRenewals(FirestoreStore):
+    """The emulator's store, but its first lease renewal waits ``stall`` seconds first.
+
+    A renewal stalled as a Firestore latency spike or a pause stalls it; the holder's
+    other requests (its spend note, its store) and other deliveries' claims go through.
+    """
+
+    def __init__(self, stall: float) -> None:
+        super().__init__()
+        self._stall = stall
+        self._first = threading.Lock()
+        self.stalled = 0
+
+    def renew_lease(self, run_id: str, cell_id: str, claim: int, lease_seconds: float) -> bool:
+        if self._first.acquire(blocking=False):
+            self.stalled += 1
+            time.sleep(self._stall)
+        return super().renew_lease(run_id, cell_id, claim, lease_seconds)
+
+
+@pytest.fixture
+def deliveries_here(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Settings for cell deliveries made in this process: the stack worker's model, 30 s leases."""
+    monkeypatch.setenv("NIAH_VERTEX_BASE_URL", stack.env["VERTEX_STANDIN_URL"])
+    monkeypatch.setenv("NIAH_VERTEX_ACCESS_TOKEN", "local-standin-token")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("NIAH_CELL_LEASE_SECONDS", "30")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()  # monkeypatch restores the environment after this
+
+
+def test_a_renewal_stalled_25_s_with_a_30_s_lease_gives_one_paid_call(
+    stack: Stack, deliveries_here: None
+) -> None:
+    """Issue 51's probe on the emulator: a live holder's renewal stalls 25 s mid-call.
+
+    Two deliveries of one cell, made here as two worker instances would (the stack's
+    worker is stopped meanwhile): the holder, whose first renewal stalls 25 s while its
+    call (40 s, longer than the 30 s lease) runs, and a second delivery 2 s into the
+    call. Before: renewals went one after another, so the lease lapsed behind the
+    stalled one; the second delivery took the cell over and called again (two paid
+    calls, one answer thrown away). Now the renewals after the stalled one keep the
+    lease, and the second delivery is held off.
+    """
+    standin(stack, latency_seconds=40.0)
+    body = {**GEMINI, "context_lengths": [1000], "document_depth_percents": [50], "seed": 278}
+    blobs, publisher = GcsBlobStore(get_settings().bucket), PubSubPublisher()
+    holder_store = StalledRenewals(25.0)
+    outcomes: dict[str, str] = {}
+    localstack.freeze_process(stack.state_dir, "worker", frozen=True)
+    try:
+        run_id = post(stack, body).json()["run_id"]
+        (message,) = wait_for(
+            lambda: [m for m in drain(stack.tap, settle_seconds=0.5) if m["run_id"] == run_id],
+            timeout=30,
+            what="the cell's message",
+        )
+        task = CellTask.from_message(message)
+
+        def deliver(name: str, store: FirestoreStore) -> None:
+            try:
+                outcomes[name] = process_cell(task, store=store, blobs=blobs, publisher=publisher)
+            except CellInFlightError:
+                outcomes[name] = "held off"
+
+        holder = threading.Thread(target=deliver, args=("holder", holder_store))
+        holder.start()
+        wait_for(lambda: model_calls(stack) >= 1, timeout=60, what="the holder's call")
+        time.sleep(2)
+        deliver("second", FirestoreStore())
+        holder.join(timeout=120)
+    finally:
+        localstack.freeze_process(stack.state_dir, "worker", frozen=False)
+    assert model_calls(stack) == 1
+    assert holder_store.stalled == 1
+    assert outcomes == {"holder": "answered", "second": "held off"}
+    wait_complete(run_id, timeout=RECOVERY_SECONDS)
+    assert_finished_once(run_id, 1)
+    numbers = figures(stack, run_id, time.monotonic(), "a renewal stalled 25 s mid-call")
+    assert numbers["model_calls"] == 1 == numbers["cells_answered"]
+    spend = assert_report_matches_firestore(stack, run_id)["spend"]
+    assert (spend["calls"], spend["answered_calls"]) == (1, 1)
+    standin(stack)

@@ -2,7 +2,7 @@
 
 A piece (``batch_ingest.ingest_piece``) reads one byte range of one output file under a
 lease of its own: a document in the run's leases (``piece_lease``), taken with the
-store's cell lease (``claim_cell``), renewed by ``LeaseKeeper`` every third of
+store's cell lease (``claim_cell``), renewed by ``LeaseKeeper`` every tenth of
 ``cell_lease_seconds`` while it reads, released once its marker is written and the
 rest of its range handed on. A piece whose worker died therefore leaves a lease that
 lapsed unreleased within one lease (30 s), and the sweep publishes that piece again at

@@ -22,6 +22,7 @@ from niah.errors import (
     PermanentCellError,
     PermanentRunError,
     RetryableError,
+    StoreUnavailableError,
 )
 from niah.logs import log
 from niah.service.cell_prompt import (
@@ -37,9 +38,11 @@ from niah.service.cell_records import (
     failed_cell,
     failure_fields,
     harness_timestamp,
+    keep_answer,
     store_cell,
 )
 from niah.service.cell_scoring import scored_answer
+from niah.service.lease import ClaimKeeper
 from niah.service.messages import CellTask
 from niah.service.run_view import RunView
 from niah.service.token_counts import run_token_ratio
@@ -53,8 +56,14 @@ def answer_claimed(
     run: RunView,
     claim: int,
     deps: WorkerDeps,
+    *,
+    holder: ClaimKeeper | None = None,
 ) -> Outcome:
-    """Build, ask, score and store a cell this delivery holds the lease of."""
+    """Build, ask, score and store a cell this delivery holds the lease of.
+
+    ``holder``: the keeper of that lease; the cell is stored only while it holds
+    (``_stop_unless_held``).
+    """
     cell, spec = task.cell, run.spec
     started = time.monotonic()
     try:
@@ -72,7 +81,7 @@ def answer_claimed(
     totals: dict[str, float] = {}
     call: Call | None = None
     try:
-        fields, totals, call = _answer_cell(task, run, sample, claim, deps)
+        fields, totals, call = _answer_cell(task, run, sample, claim, deps, holder)
     except (CloudUnavailableError, CellInFlightError):
         raise  # the service's own store or bus, or another holder: not a failure of the cell
     except RetryableError as error:
@@ -84,6 +93,8 @@ def answer_claimed(
         "test_duration_seconds": round(time.monotonic() - started, 4),
         "test_timestamp_utc": harness_timestamp(),
     }
+    if holder is not None:
+        _stop_unless_held(task, doc, totals, call, holder, deps)
     return store_cell(
         task,
         doc,
@@ -94,6 +105,37 @@ def answer_claimed(
         blobs=deps.blobs,
         publisher=deps.publisher,
     )
+
+
+def _stop_unless_held(
+    task: CellTask,
+    doc: dict[str, Any],
+    totals: dict[str, float],
+    call: Call | None,
+    holder: ClaimKeeper,
+    deps: WorkerDeps,
+) -> None:
+    """Raise rather than store unless the lease is sure to be this holder's.
+
+    Past its ``ClaimDeadline`` (no renewal confirmed for most of a lease: the store
+    stalled, or this process paused) the holder renews once more. Confirmed, the cell
+    is still its: store. Lost, another delivery took the cell over and answers it:
+    this answer is not stored, its call is closed with what it cost (CellInFlightError).
+    Unanswered, the answer is kept in the bucket, where the next holder finds it and
+    stores it without a call (StoreUnavailableError: redelivered).
+    """
+    if holder.confirm(timeout=get_settings().cell_lease_seconds / 3):
+        return
+    if holder.lost:
+        if call is not None:
+            deps.store.close_call(task.run_id, call[0], call[1] | {"superseded": True})
+        log("lease lost before the store", run_id=task.run_id, cell_id=task.cell_id)
+        raise CellInFlightError(f"{task.cell_id} was taken over by another delivery")
+    kept = ""
+    if call is not None:  # paid for: never asked again
+        name = keep_answer(task, doc, totals, call, deps.blobs)
+        kept = f"; its answer is kept at {gs_uri(deps.blobs.bucket, name)}"
+    raise StoreUnavailableError(f"the lease of {task.cell_id} was not confirmed in time{kept}")
 
 
 def cell_record(task: CellTask, spec: RunRequest, cell: Cell, sample: Sample) -> dict[str, Any]:
@@ -140,7 +182,12 @@ def _retry_or_give_up(
 
 
 def _answer_cell(
-    task: CellTask, run: RunView, sample: Sample, claim: int, deps: WorkerDeps
+    task: CellTask,
+    run: RunView,
+    sample: Sample,
+    claim: int,
+    deps: WorkerDeps,
+    holder: ClaimKeeper | None,
 ) -> tuple[dict[str, Any], dict[str, float], Call]:
     """Build the prompt, ask the model, score.
 
@@ -201,6 +248,7 @@ def _answer_cell(
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     # The note checks the lease is still this claim's: after a store stall longer than
     # the lease, another delivery may hold the cell, and then only it calls.
+    noting = time.monotonic()
     noted = store.open_call(
         task.run_id,
         call_id,
@@ -217,6 +265,8 @@ def _answer_cell(
     if not noted:
         log("lease lost before the call", run_id=task.run_id, cell_id=task.cell_id)
         raise CellInFlightError(f"{task.cell_id} lost its lease to another delivery")
+    if holder is not None:  # the note checked the claim and extended its lease
+        holder.confirmed(noting)
     fields["max_output_tokens"] = budget.max_output_tokens
     try:
         answer = provider.generate(

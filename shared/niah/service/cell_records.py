@@ -83,7 +83,7 @@ def store_cell(
     except StoreUnavailableError as error:
         if failed:
             raise
-        name = _keep_answer(task, doc, totals, call, blobs)
+        name = keep_answer(task, doc, totals, call, blobs)
         raise RetryableError(
             f"the store did not take {task.cell_id} ({error}); its answer is kept at "
             f"{gs_uri(blobs.bucket, name)} for the next delivery"
@@ -135,7 +135,7 @@ def _kept_answer_name(task: CellTask) -> str:
     return f"{get_settings().kept_answers_prefix}{task.run_id}/{task.cell_id}.json"
 
 
-def _keep_answer(
+def keep_answer(
     task: CellTask,
     doc: dict[str, Any],
     totals: dict[str, float],

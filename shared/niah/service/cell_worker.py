@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import time
 from functools import partial
 from typing import Any
 
@@ -129,6 +130,7 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
         log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)
         return "rejected"
     settings = get_settings()
+    claimed_at = time.monotonic()  # the claim's request sent: its lease counts from here
     claim = store.claim_cell(
         task.run_id,
         task.cell_id,
@@ -139,6 +141,7 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
         seen = watch_holder(store, task.run_id, task.cell_id, settings.cell_lease_seconds)
         if seen != "alive":
             log("cell's holder gone", run_id=task.run_id, cell_id=task.cell_id, seen=seen)
+            claimed_at = time.monotonic()
             claim = store.claim_cell(
                 task.run_id,
                 task.cell_id,
@@ -180,8 +183,15 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
             publisher=publisher,
         )
     try:
-        with LeaseKeeper(store, task.run_id, task.cell_id, claim, settings.cell_lease_seconds):
-            return answer_claimed(task, run, claim, deps)
+        with LeaseKeeper(
+            store,
+            task.run_id,
+            task.cell_id,
+            claim,
+            settings.cell_lease_seconds,
+            claimed_at=claimed_at,
+        ) as holder:
+            return answer_claimed(task, run, claim, deps, holder=holder)
     except BaseException:
         # Whatever went wrong, the claim goes with it: the next delivery may claim at
         # once instead of waiting out the lease.

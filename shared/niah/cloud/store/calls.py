@@ -49,11 +49,12 @@ class CallLedger(FirestoreDocuments):
         @firestore.transactional
         def note(transaction: Any) -> bool:
             metering.reads(1)
-            lease = lease_ref.get(transaction=transaction).to_dict() or {}
+            snapshot = lease_ref.get(transaction=transaction)
+            lease = snapshot.to_dict() or {}
             if lease.get("claims") != claim or lease.get("released"):
                 return False
             metering.count(FIRESTORE_WRITES, 2)
-            expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds)
+            _, expires = self._lease_expiry(snapshot, lease_seconds)
             transaction.update(lease_ref, {"expires_at": expires})
             transaction.set(note_ref, {**doc, "started_at": firestore.SERVER_TIMESTAMP}, merge=True)
             return True

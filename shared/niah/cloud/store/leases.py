@@ -58,7 +58,7 @@ class CellLeases(FirestoreDocuments):
             metering.reads(2)
             if found[cell.path].exists:
                 return CLAIM_STORED
-            now = dt.datetime.now(dt.UTC)
+            now, expires_at = self._lease_expiry(found[reference.path], lease_seconds)
             lease = found[reference.path].to_dict() or {}
             expires = lease.get("expires_at")
             if expires is not None and expires > now:
@@ -74,7 +74,7 @@ class CellLeases(FirestoreDocuments):
             transaction.set(
                 reference,
                 {
-                    "expires_at": now + dt.timedelta(seconds=lease_seconds),
+                    "expires_at": expires_at,
                     "claims": claims,
                     "released": False,
                     "handed_on": False,
@@ -114,7 +114,9 @@ class CellLeases(FirestoreDocuments):
     def renew_lease(self, run_id: str, cell_id: str, claim: int, lease_seconds: float) -> bool:
         """Extend claim ``claim``'s lease by ``lease_seconds`` from now; False if it is gone.
 
-        Gone: released, or lapsed and claimed by another delivery since.
+        Gone: released, or lapsed and claimed by another delivery since. "Now" is the
+        store's read time, which comes after the request was sent: the holder's
+        ``ClaimDeadline`` counts from when it sent it.
         """
         self._fresh_leases.pop((run_id, cell_id), None)  # written now: no longer fresh
         firestore = self._firestore
@@ -123,11 +125,12 @@ class CellLeases(FirestoreDocuments):
         @firestore.transactional
         def renew(transaction: Any) -> bool:
             metering.reads(1)
-            lease = reference.get(transaction=transaction).to_dict() or {}
+            snapshot = reference.get(transaction=transaction)
+            lease = snapshot.to_dict() or {}
             if lease.get("claims") != claim or lease.get("released"):
                 return False
             metering.count(FIRESTORE_WRITES)
-            expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lease_seconds)
+            _, expires = self._lease_expiry(snapshot, lease_seconds)
             transaction.update(reference, {"expires_at": expires})
             return True
 

@@ -16,6 +16,7 @@ each asks for ``_cells(run_id)``, ``_leases(run_id)`` and the like.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from niah.cloud import metering
@@ -58,6 +59,17 @@ class FirestoreDocuments:
 
     def _runs(self) -> Any:
         return self._db.collection(RUNS)
+
+    @staticmethod
+    def _lease_expiry(snapshot: Any, lease_seconds: float) -> tuple[dt.datetime, dt.datetime]:
+        """The store's now (the read's time) and a lease from it: never the worker's clock.
+
+        A lease taken, renewed or compared in a transaction is timed by the read that
+        began it, so a holder's ``ClaimDeadline`` and another delivery's takeover agree
+        whatever the workers' clocks say (docs/reliability.md, "One paid call per cell").
+        """
+        now = snapshot.read_time or dt.datetime.now(dt.UTC)
+        return now, now + dt.timedelta(seconds=lease_seconds)
 
     def _run(self, run_id: str) -> Any:
         return self._runs().document(run_id)
