@@ -103,8 +103,13 @@ def wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -
     raise AssertionError(f"nothing answered at {url} within {timeout} s")
 
 
-def post(url: str, body: bytes, content_type: str = "application/json") -> tuple[int, str]:
-    request = urllib.request.Request(url, data=body, headers={"Content-Type": content_type})
+def post(
+    url: str, body: bytes, content_type: str = "application/json", *, token: str | None = None
+) -> tuple[int, str]:
+    headers = {"Content-Type": content_type}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.read().decode()
@@ -182,11 +187,26 @@ def printed(function: str, sources: dict[str, tuple[Path, Path]], code: str, **e
     return result.stdout.strip()
 
 
-def test_the_dispatcher_answers_a_bad_request_with_400(serve, sources) -> None:
-    url = serve("dispatcher", "dispatch", "http", {})
-    status, body = post(url, b"{not json")
+def test_the_dispatcher_answers_a_bad_request_with_400(serve, sources, tmp_path) -> None:
+    """Packaged as deployed: it verifies a signed token, and refuses an unsigned one.
+
+    So google-auth and its crypto are shipped with it, and the caller is checked before
+    the body is read.
+    """
+    from niah.cli.backend import local_identity_token
+    from niah_devtools import local_identity
+
+    settings, client = local_identity.create(tmp_path, "http://127.0.0.1")
+    settings.pop("NIAH_IDENTITY_AUDIENCES")  # the root URL the request is sent to
+    url = serve("dispatcher", "dispatch", "http", settings)
+    signed = local_identity_token(
+        url.rstrip("/"), None, 600, Path(client["NIAH_LOCAL_IDENTITY_KEY"])
+    )
+    status, body = post(url, b"{not json", token=signed)
     assert status == 400, body
-    assert json.loads(body)["error"]["field"]
+    assert json.loads(body)["error"]["field"] == "body"
+    status, body = post(url, b"{not json")
+    assert status == 403 and json.loads(body)["error"]["field"] == "Authorization", body
     heavy = ("numpy", "sentencepiece", "matplotlib", "google.genai", *NOT_SHIPPED)
     installed = printed(
         "dispatcher",

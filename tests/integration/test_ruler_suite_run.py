@@ -26,7 +26,7 @@ def run_suite(stack: Stack, *options: str) -> tuple[dict[str, list[str]], str]:
     result = stack.niah("run", "--suite", "ruler", *options, "--wait")
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)  # the table, shown with pytest -s
-    # The header ("task  500") is not a row: lengths under 1,000 have no comma to tell it.
+    # The header ("task  600") is not a row: lengths under 1,000 have no comma to tell it.
     rows = {name: values.split() for name, values in ROW.findall(result.stdout) if name != "task"}
     return rows, result.stdout
 
@@ -59,11 +59,12 @@ def test_the_standin_scores_every_ruler_task_in_full_at_two_lengths(stack: Stack
 
 
 def test_the_local_model_completes_every_ruler_task(stack: Stack) -> None:
-    # Small, as the local model's tests are (every task fits 500 tokens): 9 calls.
+    # Small, as the local model's tests are: 600 tokens, the least every task is admitted
+    # at (common_words' list needs ~578 at most: docs/tasks/common_words.md). 9 calls.
     rows, out = run_suite(
         stack,
         "--context_lengths",
-        "500",
+        "600",
         "--document_depth_percents",
         "50",
         "--seed",

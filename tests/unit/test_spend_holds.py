@@ -347,11 +347,17 @@ def test_a_certify_run_admission_holds_its_budgets_worst_case(world: World) -> N
 def test_certify_rounds_never_take_the_window_past_the_ceiling_and_record_a_refusal(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every other cell fails after five calls: replaced, beyond the budget's samples."""
-    admitted = World(world.blobs)
-    admitted.post(certify_body(certify_max_usd=0.02))
-    ceiling = admitted.ledger.window_spend(today()) * 1.05  # room for the admission only
+    """Every other cell fails after five calls: replaced, beyond the budget's samples.
+
+    Under a $100 daily ceiling that other runs have mostly taken: room for the certify
+    run's admission and 5 % more.
+    """
+    ceiling = 100.0
+    alone = World(world.blobs)
+    admission = alone.worst_usd(alone.post(certify_body(certify_max_usd=0.02)).run_id)
     settings(monkeypatch, daily_spend_ceiling_usd=ceiling)
+    others = ceiling - admission * 1.05
+    world.ledger.reserve("run-others", others, {today(): ceiling}, caller=BOB)
     run = world.post(certify_body(certify_max_usd=0.02))
     outcomes: list[str] = []
     for _ in range(60):
