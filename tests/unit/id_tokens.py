@@ -7,9 +7,11 @@ expiry, audience, issuer), with a key made once per test session and published a
 
 from __future__ import annotations
 
+import atexit
 import base64
 import functools
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -37,7 +39,9 @@ def _key() -> tuple[str, str, Path]:
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    certs = Path(tempfile.mkdtemp(prefix="niah-unit-keys-")) / "certs.json"
+    folder = Path(tempfile.mkdtemp(prefix="niah-unit-keys-"))
+    atexit.register(shutil.rmtree, folder, True)  # gone with the test process, as it came
+    certs = folder / "certs.json"
     certs.write_text(json.dumps({"unit-key": public.decode()}))
     return private.decode(), "unit-key", certs
 
