@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from niah.core.interfaces import BlobInfo, ModelAnswer, Reservation
-from niah.core.money.holds import ADMIT, Step, release_step, reserve_step, settle_step
+from niah.core.money.holds import ADMIT, Step, reserve_step, settle_step
 from niah.errors import CloudUnavailableError
 
 
@@ -99,7 +99,9 @@ class MemorySpendLedger:
                 usd=usd,
                 ceilings=ceilings,
                 caller=caller,
-                open_runs=self.open_runs.get(caller, set()),
+                open_runs=self.open_runs.get(
+                    (self.runs.get(run_id) or {}).get("caller") or caller, set()
+                ),
                 max_open_runs=max_open_runs,
             )
             self._write(run_id, step)
@@ -109,10 +111,6 @@ class MemorySpendLedger:
     def settle(self, run_id: str, spent_usd: float) -> float | None:
         with self._lock:
             return self._write(run_id, settle_step(self.runs.get(run_id), spent_usd))
-
-    def release(self, run_id: str, hold: str) -> float | None:
-        with self._lock:
-            return self._write(run_id, release_step(self.runs.get(run_id), hold))
 
     def entry(self, run_id: str) -> dict[str, Any] | None:
         entry = self.runs.get(run_id)

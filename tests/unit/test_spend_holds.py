@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from niah.core.interfaces import OPEN_RUNS_LIMIT, RUN_REPORT_FAILED
-from niah.core.money.holds import release_step, reserve_step, settle_step
+from niah.core.money.holds import reserve_step, settle_step
 from niah.core.money.spend import day_window, month_window, worst_case
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import certify_cells, stored_samples
 from niah.errors import ForbiddenError, SpendRefusedError
-from niah.service.certify_rounds import HELD_USD, handle_certify_step
+from niah.service.certify_rounds import handle_certify_step
 from niah.service.spend_settlement import settle_ended
 from tests.fakes import MemoryBlobs
 from tests.unit.test_spend_limits import (  # noqa: F401 (gemini: the autouse fixture)
@@ -76,7 +76,7 @@ def fail_cells(world: World, run_id: str, *, paid_usd: float = 0.0, every: int =
 # ---------- the arithmetic ----------
 
 
-def test_a_hold_is_taken_once_settled_to_the_spend_and_released_exactly() -> None:
+def test_a_hold_is_taken_once_and_settled_to_the_spend_once() -> None:
     ceilings = {"day-x": 10.0, "month-x": None}
 
     def take(entry: Any, day: float, hold: str, usd: float, switch: Any = None) -> Any:
@@ -95,13 +95,13 @@ def test_a_hold_is_taken_once_settled_to_the_spend_and_released_exactly() -> Non
     assert over.reservation is not None and over.reservation.refused == "day-x"
     switched = take(more.entry, 9.0, "round-1", 0.0, switch={"on": True})
     assert switched.reservation is not None and switched.reservation.refused == "kill_switch"
-    released = release_step(more.entry, "reask-0")
-    assert released.change == -5.0 and released.entry is not None
-    assert released.entry["reserved"] == 4.0 and not released.entry["settled"]
-    settled = settle_step(released.entry, 1.25)
-    assert settled.change == 1.25 - 4.0 and settled.entry is not None
-    assert settle_step(settled.entry, 1.25).entry is None  # at most once
-    assert release_step(settled.entry, "admit").entry is None  # a settled hold stays
+    settled = settle_step(more.entry, 1.25)
+    assert settled.change == 1.25 - 9.0 and settled.entry is not None
+    assert settled.entry["reserved"] == 0.0 and settled.entry["settled"]
+    assert settle_step(settled.entry, 1.25).entry is None  # the same settle again: nothing
+    assert settle_step(settled.entry, 1.0).entry is None  # spend never shrinks
+    late = settle_step(settled.entry, 1.75)  # calls under way at a cancel, billed since
+    assert late.change == 0.5 and late.entry is not None and late.entry["settled_usd"] == 1.75
 
 
 def test_a_callers_runs_holding_spend_are_limited_in_the_holds_transaction() -> None:
@@ -184,18 +184,30 @@ def test_four_resumes_of_a_running_run_each_hold_their_re_asks(world: World) -> 
     assert sorted(entry["holds"]) == ["admit", "reask-0", "reask-1", "reask-2", "reask-3"]
 
 
-def test_a_retried_resume_holds_nothing_more(world: World) -> None:
+def test_a_retry_after_a_crash_before_the_reset_holds_nothing_more_and_resets(
+    world: World,
+) -> None:
+    """The re-ask's hold is taken, then the store fails before the failed cells reset."""
     run = world.post(body())
     fail_cells(world, run.run_id)
     world.store.update_run(run.run_id, {"status": "complete"})
-    admitted = world.ledger.window_spend(today())
     world.ledger.settle(run.run_id, 0.0)
-    before = world.ledger.window_spend(today())
-    assert before == pytest.approx(0.0)
-    world.post(body())  # the finished run's failed cells asked again
-    assert world.ledger.window_spend(today()) == pytest.approx(admitted)
-    world.post(body())  # asked again: nothing failed now, so nothing more
-    assert world.ledger.window_spend(today()) == pytest.approx(admitted)
+    real_reset = world.store.reset_failed_cells
+
+    def down(run_id: str, *, shards: int) -> int:
+        raise RuntimeError("Firestore unavailable")
+
+    world.store.reset_failed_cells = down  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        world.post(body())  # the finished run's failed cells asked again
+    held = world.ledger.window_spend(today())
+    assert held > 0
+    world.store.reset_failed_cells = real_reset  # type: ignore[method-assign]
+    again = world.post(body())  # the client's retry: the same re-ask
+    assert again.retried == 2
+    assert world.ledger.window_spend(today()) == pytest.approx(held)  # held once
+    entry = world.ledger.entry(run.run_id)
+    assert entry is not None and sorted(entry["holds"]) == ["admit", "reask-0"]
 
 
 def test_only_the_owner_may_retry_the_failed_cells_of_a_run_whose_report_failed(
@@ -212,16 +224,33 @@ def test_only_the_owner_may_retry_the_failed_cells_of_a_run_whose_report_failed(
 # ---------- every hold settled ----------
 
 
-def test_a_run_never_stored_gives_its_hold_back(world: World) -> None:
+def test_a_run_never_stored_keeps_its_hold_for_a_retry_and_the_sweep_settles_it(
+    world: World,
+) -> None:
     def down(run_id: str, doc: dict[str, Any]) -> bool:
         raise RuntimeError("Firestore unavailable")
 
     world.store.create_run = down  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
         world.post(body())
-    assert world.ledger.window_spend(today()) == 0.0
+    held = world.ledger.window_spend(today())
+    assert held > 0
+    settle_ended(store=world.store, ledger=world.ledger, older_than_seconds=0)
+    assert world.ledger.window_spend(today()) == 0.0  # the run never was: nothing spent
     assert world.ledger.window_spend(month_window(dt.datetime.now(dt.UTC))) == 0.0
     assert world.ledger.open_entries() == []
+    # Had the client retried first, its run would be stored under the same hold.
+    other = World(world.blobs)
+    other.store.create_run = down  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        other.post(body(seed=3))
+    del other.store.create_run  # the store answers again
+    retried = other.post(body(seed=3))
+    assert retried.created and other.ledger.window_spend(today()) == pytest.approx(held)
+    assert settle_ended(store=other.store, ledger=other.ledger, older_than_seconds=0) == {
+        "holds_open": 1,
+        "holds_settled": 0,
+    }  # running: kept
 
 
 def test_a_cancel_whose_settle_failed_is_settled_by_its_retry(world: World) -> None:
@@ -388,7 +417,8 @@ def test_no_round_is_published_after_the_kill_switch_trips(world: World) -> None
     assert len(world.publisher.cells) == published
     stored = world.store.get_run(run.run_id)
     assert stored is not None and stored["certify"]["refused"]["field"] == "kill_switch"
-    assert HELD_USD not in stored["certify"]
+    entry = world.ledger.entry(run.run_id)
+    assert entry is not None and sorted(entry["holds"]) == ["admit"]  # the round held nothing
 
 
 def test_a_round_held_and_redelivered_holds_once(world: World) -> None:
@@ -444,3 +474,81 @@ def test_the_estimate_says_what_the_dispatcher_holds(
     assert estimate_figures(dict(request_body))["held_usd"] == pytest.approx(
         world.worst_usd(run.run_id), abs=1e-6
     )
+
+
+def test_a_run_with_unpriced_calls_settles_to_its_priced_part_and_frees_its_caller(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hold kept whole for an unpriced call would never end (and count for ever)."""
+    settings(monkeypatch, max_running_runs_per_caller=2)
+    runs = []
+    for seed in (1, 2):
+        run = world.post(body(seed=seed))
+        runs.append(run.run_id)
+        fail_cells(world, run.run_id, paid_usd=0.01)
+        world.store.close_call(run.run_id, "unpriced", {"status": "answered", "cost_usd": None})
+        world.store.update_run(run.run_id, {"status": "complete"})
+    tally = settle_ended(store=world.store, ledger=world.ledger, older_than_seconds=0)
+    assert tally == {"holds_open": 2, "holds_settled": 2}
+    priced = sum(recorded_spend(world, run_id) for run_id in runs)
+    assert priced == pytest.approx(0.04)  # two cells at 1 cent each a run
+    assert world.ledger.window_spend(today()) == pytest.approx(priced)  # the priced part
+    assert settle_ended(store=world.store, ledger=world.ledger, older_than_seconds=0) == {
+        "holds_open": 0,
+        "holds_settled": 0,
+    }
+    assert world.post(body(seed=3)).created  # its caller's two runs ended: room again
+
+
+def test_a_report_that_cannot_be_drawn_settles_the_run(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from niah.service import report
+
+    run = world.post(body())
+    fail_cells(world, run.run_id, paid_usd=0.03)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a label no template can draw")
+
+    monkeypatch.setattr(report, "summarize", broken)
+    assert report.render_report(run.run_id, store=world.store, blobs=world.blobs,
+                                ledger=world.ledger) is None  # fmt: skip
+    stored = world.store.get_run(run.run_id)
+    assert stored is not None and stored["status"] == RUN_REPORT_FAILED
+    assert world.ledger.window_spend(today()) == pytest.approx(recorded_spend(world, run.run_id))
+    assert recorded_spend(world, run.run_id) == pytest.approx(0.06)  # 2 cells at 3 cents
+    assert world.ledger.open_entries() == []
+
+
+def test_a_cancelled_certify_run_resumed_holds_for_every_cell_it_may_still_ask(
+    world: World,
+) -> None:
+    """Its rounds past the cancel hold what the cells left and to come may cost."""
+    from niah.service.cancel import cancel_run
+
+    request = certify_body(certify_max_usd=0.3)
+    run = world.post(request)
+    for _ in range(6):
+        fail_cells(world, run.run_id, every=2)
+        assert step(world, run.run_id).startswith("round")
+    # A round published and not yet answered when it is cancelled.
+    cancel_run(run.run_id, store=world.store, ledger=world.ledger, caller=ALICE)
+    answered = set(world.store.cells[run.run_id])
+    world.post(request, resume=True)
+
+    def still_to_pay() -> float:
+        stored = world.store.get_run(run.run_id)
+        assert stored is not None
+        spec = RunRequest.model_validate(stored["spec"])
+        cells = [c for c in certify_cells(spec, stored_samples(stored))
+                 if c.cell_id not in answered]  # fmt: skip
+        return worst_case(spec, cells, call_budget(spec), calls_per_cell=5).usd or 0.0
+
+    for _ in range(12):
+        entry = world.ledger.entry(run.run_id)
+        assert entry is not None and not entry["settled"]
+        assert still_to_pay() <= float(entry["reserved"]) + 1e-9
+        fail_cells(world, run.run_id, every=2)
+        if step(world, run.run_id) in ("certified", "refused"):
+            break

@@ -211,8 +211,10 @@ def test_a_finished_runs_actual_spend_replaces_its_worst_case(
     assert world.ledger.window_spend(today) == pytest.approx(0.01)
     world.post(body(seed=2))  # the room it held is free again
     assert world.ledger.window_spend(today) == pytest.approx(0.01 + usd)
-    settle_run_spend(first.run_id, 0.02, ledger=world.ledger)  # settled once
-    assert world.ledger.window_spend(today) == pytest.approx(0.01 + usd)
+    settle_run_spend(first.run_id, 0.01, ledger=world.ledger)  # the report redelivered
+    assert world.ledger.window_spend(today) == pytest.approx(0.01 + usd)  # counted once
+    settle_run_spend(first.run_id, 0.02, ledger=world.ledger)  # a call billed since
+    assert world.ledger.window_spend(today) == pytest.approx(0.02 + usd)  # only what came
 
 
 def test_a_callers_daily_share_and_running_runs_are_limited_when_set(

@@ -27,7 +27,7 @@ from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
 from niah.core.interfaces import Reservation
-from niah.core.money.holds import ADMIT, Step, release_step, reserve_step, settle_step
+from niah.core.money.holds import ADMIT, Step, reserve_step, settle_step
 from niah.errors import StoreUnavailableError
 from niah.settings import get_settings
 
@@ -94,14 +94,16 @@ class FirestoreSpendLedger:
         firestore = self._firestore
         run_ref = self._db.collection(SPEND_RUNS).document(run_id)
         switch_ref = self._db.collection(CONTROL).document(KILL_SWITCH)
-        caller_ref = self._caller_ref(caller)
         refs = {window: self._db.collection(SPEND).document(window) for window in ceilings}
 
         @firestore.transactional
         def reserve(transaction: Any) -> Reservation:
             run = run_ref.get(transaction=transaction)
             switch = switch_ref.get(transaction=transaction).to_dict() or {}
-            open_runs = (caller_ref.get(transaction=transaction).to_dict() or {}).get(OPEN_RUNS)
+            # The run's own caller's runs (its creator's, whoever takes a later hold).
+            owner = (run.to_dict() or {}).get("caller") or caller
+            owned = self._caller_ref(owner).get(transaction=transaction).to_dict() or {}
+            open_runs = owned.get(OPEN_RUNS)
             snapshots = {w: ref.get(transaction=transaction) for w, ref in refs.items()}
             metering.reads(3 + len(refs))
             spent = {w: float((s.to_dict() or {}).get("usd", 0.0)) for w, s in snapshots.items()}
@@ -131,10 +133,6 @@ class FirestoreSpendLedger:
         """Replace the run's open holds by what it spent beyond the settled."""
         return self._apply(run_id, lambda entry: settle_step(entry, spent_usd))
 
-    def release(self, run_id: str, hold: str) -> float | None:
-        """Take back the run's open hold ``hold`` (its thing was never published)."""
-        return self._apply(run_id, lambda entry: release_step(entry, hold))
-
     def entry(self, run_id: str) -> dict[str, Any] | None:
         """The run's entry as stored, or None."""
         metering.reads(1)
@@ -151,7 +149,7 @@ class FirestoreSpendLedger:
         return sorted(entries, key=lambda e: str(e.get("held_at") or ""))
 
     def _apply(self, run_id: str, step_of: Callable[[dict[str, Any] | None], Step]) -> float | None:
-        """One settle or release of the run's entry, in a transaction; the windows' change."""
+        """One settle of the run's entry, in a transaction; the windows' change."""
         firestore = self._firestore
         run_ref = self._db.collection(SPEND_RUNS).document(run_id)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ from niah.core.prompts.answer_budget import CallBudget
 from niah.core.request.callers import check_may_change
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import plan_record
+from niah.core.results.certify_run import certify_cells, plan_record, stored_samples
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.logs import log
 from niah.settings import get_settings
@@ -296,14 +297,25 @@ def _refusal(
     )
 
 
-def settle_run_spend(run_id: str, spent_usd: float | None, *, ledger: SpendLedger) -> None:
-    """Replace the run's reservation by ``spent_usd``; kept whole when it is unknown."""
-    if spent_usd is None:
-        log("spend not settled: a call is unpriced", severity="WARNING", run_id=run_id)
-        return
+def settle_run_spend(run_id: str, spent_usd: float, *, ledger: SpendLedger) -> float | None:
+    """Replace the run's holds by ``spent_usd``; the windows' change (None: nothing open)."""
     change = ledger.settle(run_id, spent_usd)
     if change is not None:
         log("run spend settled", run_id=run_id, spent_usd=spent_usd, change_usd=change)
+    return change
+
+
+def settled_usd(spend: Mapping[str, Any]) -> float:
+    """What a run's spend summary (``spend_summary``) settles its holds to.
+
+    Its ``usd``; where a call is unpriced (a self-hosted model, a price the catalog
+    lacks), the priced part: answered calls' known cost and cut-off calls' estimate. A
+    hold kept whole instead would never end, and would count the run against its
+    caller's running runs for ever.
+    """
+    if spend.get("usd") is not None:
+        return float(spend["usd"])
+    return float(spend.get("answered_usd") or 0.0) + float(spend.get("estimated_usd") or 0.0)
 
 
 def handle_budget_alert(data: Any, *, ledger: SpendLedger, caller: str) -> bool:
@@ -342,13 +354,11 @@ class Admitted:
     """What admission gave a request: the new run's record fields, and its hold.
 
     ``hold``: the ledger hold that covers what the request asks (None: nothing asked,
-    or no ledger); ``taken``: taken by this request (a retried request finds it taken),
-    so it is this request's to release if the run is never stored.
+    or no ledger).
     """
 
     fields: dict[str, Any]
     hold: str | None = None
-    taken: bool = False
 
 
 def admit_request(
@@ -374,7 +384,11 @@ def admit_request(
     if existing is not None:
         check_owner(existing, run_id, spec, caller, resume=resume)
     fields: dict[str, Any] = {"created_by": caller}
-    asked = cells if existing is None else _longest(cells, cells_to_ask(existing, resume=resume))
+    asked = (
+        cells
+        if existing is None
+        else _longest(_asked_of(spec, existing, cells), cells_to_ask(existing, resume=resume))
+    )
     if ledger is None or not asked:
         return Admitted(fields)
     now = dt.datetime.now(dt.UTC)
@@ -387,7 +401,7 @@ def admit_request(
     )
     new_run = existing is None or existing.get("status") == RUN_CANCELLED
     hold = ADMIT if existing is None else reask_hold(int(existing.get(REASKS, 0)))
-    taken = admit(
+    admit(
         run_id,
         spec,
         worst,
@@ -397,7 +411,15 @@ def admit_request(
         now=now,
         hold=hold,
     )
-    return Admitted(fields | {"worst_case": worst.as_json()}, hold, taken)
+    return Admitted(fields | {"worst_case": worst.as_json()}, hold)
+
+
+def _asked_of(spec: RunRequest, run: dict[str, Any], cells: list[Cell]) -> list[Cell]:
+    """The cells a re-ask of ``run`` picks from: a certify run's planned so far, else ``cells``.
+
+    A certify run grows round by round past its request's grid.
+    """
+    return certify_cells(spec, stored_samples(run)) if spec.is_certify() else cells
 
 
 def _longest(cells: list[Cell], count: int) -> list[Cell]:

@@ -88,6 +88,10 @@ def cancel_run(
     if run is not None and ledger is not None and outcome in ("cancelled", "already_cancelled"):
         # Also when already cancelled: a cancel whose settle failed is settled by its retry.
         settle_spent(run_id, store=store, ledger=ledger, run=run)
+        if (run.get("spec") or {}).get("mode") == "certify":  # its resume's rounds hold on
+            from niah.service.certify_rounds import note_settled_cover
+
+            note_settled_cover(run_id, run, store=store)
     if run is not None and publisher is not None and run.get("batch_jobs"):
         publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
     if run is None:

@@ -22,7 +22,7 @@ from niah.core.money.spend import worst_case
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import certify_cells, certify_progress
+from niah.core.results.certify_run import certify_cells, certify_progress, stored_samples
 from niah.core.results.counters import run_shards, shard_totals
 from niah.errors import SpendRefusedError
 from niah.logs import log
@@ -30,9 +30,10 @@ from niah.service.admission import hold_more
 from niah.service.messages import cell_messages, report_message
 from niah.settings import get_settings
 
-# What a certify run holds so far (its admission's hold and its rounds' since), on
-# ``certify``: a round holds only what its cells' worst case adds beyond it.
-HELD_USD = "held_usd"
+# On ``certify``: the worst case of the cells the run had stored when its holds were
+# last settled (a cancel). Their calls are over and paid (settled), so a later round
+# need not hold for them again (``_hold_round``).
+SETTLED_COVER = "settled_cover_usd"
 
 
 def handle_certify_step(
@@ -72,7 +73,7 @@ def handle_certify_step(
     round_number = progress.next_round.round
     if ledger is not None:
         try:
-            kept[HELD_USD] = _hold_round(run_id, run, spec, planned, ledger)
+            _hold_round(run_id, run, spec, planned, ledger)
         except SpendRefusedError as refused:  # recorded; the run ends with what it has
             record = {"round": round_number, "field": refused.field, "message": refused.message}
             store.update_run(run_id, {"certify": kept | {"refused": record}})
@@ -116,18 +117,22 @@ def _hold_round(
     spec: RunRequest,
     planned: list[Cell],
     ledger: SpendLedger,
-) -> float:
-    """Hold what every cell planned so far may cost beyond what the run holds; the new total.
+) -> None:
+    """Hold what every cell planned so far may cost beyond what covers it already.
 
-    Taken as the round's own hold (a redelivered step holds nothing more) in one
-    transaction with the ceilings and the kill switch, even when nothing more is needed:
-    so no round is published after the switch trips. ``SpendRefusedError`` if refused.
+    What covers it: the run's open holds (its admission's, its re-asks', its rounds'
+    since its last settle), and the worst case of the cells it had stored at that
+    settle (``SETTLED_COVER``). Taken as the round's own hold (a redelivered step holds
+    nothing more) in one transaction with the ceilings and the kill switch, even when
+    nothing more is needed: so no round is published after the switch trips.
+    ``SpendRefusedError`` if refused.
     """
-    settings = get_settings()
-    worst = worst_case(spec, planned, call_budget(spec), calls_per_cell=settings.max_cell_failures)
-    certify = run.get("certify") or {}
-    covered = float(certify.get(HELD_USD) or (run.get("worst_case") or {}).get("usd") or 0.0)
-    return hold_more(
+    worst = worst_case(spec, planned, call_budget(spec), calls_per_cell=calls_per_cell())
+    entry = ledger.entry(run_id) or {}
+    covered = float((run.get("certify") or {}).get(SETTLED_COVER) or 0.0)
+    if not entry.get("settled", True):
+        covered += float(entry.get("reserved", 0.0))
+    hold_more(
         run_id,
         spec,
         worst,
@@ -136,3 +141,25 @@ def _hold_round(
         ledger=ledger,
         caller=str(run.get("created_by") or ""),
     )
+
+
+def note_settled_cover(run_id: str, run: dict[str, Any], *, store: ResultStore) -> None:
+    """On a certify run whose holds were just settled: what its stored cells covered.
+
+    A resumed run's rounds then hold for the cells still to be answered only, beyond
+    its re-ask's hold. Missing (a crash before it is written), a round holds for every
+    planned cell again: more, never less.
+    """
+    spec = RunRequest.model_validate(run["spec"])
+    answered = store.cell_ids(run_id)
+    planned = certify_cells(spec, stored_samples(run))
+    stored = [cell for cell in planned if cell.cell_id in answered]
+    worst = worst_case(spec, stored, call_budget(spec), calls_per_cell=calls_per_cell())
+    store.update_run(
+        run_id, {"certify": (run.get("certify") or {}) | {SETTLED_COVER: float(worst.usd or 0.0)}}
+    )
+
+
+def calls_per_cell() -> int:
+    """The calls a cell may take (the worker's retry allowance), as admission counts them."""
+    return get_settings().max_cell_failures

@@ -38,7 +38,6 @@ from niah.service.admission_checks import check_request
 from niah.service.messages import primer_message
 from niah.service.missing_cells import publish_missing, taken_cells
 from niah.service.run_sources import RunSource, listed_files, source_cells
-from niah.service.spend_settlement import release_unstored
 from niah.settings import get_settings
 
 # A repeated request within this long of the run's last publish publishes nothing: its
@@ -276,12 +275,9 @@ def dispatch_run(
         resume=resume,
     )
     record |= admitted.fields
-    try:
-        created = store.create_run(run_id, record)
-    except Exception:
-        if admitted.taken and admitted.hold == ADMIT and ledger is not None:
-            release_unstored(run_id, admitted.hold, store=store, ledger=ledger)
-        raise
+    # A run not stored now (the store down) keeps its hold: a retried POST finds it taken,
+    # and the sweep settles a hold whose run never was (niah.service.spend_settlement).
+    created = store.create_run(run_id, record)
     if not created and spec.label is not None:
         # The label names the run for people, not its results: asked again under
         # another, the run is relabelled (and nothing else changes).

@@ -35,7 +35,7 @@ from niah.core.results.summary import (
 from niah.core.results.uncertainty import with_interval
 from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
-from niah.service.admission import settle_run_spend
+from niah.service.admission import settle_run_spend, settled_usd
 from niah.service.lease import keep_report_claim
 from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
@@ -406,6 +406,6 @@ def _render_claimed(
         return None
     log("report written", run_id=run_id, **location)
     if ledger is not None:
-        settle_run_spend(run_id, summary["spend"]["usd"], ledger=ledger)  # as reported
+        settle_run_spend(run_id, settled_usd(summary["spend"]), ledger=ledger)  # as reported
     refresh_index(store, blobs)
     return location

@@ -2,10 +2,11 @@
 
 A run's holds (``niah.core.money.holds``) are settled to what its calls cost when its
 report is written or fails and when it is cancelled, each path calling ``settle_spent``
-(settling twice changes nothing). What a crash or a lost write leaves open the sweep
-settles (``settle_ended``): a hold whose run is gone or ended. An operator may settle
-any hold by hand (``niah limits release RUN_ID``). A new run's hold whose run was never
-stored is taken back at once where the dispatcher can tell (``release_unstored``).
+(settling twice changes nothing; a later settle adds only spend that came since). What
+a crash or a lost write leaves open the sweep settles (``settle_ended``): a hold whose
+run is gone (a dispatcher that failed to store it: a retried POST finds its hold taken,
+so it is never given back while a retry may still store the run) or ended. An
+operator may settle any hold by hand (``niah limits release RUN_ID``).
 """
 
 from __future__ import annotations
@@ -22,44 +23,24 @@ from niah.core.interfaces import (
 )
 from niah.core.money.pricing import spend_summary
 from niah.logs import log
-from niah.service.admission import settle_run_spend
+from niah.service.admission import settle_run_spend, settled_usd
 
 # A run is ended, for its holds, in these states: nothing more is asked of the model
 # until a re-ask, which takes a hold of its own.
 ENDED = (RUN_COMPLETE, RUN_CANCELLED, RUN_REPORT_FAILED)
 
 
-def spent_usd(run_id: str, run: dict[str, Any] | None, *, store: ResultStore) -> float | None:
-    """What the run's calls cost, as its report counts it (None: a call unpriced).
-
-    A run that is gone (never stored, or deleted) spent nothing the ledger can know of.
-    """
-    if run is None:
-        return 0.0
-    usd = spend_summary(store.list_calls(run_id), str(run.get("model") or ""))["usd"]
-    return None if usd is None else float(usd)
-
-
 def settle_spent(
     run_id: str, *, store: ResultStore, ledger: SpendLedger, run: dict[str, Any] | None = None
-) -> None:
-    """Settle the run's holds to what its calls cost (``run``: as read, else read here)."""
-    run = run if run is not None else store.get_run(run_id, counts=False)
-    settle_run_spend(run_id, spent_usd(run_id, run, store=store), ledger=ledger)
+) -> float | None:
+    """Settle the run's holds to what its calls cost; the windows' change (None: none open).
 
-
-def release_unstored(run_id: str, hold: str, *, store: ResultStore, ledger: SpendLedger) -> None:
-    """Take back a new run's hold when storing the run failed; never raises.
-
-    Only if the run is sure to be absent (a write that failed may have landed): anything
-    uncertain is left to the sweep, which settles a hold whose run is gone.
+    ``run``: as read (else read here). A run that is gone (never stored, or deleted)
+    spent nothing the ledger can know of.
     """
-    try:
-        if store.get_run(run_id, counts=False) is None:
-            change = ledger.release(run_id, hold)
-            log("hold released: the run was never stored", run_id=run_id, change_usd=change)
-    except Exception as error:  # the store is down: the sweep settles it later
-        log("hold not released", severity="WARNING", run_id=run_id, error=repr(error))
+    run = run if run is not None else store.get_run(run_id, counts=False)
+    spend = spend_summary(store.list_calls(run_id), str(run.get("model") or "")) if run else {}
+    return settle_run_spend(run_id, settled_usd(spend) if run else 0.0, ledger=ledger)
 
 
 def settle_ended(
@@ -84,7 +65,7 @@ def settle_ended(
         run = store.get_run(run_id, counts=False)
         if run is not None and run.get("status") not in ENDED:
             continue
-        settle_spent(run_id, store=store, ledger=ledger, run=run)
-        tally["holds_settled"] += 1
-        log("open hold settled by the sweep", run_id=run_id, status=(run or {}).get("status"))
+        if settle_spent(run_id, store=store, ledger=ledger, run=run) is not None:
+            tally["holds_settled"] += 1
+            log("open hold settled by the sweep", run_id=run_id, status=(run or {}).get("status"))
     return tally

@@ -58,11 +58,10 @@ class SpendLedger(Protocol):
         ...
 
     def settle(self, run_id: str, spent_usd: float) -> float | None:
-        """Replace the run's open holds by what it spent; the change, or None if none open."""
-        ...
+        """Replace the run's open holds by what it spent (a settled run: add what came since).
 
-    def release(self, run_id: str, hold: str) -> float | None:
-        """Take back one open hold never used; the change, or None if it is not open."""
+        The windows' change, or None if nothing changed.
+        """
         ...
 
     def entry(self, run_id: str) -> dict[str, Any] | None:

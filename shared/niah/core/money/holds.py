@@ -11,12 +11,9 @@ one per paid thing admitted, each named so that asking again for the same thing
 
 Every hold is taken in one transaction with the windows it counts in, the ceilings and
 the kill switch: a hold is refused when the switch is on or a window would pass its
-ceiling. A hold ends in one of two ways, each at most once:
-
-- **settled**: the run ended (report written or failed, cancelled, or found ended or gone
-  by the sweep); every open hold is replaced by what the run's calls cost;
-- **released**: the thing it held for was never published (the dispatcher failed before
-  storing the run); that hold alone is taken back.
+ceiling. A hold ends **settled**: the run ended (report written or failed, cancelled, or found
+ended or gone by the sweep), and every open hold is replaced by what the run's calls
+cost; a later settle adds only spend that came since.
 
 Pure functions over the entry as stored, so the Firestore ledger and the tests' ledger
 in memory apply the same rules.
@@ -57,7 +54,7 @@ def _is_open(entry: Mapping[str, Any] | None) -> bool:
 
 @dataclass(frozen=True)
 class Step:
-    """What a ledger writes for one reserve, settle or release (nothing when ``entry`` is None).
+    """What a ledger writes for one reserve or settle (nothing when ``entry`` is None).
 
     ``change``: the USD to add to each of ``windows``; ``entry``: the run's entry as it
     is to be stored; ``reservation``: what a reserve answers; ``opens``: the run joins
@@ -127,36 +124,30 @@ def reserve_step(
 
 
 def settle_step(entry: Mapping[str, Any] | None, spent_usd: float) -> Step:
-    """Replace the run's open holds by what it spent beyond what was settled before."""
-    if entry is None or entry.get("settled", True):
+    """Replace the run's open holds by what it spent beyond what was settled before.
+
+    Settled already, a settle counts only spend that came since (calls that were under
+    way at a cancel): a run's spend only grows, so a settle never lowers the windows,
+    and the same settle twice changes nothing.
+    """
+    if entry is None:
         return Step(None, 0.0, ())
-    change = spent_usd - float(entry.get("settled_usd", 0.0)) - float(entry.get("reserved", 0.0))
+    before = float(entry.get("settled_usd", 0.0))
+    if entry.get("settled", True):
+        if spent_usd <= before:
+            return Step(None, 0.0, ())
+        fields = dict(entry) | {"settled_usd": spent_usd}
+        return Step(fields, spent_usd - before, tuple(entry.get("windows") or ()))
+    spent = max(spent_usd, before)
+    change = spent - before - float(entry.get("reserved", 0.0))
     holds = {key: hold | {"open": False} for key, hold in _holds(entry).items()}
     fields = dict(entry) | {
         "holds": holds,
         "reserved": 0.0,
-        "settled_usd": spent_usd,
+        "settled_usd": spent,
         "settled": True,
     }
     return Step(fields, change, tuple(entry.get("windows") or ()), None, False, _caller(entry))
-
-
-def release_step(entry: Mapping[str, Any] | None, hold: str) -> Step:
-    """Take back one open hold whose thing was never published (nothing else changes)."""
-    holds = _holds(entry or {})
-    if entry is None or hold not in holds or not holds[hold].get("open"):
-        return Step(None, 0.0, ())
-    usd = float(holds.pop(hold)["usd"])
-    reserved = max(0.0, float(entry.get("reserved", 0.0)) - usd)
-    still_open = any(h.get("open") for h in holds.values())
-    fields = dict(entry) | {
-        "holds": holds,
-        "reserved": reserved if still_open else 0.0,
-        # Nothing open: as settled as before the hold was taken.
-        "settled": not still_open,
-    }
-    opens = None if still_open else False
-    return Step(fields, -usd, tuple(entry.get("windows") or ()), None, opens, _caller(entry))
 
 
 def _caller(entry: Mapping[str, Any]) -> str:
