@@ -93,6 +93,8 @@ def test_a_hold_is_taken_once_and_settled_to_the_spend_once() -> None:
     assert more.entry is not None and more.entry["reserved"] == 9.0
     over = take(more.entry, 9.0, "reask-1", 1.5)
     assert over.reservation is not None and over.reservation.refused == "day-x"
+    nothing = take(more.entry, 10.5, "round-0", 0.0)  # a window over its ceiling
+    assert nothing.reservation is not None and nothing.reservation.admitted
     switched = take(more.entry, 9.0, "round-1", 0.0, switch={"on": True})
     assert switched.reservation is not None and switched.reservation.refused == "kill_switch"
     settled = settle_step(more.entry, 1.25)

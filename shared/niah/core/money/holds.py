@@ -104,7 +104,9 @@ def reserve_step(
         refused = Reservation(False, spent, refused=OPEN_RUNS_LIMIT, open_runs=len(others))
         return Step(None, 0.0, (), refused)
     for window, ceiling in ceilings.items():
-        if ceiling is not None and spent.get(window, 0.0) + usd > ceiling + SLACK_USD:
+        # A hold of nothing adds nothing: a window over its ceiling (by a late settle of
+        # another run) does not stop it. The kill switch above still does.
+        if usd > 0 and ceiling is not None and spent.get(window, 0.0) + usd > ceiling + SLACK_USD:
             return Step(None, 0.0, (), Reservation(False, spent, refused=window))
     old = dict(entry or {})
     # A run's windows are those of its first hold: its spend counts in the day and month
