@@ -5,7 +5,7 @@
   UTC month and, where a per-caller ceiling is set, the caller's day. One transaction
   reads every window and adds to all or none, so two POSTs at once cannot both take the
   last room. When the run's report is written (or it is cancelled) its reservation is
-  replaced by what its calls cost (``settle_run_spend``): a window holds what finished
+  replaced by what its calls cost (``niah.service.spend_settlement``): a window holds what finished
   runs spent plus the worst case of the runs still running. A run's spend counts in the
   day and month it was admitted, whenever its calls are billed.
 - **Callers.** A run records who started it (``created_by``); only they or an operator
@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,27 +294,6 @@ def _refusal(
         f"${room:,.2f} is left of the ${ceiling:,.2f} ceiling for {period[kind]}; ask for "
         f"fewer or shorter cells, wait until {resets[kind]}, or raise {_SETTING[kind]}",
     )
-
-
-def settle_run_spend(run_id: str, spent_usd: float, *, ledger: SpendLedger) -> float | None:
-    """Replace the run's holds by ``spent_usd``; the windows' change (None: nothing open)."""
-    change = ledger.settle(run_id, spent_usd)
-    if change is not None:
-        log("run spend settled", run_id=run_id, spent_usd=spent_usd, change_usd=change)
-    return change
-
-
-def settled_usd(spend: Mapping[str, Any]) -> float:
-    """What a run's spend summary (``spend_summary``) settles its holds to.
-
-    Its ``usd``; where a call is unpriced (a self-hosted model, a price the catalog
-    lacks), the priced part: answered calls' known cost and cut-off calls' estimate. A
-    hold kept whole instead would never end, and would count the run against its
-    caller's running runs for ever.
-    """
-    if spend.get("usd") is not None:
-        return float(spend["usd"])
-    return float(spend.get("answered_usd") or 0.0) + float(spend.get("estimated_usd") or 0.0)
 
 
 def handle_budget_alert(data: Any, *, ledger: SpendLedger, caller: str) -> bool:

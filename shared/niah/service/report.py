@@ -35,12 +35,11 @@ from niah.core.results.summary import (
 from niah.core.results.uncertainty import with_interval
 from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
-from niah.service.admission import settle_run_spend, settled_usd
 from niah.service.lease import keep_report_claim
 from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.service.sentinels import check_sentinel_run, publish_sentinel_alert
-from niah.service.spend_settlement import settle_spent
+from niah.service.spend_settlement import settle_run_spend, settle_spent, settled_usd
 from niah.settings import get_settings
 
 
@@ -269,7 +268,7 @@ def render_report(
     """Render and store the run's report once every cell is in; rendered once.
 
     Once written, the run's spend reservation is settled to what its calls cost
-    (``ledger``; ``niah.service.admission``), and a sentinel's run has its check
+    (``ledger``; ``niah.service.spend_settlement``), and a sentinel's run has its check
     published to the alerts topic (``alerts``; ``niah.service.sentinels``), also by a
     redelivery that finds the report written but the check not yet published.
 

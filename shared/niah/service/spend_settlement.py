@@ -12,6 +12,7 @@ operator may settle any hold by hand (``niah limits release RUN_ID``).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from niah.core.interfaces import (
@@ -23,11 +24,31 @@ from niah.core.interfaces import (
 )
 from niah.core.money.pricing import spend_summary
 from niah.logs import log
-from niah.service.admission import settle_run_spend, settled_usd
 
 # A run is ended, for its holds, in these states: nothing more is asked of the model
 # until a re-ask, which takes a hold of its own.
 ENDED = (RUN_COMPLETE, RUN_CANCELLED, RUN_REPORT_FAILED)
+
+
+def settle_run_spend(run_id: str, spent_usd: float, *, ledger: SpendLedger) -> float | None:
+    """Replace the run's holds by ``spent_usd``; the windows' change (None: nothing open)."""
+    change = ledger.settle(run_id, spent_usd)
+    if change is not None:
+        log("run spend settled", run_id=run_id, spent_usd=spent_usd, change_usd=change)
+    return change
+
+
+def settled_usd(spend: Mapping[str, Any]) -> float:
+    """What a run's spend summary (``spend_summary``) settles its holds to.
+
+    Its ``usd``; where a call is unpriced (a self-hosted model, a price the catalog
+    lacks), the priced part: answered calls' known cost and cut-off calls' estimate. A
+    hold kept whole instead would never end, and would count the run against its
+    caller's running runs for ever.
+    """
+    if spend.get("usd") is not None:
+        return float(spend["usd"])
+    return float(spend.get("answered_usd") or 0.0) + float(spend.get("estimated_usd") or 0.0)
 
 
 def settle_spent(
