@@ -466,16 +466,25 @@ def test_a_certify_runs_published_cells_never_cost_more_than_it_holds(
         pytest.fail("the run never ended")
 
 
-@pytest.mark.parametrize("request_body", [body(), certify_body()], ids=["grid", "certify"])
-def test_the_estimate_says_what_the_dispatcher_holds(
-    world: World, request_body: dict[str, Any]
-) -> None:
+def test_the_estimate_says_what_the_dispatcher_holds_worked_out_by_hand(world: World) -> None:
+    """Two 600-token cells on gemini-3.8-flash, five calls each.
+
+    At $0.75 in and $3.75 out per 1M tokens until 2026-12-31 (genai-prices 0.2.3, citing
+    Google's pricing page).
+    """
+    import time_machine
+
     from niah.cli.estimate import estimate_figures
 
-    run = world.post(request_body)
-    assert estimate_figures(dict(request_body))["held_usd"] == pytest.approx(
-        world.worst_usd(run.run_id), abs=1e-6
-    )
+    with time_machine.travel(dt.datetime(2026, 12, 4, 12, tzinfo=dt.UTC), tick=False):
+        figures = estimate_figures(body())
+        output = figures["per_call"]["max_output_tokens"]
+        by_hand = 2 * 5 * (600 * 0.75 + output * 3.75) / 1e6
+        assert figures["held_usd"] == pytest.approx(by_hand, abs=1e-6)
+        assert world.worst_usd(world.post(body()).run_id) == pytest.approx(by_hand, abs=1e-6)
+        # A certify run's: what the dispatcher holds for it too.
+        held = world.worst_usd(world.post(certify_body()).run_id)
+        assert estimate_figures(certify_body())["held_usd"] == pytest.approx(held, abs=1e-6)
 
 
 def test_a_run_with_unpriced_calls_settles_to_its_priced_part_and_frees_its_caller(

@@ -148,13 +148,13 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
 def held_usd(spec: Any, cells: list[Any], budget: Any) -> float | None:
     """What admission holds against the spend ceilings while the run runs (its worst case).
 
-    The same figure the dispatcher holds (``niah.service.admission.run_worst_case``): a
+    The same figure the dispatcher holds (``niah.core.money.certify_spend.run_worst_case``): a
     certify run's budget's worst case, else the cells', each asked the worker's retry
     allowance of times with its whole output budget. None: the model is unpriced.
     """
     import datetime as dt
 
-    from niah.service.admission import run_worst_case
+    from niah.core.money.certify_spend import run_worst_case
 
     worst = run_worst_case(spec, cells, budget, now=dt.datetime.now(dt.UTC))
     return None if worst.usd is None else round(worst.usd, 6)

@@ -33,7 +33,7 @@ from niah.core.interfaces import (
     Reservation,
     SpendLedger,
 )
-from niah.core.money.certify_spend import certify_worst_case
+from niah.core.money.certify_spend import run_worst_case
 from niah.core.money.holds import ADMIT, reask_hold
 from niah.core.money.spend import (
     WorstCase,
@@ -47,7 +47,7 @@ from niah.core.prompts.answer_budget import CallBudget
 from niah.core.request.callers import check_may_change
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import certify_cells, plan_record, stored_samples
+from niah.core.results.certify_run import certify_cells, stored_samples
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.logs import log
 from niah.settings import get_settings
@@ -124,17 +124,6 @@ def cells_to_ask(run: dict[str, Any], *, resume: bool) -> int:
     if failed and (status in (RUN_COMPLETE, RUN_REPORT_FAILED) or resume):
         return failed
     return 0
-
-
-def run_worst_case(
-    spec: RunRequest, cells: list[Cell], budget: CallBudget, *, now: dt.datetime
-) -> WorstCase:
-    """What admitting ``cells`` may cost: a certify run's whole budget, else the cells'."""
-    calls = get_settings().max_cell_failures
-    if spec.is_certify():
-        plan = plan_record(spec, get_settings().max_cells_per_run)
-        return certify_worst_case(spec, plan, budget, calls_per_cell=calls, when=now)
-    return worst_case(spec, cells, budget, calls_per_cell=calls, when=now)
 
 
 def admit(

@@ -21,14 +21,31 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from niah.core.money.spend import WorstCase, worst_case
 from niah.core.prompts.answer_budget import CallBudget
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import most_samples
+from niah.core.results.certify_run import most_samples, plan_record
+from niah.settings import get_settings
+
+
+def run_worst_case(
+    spec: RunRequest, cells: Sequence[Cell], budget: CallBudget, *, now: dt.datetime
+) -> WorstCase:
+    """What admitting ``cells`` holds: a certify run's whole budget, else the cells'.
+
+    Each cell asked the worker's retry allowance of times (``NIAH_MAX_CELL_FAILURES``).
+    The dispatcher holds it (``niah.service.admission``); ``niah run --estimate`` says it.
+    """
+    settings = get_settings()
+    calls = settings.max_cell_failures
+    if spec.is_certify():
+        plan = plan_record(spec, settings.max_cells_per_run)
+        return certify_worst_case(spec, plan, budget, calls_per_cell=calls, when=now)
+    return worst_case(spec, cells, budget, calls_per_cell=calls, when=now)
 
 
 def certify_worst_case(
