@@ -281,10 +281,7 @@ resource "google_cloud_run_service_iam_member" "users_invoke_dispatcher" {
 # (batches/RUN_ID/ in the data bucket): Google's batch page asks that "the AI Platform
 # Service Agent has permission" to the Cloud Storage files (docs.cloud.google.com/
 # vertex-ai/generative-ai/docs/multimodal/batch-prediction-from-cloud-storage, read
-# 2026-11-27). The agent works for anyone in the project who may create a batch job, so
-# it holds objectUser under batches/ only: a job naming another object as its input or
-# output (a report, a haystack) is refused. The worker submits the jobs with its own
-# custom role (above).
+# 2026-11-27). The worker submits the jobs with its own custom role (above).
 #
 # Enabling the API does not make the agent: service agents "are created automatically
 # as you enable and use Google Cloud services", and "if a service agent hasn't been
@@ -304,28 +301,29 @@ resource "google_project_service_identity" "vertex_agent" {
   depends_on = [time_sleep.apis]
 }
 
-resource "google_storage_bucket_iam_member" "vertex_agent_batches" {
-  bucket = google_storage_bucket.data.name
-  role   = "roles/storage.objectUser"
-  member = google_project_service_identity.vertex_agent.member
-  condition {
-    title       = "batch files only"
-    description = "Batch jobs' input and output under batches/ in the data bucket."
-    expression  = "resource.name.startsWith(\"${local.data_bucket_resource}/objects/batches/\")"
-  }
-}
-
-# Listing for the agent, and nothing else: objectViewer held only where the resource is
-# the bucket itself, which is where storage.objects.list is checked; its object read
-# (storage.objects.get, checked on an object's name) never matches. Whether the batch
-# service lists its output folder is not documented; names alone are all this gives.
-resource "google_storage_bucket_iam_member" "vertex_agent_lists" {
-  bucket = google_storage_bucket.data.name
-  role   = "roles/storage.objectViewer"
-  member = google_project_service_identity.vertex_agent.member
-  condition {
-    title       = "listing only"
-    description = "The bucket itself (object listing), no object."
-    expression  = "resource.name == \"${local.data_bucket_resource}\""
-  }
+# The role Google grants the agent itself when the agent is made by use, granted here
+# because an agent made on request "isn't automatically granted" it: Google's page names
+# it for this agent, service-PROJECT_NUMBER@gcp-sa-aiplatform.iam.gserviceaccount.com,
+# "Vertex AI Service Agent (roles/aiplatform.serviceAgent)" (cloud.google.com/iam/docs/
+# service-agents and create-service-agents, read 2026-12-04). Without it a batch job is
+# refused: `{"error": {"code": 400, "message": "Service agents are being provisioned...",
+# "status": "FAILED_PRECONDITION"}}` (GoogleCloudPlatform/generative-ai issue 1308).
+#
+# Decided knowingly: the role holds storage.objects.create, delete, get, list and update
+# and storage.buckets.* on the whole project (its permission list: iann0036/iam-dataset,
+# gcp/roles/aiplatform.serviceAgent.json, read 2026-12-04; Google's roles page lists it
+# under each of those permissions). So the agent reaches every object of the project's
+# buckets, reports and haystacks too, as it does in any project where it was made by
+# use; it acts only for principals that may create Vertex AI jobs here (of ours, the
+# worker alone). The two grants under batches/ this file held before add nothing under
+# it and are gone. Narrowing it with an IAM condition on resource.name was not done:
+# Vertex AI's own resources do not carry the resource attributes a condition reads
+# (cloud.google.com/iam/docs/conditions-resource-attributes lists no aiplatform), and no
+# page says how such a condition evaluates for them, so it could take the agent's
+# Vertex AI permissions away. docs/deploy.md ("Vertex AI's service agent") says so.
+resource "google_project_iam_member" "vertex_agent" {
+  #checkov:skip=CKV_GCP_49:The role Google grants Vertex AI's own service agent (iam.serviceAccounts.actAs is in it); held by that agent alone, never by an account of ours.
+  project = var.project
+  role    = "roles/aiplatform.serviceAgent"
+  member  = google_project_service_identity.vertex_agent.member
 }

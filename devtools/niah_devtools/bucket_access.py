@@ -16,7 +16,8 @@ the token cache's ``CACHE_PREFIX``. Which function writes under which prefix fol
 - report (``handle_report``): each run's heatmap, page and summary, and the runs index
   (``reports_prefix``, niah.service.report and runs_index);
 - Vertex AI's service agent: a batch job's predictions beside its input
-  (``batches_prefix``);
+  (``batches_prefix``), through the project-wide role Google names for it
+  (``PROJECT_WIDE``; infra/iam.tf says why it is not narrowed);
 - the dispatcher and the sweep write nothing there.
 
 tests/deploy/test_bucket_access.py checks every planned storage grant against this.
@@ -51,6 +52,17 @@ WRITES: dict[str, frozenset[str]] = {
 # The accounts that read (and list) the whole bucket: haystacks, the tokenizer model,
 # caches, kept answers, batch output, the runs index's generations.
 READERS = frozenset({"dispatcher", "worker", "dead_letter", "report"})
+
+# Predefined roles that hold Cloud Storage object permissions although their name is not
+# roles/storage.*: roles/aiplatform.serviceAgent holds storage.objects.create, delete,
+# get, list and update (iann0036/iam-dataset, gcp/roles/aiplatform.serviceAgent.json,
+# read 2026-12-04).
+STORAGE_HOLDING_ROLES = frozenset({"roles/aiplatform.serviceAgent"})
+
+# The one project-wide grant that reaches the bucket, accepted knowingly: Vertex AI's
+# service agent holds the role Google grants it (infra/iam.tf: without it a batch job is
+# refused). It covers every prefix the agent writes.
+PROJECT_WIDE = {"vertex_agent": "roles/aiplatform.serviceAgent"}
 
 # Every account of ours a storage grant may name; the sweep reads and writes no object.
 ACCOUNTS = frozenset({*WRITES, *READERS, "sweep"})

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from niah.settings import Settings
-from niah_devtools.bucket_access import ACCOUNTS, READERS, WRITES
+from niah_devtools.bucket_access import (
+    ACCOUNTS,
+    PROJECT_WIDE,
+    READERS,
+    STORAGE_HOLDING_ROLES,
+    WRITES,
+)
 from niah_devtools.tfoffline.workdir import OfflineTerraform
 from tests.deploy.terraform_plan import (
     INFRA,
@@ -59,8 +65,10 @@ def storage_grants(plan: dict[str, Any]) -> list[Grant]:
             on = after["bucket"]
         elif change["type"] == "google_project_iam_member":
             permissions = custom.get(after["role"].rpartition("/")[2], [])
-            reaches_storage = after["role"].startswith("roles/storage.") or any(
-                permission.startswith("storage.") for permission in permissions
+            reaches_storage = (
+                after["role"].startswith("roles/storage.")
+                or after["role"] in STORAGE_HOLDING_ROLES
+                or any(permission.startswith("storage.") for permission in permissions)
             )
             if not reaches_storage and after["role"] not in ("roles/owner", "roles/editor"):
                 continue
@@ -98,6 +106,11 @@ def violations(plan: dict[str, Any]) -> list[str]:
         if grant.account not in ACCOUNTS:
             continue  # users (read only, test_infra), the build (its own sources bucket)
         where = f"{grant.address}: {grant.role} to {grant.account}"
+        if grant.on == "project" and PROJECT_WIDE.get(grant.account) == grant.role:
+            if grant.condition is not None:
+                problems.append(f"{where} under a condition: Google grants it unconditioned")
+            written[grant.account] |= WRITES[grant.account]
+            continue
         if grant.on != data:
             problems.append(f"{where} on {grant.on}: no account of ours holds a role there")
             continue
@@ -125,9 +138,12 @@ def test_every_storage_grant_holds_only_where_its_account_writes(planned: Planne
     plan, _ = planned
     assert violations(plan) == []
     grants = storage_grants(plan)
-    # The writes are conditioned grants, one per account, naming exactly its prefixes.
+    # The writes are conditioned grants, one per account, naming exactly its prefixes,
+    # but for Vertex AI's agent, which writes through the role Google names for it.
     writes = {g.account: g for g in grants if g.role == "roles/storage.objectUser"}
-    assert set(writes) == set(WRITES)
+    assert set(writes) == set(WRITES) - set(PROJECT_WIDE)
+    on_project = {g.account: g.role for g in grants if g.on == "project" and g.account in ACCOUNTS}
+    assert on_project == PROJECT_WIDE
     assert all(g.condition for g in writes.values())
     # Every reader lists and reads the bucket; the sweep holds no storage role at all.
     readers = {g.account for g in grants if g.role == READ_ROLE and g.condition is None}
@@ -202,7 +218,34 @@ def test_the_worker_s_vertex_role_is_its_calls_and_batch_jobs_only(planned: Plan
         if change["type"] == "google_project_iam_member"
         and change["change"]["after"]["role"].startswith(("roles/aiplatform.", "projects/"))
     }
-    assert project_roles == {"worker": "projects/my-proj/roles/niahWorkerVertex"}
+    assert project_roles == {
+        "worker": "projects/my-proj/roles/niahWorkerVertex",
+        "vertex_agent": "roles/aiplatform.serviceAgent",
+    }
+
+
+def test_vertex_ai_s_agent_holds_the_role_google_names_for_it(planned: Planned) -> None:
+    """An agent made on request gets no role by itself.
+
+    Without this one a batch job is refused with FAILED_PRECONDITION
+    (GoogleCloudPlatform/generative-ai issue 1308).
+    """
+    plan, graph = planned
+    (grant,) = (
+        c
+        for c in plan["resource_changes"]
+        if c["type"] == "google_project_iam_member"
+        and c["change"]["after"]["role"] == "roles/aiplatform.serviceAgent"
+    )
+    assert grant["change"]["after"]["project"] == "my-proj"
+    assert not grant["change"]["after"].get("condition")
+    assert grantee(grant, configuration(plan), local_maps()) == "vertex_agent"
+    # granted once the agent exists: the grant depends on the identity resource
+    assert "google_project_service_identity.vertex_agent" in graph[grant["address"]]
+    # and without it the check says the agent cannot write its predictions
+    taken = copy.deepcopy(plan)
+    taken["resource_changes"].remove(grant)
+    assert "vertex_agent may not write under ['batches/'] (a 403)" in violations(taken)
 
 
 def widened(plan: dict[str, Any], address: str, **after: Any) -> dict[str, Any]:
@@ -223,7 +266,7 @@ def test_the_check_fails_when_a_grant_is_widened(planned: Planned) -> None:
     objects = f"projects/_/buckets/{data}/objects/"
     worker = 'google_storage_bucket_iam_member.writes["worker"]'
     report = 'google_storage_bucket_iam_member.writes["report"]'
-    agent = "google_storage_bucket_iam_member.vertex_agent_batches"
+    agent = "google_project_iam_member.vertex_agent"
     cases = {
         # the whole bucket: every object starts with its bucket's objects/
         "all objects": widened(
@@ -241,12 +284,7 @@ def test_the_check_fails_when_a_grant_is_widened(planned: Planned) -> None:
         "a condition the check cannot read": widened(
             plan, worker, condition=condition(f'resource.name.matches("{objects}.*")')
         ),
-        "the agent beyond batches": widened(plan, agent, condition=[]),
-        "a write role for listing": widened(
-            plan,
-            "google_storage_bucket_iam_member.vertex_agent_lists",
-            role="roles/storage.objectUser",
-        ),
+        "the agent's role made an admin's": widened(plan, agent, role="roles/storage.admin"),
         "a reader's role made a writer's": widened(
             plan,
             'google_storage_bucket_iam_member.reads["dispatcher"]',

@@ -207,7 +207,7 @@ def test_every_account_granted_a_role_exists_before_its_grant(planned: Planned) 
     assert "aiplatform.googleapis.com" in identities.values()
     (vertex,) = (a for a, service in identities.items() if service == "aiplatform.googleapis.com")
     to_vertex = {a for a, r in grants.items() if vertex in references(r["expressions"]["member"])}
-    assert "google_storage_bucket_iam_member.vertex_agent_batches" in to_vertex
+    assert "google_project_iam_member.vertex_agent" in to_vertex
     assert "time_sleep.apis" in depends_on(graph, vertex)  # the API is on before it is asked
 
 
