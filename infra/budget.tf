@@ -34,10 +34,16 @@ resource "google_billing_budget" "kill_switch" {
     calendar_period = "MONTH"
   }
 
+  # google.type.Money: whole units (an int64 as a string) and nanos. currency_code "is
+  # optional. If specified when creating a budget, it must match the currency of the
+  # billing account" (BudgetAmount.specified_amount, Cloud Billing Budget API v1 reference,
+  # read 2026-12-04): left out unless the deployer names it. The kill switch compares
+  # costAmount with budgetAmount, both in the budget's currency, so any currency works.
   amount {
     specified_amount {
-      currency_code = "USD"
-      units         = tostring(var.budget_amount_usd)
+      currency_code = var.budget_currency_code
+      units         = tostring(floor(var.budget_amount))
+      nanos         = floor((var.budget_amount - floor(var.budget_amount)) * 1000000000 + 0.5)
     }
   }
 

@@ -87,10 +87,24 @@ variable "billing_account" {
   default     = null
 }
 
-variable "budget_amount_usd" {
-  description = "The monthly budget on this project in USD; the kill switch trips when its actual cost reaches it."
+variable "budget_amount" {
+  description = "The monthly budget on this project, in the billing account's currency (budget_currency_code); the kill switch trips when its actual cost reaches it. Fractions are kept (cents as the budget's nanos)."
   type        = number
   default     = 3000
+  validation {
+    condition     = var.budget_amount > 0
+    error_message = "budget_amount must be above 0 (a budget of nothing would trip the kill switch at once)."
+  }
+}
+
+variable "budget_currency_code" {
+  description = "The budget's ISO 4217 currency (EUR, JPY...). Google: if given it \"must match the currency of the billing account\"; null (the default) sends none, and Google takes the account's own."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.budget_currency_code == null || can(regex("^[A-Z]{3}$", var.budget_currency_code))
+    error_message = "budget_currency_code is three capital letters (ISO 4217: USD, EUR, JPY), or null for the billing account's own currency."
+  }
 }
 
 variable "operators" {
