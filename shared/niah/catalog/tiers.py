@@ -31,6 +31,9 @@ copies of its pages (Vertex AI is now named "Gemini Enterprise Agent Platform"):
   (gemini-4-argon: $0.10 of $2, $0.20 of $4 from 2026-12-01: 95 % off;
   gemini-3.8-flash: $0.075 of $0.75: 90 % off), so the rate comes from there
   (``niah.catalog.prices``); tests/unit/test_tiers.py pins Argon's at 5 % of input.
+- DEFERRED: .../models/deferred-tier: a tier of the Interactions API
+  (``service_tier="deferred"``, turns queued "within a 24-hour target", global only),
+  not of ``generateContent``, which the worker calls: not offered here (batch is).
 - Served tier: the reply's ``usageMetadata.trafficType`` (google-genai 2.34's
   ``TrafficType``, generated from Google's API: ON_DEMAND, ON_DEMAND_FLEX,
   ON_DEMAND_PRIORITY, PROVISIONED_THROUGHPUT, ...). Where a reply has none, the cell
