@@ -29,9 +29,14 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from niah.catalog.tiers import TIER_HEADER, cache_min_tokens
+from niah.catalog.tiers import TIER_HEADER
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
+from niah_devtools.standin_cache import (
+    _cached_prefix_tokens,
+    _count_tokens,
+    _prompt_tokens,
+)
 from niah_devtools.standin_curve import MISSED, KnownCurve
 from niah_devtools.standin_replies import (
     as_openai,
@@ -134,23 +139,6 @@ class StandinState:
                 self.config[key] = {**self.config[key], **value} if merged else value
 
 
-def _count_tokens(text: str, estimate: bool = False) -> int:
-    if estimate:  # for load tests, where tokenizing megabytes would be the bottleneck
-        return len(text) // 4
-    from niah.models.tokenizer import get_tokenizer
-
-    return len(get_tokenizer().encode(text))
-
-
-def _prompt_tokens(config: dict[str, Any], text: str) -> int:
-    """A prompt's tokens as the modelled model counts them: ours times its ratio.
-
-    The one count of countTokens, promptTokenCount, the input limit and the cache.
-    """
-    ours = _count_tokens(text, bool(config["estimate_tokens"]))
-    return int(ours * float(config["token_count_ratio"]) + 0.5)
-
-
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     names = {
         400: "INVALID_ARGUMENT",
@@ -163,50 +151,6 @@ def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     return status, {
         "error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}
     }
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two long byte strings, by halving.
-
-    Each step is one C-speed copy and compare (a megabyte prompt takes milliseconds;
-    a memoryview compare, element by element, was 60 times slower).
-    """
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a.startswith(b[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _cached_prefix_tokens(state: StandinState, prompt: str, model: str = "") -> int:
-    """Tokens of ``prompt`` the modelled implicit cache serves, looked up on arrival.
-
-    Vertex AI's context-cache overview (cloud.google.com/vertex-ai/generative-ai/docs/
-    context-cache/context-cache-overview, read 2026-11-26): implicit caching is on by
-    default, bills cache hits at a discount, needs at least 2,048 tokens (Gemini 4
-    Argon: 6,144, its guide; ``niah.catalog.tiers.cache_min_tokens``), and hits
-    when requests with a similar prefix come "in a short amount of time". The model:
-    the longest prefix shared with a prompt already answered within the window (the
-    window's length is not published; 300 s here), counted if at least the minimum.
-    Optimistic: Vertex does not promise a hit.
-    """
-    config = state.config
-    if not config["implicit_cache"]:
-        return min(int(config["cached_tokens"]), len(prompt))
-    now = time.time()
-    with state.lock:
-        window = float(config["cache_window_seconds"])
-        state.cache = [(t, p) for t, p in state.cache if now - t <= window]
-        answered = [p for _, p in state.cache]
-    data = prompt.encode()
-    shared = max((_common_prefix(data, p) for p in answered), default=0)
-    head = data[:shared].decode(errors="ignore")  # a cut inside a character drops it
-    tokens = _prompt_tokens(config, head)
-    minimum = config["cache_min_tokens"]
-    return tokens if tokens >= int(minimum or cache_min_tokens(model)) else 0
 
 
 def _generate(
