@@ -10,11 +10,10 @@ from __future__ import annotations
 import pytest
 import requests
 
-from niah.catalog.prices import prices_for
 from niah.cloud.store import FirestoreStore
-from niah.core.money.pricing import call_cost
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import post, wait_complete
+from tests.unit.test_tiers import usage_cost
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +36,6 @@ def test_a_flex_run_asks_for_flex_and_its_cells_record_and_pay_the_served_tier(
     assert run["spec"]["tier"] == "flex"
     cells = FirestoreStore().list_cells(run_id)
     assert len(cells) == 2
-    prices = prices_for("gemini-3.8-flash")
     for cell in cells:
         assert cell["status"] == "answered"
         tier = cell["service_tier"]
@@ -46,16 +44,7 @@ def test_a_flex_run_asks_for_flex_and_its_cells_record_and_pay_the_served_tier(
             "flex",
             "ON_DEMAND_FLEX",
         )
-        usage = cell["usage"]
-        at_flex = call_cost(
-            prices,
-            usage["prompt_token_count"],
-            usage["candidates_token_count"] or 0,
-            cached_tokens=usage["cached_content_token_count"] or 0,
-            thinking_tokens=usage["thoughts_token_count"] or 0,
-            tier="flex",
-        )
-        assert cell["cost_usd"] == pytest.approx(at_flex.usd, abs=1e-8)
+        assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "flex"), abs=1e-8)
     seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
     calls = [r for r in seen if r["kind"] == "generate"]
     assert len(calls) == 2

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import requests
 
+from niah.catalog.tiers import Tier
 from tests.unit import test_vertex_standin
 from tests.unit.test_cli import niah
 from tests.unit.test_vertex_standin import configure, run_one_gemini_cell
@@ -143,12 +144,25 @@ def test_a_tier_is_refused_off_the_global_endpoint_in_batch_and_for_other_provid
     assert plain.run_id() == spelt.run_id() != flex.run_id()
 
 
-def test_a_cell_records_the_tier_it_was_served_on_and_asks_for_it_as_google_documents(
-    standin: tuple[str, Any], essay_blobs: Any
-) -> None:
+def usage_cost(cell: dict[str, Any], tier: Tier) -> float:
+    """What a stored cell's usage costs at ``tier``'s rates, by its model's prices."""
     from niah.catalog.prices import prices_for
     from niah.core.money.pricing import call_cost
 
+    usage = cell["usage"]
+    return call_cost(
+        prices_for(cell["model"]),
+        usage["prompt_token_count"],
+        usage["candidates_token_count"] or 0,
+        cached_tokens=usage["cached_content_token_count"] or 0,
+        thinking_tokens=usage["thoughts_token_count"] or 0,
+        tier=tier,
+    ).usd
+
+
+def test_a_cell_records_the_tier_it_was_served_on_and_asks_for_it_as_google_documents(
+    standin: tuple[str, Any], essay_blobs: Any
+) -> None:
     url, _ = standin
     store, run_id, outcome = run_one_gemini_cell(
         essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="flex"
@@ -167,24 +181,9 @@ def test_a_cell_records_the_tier_it_was_served_on_and_asks_for_it_as_google_docu
         "billed_as": "flex",
         "source": "usageMetadata.trafficType",
     }
-    usage = cell["usage"]
-    prices = prices_for("gemini-3.8-flash")
-    at_flex = call_cost(
-        prices,
-        usage["prompt_token_count"],
-        usage["candidates_token_count"] or 0,
-        cached_tokens=usage["cached_content_token_count"] or 0,
-        thinking_tokens=usage["thoughts_token_count"] or 0,
-        tier="flex",
-    )
-    assert cell["cost_usd"] == pytest.approx(at_flex.usd, abs=1e-8)
-    standard = call_cost(
-        prices,
-        usage["prompt_token_count"],
-        usage["candidates_token_count"] or 0,
-        thinking_tokens=usage["thoughts_token_count"] or 0,
-    )
-    assert cell["cost_usd"] == pytest.approx(standard.usd / 2, abs=1e-8)  # nothing cached
+    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "flex"), abs=1e-8)
+    assert cell["usage"]["cached_content_token_count"] in (None, 0)  # nothing cached:
+    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "standard") / 2, abs=1e-8)
 
 
 def test_a_reply_on_another_tier_or_none_is_recorded_as_such(
