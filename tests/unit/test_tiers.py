@@ -214,3 +214,16 @@ def test_a_reply_on_another_tier_or_none_is_recorded_as_such(
     run_one_gemini_cell(essay_blobs, model_name="gemini-3.8-flash", allow_retired=False)
     sent = requests.get(f"{url}/_standin/requests", timeout=5).json()["requests"]
     assert [r["shared_request_type"] for r in sent if r["kind"] == "generate"] == [None]
+
+
+def test_a_cut_off_calls_estimate_and_a_stored_run_are_at_the_runs_tier() -> None:
+    from niah.core.money.pricing import run_tier, spend_summary
+
+    cut_off = [{"status": "started", "planned_prompt_tokens": 100_000}]
+    standard = spend_summary(cut_off, "gemini-3.8-flash")["estimated_usd"]
+    flex = spend_summary(cut_off, "gemini-3.8-flash", "flex")["estimated_usd"]
+    priority = spend_summary(cut_off, "gemini-3.8-flash", "priority")["estimated_usd"]
+    assert standard > 0
+    assert (flex, priority) == (pytest.approx(standard / 2), pytest.approx(standard * 1.8))
+    assert run_tier({"spec": {"tier": "flex"}}) == "flex"
+    assert run_tier({"spec": {}}) == run_tier(None) == "standard"

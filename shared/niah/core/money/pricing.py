@@ -149,13 +149,22 @@ def answer_cost(
     )
 
 
-def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any]:
+def run_tier(run: dict[str, Any] | None) -> Tier:
+    """The tier a stored run's calls ask for (its spec's ``tier``; standard if none)."""
+    tier = ((run or {}).get("spec") or {}).get("tier")
+    return tier if tier in ("flex", "priority") else "standard"
+
+
+def spend_summary(
+    calls: list[dict[str, Any]], model_name: str, tier: Tier = "standard"
+) -> dict[str, Any]:
     """Every model call the run started, the thrown-away ones too, and what they cost.
 
     ``cost_usd`` in the summary is what the stored results cost; the spend adds calls
     whose answers were never stored (a worker killed mid-call, a cell stored by another
     delivery). A call cut off mid-flight left no usage: its input is estimated at the
-    planned prompt size (``estimated_usd``); its output, if any, is unknown.
+    planned prompt size (``estimated_usd``), at the run's ``tier``; its output, if any,
+    is unknown.
     """
     answered = [c for c in calls if c.get("status") == "answered"]
     cut_off = [c for c in calls if c.get("status") == "started"]
@@ -163,7 +172,10 @@ def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any
     known = sum(float(c["cost_usd"]) for c in answered if c.get("cost_usd") is not None)
     # Priced call by call: the long-context tier is set by each prompt's own size.
     estimate = sum(
-        (cost_of(model_name, int(c.get("planned_prompt_tokens") or 0), 0) for c in cut_off),
+        (
+            cost_of(model_name, int(c.get("planned_prompt_tokens") or 0), 0, tier=tier)
+            for c in cut_off
+        ),
         Cost(0.0, priced=True),
     )
     return {
