@@ -227,3 +227,13 @@ def test_a_cut_off_calls_estimate_and_a_stored_run_are_at_the_runs_tier() -> Non
     assert (flex, priority) == (pytest.approx(standard / 2), pytest.approx(standard * 1.8))
     assert run_tier({"spec": {"tier": "flex"}}) == "flex"
     assert run_tier({"spec": {}}) == run_tier(None) == "standard"
+
+
+def test_niah_models_lists_each_models_tiers_and_cache_minimum() -> None:
+    from niah.cli.models import model_rows
+
+    rows = {row["model"]: row for row in model_rows()}
+    assert rows["gemini-4-argon"]["tiers"] == ["standard", "priority"]
+    assert rows["gemini-4-argon"]["cache_min_tokens"] == 6_144
+    assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "flex", "priority"]
+    assert rows["gemini-3.8-flash"]["cache_min_tokens"] == 2_048
