@@ -108,10 +108,7 @@ def tier_refusal(model_name: str, tier: Tier, location: str) -> str | None:
     page = "Flex PayGo" if tier == "flex" else "Priority PayGo"
     if tier not in offered_tiers(model_name):
         offered = ", ".join(offered_tiers(model_name))
-        return (
-            f"Google's {page} page does not offer {model_name} on the {tier} tier "
-            f"(it is offered: {offered})"
-        )
+        return f"Google's {page} page does not list {model_name} (its tiers here: {offered})"
     if location != TIER_LOCATION:
         return (
             f"Google serves {page} on the global endpoint only, and this deployment "
