@@ -192,6 +192,7 @@ class ScriptedProvider:
         thinking_budget: int | None = None,
         thinking_level: str | None = None,
         turns: tuple[tuple[str, str], ...] | None = None,
+        tier: str | None = None,
     ) -> ModelAnswer:
         self.prompts.append(prompt)
         text = self._answer(prompt)

@@ -25,15 +25,25 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from niah.core.money.estimate import IMPLICIT_CACHE_MIN_TOKENS
+from niah.catalog.tiers import TIER_HEADER
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
+from niah_devtools.standin_cache import (
+    _cached_prefix_tokens,
+    _count_tokens,
+    _prompt_tokens,
+)
 from niah_devtools.standin_curve import MISSED, KnownCurve
-from niah_devtools.standin_replies import as_openai, reply_identity, with_vertex_usage_details
+from niah_devtools.standin_replies import (
+    as_openai,
+    reply_identity,
+    traffic_type_for,
+    with_vertex_usage_details,
+)
 from niah_devtools.standin_thinking import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     InvalidThinking,
@@ -105,8 +115,12 @@ class StandinState:
                 # prompt answered within the window is billed that prefix as cached,
                 # if it is at least the minimum (see _cached_prefix_tokens).
                 "implicit_cache": False,
-                "cache_min_tokens": IMPLICIT_CACHE_MIN_TOKENS,
+                # None: the model's own minimum (niah.catalog.tiers.cache_min_tokens).
+                "cache_min_tokens": None,
                 "cache_window_seconds": 300.0,
+                # The trafficType replies name: None, from the tier header the call
+                # sent (standin_replies.traffic_type_for); "" names none.
+                "traffic_type": None,
                 # A blocked prompt: no candidates, promptFeedback.blockReason.
                 "prompt_block": None,
                 # Google's routing, modelled: the modelVersion a reply names for an asked
@@ -125,23 +139,6 @@ class StandinState:
                 self.config[key] = {**self.config[key], **value} if merged else value
 
 
-def _count_tokens(text: str, estimate: bool = False) -> int:
-    if estimate:  # for load tests, where tokenizing megabytes would be the bottleneck
-        return len(text) // 4
-    from niah.models.tokenizer import get_tokenizer
-
-    return len(get_tokenizer().encode(text))
-
-
-def _prompt_tokens(config: dict[str, Any], text: str) -> int:
-    """A prompt's tokens as the modelled model counts them: ours times its ratio.
-
-    The one count of countTokens, promptTokenCount, the input limit and the cache.
-    """
-    ours = _count_tokens(text, bool(config["estimate_tokens"]))
-    return int(ours * float(config["token_count_ratio"]) + 0.5)
-
-
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     names = {
         400: "INVALID_ARGUMENT",
@@ -154,48 +151,6 @@ def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     return status, {
         "error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}
     }
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two long byte strings, by halving.
-
-    Each step is one C-speed copy and compare (a megabyte prompt takes milliseconds;
-    a memoryview compare, element by element, was 60 times slower).
-    """
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a.startswith(b[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _cached_prefix_tokens(state: StandinState, prompt: str) -> int:
-    """Tokens of ``prompt`` the modelled implicit cache serves, looked up on arrival.
-
-    Vertex AI's context-cache overview (cloud.google.com/vertex-ai/generative-ai/docs/
-    context-cache/context-cache-overview, read 2026-11-26): implicit caching is on by
-    default, bills cache hits at a 90 % discount, needs at least 2,048 tokens, and hits
-    when requests with a similar prefix come "in a short amount of time". The model:
-    the longest prefix shared with a prompt already answered within the window (the
-    window's length is not published; 300 s here), counted if at least the minimum.
-    Optimistic: Vertex does not promise a hit.
-    """
-    config = state.config
-    if not config["implicit_cache"]:
-        return min(int(config["cached_tokens"]), len(prompt))
-    now = time.time()
-    with state.lock:
-        window = float(config["cache_window_seconds"])
-        state.cache = [(t, p) for t, p in state.cache if now - t <= window]
-        answered = [p for _, p in state.cache]
-    data = prompt.encode()
-    shared = max((_common_prefix(data, p) for p in answered), default=0)
-    head = data[:shared].decode(errors="ignore")  # a cut inside a character drops it
-    tokens = _prompt_tokens(config, head)
-    return tokens if tokens >= int(config["cache_min_tokens"]) else 0
 
 
 def _generate(
@@ -237,6 +192,7 @@ def _generate(
             f"exceeds the maximum number of tokens allowed ({shared}).",
         )
     usage: dict[str, Any] = {"promptTokenCount": prompt_tokens}
+    traffic = traffic_type_for(config, request.shared_request_type)
     cached = min(cached, prompt_tokens)
     if cached:
         usage["cachedContentTokenCount"] = cached
@@ -244,7 +200,7 @@ def _generate(
         usage["totalTokenCount"] = prompt_tokens
         return 200, {
             "promptFeedback": {"blockReason": config["prompt_block"]},
-            "usageMetadata": with_vertex_usage_details(usage),
+            "usageMetadata": with_vertex_usage_details(usage, traffic),
             **reply_identity(config, request.model),
         }
     text = "" if config["block"] else answer_text(prompt, config["answer"])
@@ -280,7 +236,7 @@ def _generate(
         usage["totalTokenCount"] += spent.answer_tokens
     return 200, {
         "candidates": [candidate],
-        "usageMetadata": with_vertex_usage_details(usage),
+        "usageMetadata": with_vertex_usage_details(usage, traffic),
         **reply_identity(config, request.model),
     }
 
@@ -311,6 +267,8 @@ class _ModelRequest:
     level: str | None = None
     # maxOutputTokens as the request set it (None: unset, Vertex's default applies).
     asked_output_tokens: int | None = None
+    # The X-Vertex-AI-LLM-Shared-Request-Type header (flex, priority), if sent.
+    shared_request_type: str | None = None
 
     @classmethod
     def parse(cls, path: str, body: dict[str, Any]) -> _ModelRequest:
@@ -385,6 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "kind": kind,
                     "body": body,
                     "authorization": self.headers.get("Authorization"),
+                    "shared_request_type": self.headers.get(TIER_HEADER),
                     "time": time.time(),
                 }
             )
@@ -397,8 +356,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"totalTokens": _prompt_tokens(self.state.config, text)})
             return
         openai = self.path.endswith("/chat/completions")
-        request = _ModelRequest.parse(self.path, body)
-        cached = _cached_prefix_tokens(self.state, request.prompt)  # prefill looks up on arrival
+        request = replace(
+            _ModelRequest.parse(self.path, body), shared_request_type=self.headers.get(TIER_HEADER)
+        )
+        cached = _cached_prefix_tokens(self.state, request.prompt, request.model)  # on arrival
         if latency:
             time.sleep(latency)
         status, reply = _generate(self.state, request, call_index, cached)
@@ -416,7 +377,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"path": path, "kind": "batch_line", "body": body, "time": time.time()}
             )
         request = _ModelRequest.parse(path, body)
-        cached = _cached_prefix_tokens(self.state, request.prompt)
+        cached = _cached_prefix_tokens(self.state, request.prompt, request.model)
         status, reply = _generate(self.state, request, call_index, cached)
         if status == 200 and self.state.config["implicit_cache"]:
             with self.state.lock:

@@ -36,7 +36,28 @@ def reply_identity(config: dict[str, Any], model: str) -> dict[str, str]:
     }
 
 
-def with_vertex_usage_details(usage: dict[str, Any]) -> dict[str, Any]:
+def traffic_type_for(config: dict[str, Any], shared_request_type: str | None) -> str | None:
+    """The ``trafficType`` Vertex names for a call that sent this tier header.
+
+    The Flex PayGo and Priority PayGo pages (``niah.catalog.tiers``, read 2026-12-04):
+    the header ``X-Vertex-AI-LLM-Shared-Request-Type`` asks for ``flex`` or
+    ``priority``; google-genai 2.34's ``TrafficType`` names the tiers ON_DEMAND,
+    ON_DEMAND_FLEX and ON_DEMAND_PRIORITY. A script may name another
+    (``traffic_type``), or none at all (``traffic_type: ""``: a reply that is silent).
+    """
+    scripted = config.get("traffic_type")
+    if scripted is not None:
+        return scripted or None
+    tier = TRAFFIC_BY_TIER_HEADER.get((shared_request_type or "").lower())
+    return tier or "ON_DEMAND"
+
+
+TRAFFIC_BY_TIER_HEADER = {"flex": "ON_DEMAND_FLEX", "priority": "ON_DEMAND_PRIORITY"}
+
+
+def with_vertex_usage_details(
+    usage: dict[str, Any], traffic_type: str | None = "ON_DEMAND"
+) -> dict[str, Any]:
     """``usageMetadata`` with the fields real Vertex replies carry besides the counts.
 
     Recorded Vertex batch lines (tests/data/google_recorded: batch_line_max_tokens.json
@@ -51,7 +72,8 @@ def with_vertex_usage_details(usage: dict[str, Any]) -> dict[str, Any]:
         details["candidatesTokensDetails"] = [
             {"modality": "TEXT", "tokenCount": usage["candidatesTokenCount"]}
         ]
-    details["trafficType"] = "ON_DEMAND"
+    if traffic_type:
+        details["trafficType"] = traffic_type
     details["billablePromptUsage"] = {"textCount": usage["promptTokenCount"] * 4}
     return details
 

@@ -251,6 +251,7 @@ class OutOfBudget(ScriptedProvider):
         thinking_budget: int | None = None,
         thinking_level: str | None = None,
         turns: tuple[tuple[str, str], ...] | None = None,
+        tier: str | None = None,
     ):
         from niah.core.interfaces import ModelAnswer
 

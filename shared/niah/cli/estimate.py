@@ -68,6 +68,7 @@ def format_estimate(figures: dict[str, Any]) -> str:
         "model calls, batch (--batch: half the online rates, nothing taken as cached; "
         f"{BATCH_TURNAROUND}): {_usd(figures['batch']['cost_usd'], model)}"
     )
+    lines += tier_lines(figures)
     if judge:
         lines.append(
             f"judge {judge['model_name']}: {count(judge['calls'], 'call')}, prompt tokens at most "
@@ -96,6 +97,27 @@ def format_estimate(figures: dict[str, Any]) -> str:
     lines += [f"note: {note}" for note in figures["notes"]]
     lines += [f"warning: {warning}" for warning in figures["warnings"]]
     return "\n".join(lines)
+
+
+def tier_lines(figures: dict[str, Any]) -> list[str]:
+    """The model's calls on each tier (naive / cache-aware), batch beside; why not, if not."""
+    model, chosen = figures["model_name"], figures["tier"]
+    lines = [
+        f"implicit cache: prefixes of {figures['cache_min_tokens']:,} tokens or more; "
+        f"this run's tier: {chosen} (--tier standard, flex or priority)"
+    ]
+    for tier, row in figures["tiers"].items():
+        mark = " (this run)" if tier == chosen else ""
+        if not row["offered"]:
+            lines.append(f"  {tier}: not offered: {row['reason']}")
+        elif tier == "batch":
+            lines.append(f"  batch: {_usd(row['naive_usd'], model)} (nothing taken as cached)")
+        else:
+            lines.append(
+                f"  {tier}{mark}: {_usd(row['naive_usd'], model)} naive, "
+                f"{_usd(row['cache_aware_usd'], model)} cache-aware"
+            )
+    return lines
 
 
 def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ def model_rows(today: dt.date | None = None) -> list[dict[str, Any]]:
     """One row per catalog model: limits, thinking, temperature, prices, lifecycle, source."""
     from niah.catalog.models import CATALOG, temperature_record
     from niah.catalog.prices import NO_PRICE_REASONS, next_price_change, prices_for
+    from niah.catalog.tiers import cache_min_tokens, offered_tiers
 
     today = today or dt.datetime.now(dt.UTC).date()
     noon = dt.datetime.combine(today, dt.time(12), dt.UTC)
@@ -73,6 +74,11 @@ def model_rows(today: dt.date | None = None) -> list[dict[str, Any]]:
                 "replacements": list(life.replacements),
                 "routed_to": life.routed_to,
                 "notice": life.notice,
+                # Vertex's pricing tiers and implicit cache for it (niah.catalog.tiers).
+                "tiers": list(offered_tiers(info.name)) if info.provider == "gemini" else [],
+                "cache_min_tokens": cache_min_tokens(info.name)
+                if info.provider == "gemini"
+                else None,
                 "source": info.source,
             }
         )

@@ -19,6 +19,7 @@ from niah.core.results.summary import (
     format_cost,
     format_spend,
     format_table,
+    run_tier,
     score_table,
     spend_summary,
 )
@@ -59,7 +60,7 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         )
     calls = store.list_calls(run_id)
     if calls:
-        print(format_spend(spend_summary(calls, str(run.get("model") or ""))))
+        print(format_spend(spend_summary(calls, str(run.get("model") or ""), run_tier(run))))
     deviation = run.get("prompt_token_deviation") or {}
     if deviation.get("mean") is not None:
         print(
@@ -218,7 +219,9 @@ def print_status_json(run_id: str, run: dict[str, Any]) -> int:
         **({"mrcr": run["mrcr"]} if run.get("mrcr") else {}),
         **(cost_summary(run["totals"]) if run.get("totals") else {}),
         "totals": run.get("totals") or {},
-        "spend": spend_summary(store.list_calls(run_id), str(run.get("model") or "")),
+        "spend": spend_summary(
+            store.list_calls(run_id), str(run.get("model") or ""), run_tier(run)
+        ),
         "report": run.get("report"),
         "updated_at": run.get("updated_at"),
         "completed_at": run.get("completed_at"),

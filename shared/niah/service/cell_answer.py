@@ -275,6 +275,7 @@ def _answer_cell(
             thinking_budget=budget.thinking_budget,
             thinking_level=budget.thinking_level,
             turns=prepared.turns,
+            tier=spec.tier,
         )
     except NiahError as error:
         # An error reply has no usage metadata: nothing was generated to bill.

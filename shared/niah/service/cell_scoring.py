@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from niah.catalog.models import provider_for_model
+from niah.catalog.tiers import served_tier
 from niah.core.interfaces import BlobStore, ModelAnswer, gs_uri
 from niah.core.money.pricing import Cost, answer_cost
 from niah.core.prompts.answer_budget import CallBudget
@@ -54,9 +55,12 @@ def scored_answer(
     fields["max_output_tokens"] = budget.max_output_tokens
     score_fields, judged = _score(spec, sample, answer, provider_for, budget)
     fields |= score_fields
-    cost = answer_cost(spec.model_name, answer, batch=batch)
+    tier = tier_fields(spec, answer) if not batch and spec.provider() == "gemini" else {}
+    served = tier["service_tier"]["billed_as"] if tier else "standard"
+    cost = answer_cost(spec.model_name, answer, batch=batch, tier=served)
+    fields |= tier
     totals = _usage_totals("", answer)
-    call_fields: dict[str, Any] = {"status": "answered", "usage": answer.usage()}
+    call_fields: dict[str, Any] = {"status": "answered", "usage": answer.usage()} | tier
     if batch:
         call_fields["execution"] = "batch"
     if judged is not None and spec.evaluator_model_name:
@@ -66,6 +70,28 @@ def scored_answer(
         cost += answer_cost(spec.evaluator_model_name, judged)
     call_fields |= _cost_fields(cost)
     return fields | _cost_fields(cost), totals | _cost_totals(cost), call_fields
+
+
+def tier_fields(spec: RunRequest, answer: ModelAnswer) -> dict[str, Any]:
+    """The tier the call asked for and the one it was served on, as the cell records them.
+
+    Served: the reply's ``usageMetadata.trafficType`` (``niah.catalog.tiers``). Where the
+    reply names none (or one that is no PayGo tier, e.g. PROVISIONED_THROUGHPUT), the
+    call is priced at the tier asked and the record says the served tier is unknown.
+    """
+    asked = spec.call_tier()
+    served = served_tier(answer.traffic_type)
+    return {
+        "service_tier": {
+            "asked": asked,
+            "served": served,
+            "traffic_type": answer.traffic_type,
+            "billed_as": served or asked,
+            "source": "usageMetadata.trafficType"
+            if served
+            else "asked (the reply names no PayGo trafficType)",
+        }
+    }
 
 
 def _keep_whole_answer(task: CellTask, text: str, blobs: BlobStore) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from niah.core.interfaces import (
     ResultStore,
     SpendLedger,
 )
-from niah.core.money.pricing import spend_summary
+from niah.core.money.pricing import run_tier, spend_summary
 from niah.logs import log
 
 # A run is ended, for its holds, in these states: nothing more is asked of the model
@@ -60,7 +60,11 @@ def settle_spent(
     spent nothing the ledger can know of.
     """
     run = run if run is not None else store.get_run(run_id, counts=False)
-    spend = spend_summary(store.list_calls(run_id), str(run.get("model") or "")) if run else {}
+    spend = (
+        spend_summary(store.list_calls(run_id), str(run.get("model") or ""), run_tier(run))
+        if run
+        else {}
+    )
     return settle_run_spend(run_id, settled_usd(spend) if run else 0.0, ledger=ledger)
 
 

@@ -65,6 +65,9 @@ class ModelAnswer:
     total_tokens: int | None = None
     model_version: str | None = None
     response_id: str | None = None
+    # Vertex's ``usageMetadata.trafficType`` (ON_DEMAND, ON_DEMAND_FLEX, ...): the tier
+    # the call was served on (``niah.catalog.tiers``); None where the reply names none.
+    traffic_type: str | None = None
 
     def usage(self) -> dict[str, int | None]:
         """The counts in Vertex AI's ``usageMetadata`` names, as stored on a cell."""
@@ -100,6 +103,7 @@ class Provider(Protocol):
         thinking_budget: int | None = None,
         thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
+        tier: str | None = None,
     ) -> ModelAnswer:
         """Answer ``prompt``; raise a ``niah.errors`` error on failure.
 
@@ -107,6 +111,8 @@ class Provider(Protocol):
         models that think; others ignore them.
         ``turns`` is the same prompt as a conversation (user and model turns, the last a
         user's): chat APIs get the turns, a completion model the flattened ``prompt``.
+        ``tier``: Vertex's pricing tier (flex, priority; None: standard); the run's
+        checks refuse it for other providers, which ignore it.
         """
         ...
 

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from niah.catalog.availability import lifecycle_notes
 from niah.catalog.models import find_model, model_notice
 from niah.catalog.prices import next_price_change, prices_for
+from niah.catalog.tiers import cache_min_tokens
 from niah.core.interfaces import Tokenizer
-from niah.core.money.pricing import Cost, cost_of
+from niah.core.money.pricing import Cost
+from niah.core.money.tier_prices import CallTokens, price_calls, tier_figures
 from niah.core.prompts.answer_budget import (
     CallBudget,
     budget_warning,
@@ -50,11 +52,8 @@ from niah.core.prompts.texts import (
 from niah.core.request.axes import at_variant, haystack_order, variants
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RunRequest
+from niah.settings import get_settings
 
-# Vertex AI's implicit cache serves a shared prefix only from this many tokens
-# (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview,
-# read 2026-11-26). The stand-in's cache model reads it from here.
-IMPLICIT_CACHE_MIN_TOKENS = 2048
 # A price change within this many days is told with the estimate (a run may span it).
 PRICE_CHANGE_WARNING_DAYS = 60
 # Tokens a turn may add when a transcript is sent as turns: Gemma's chat template wraps
@@ -63,33 +62,6 @@ PRICE_CHANGE_WARNING_DAYS = 60
 TURN_ALLOWANCE = 5
 
 PromptBasis = Literal["exact", "turns_allowance", "published"]
-
-
-@dataclass(frozen=True)
-class CallTokens:
-    """One call's tokens as billed: prompt (of which cached) and output (with thinking)."""
-
-    prompt_tokens: int
-    cached_tokens: int = 0
-    output_tokens: int = 0
-
-
-def price_calls(model_name: str, calls: Iterable[CallTokens], *, batch: bool = False) -> Cost:
-    """What ``calls`` to ``model_name`` cost, at batch rates with ``batch``; or unpriced.
-
-    Unpriced if the model has no known price. The one pricing of a list of calls: the
-    estimate's and the cache benchmark's.
-    """
-    total = Cost(0.0, priced=True)
-    for call in calls:
-        total += cost_of(
-            model_name,
-            call.prompt_tokens,
-            call.output_tokens,
-            cached_tokens=call.cached_tokens,
-            batch=batch,
-        )
-    return total
 
 
 @dataclass(frozen=True)
@@ -169,7 +141,8 @@ def estimate_run(
         ]
     primer = primer_cell([e.cell for e in estimates if e.prefix_tokens is not None])
     if primer is not None:
-        estimates = _with_cache(_same_haystack(spec, estimates, primer), primer)
+        minimum = cache_min_tokens(spec.model_name)
+        estimates = _with_cache(_same_haystack(spec, estimates, primer), primer, minimum)
     run = RunEstimate(
         spec,
         estimates,
@@ -267,8 +240,8 @@ def _with_judge_prompt(estimate: CellEstimate, sample: Sample) -> CellEstimate:
     return replace(estimate, judge_prompt_tokens=len(empty.encode()) + estimate.answer_tokens)
 
 
-def _with_cache(estimates: list[CellEstimate], primer: Cell) -> list[CellEstimate]:
-    """Each cell's prefix shared with the primer's, cached when it reaches the minimum.
+def _with_cache(estimates: list[CellEstimate], primer: Cell, minimum: int) -> list[CellEstimate]:
+    """Each cell's prefix shared with the primer's, cached when it reaches ``minimum``.
 
     A cell whose head differs from the primer's (a question or request before the
     context) shares only part of the head, too short to cache.
@@ -284,7 +257,7 @@ def _with_cache(estimates: list[CellEstimate], primer: Cell) -> list[CellEstimat
             and first.prefix_tokens is not None
         ):
             shared = min(estimate.prefix_tokens, first.prefix_tokens, estimate.prompt_tokens)
-        cached = shared if shared >= IMPLICIT_CACHE_MIN_TOKENS else 0
+        cached = shared if shared >= minimum else 0
         out.append(replace(estimate, cached_tokens=cached))
     return out
 
@@ -359,8 +332,9 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
     """Every figure of the estimate, for ``niah run --estimate`` (text and ``--json``)."""
     spec = run.spec
     model = spec.model_name
-    naive = price_calls(model, run.model_calls(cached=False))
-    aware = price_calls(model, run.model_calls(cached=True))
+    tier = spec.call_tier()
+    naive = price_calls(model, run.model_calls(cached=False), tier=tier)
+    aware = price_calls(model, run.model_calls(cached=True), tier=tier)
     # Batch: no order to count on, so nothing is taken as cached (prefixes that do hit
     # Vertex's implicit cache in a batch only lower it).
     batch = price_calls(model, run.model_calls(cached=False), batch=True)
@@ -406,6 +380,16 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
             else None,
         },
         "batch": {"prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)},
+        # The tier the run asks for, the least shared prefix the cache serves, and the
+        # model's calls on every tier (niah.catalog.tiers).
+        "tier": tier,
+        "cache_min_tokens": cache_min_tokens(model),
+        "tiers": tier_figures(
+            model,
+            run.model_calls(cached=False),
+            run.model_calls(cached=True),
+            location=get_settings().vertex_location,
+        ),
         "judge": {
             "model_name": judge_name,
             "calls": len(run.cells),

@@ -14,6 +14,12 @@ requests for Gemini models are discounted 50% from standard requests", and its
 caching note "The 90% cache hit discount takes precedence over the batch discount";
 read 2026-11-27). So in batch, uncached input and output are at half their rates and
 cached input at the cached rate, not halved again.
+
+Tiers (``tier``, ``niah.catalog.tiers``): Flex PayGo bills input and output at half
+the standard rate and Priority PayGo at 1.8 times. Google's pages do not say what a
+tier does to a cached token; the figures here bound it: Flex as batch (cached at the
+cached rate or the halved input rate, whichever is less), Priority at 1.8 times the
+cached rate.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.catalog.prices import Prices, prices_for
+from niah.catalog.tiers import TIER_RATE, Tier
 from niah.core.interfaces import ModelAnswer
 
 
@@ -55,6 +62,7 @@ def call_cost(
     cached_tokens: int = 0,
     thinking_tokens: int = 0,
     batch: bool = False,
+    tier: Tier = "standard",
 ) -> Cost:
     """The cost of one call at ``prices``, as Google bills it.
 
@@ -62,7 +70,8 @@ def call_cost(
     where none is listed), answer and thinking tokens at the output rate; the long-context
     tier (by the whole prompt's size) for every part. Unpriced when the price is unknown.
     ``batch``: input and output at ``BATCH_DISCOUNT`` of their rates, cached input at
-    the cached rate (the cache's discount, not both).
+    the cached rate (the cache's discount, not both). ``tier``: the online call's tier
+    (see the module's note); a batch line has none.
     """
     if prices is None:
         return UNPRICED
@@ -79,6 +88,10 @@ def call_cost(
     if batch:
         input_rate, output_rate = input_rate * BATCH_DISCOUNT, output_rate * BATCH_DISCOUNT
         cached_rate = min(cached_rate, input_rate)  # no cache discount listed: batch input
+    elif tier != "standard":
+        factor = TIER_RATE[tier]
+        input_rate, output_rate = input_rate * factor, output_rate * factor
+        cached_rate = min(cached_rate, input_rate) if factor < 1 else cached_rate * factor
     billed_output = (output_tokens + thinking_tokens) * output_rate
     uncached = prompt_tokens - cached_tokens
     usd = uncached * input_rate + cached_tokens * cached_rate + billed_output
@@ -93,12 +106,13 @@ def cost_of(
     cached_tokens: int = 0,
     thinking_tokens: int = 0,
     batch: bool = False,
+    tier: Tier = "standard",
     when: dt.datetime | None = None,
 ) -> Cost:
     """The cost of one call to ``model_name`` at the rates of ``when`` (now).
 
     A run that spans a price change pays each call at its own day's rate; ``batch``: at
-    batch rates.
+    batch rates; ``tier``: at the tier's.
     """
     return call_cost(
         prices_for(model_name, when),
@@ -107,13 +121,22 @@ def cost_of(
         cached_tokens=cached_tokens,
         thinking_tokens=thinking_tokens,
         batch=batch,
+        tier=tier,
     )
 
 
 def answer_cost(
-    model_name: str, answer: ModelAnswer, *, batch: bool = False, when: dt.datetime | None = None
+    model_name: str,
+    answer: ModelAnswer,
+    *,
+    batch: bool = False,
+    tier: Tier = "standard",
+    when: dt.datetime | None = None,
 ) -> Cost:
-    """What one answered call cost, from the usage the API reported, at ``when``'s rates."""
+    """What one answered call cost, from the usage the API reported, at ``when``'s rates.
+
+    ``tier``: the tier it was served on.
+    """
     return cost_of(
         model_name,
         answer.prompt_tokens or 0,
@@ -121,17 +144,27 @@ def answer_cost(
         cached_tokens=answer.cached_tokens or 0,
         thinking_tokens=answer.thinking_tokens or 0,
         batch=batch,
+        tier=tier,
         when=when,
     )
 
 
-def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any]:
+def run_tier(run: dict[str, Any] | None) -> Tier:
+    """The tier a stored run's calls ask for (its spec's ``tier``; standard if none)."""
+    tier = ((run or {}).get("spec") or {}).get("tier")
+    return tier if tier in ("flex", "priority") else "standard"
+
+
+def spend_summary(
+    calls: list[dict[str, Any]], model_name: str, tier: Tier = "standard"
+) -> dict[str, Any]:
     """Every model call the run started, the thrown-away ones too, and what they cost.
 
     ``cost_usd`` in the summary is what the stored results cost; the spend adds calls
     whose answers were never stored (a worker killed mid-call, a cell stored by another
     delivery). A call cut off mid-flight left no usage: its input is estimated at the
-    planned prompt size (``estimated_usd``); its output, if any, is unknown.
+    planned prompt size (``estimated_usd``), at the run's ``tier``; its output, if any,
+    is unknown.
     """
     answered = [c for c in calls if c.get("status") == "answered"]
     cut_off = [c for c in calls if c.get("status") == "started"]
@@ -139,7 +172,10 @@ def spend_summary(calls: list[dict[str, Any]], model_name: str) -> dict[str, Any
     known = sum(float(c["cost_usd"]) for c in answered if c.get("cost_usd") is not None)
     # Priced call by call: the long-context tier is set by each prompt's own size.
     estimate = sum(
-        (cost_of(model_name, int(c.get("planned_prompt_tokens") or 0), 0) for c in cut_off),
+        (
+            cost_of(model_name, int(c.get("planned_prompt_tokens") or 0), 0, tier=tier)
+            for c in cut_off
+        ),
         Cost(0.0, priced=True),
     )
     return {

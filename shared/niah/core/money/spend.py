@@ -10,7 +10,8 @@ The worst case is what admission reserves against the spend ceilings
   ``context_length - final_context_length_buffer``; a published MRCR v2 row is Google's
   count) and the call's whole output budget (answer plus thinking room, or the run's
   ``max_output_tokens``), none of it cached, at online rates (a batch run's failed lines
-  fall back to online calls), at today's prices and the long-context tier where the
+  fall back to online calls), at today's prices, the run's pricing tier (``tier``:
+  Flex or Priority PayGo, ``niah.catalog.tiers``) and the long-context tier where the
   prompt reaches it. A batch run's cell adds its batch line (at the batch rate, in case
   a line that failed is billed): the line, then up to every online call of its fallback.
 - **The judge** (scorer ``judge`` or ``both``): one call per cell (a failed judge is not
@@ -77,10 +78,11 @@ def worst_case(
 ) -> WorstCase:
     """The most ``cells`` of ``spec`` can cost: each call in full, ``calls_per_cell`` times."""
     prices = prices_for(spec.model_name, when)
+    tier = spec.call_tier()
     output = budget.max_output_tokens
     usd = 0.0
     for cell in cells:
-        usd += call_cost(prices, cell.context_length, output).usd * calls_per_cell
+        usd += call_cost(prices, cell.context_length, output, tier=tier).usd * calls_per_cell
         if spec.is_batch():  # its batch line first, then up to every call online
             usd += call_cost(prices, cell.context_length, output, batch=True).usd
     judge_name = spec.evaluator_model_name if spec.scorer_name() in ("judge", "both") else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from niah.catalog.tiers import offered_tiers, tier_refusal
 from niah.core.request.request_options import (
     ALL_TASK_OPTIONS,
     DISTRACTOR_TASKS,
@@ -17,6 +18,7 @@ from niah.core.request.request_options import (
     SINGLE_NEEDLE_OPTIONS,
     TASK_OPTIONS,
 )
+from niah.settings import get_settings
 
 if TYPE_CHECKING:
     from niah.core.request.spec import RunRequest
@@ -41,6 +43,7 @@ def check_options_together(request: RunRequest) -> None:
             f"{request.model_name} is served by the {request.provider()} provider: leave "
             "execution out (online)"
         )
+    check_tier(request)
     check_certify(request)
     check_axes(request)
     if request.sentinel is not None and request.is_certify():
@@ -77,6 +80,30 @@ def check_options_together(request: RunRequest) -> None:
             "a static needle scored 'exact' needs expected_answer (the text the answer "
             "must contain); or set scorer to 'judge'"
         )
+
+
+def check_tier(request: RunRequest) -> None:
+    """A tier is Vertex's, for online calls of a model Google offers on it (at its endpoint)."""
+    if request.tier is None:
+        return
+    if request.provider() != "gemini":
+        raise ValueError(
+            f"tier: {request.tier} is a Vertex AI pricing tier, for gemini-* models; "
+            f"{request.model_name} is served by the {request.provider()} provider: leave "
+            "tier out (standard)"
+        )
+    if request.is_batch():
+        raise ValueError(
+            f"tier: {request.tier} applies to online calls; execution batch has its own "
+            "rate (half price): leave tier out, or execution out (online)"
+        )
+    refusal = tier_refusal(request.model_name, request.tier, get_settings().vertex_location)
+    if refusal:
+        offered = offered_tiers(request.model_name)
+        fix = (
+            f"use tier {' or '.join(offered)}" if len(offered) > 1 else "leave tier out (standard)"
+        )
+        raise ValueError(f"tier: {request.tier} refused: {refusal}; {fix}")
 
 
 def check_task_options(request: RunRequest) -> None:

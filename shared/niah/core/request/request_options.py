@@ -95,6 +95,7 @@ ADDED_OPTIONS = (
     "scheduled_at",
     "distractors",
     "haystack_order",
+    "tier",
 )
 # At most this many needles (a user's own, or generated).
 MAX_NEEDLES = 100
@@ -187,6 +188,10 @@ OPTION_HELP: dict[str, str] = {
     "sentinel": "the sentinel whose firing this run is; set by the firing only (niah sentinel run)",
     "scheduled_at": "when the sentinel's firing was due, RFC 3339 UTC; set by the firing only",
     "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
+    "tier": (
+        "how Vertex serves the online calls: standard, flex (Flex PayGo, half price, "
+        "slower) or priority (Priority PayGo, dearer), where Google offers it on the model"
+    ),
     "allow_retired": (
         "call a model Vertex AI has retired anyway (a project that still has access, e.g. "
         "a private endpoint); recorded on the run"

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
+from niah.catalog.tiers import Tier
 from niah.core.request.axes import Distractors, HaystackOrders, axes_label, variants
 from niah.core.request.grid import Cell, Depths, Lengths, linspace_ints, spread_depths
 from niah.core.request.request_checks import check_options_together
@@ -145,6 +146,11 @@ class RunRequest(BaseModel):
     # the run's identity (a batch run is a run of its own); "online" is the default
     # spelt out, so it names the same run as leaving it out.
     execution: Literal["online", "batch"] | None = None
+    # --- Pricing tier (niah.catalog.tiers): how Vertex serves the run's online calls of
+    # the model under test (the judge stays on standard): Flex PayGo at half price,
+    # Priority PayGo dearer. Part of the run's identity, as execution is; "standard" is
+    # the default spelt out, so it names the same run as leaving it out. ---
+    tier: Literal["standard", "flex", "priority"] | None = None
     # Vertex AI answers a retired model with 404, so one is refused; a project that
     # still has access (a private endpoint, an extension) says so here. It measures
     # nothing, so it is not in the run's ID; the run's notes record it.
@@ -203,6 +209,15 @@ class RunRequest(BaseModel):
     @classmethod
     def _online_is_the_default(cls, value: str | None) -> str | None:
         return None if value == "online" else value
+
+    @field_validator("tier")
+    @classmethod
+    def _standard_is_the_default(cls, value: str | None) -> str | None:
+        return None if value == "standard" else value
+
+    def call_tier(self) -> Tier:
+        """The tier the model's online calls ask for (standard unless the run says)."""
+        return self.tier or "standard"
 
     def is_batch(self) -> bool:
         """Whether the run goes to Vertex AI as batch jobs, not call by call."""

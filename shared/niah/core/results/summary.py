@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.money.pricing import spend_summary
+from niah.core.money.pricing import run_tier, spend_summary
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.measures import mean_percent, measures
@@ -209,7 +209,7 @@ def summarize(
         "mean_judge_score": _mean(judged),
         "totals": run.get("totals", {}),
         **cost_summary(run.get("totals", {})),
-        "spend": spend_summary(calls or [], str(run.get("model") or "")),
+        "spend": spend_summary(calls or [], str(run.get("model") or ""), run_tier(run)),
         # The API's prompt token count minus the requested length: how honest the
         # lengths on the x axis are.
         "prompt_token_deviation": {

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from niah.catalog.models import GEMMA3_TOKENIZER
+from niah.catalog.tiers import TIER_HEADER
 from niah.core.interfaces import BatchJob, ModelAnswer, Turn
 from niah.core.prompts.texts import HARNESS_TEMPLATE
 from niah.errors import (
@@ -58,7 +59,20 @@ def _answer_of(response: Any, latency: float) -> ModelAnswer:
         total_tokens=usage.total_token_count if usage else None,
         model_version=response.model_version or None,
         response_id=response.response_id or None,
+        traffic_type=_api_value(usage.traffic_type) if usage else None,
     )
+
+
+def tier_headers(tier: str | None) -> dict[str, str]:
+    """The header that asks Vertex for a pricing tier, as Google's pages spell it.
+
+    The Flex PayGo and Priority PayGo pages (``niah.catalog.tiers``, read 2026-12-04):
+    "X-Vertex-AI-LLM-Shared-Request-Type: flex" (or "priority"). google-genai 2.34 also
+    has ``GenerateContentConfig.service_tier`` (sent as a body field, ``serviceTier``),
+    which Google's Vertex pages do not document; the header is what they document.
+    Without Provisioned Throughput (this service buys none), that header is the tier.
+    """
+    return {TIER_HEADER: tier} if tier and tier != "standard" else {}
 
 
 def thinking_options(types: Any, budget: int | None, level: str | None) -> dict[str, Any]:
@@ -189,9 +203,17 @@ class GeminiProvider:
         )
 
     def _config(
-        self, max_output_tokens: int, thinking_budget: int | None, thinking_level: str | None
+        self,
+        max_output_tokens: int,
+        thinking_budget: int | None,
+        thinking_level: str | None,
+        tier: str | None = None,
     ) -> Any:
-        """The SDK's config from the one ``Generation`` batch lines are built from too."""
+        """The SDK's config from the one ``Generation`` batch lines are built from too.
+
+        A tier's header goes in the call's own ``http_options`` (with the thinking
+        level's ``extra_body`` where there is one): one client serves every run.
+        """
         types = self._types
         generation = generation_for(
             self.model_name,
@@ -199,10 +221,17 @@ class GeminiProvider:
             thinking_budget=thinking_budget,
             thinking_level=thinking_level,
         )
+        options = thinking_options(types, generation.thinking_budget, generation.thinking_level)
+        headers = tier_headers(tier)
+        if headers:
+            extra = options.pop("http_options", None)
+            options["http_options"] = types.HttpOptions(
+                headers=headers, extra_body=extra.extra_body if extra else None
+            )
         return types.GenerateContentConfig(
             temperature=generation.temperature,
             max_output_tokens=generation.max_output_tokens,
-            **thinking_options(types, generation.thinking_budget, generation.thinking_level),
+            **options,
             safety_settings=[
                 types.SafetySetting(category=category, threshold=SAFETY_THRESHOLD)
                 for category in HARM_CATEGORIES
@@ -247,16 +276,18 @@ class GeminiProvider:
         thinking_budget: int | None = None,
         thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
+        tier: str | None = None,
     ) -> ModelAnswer:
         """Ask the model; a blocked or empty answer is returned with its reason.
 
-        With ``turns``, the conversation goes as ``contents`` with user and model roles.
+        With ``turns``, the conversation goes as ``contents`` with user and model roles;
+        with ``tier``, on that pricing tier (``tier_headers``).
         """
         started = time.monotonic()
         response = self._call(
             self._client.models.generate_content,
             contents=self._contents(prompt, turns),
-            config=self._config(max_output_tokens, thinking_budget, thinking_level),
+            config=self._config(max_output_tokens, thinking_budget, thinking_level, tier),
         )
         return _answer_of(response, time.monotonic() - started)
 

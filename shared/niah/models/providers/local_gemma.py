@@ -63,6 +63,7 @@ class LocalGemmaProvider:
         thinking_budget: int | None = None,
         thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
+        tier: str | None = None,
     ) -> ModelAnswer:
         """Complete ``prompt`` greedily, stopping at the end of the line.
 

@@ -47,6 +47,7 @@ class OpenAICompatibleProvider:
         thinking_budget: int | None = None,
         thinking_level: str | None = None,
         turns: tuple[Turn, ...] | None = None,
+        tier: str | None = None,
     ) -> ModelAnswer:
         """Ask the endpoint; HTTP errors are classified, transport errors retried.
 

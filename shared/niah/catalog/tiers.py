@@ -1,0 +1,122 @@
+"""Pricing tiers and implicit caching per model: what Google documents, with where.
+
+A run picks how its online calls are served (``tier``): Standard PayGo (the default),
+Flex PayGo (cheaper, slower, more throttled) or Priority PayGo (dearer, steadier).
+Batch is its own way of calling (``execution: batch``), priced in
+``niah.core.money.pricing``. Every fact below is Google's, read 2026-12-04 from stored
+copies of its pages (Vertex AI is now named "Gemini Enterprise Agent Platform"):
+
+- FLEX: docs.cloud.google.com/gemini-enterprise-agent-platform/models/deploy/flex-paygo
+  (and vertex-ai/generative-ai/docs/flex-paygo): "Flex PayGo offers a 50% discount
+  compared to Standard PayGo"; "support Flex PayGo in the global endpoint only. Flex
+  PayGo doesn't support regional or multi-regional endpoints"; "you must include the
+  X-Vertex-AI-LLM-Shared-Request-Type header", "X-Vertex-AI-LLM-Shared-Request-Type:
+  flex". Its model list is cut from the stored copies; the issue's reading of it (#52)
+  is Gemini 3.8 Flash and earlier, not Gemini 4 Argon, and ai.google.dev's model pages
+  list "Flex inference: supported" for the 3.x Flash models.
+- PRIORITY: .../models/priority-paygo: "charged per token usage at a higher rate than
+  Standard PayGo"; the same header with "priority"; its list (the es copy on
+  documentation.s3ns.fr): gemini-4-argon, gemini-4-argon-cyber-permissive,
+  gemini-3.8-flash, 3.7-flash, 3.6-flash, 3.5-flash-lite, 3.5-flash, 3.1-flash-lite,
+  3.1-pro-preview; global endpoint only (most copies; one adds us and eu).
+  The rate: genai-prices 0.2.3's Google entries (citing ai.google.dev/gemini-api/docs/
+  pricing): "Priority tier is 1.8x" the standard rate; Google's Vertex pricing page is
+  not among the stored copies, so the Gemini API's factor is used.
+- G4A: .../models/guides/gemini-4-argon: "The 1,048,576-token context window is shared
+  across input, thinking, and output tokens"; "Implicit caching applies automatically
+  to shared prompt prefixes of 6,144 tokens or more".
+- CACHE: .../models/context-cache/context-cache-overview: implicit caching is on by
+  default; cached tokens are billed at a discount (90 % on the copies read; issue #52
+  reads 95 % from Gemini 4). genai-prices 0.2.3 carries each model's cached rate
+  (gemini-4-argon: $0.10 of $2, $0.20 of $4 from 2026-12-01: 95 % off;
+  gemini-3.8-flash: $0.075 of $0.75: 90 % off), so the rate comes from there
+  (``niah.catalog.prices``); tests/unit/test_tiers.py pins Argon's at 5 % of input.
+- DEFERRED: .../models/deferred-tier: a tier of the Interactions API
+  (``service_tier="deferred"``, turns queued "within a 24-hour target", global only),
+  not of ``generateContent``, which the worker calls: not offered here (batch is).
+- Served tier: the reply's ``usageMetadata.trafficType`` (google-genai 2.34's
+  ``TrafficType``, generated from Google's API: ON_DEMAND, ON_DEMAND_FLEX,
+  ON_DEMAND_PRIORITY, PROVISIONED_THROUGHPUT, ...). Where a reply has none, the cell
+  records the tier asked and says so.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from niah.catalog.models import find_model
+
+Tier = Literal["standard", "flex", "priority"]
+TIERS: tuple[Tier, ...] = ("standard", "flex", "priority")
+# FLEX: "a 50% discount compared to Standard PayGo"; PRIORITY: 1.8x (see above).
+TIER_RATE: dict[Tier, float] = {"standard": 1.0, "flex": 0.5, "priority": 1.8}
+# The header both pages name, and its values.
+TIER_HEADER = "X-Vertex-AI-LLM-Shared-Request-Type"
+# Both tiers are served on the global endpoint only (FLEX, PRIORITY).
+TIER_LOCATION = "global"
+# trafficType as a reply names it, per tier (google-genai 2.34's TrafficType).
+TRAFFIC_TYPES: dict[str, Tier] = {
+    "ON_DEMAND": "standard",
+    "ON_DEMAND_FLEX": "flex",
+    "ON_DEMAND_PRIORITY": "priority",
+}
+TIER_TRAFFIC_TYPE: dict[Tier, str] = {tier: name for name, tier in TRAFFIC_TYPES.items()}
+
+_GEMINI_3_FLEX_AND_PRIORITY = (
+    "gemini-3.8-flash",
+    "gemini-3.7-flash",
+    "gemini-3.6-flash",
+    "gemini-3.5-flash",
+    "gemini-3.5-flash-lite",
+    "gemini-3.1-flash-lite",
+    "gemini-3.1-pro-preview",
+)
+# The tiers besides standard each model is offered on (FLEX, PRIORITY); a model not
+# listed is offered standard only.
+TIER_OFFERS: dict[str, frozenset[Tier]] = {
+    **{name: frozenset({"flex", "priority"}) for name in _GEMINI_3_FLEX_AND_PRIORITY},
+    "gemini-4-argon": frozenset({"priority"}),
+    "gemini-4-argon-cyber-permissive": frozenset({"priority"}),
+}
+
+# Vertex's implicit cache serves a shared prefix from this many tokens (CACHE, read
+# 2026-11-26: "at least 2,048"), unless the model's own page says otherwise (G4A).
+IMPLICIT_CACHE_MIN_TOKENS = 2048
+CACHE_MIN_TOKENS: dict[str, int] = {
+    "gemini-4-argon": 6_144,
+    "gemini-4-argon-cyber-permissive": 6_144,
+}
+
+
+def cache_min_tokens(model_name: str) -> int:
+    """The shortest shared prefix Vertex's implicit cache serves for ``model_name``."""
+    known = find_model(model_name)
+    return CACHE_MIN_TOKENS.get(known.name if known else model_name, IMPLICIT_CACHE_MIN_TOKENS)
+
+
+def offered_tiers(model_name: str) -> tuple[Tier, ...]:
+    """The tiers Google serves ``model_name`` on (standard always), in ``TIERS`` order."""
+    known = find_model(model_name)
+    offers = TIER_OFFERS.get(known.name, frozenset()) if known else frozenset()
+    return tuple(t for t in TIERS if t == "standard" or t in offers)
+
+
+def tier_refusal(model_name: str, tier: Tier, location: str) -> str | None:
+    """Why ``tier`` cannot serve ``model_name`` at ``location``; None where it can."""
+    if tier == "standard":
+        return None
+    page = "Flex PayGo" if tier == "flex" else "Priority PayGo"
+    if tier not in offered_tiers(model_name):
+        offered = ", ".join(offered_tiers(model_name))
+        return f"Google's {page} page does not list {model_name} (its tiers here: {offered})"
+    if location != TIER_LOCATION:
+        return (
+            f"Google serves {page} on the global endpoint only, and this deployment "
+            f"calls {location!r} (NIAH_VERTEX_LOCATION)"
+        )
+    return None
+
+
+def served_tier(traffic_type: str | None) -> Tier | None:
+    """The tier a reply's ``trafficType`` names; None where it names none we know."""
+    return TRAFFIC_TYPES.get(traffic_type or "")

@@ -1,0 +1,239 @@
+"""Pricing tiers and Gemini 4's caching (issue 52): the estimate, the hold, the call, the cell.
+
+Google's facts are in ``niah.catalog.tiers`` with their pages; these tests hold the
+service to them: Argon caches no prefix under 6,144 tokens and bills a cached token at
+5 % of input, Flex PayGo is half the standard rate where Google offers it and refused
+with the reason where it does not (Argon), the tier reaches Vertex as the header its
+pages name, and a cell records the tier the reply says it was served on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import requests
+
+from niah.catalog.tiers import Tier
+from tests.unit import test_vertex_standin
+from tests.unit.test_cli import niah
+from tests.unit.test_vertex_standin import configure, run_one_gemini_cell
+
+# The HTTP stand-in of Vertex, as test_vertex_standin runs it.
+standin = test_vertex_standin.standin
+
+# Lengths whose shared prefixes (about length x depth) fall below 2,048, between 2,048
+# and 6,144, and above 6,144 tokens; the primer is the 16,000-token cell at depth 100.
+GRID = (
+    "--context_lengths", "4000", "8000", "16000",
+    "--document_depth_percents", "25", "50", "100",
+)  # fmt: skip
+
+
+def estimate(*args: str) -> dict[str, Any]:
+    """``niah run --estimate --json`` of GRID with ``args``."""
+    done = niah("run", *GRID, *args, "--estimate", "--json")
+    assert done.returncode == 0, done.stderr
+    figures: dict[str, Any] = json.loads(done.stdout)
+    return figures
+
+
+@pytest.fixture(scope="module")
+def argon() -> dict[str, Any]:
+    return estimate("--model_name", "gemini-4-argon")
+
+
+@pytest.fixture(scope="module")
+def flash() -> dict[str, Any]:
+    return estimate("--model_name", "gemini-3.8-flash")
+
+
+def test_argon_credits_no_cache_under_6144_tokens_where_3_8_flash_caches_from_2048(
+    argon: dict[str, Any], flash: dict[str, Any]
+) -> None:
+    assert (argon["cache_min_tokens"], flash["cache_min_tokens"]) == (6_144, 2_048)
+    argon_cached = {c["cell_id"]: c["cached_tokens"] for c in argon["per_cell"]}
+    flash_cached = {c["cell_id"]: c["cached_tokens"] for c in flash["per_cell"]}
+    assert argon_cached.keys() == flash_cached.keys()
+    # The same prompts (one tokenizer): Argon credits exactly Flash's prefixes of 6,144
+    # tokens or more, and nothing for the ones between 2,048 and 6,144.
+    between = {cell for cell, n in flash_cached.items() if 2_048 <= n < 6_144}
+    assert between, flash_cached  # the grid has such prefixes: the test means something
+    assert all(argon_cached[cell] == 0 for cell in between)
+    assert argon_cached == {cell: (n if n >= 6_144 else 0) for cell, n in flash_cached.items()}
+    assert any(n >= 6_144 for n in argon_cached.values())
+
+
+def test_argon_prices_a_cached_read_at_gemini_4s_rate(argon: dict[str, Any]) -> None:
+    from niah.catalog.prices import prices_for
+
+    prices = prices_for("gemini-4-argon")
+    assert prices is not None and prices.cached_input is not None
+    # Gemini 4's implicit cache: 95 % off the input rate (G4's cached rate in genai-prices).
+    assert prices.cached_input == pytest.approx(0.05 * prices.input, rel=1e-12)
+    expected = sum(
+        (c["prompt_tokens"] - c["cached_tokens"]) * prices.input
+        + c["cached_tokens"] * prices.cached_input
+        + c["max_output_tokens"] * prices.output
+        for c in argon["per_cell"]
+    )
+    assert argon["cache_aware"]["cost_usd"] == pytest.approx(expected / 1e6, abs=1e-6)
+    assert argon["cache_aware"]["cost_usd"] < argon["naive"]["cost_usd"]
+
+
+def test_flex_is_half_the_standard_rate_priority_1_8x_and_batch_beside_them(
+    flash: dict[str, Any],
+) -> None:
+    flex = estimate("--model_name", "gemini-3.8-flash", "--tier", "flex")
+    assert flex["tier"] == "flex" and flash["tier"] == "standard"
+    # Nothing cached in the naive figure: every token at exactly half the rate.
+    assert flex["naive"]["cost_usd"] == pytest.approx(flash["naive"]["cost_usd"] / 2, abs=2e-6)
+    tiers = flash["tiers"]
+    assert tiers["flex"]["naive_usd"] == flex["naive"]["cost_usd"]
+    assert tiers["priority"]["naive_usd"] == pytest.approx(
+        1.8 * tiers["standard"]["naive_usd"], abs=2e-6
+    )
+    assert tiers["standard"]["cache_aware_usd"] == flash["cache_aware"]["cost_usd"]
+    assert tiers["batch"]["naive_usd"] == flash["batch"]["cost_usd"]
+    # The hold prices the chosen tier: Flex's is half the standard's.
+    assert flex["held_usd"] == pytest.approx(flash["held_usd"] / 2, rel=1e-5)
+    assert flex["held_usd"] < flash["held_usd"]
+
+
+def test_flex_on_argon_is_refused_with_the_reason_and_its_estimate_says_why(
+    argon: dict[str, Any],
+) -> None:
+    refused = niah("run", *GRID, "--model_name", "gemini-4-argon", "--tier", "flex", "--estimate")
+    assert refused.returncode == 2
+    assert "tier" in refused.stderr and "Flex PayGo" in refused.stderr
+    assert "standard or priority" in refused.stderr  # the fix
+    flex = argon["tiers"]["flex"]
+    assert flex["offered"] is False and "gemini-4-argon" in flex["reason"]
+    assert argon["tiers"]["priority"]["offered"] is True
+    text = niah("run", *GRID, "--model_name", "gemini-4-argon", "--estimate")
+    assert "flex: not offered: Google's Flex PayGo page" in text.stdout
+
+
+def test_a_tier_is_refused_off_the_global_endpoint_in_batch_and_for_other_providers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from niah.core.request.spec import RunRequest
+    from niah.settings import get_settings
+
+    def refusal(**body: Any) -> str:
+        with pytest.raises(ValueError) as caught:
+            RunRequest.model_validate(body)
+        return str(caught.value)
+
+    monkeypatch.setenv("NIAH_VERTEX_LOCATION", "us-central1")
+    get_settings.cache_clear()
+    try:
+        message = refusal(model_name="gemini-3.8-flash", tier="priority")
+        assert "tier: priority refused" in message and "global endpoint" in message
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+    batch = refusal(model_name="gemini-3.8-flash", tier="flex", execution="batch")
+    assert batch.count("tier: flex applies to online calls") == 1
+    assert "tier: flex is a Vertex AI pricing tier" in refusal(tier="flex")
+    # standard spelt out names the same run as leaving it out
+    plain = RunRequest.model_validate({"model_name": "gemini-3.8-flash"})
+    spelt = RunRequest.model_validate({"model_name": "gemini-3.8-flash", "tier": "standard"})
+    flex = RunRequest.model_validate({"model_name": "gemini-3.8-flash", "tier": "flex"})
+    assert plain.run_id() == spelt.run_id() != flex.run_id()
+
+
+def usage_cost(cell: dict[str, Any], tier: Tier) -> float:
+    """What a stored cell's usage costs at ``tier``'s rates, by its model's prices."""
+    from niah.catalog.prices import prices_for
+    from niah.core.money.pricing import call_cost
+
+    usage = cell["usage"]
+    return call_cost(
+        prices_for(cell["model"]),
+        usage["prompt_token_count"],
+        usage["candidates_token_count"] or 0,
+        cached_tokens=usage["cached_content_token_count"] or 0,
+        thinking_tokens=usage["thoughts_token_count"] or 0,
+        tier=tier,
+    ).usd
+
+
+def test_a_cell_records_the_tier_it_was_served_on_and_asks_for_it_as_google_documents(
+    standin: tuple[str, Any], essay_blobs: Any
+) -> None:
+    url, _ = standin
+    store, run_id, outcome = run_one_gemini_cell(
+        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="flex"
+    )
+    assert outcome == "answered"
+    [cell] = store.list_cells(run_id)
+    sent = requests.get(f"{url}/_standin/requests", timeout=5).json()["requests"]
+    calls = [r for r in sent if r["kind"] == "generate"]
+    # The header Google's Flex PayGo page names, and no body field it does not.
+    assert [r["shared_request_type"] for r in calls] == ["flex"]
+    assert "serviceTier" not in calls[0]["body"]
+    assert cell["service_tier"] == {
+        "asked": "flex",
+        "served": "flex",
+        "traffic_type": "ON_DEMAND_FLEX",
+        "billed_as": "flex",
+        "source": "usageMetadata.trafficType",
+    }
+    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "flex"), abs=1e-8)
+    assert cell["usage"]["cached_content_token_count"] in (None, 0)  # nothing cached:
+    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "standard") / 2, abs=1e-8)
+
+
+def test_a_reply_on_another_tier_or_none_is_recorded_as_such(
+    standin: tuple[str, Any], essay_blobs: Any
+) -> None:
+    url, _ = standin
+    # Served standard though flex was asked (Google names ON_DEMAND): priced standard.
+    configure(url, traffic_type="ON_DEMAND")
+    store, run_id, _ = run_one_gemini_cell(
+        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="flex"
+    )
+    [cell] = store.list_cells(run_id)
+    assert (cell["service_tier"]["served"], cell["service_tier"]["billed_as"]) == (
+        "standard",
+        "standard",
+    )
+    # A reply that names no trafficType: the tier asked, and the record says so.
+    configure(url, traffic_type="")
+    store, run_id, _ = run_one_gemini_cell(
+        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="priority"
+    )
+    [cell] = store.list_cells(run_id)
+    assert cell["service_tier"]["served"] is None
+    assert cell["service_tier"]["billed_as"] == "priority"
+    assert cell["service_tier"]["source"].startswith("asked")
+    # A standard run sends no tier header at all.
+    configure(url)
+    run_one_gemini_cell(essay_blobs, model_name="gemini-3.8-flash", allow_retired=False)
+    sent = requests.get(f"{url}/_standin/requests", timeout=5).json()["requests"]
+    assert [r["shared_request_type"] for r in sent if r["kind"] == "generate"] == [None]
+
+
+def test_a_cut_off_calls_estimate_and_a_stored_run_are_at_the_runs_tier() -> None:
+    from niah.core.money.pricing import run_tier, spend_summary
+
+    cut_off = [{"status": "started", "planned_prompt_tokens": 100_000}]
+    standard = spend_summary(cut_off, "gemini-3.8-flash")["estimated_usd"]
+    flex = spend_summary(cut_off, "gemini-3.8-flash", "flex")["estimated_usd"]
+    priority = spend_summary(cut_off, "gemini-3.8-flash", "priority")["estimated_usd"]
+    assert standard > 0
+    assert (flex, priority) == (pytest.approx(standard / 2), pytest.approx(standard * 1.8))
+    assert run_tier({"spec": {"tier": "flex"}}) == "flex"
+    assert run_tier({"spec": {}}) == run_tier(None) == "standard"
+
+
+def test_niah_models_lists_each_models_tiers_and_cache_minimum() -> None:
+    from niah.cli.models import model_rows
+
+    rows = {row["model"]: row for row in model_rows()}
+    assert rows["gemini-4-argon"]["tiers"] == ["standard", "priority"]
+    assert rows["gemini-4-argon"]["cache_min_tokens"] == 6_144
+    assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "flex", "priority"]
+    assert rows["gemini-3.8-flash"]["cache_min_tokens"] == 2_048
