@@ -13,7 +13,8 @@ sends them (``standin_batch``): each line answered as an online call.
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
 failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
 input limit, a thinking table of its own, another model answering an asked one
-(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``).
+(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``, or
+another tokenization: ``tokenization``).
 Replies name the model that answered, as Vertex's do. Every request is counted and
 kept (``GET /_standin/requests``) for tests to inspect.
 """
@@ -92,6 +93,12 @@ class StandinState:
                 # promptTokenCount (and the input limit, the cached share) are our count
                 # times this, rounded half up (1.05: 5 % more tokens).
                 "token_count_ratio": 1.0,
+                # A model on another tokenizer than ours (issue 52: Gemini 3.5 and later are
+                # not on Gemma 3): "chunks4" counts every run of letters and digits as one
+                # token per 4 characters (rounded up) and every other non-space character
+                # as one, so its count is not ours times a constant (the essays: 1.20-1.34
+                # of ours, a needle's digits fewer). "gemma3": ours.
+                "tokenization": "gemma3",
                 # Overrides of the thinking table: N thought tokens whatever the model and
                 # its thinking settings (still spent before the answer), and with
                 # thinking_only no answer at all (MAX_TOKENS).
@@ -133,12 +140,25 @@ def _count_tokens(text: str, estimate: bool = False) -> int:
     return len(get_tokenizer().encode(text))
 
 
+CHUNK_PIECES = re.compile(r"[^\W_]+|[^\w\s]|_")
+
+
+def chunks4_tokens(text: str) -> int:
+    """The ``chunks4`` tokenization's count: 4 characters a token in words, 1 a symbol."""
+    return sum(
+        -(-len(piece) // 4) if piece[0].isalnum() else 1 for piece in CHUNK_PIECES.findall(text)
+    )
+
+
 def _prompt_tokens(config: dict[str, Any], text: str) -> int:
-    """A prompt's tokens as the modelled model counts them: ours times its ratio.
+    """A prompt's tokens as the modelled model counts them: ours (or chunks4's) times its ratio.
 
     The one count of countTokens, promptTokenCount, the input limit and the cache.
     """
-    ours = _count_tokens(text, bool(config["estimate_tokens"]))
+    if config.get("tokenization") == "chunks4":
+        ours = chunks4_tokens(text)
+    else:
+        ours = _count_tokens(text, bool(config["estimate_tokens"]))
     return int(ours * float(config["token_count_ratio"]) + 0.5)
 
 
