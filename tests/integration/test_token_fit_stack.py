@@ -65,9 +65,19 @@ def test_cells_of_a_model_on_another_tokenizer_land_within_the_tolerance_and_say
     assert counts == 1 + sum(cell["fit_rounds"] for cell in cells)  # the sample, the fits
     summary_name = run["report"]["summary_uri"].split("/", 3)[3]
     summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(summary_name))
-    assert summary["prompt_token_deviation"]["max_abs"] == max(
-        -cell["fit_deviation_tokens"] for cell in cells
+    largest = max(-cell["fit_deviation_tokens"] for cell in cells)
+    assert summary["prompt_token_deviation"]["max_abs"] == largest
+    assert summary["count_fit"]["cells"] == summary["count_fit"]["within_tolerance"] == 9
+    assert summary["count_fit"]["max_abs_deviation"] == largest
+    note = (
+        "prompt lengths fitted by countTokens (Google: an estimate), not exact: 9 cells, "
+        f"all within [L - max(8, 0.1 % of L), L], largest |deviation| {largest} tokens"
     )
+    assert summary["count_fit_note"] == note
+    page = GcsBlobStore(stack.env["NIAH_BUCKET"]).read(run["report"]["html_uri"].split("/", 3)[3])
+    assert "prompt lengths fitted by countTokens (Google: an estimate)" in page.decode()
+    status = stack.niah("status", run_id)
+    assert note in status.stdout, status.stdout
 
 
 def test_cells_of_a_gemma3_model_are_exact_and_google_counts_them_so(stack: Stack) -> None:
@@ -85,7 +95,8 @@ def test_cells_of_a_gemma3_model_are_exact_and_google_counts_them_so(stack: Stac
     )
     assert response.status_code == 202, response.text
     run_id = response.json()["run_id"]
-    wait_complete(run_id, timeout=180)
+    run = wait_complete(run_id, timeout=180)
+    assert "count_fit" not in run  # nothing fitted: the report claims no fit
     cells = FirestoreStore().list_cells(run_id)
     assert len(cells) == 4
     for cell in cells:

@@ -14,7 +14,13 @@ import pytest
 
 from niah.catalog.models import CATALOG, find_model
 from niah.catalog.tokenizers import SDK_TOKENIZER_FAMILY
-from niah.core.prompts.count_fit import FIT_ROUNDS, fit_by_count, fit_tolerance
+from niah.core.prompts.count_fit import (
+    FIT_ROUNDS,
+    fit_by_count,
+    fit_note,
+    fit_summary,
+    fit_tolerance,
+)
 from niah.core.prompts.prompt_builder import BuiltPrompt
 from niah.models.tokenizer import get_tokenizer
 from niah_devtools.standin import StandinState, chunks4_tokens
@@ -170,3 +176,23 @@ def test_a_cell_of_a_gemma3_model_is_exact_and_not_counted_again(
     assert len([r for r in state.requests if r["kind"] == "count"]) == 1  # the sample only
     assert cell["planned_prompt_tokens"] == 2000 == cell["usage"]["prompt_token_count"]
     assert cell["prompt_token_deviation"] == 0 and "fitted_by" not in cell
+
+
+def test_the_run_summarises_its_fitted_cells_and_says_they_are_not_exact() -> None:
+    fitted = [
+        {"fitted_by": "countTokens", "fit_deviation_tokens": -3, "fit_within_tolerance": True},
+        {"fitted_by": "countTokens", "fit_deviation_tokens": -12, "fit_within_tolerance": False},
+    ]
+    assert fit_summary([{"planned_prompt_tokens": 1000}]) is None  # an exact model's cells
+    assert fit_note(None) is None
+    summary = fit_summary([*fitted, {"planned_prompt_tokens": 1000}])
+    assert summary == {
+        "cells": 2,
+        "within_tolerance": 1,
+        "max_abs_deviation": 12,
+        "mean_deviation": -7.5,
+    }
+    assert fit_note(summary) == (
+        "prompt lengths fitted by countTokens (Google: an estimate), not exact: 2 cells, "
+        "1 of 2 within [L - max(8, 0.1 % of L), L], largest |deviation| 12 tokens"
+    )

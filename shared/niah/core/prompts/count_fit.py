@@ -97,3 +97,33 @@ def fit_by_count(
     assert last is not None  # FIT_ROUNDS >= 1
     kept = best or last
     return CountFit(kept.built, kept.model_tokens, target_tokens, FIT_ROUNDS)
+
+
+def fit_summary(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's fitted cells: how many, how many in their window, the largest deviation.
+
+    None for a run with no cell fitted to countTokens (an exact model's, the local one's).
+    """
+    fitted = [c for c in cells if c.get("fitted_by") == "countTokens"]
+    if not fitted:
+        return None
+    deviations = [int(c["fit_deviation_tokens"]) for c in fitted]
+    return {
+        "cells": len(fitted),
+        "within_tolerance": sum(bool(c.get("fit_within_tolerance")) for c in fitted),
+        "max_abs_deviation": max(abs(d) for d in deviations),
+        "mean_deviation": round(sum(deviations) / len(deviations), 3),
+    }
+
+
+def fit_note(summary: dict[str, Any] | None) -> str | None:
+    """The report's and ``niah status``'s line on fitted lengths, where there are any."""
+    if not summary:
+        return None
+    within = summary["within_tolerance"]
+    share = "all" if within == summary["cells"] else f"{within} of {summary['cells']}"
+    return (
+        f"prompt lengths fitted by countTokens (Google: an estimate), not exact: "
+        f"{summary['cells']} cells, {share} within [L - max(8, 0.1 % of L), L], "
+        f"largest |deviation| {summary['max_abs_deviation']} tokens"
+    )
