@@ -45,6 +45,7 @@ from niah_devtools.standin_thinking import (
     thinking_config,
     thought_tokens,
 )
+from niah_devtools.standin_tokens import count_tokens, modelled_prompt_tokens
 
 MODEL_IN_PATH = re.compile(r"/models/([^/:]+):generateContent$")
 # Config keys whose posted dicts are merged over the stand-in's thinking table.
@@ -132,36 +133,6 @@ class StandinState:
                 self.config[key] = {**self.config[key], **value} if merged else value
 
 
-def _count_tokens(text: str, estimate: bool = False) -> int:
-    if estimate:  # for load tests, where tokenizing megabytes would be the bottleneck
-        return len(text) // 4
-    from niah.models.tokenizer import get_tokenizer
-
-    return len(get_tokenizer().encode(text))
-
-
-CHUNK_PIECES = re.compile(r"[^\W_]+|[^\w\s]|_")
-
-
-def chunks4_tokens(text: str) -> int:
-    """The ``chunks4`` tokenization's count: 4 characters a token in words, 1 a symbol."""
-    return sum(
-        -(-len(piece) // 4) if piece[0].isalnum() else 1 for piece in CHUNK_PIECES.findall(text)
-    )
-
-
-def _prompt_tokens(config: dict[str, Any], text: str) -> int:
-    """A prompt's tokens as the modelled model counts them: ours (or chunks4's) times its ratio.
-
-    The one count of countTokens, promptTokenCount, the input limit and the cache.
-    """
-    if config.get("tokenization") == "chunks4":
-        ours = chunks4_tokens(text)
-    else:
-        ours = _count_tokens(text, bool(config["estimate_tokens"]))
-    return int(ours * float(config["token_count_ratio"]) + 0.5)
-
-
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     names = {
         400: "INVALID_ARGUMENT",
@@ -214,7 +185,7 @@ def _cached_prefix_tokens(state: StandinState, prompt: str) -> int:
     data = prompt.encode()
     shared = max((_common_prefix(data, p) for p in answered), default=0)
     head = data[:shared].decode(errors="ignore")  # a cut inside a character drops it
-    tokens = _prompt_tokens(config, head)
+    tokens = modelled_prompt_tokens(config, head)
     return tokens if tokens >= int(config["cache_min_tokens"]) else 0
 
 
@@ -240,7 +211,7 @@ def _generate(
     if config["thoughts_tokens"] is not None:
         thoughts = int(config["thoughts_tokens"])
     estimate = bool(config["estimate_tokens"])
-    prompt_tokens = _prompt_tokens(config, prompt)
+    prompt_tokens = modelled_prompt_tokens(config, prompt)
     if prompt_tokens > int(config["input_limit"]):
         return _error(
             400,
@@ -272,7 +243,7 @@ def _generate(
         prompt, prompt_tokens
     ):
         text = MISSED  # the known curve says this prompt is missed
-    answer_tokens = _count_tokens(text, estimate)
+    answer_tokens = count_tokens(text, estimate)
     spent = spend(request.max_output_tokens, thoughts, answer_tokens)
     if config["thinking_only"]:  # the script says the budget went to thinking
         capped = min(thoughts, request.max_output_tokens)
@@ -414,7 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = "".join(
                 p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])
             )
-            self._send(200, {"totalTokens": _prompt_tokens(self.state.config, text)})
+            self._send(200, {"totalTokens": modelled_prompt_tokens(self.state.config, text)})
             return
         openai = self.path.endswith("/chat/completions")
         request = _ModelRequest.parse(self.path, body)

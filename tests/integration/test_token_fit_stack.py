@@ -1,6 +1,6 @@
 """Issue 52 on the local stack: cells fitted to a model that tokenizes otherwise than we do.
 
-The Vertex stand-in counts in ``chunks4`` (``niah_devtools.standin.chunks4_tokens``:
+The Vertex stand-in counts in ``chunks4`` (``niah_devtools.standin_tokens.chunks4_tokens``:
 every run of letters and digits is one token per 4 characters, rounded up, every other
 non-space character one), a tokenization that is no constant times Gemma 3's (the
 essays count 1.20-1.34 of ours, a needle's digits fewer). countTokens and the reply's

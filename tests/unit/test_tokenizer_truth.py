@@ -23,7 +23,8 @@ from niah.core.prompts.count_fit import (
 )
 from niah.core.prompts.prompt_builder import BuiltPrompt
 from niah.models.tokenizer import get_tokenizer
-from niah_devtools.standin import StandinState, chunks4_tokens
+from niah_devtools.standin import StandinState
+from niah_devtools.standin_tokens import chunks4_tokens
 from tests.unit.test_cli import niah
 from tests.unit.test_vertex_standin import (  # noqa: F401 (standin: a fixture)
     configure,
