@@ -13,7 +13,8 @@ sends them (``standin_batch``): each line answered as an online call.
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
 failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
 input limit, a thinking table of its own, another model answering an asked one
-(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``).
+(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``, or
+another tokenization: ``tokenization``).
 Replies name the model that answered, as Vertex's do. Every request is counted and
 kept (``GET /_standin/requests``) for tests to inspect.
 """
@@ -32,11 +33,7 @@ from typing import Any
 from niah.catalog.tiers import TIER_HEADER
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
-from niah_devtools.standin_cache import (
-    _cached_prefix_tokens,
-    _count_tokens,
-    _prompt_tokens,
-)
+from niah_devtools.standin_cache import _cached_prefix_tokens
 from niah_devtools.standin_curve import MISSED, KnownCurve
 from niah_devtools.standin_replies import (
     as_openai,
@@ -54,6 +51,7 @@ from niah_devtools.standin_thinking import (
     thinking_config,
     thought_tokens,
 )
+from niah_devtools.standin_tokens import count_tokens, modelled_prompt_tokens
 
 MODEL_IN_PATH = re.compile(r"/models/([^/:]+):generateContent$")
 # Config keys whose posted dicts are merged over the stand-in's thinking table.
@@ -102,6 +100,12 @@ class StandinState:
                 # promptTokenCount (and the input limit, the cached share) are our count
                 # times this, rounded half up (1.05: 5 % more tokens).
                 "token_count_ratio": 1.0,
+                # A model on another tokenizer than ours (issue 52: Gemini 3.5 and later are
+                # not on Gemma 3): "chunks4" counts every run of letters and digits as one
+                # token per 4 characters (rounded up) and every other non-space character
+                # as one, so its count is not ours times a constant (the essays: 1.20-1.34
+                # of ours, a needle's digits fewer). "gemma3": ours.
+                "tokenization": "gemma3",
                 # Overrides of the thinking table: N thought tokens whatever the model and
                 # its thinking settings (still spent before the answer), and with
                 # thinking_only no answer at all (MAX_TOKENS).
@@ -175,7 +179,7 @@ def _generate(
     if config["thoughts_tokens"] is not None:
         thoughts = int(config["thoughts_tokens"])
     estimate = bool(config["estimate_tokens"])
-    prompt_tokens = _prompt_tokens(config, prompt)
+    prompt_tokens = modelled_prompt_tokens(config, prompt)
     if prompt_tokens > int(config["input_limit"]):
         return _error(
             400,
@@ -208,7 +212,7 @@ def _generate(
         prompt, prompt_tokens
     ):
         text = MISSED  # the known curve says this prompt is missed
-    answer_tokens = _count_tokens(text, estimate)
+    answer_tokens = count_tokens(text, estimate)
     spent = spend(request.max_output_tokens, thoughts, answer_tokens)
     if config["thinking_only"]:  # the script says the budget went to thinking
         capped = min(thoughts, request.max_output_tokens)
@@ -353,7 +357,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = "".join(
                 p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])
             )
-            self._send(200, {"totalTokens": _prompt_tokens(self.state.config, text)})
+            self._send(200, {"totalTokens": modelled_prompt_tokens(self.state.config, text)})
             return
         openai = self.path.endswith("/chat/completions")
         request = replace(
