@@ -197,3 +197,24 @@ def test_the_run_summarises_its_fitted_cells_and_says_they_are_not_exact() -> No
         "prompt lengths fitted by countTokens (Google: an estimate), not exact: 2 cells, "
         "1 of 2 within [L - max(8, 0.1 % of L), L], largest |deviation| 12 tokens"
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "basis"),
+    [
+        ("gemini-4-argon", "fitted"),
+        ("gemini-3.5-flash", "fitted"),
+        ("gemini-3-flash-preview", "exact"),
+        ("gemma-3-270m-local", "exact"),
+    ],
+)
+def test_the_estimate_says_exact_only_where_the_prompt_is_built_in_the_models_tokenizer(
+    model: str, basis: str
+) -> None:
+    """Before, every haystack prompt was "exact" in the estimate, fitted ones too."""
+    shown = niah(
+        "run", "--estimate", "--json", "--allow_retired", "--model_name", model,
+        "--context_lengths", "1000", "--document_depth_percents", "50",
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["prompt_tokens_basis"] == {basis: 1}

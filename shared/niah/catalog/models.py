@@ -410,6 +410,18 @@ def find_model(model_name: str) -> ModelInfo | None:
     )
 
 
+def prompts_fitted(model_name: str, provider: ProviderName) -> bool:
+    """Whether a run's prompts are fitted to Google's countTokens rather than built exact.
+
+    A Gemini model whose tokenizer the service does not hold (google-genai maps it to
+    Gemma 4, or to nothing: ``niah.catalog.tokenizers``); one the catalog lacks too.
+    """
+    if provider != "gemini":
+        return False
+    known = find_model(model_name)
+    return known is None or known.prompt_lengths == "fitted"
+
+
 def provider_for_model(model_name: str) -> ProviderName:
     """The provider a model name implies: the local Gemma, Gemini, else OpenAI-style."""
     known = find_model(model_name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from niah.catalog.models import find_model, input_limit, prompt_limit
+from niah.catalog.models import input_limit, prompt_limit, prompts_fitted
 from niah.core.interfaces import BlobInfo, BlobStore, Provider, Tokenizer, Turn
 from niah.core.prompts.answer_budget import CallBudget, call_budget
 from niah.core.prompts.count_fit import CountFit, fit_by_count
@@ -59,15 +59,8 @@ def run_haystack(
 
 
 def fits_by_count(spec: RunRequest) -> bool:
-    """Whether the run's haystack prompts are fitted to the model's ``countTokens``.
-
-    A Gemini model whose tokenizer the service does not hold (google-genai maps it to
-    Gemma 4, or to nothing: ``niah.catalog.tokenizers``); one the catalog lacks too.
-    """
-    if spec.provider() != "gemini":
-        return False
-    known = find_model(spec.model_name)
-    return known is None or known.prompt_lengths == "fitted"
+    """Whether the run's haystack prompts are fitted to the model's ``countTokens``."""
+    return prompts_fitted(spec.model_name, spec.provider())
 
 
 def cell_turns(built: BuiltPrompt, sample: Sample) -> tuple[Turn, ...] | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from niah.catalog.availability import lifecycle_notes
-from niah.catalog.models import find_model, model_notice
+from niah.catalog.models import find_model, model_notice, prompts_fitted
 from niah.catalog.prices import next_price_change, prices_for
 from niah.catalog.tiers import cache_min_tokens
 from niah.core.interfaces import Tokenizer
@@ -358,7 +358,11 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
         "variants": len(variants(spec)),
         "samples_per_cell": spec.samples_per_cell,
         "prompt_tokens": prompt_tokens,
-        "prompt_tokens_basis": dict(Counter(c.basis for c in run.cells)),
+        # "fitted": Vertex's countTokens fits each prompt to its length (docs/context-building.md)
+        "prompt_tokens_basis": {
+            ("fitted" if b == "exact" and prompts_fitted(model, spec.provider()) else b): n
+            for b, n in Counter(c.basis for c in run.cells).items()
+        },
         "output_tokens_at_most": output_tokens,
         "per_call": {
             "max_output_tokens": run.budget.max_output_tokens,
