@@ -60,7 +60,9 @@ def test_the_1m_grid_shows_naive_cache_aware_and_judge_figures_in_json_and_text(
     grid_1m: tuple[dict[str, Any], str],
 ) -> None:
     figures, text = grid_1m
-    assert figures["cells"] == 121 and figures["prompt_tokens_basis"] == {"exact": 121}
+    assert figures["cells"] == 121 and figures["prompt_tokens_basis"] == {
+        "fitted": 121
+    }  # 3.1 Pro: Gemma 4, fitted
     naive, aware, judge = figures["naive"], figures["cache_aware"], figures["judge"]
     assert aware["primer_cell_id"] == "L01000000-D100000"
     assert 0 < aware["cost_usd"] < naive["cost_usd"]
