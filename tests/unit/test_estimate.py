@@ -175,7 +175,8 @@ def test_a_small_grid_matches_the_benchmarks_built_prompts_and_cache_model() -> 
     assert exact.primer_cell_id == nominal.primer_cell_id == prompts[0][0]
     for cell in exact.cells:
         tokens, cached = measured[cell.cell.cell_id]
-        assert (cell.prompt_tokens, cell.basis) == (tokens, "exact")
+        # Our count of the bench's prompt; the model's own is fitted to it (not exact)
+        assert (cell.prompt_tokens, cell.basis) == (tokens, "fitted")
         # With the haystack's sentence ends: never above the measured prefix, at most one
         # token below it (the needle's leading space can match the haystack's next one).
         assert 0 <= cached - cell.cached_tokens <= 1, (cell.cell.cell_id, cached, cell)

@@ -218,3 +218,29 @@ def test_the_estimate_says_exact_only_where_the_prompt_is_built_in_the_models_to
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["prompt_tokens_basis"] == {basis: 1}
+
+
+def test_every_cells_basis_in_the_estimate_agrees_with_how_the_worker_builds_it() -> None:
+    """The per-cell list too, and batch and generated prompts are not called fitted."""
+
+    def bases(*args: str) -> tuple[dict[str, int], set[str]]:
+        shown = niah("run", "--estimate", "--json", "--context_lengths", "2000", *args)
+        assert shown.returncode == 0, shown.stderr
+        figures = json.loads(shown.stdout)
+        return figures["prompt_tokens_basis"], {c["basis"] for c in figures["per_cell"]}
+
+    argon = ("--model_name", "gemini-4-argon", "--document_depth_percents", "50")
+    assert bases(*argon) == ({"fitted": 1}, {"fitted"})
+    flash = ("--model_name", "gemini-3.8-flash", "--document_depth_percents", "50")
+    assert bases(*flash, "--batch") == ({"ratio": 1}, {"ratio"})
+    assert bases(
+        "--model_name",
+        "gemini-4-argon",
+        "--task",
+        "common_words",
+        "--document_depth_percents",
+        "50",
+    ) == (
+        {"local_count": 1},
+        {"local_count"},
+    )
