@@ -30,7 +30,6 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from niah.catalog.tiers import TIER_HEADER
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
 from niah_devtools.standin_cache import _cached_prefix_tokens
@@ -51,9 +50,11 @@ from niah_devtools.standin_thinking import (
     thinking_config,
     thought_tokens,
 )
+from niah_devtools.standin_tiers import SHARED_REQUEST_TYPE_HEADER
 from niah_devtools.standin_tokens import count_tokens, modelled_prompt_tokens
 
 MODEL_IN_PATH = re.compile(r"/models/([^/:]+):generateContent$")
+LOCATION_IN_PATH = re.compile(r"/locations/([^/]+)/")
 # Config keys whose posted dicts are merged over the stand-in's thinking table.
 MERGED_KEYS = ("thinking", "thinking_levels", "level_models", "shared_limits", "retired")
 
@@ -119,7 +120,7 @@ class StandinState:
                 # prompt answered within the window is billed that prefix as cached,
                 # if it is at least the minimum (see _cached_prefix_tokens).
                 "implicit_cache": False,
-                # None: the model's own minimum (niah.catalog.tiers.cache_min_tokens).
+                # None: the model's own minimum (standin_tiers.cache_min_tokens, Google's).
                 "cache_min_tokens": None,
                 "cache_window_seconds": 300.0,
                 # The trafficType replies name: None, from the tier header the call
@@ -196,7 +197,7 @@ def _generate(
             f"exceeds the maximum number of tokens allowed ({shared}).",
         )
     usage: dict[str, Any] = {"promptTokenCount": prompt_tokens}
-    traffic = traffic_type_for(config, request.shared_request_type)
+    traffic = traffic_type_for(config, request.shared_request_type, request.model, request.location)
     cached = min(cached, prompt_tokens)
     if cached:
         usage["cachedContentTokenCount"] = cached
@@ -273,6 +274,8 @@ class _ModelRequest:
     asked_output_tokens: int | None = None
     # The X-Vertex-AI-LLM-Shared-Request-Type header (flex, priority), if sent.
     shared_request_type: str | None = None
+    # The endpoint's location in the path (global, us, eu, a region).
+    location: str = ""
 
     @classmethod
     def parse(cls, path: str, body: dict[str, Any]) -> _ModelRequest:
@@ -293,6 +296,7 @@ class _ModelRequest:
             budget=budget,
             level=level,
             asked_output_tokens=asked,
+            location=located.group(1) if (located := LOCATION_IN_PATH.search(path)) else "",
         )
 
 
@@ -347,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "kind": kind,
                     "body": body,
                     "authorization": self.headers.get("Authorization"),
-                    "shared_request_type": self.headers.get(TIER_HEADER),
+                    "shared_request_type": self.headers.get(SHARED_REQUEST_TYPE_HEADER),
                     "time": time.time(),
                 }
             )
@@ -361,7 +365,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         openai = self.path.endswith("/chat/completions")
         request = replace(
-            _ModelRequest.parse(self.path, body), shared_request_type=self.headers.get(TIER_HEADER)
+            _ModelRequest.parse(self.path, body),
+            shared_request_type=self.headers.get(SHARED_REQUEST_TYPE_HEADER),
         )
         cached = _cached_prefix_tokens(self.state, request.prompt, request.model)  # on arrival
         if latency:

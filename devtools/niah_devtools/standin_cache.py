@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.catalog.tiers import cache_min_tokens
+from niah_devtools.standin_tiers import cache_min_tokens
 from niah_devtools.standin_tokens import modelled_prompt_tokens
 
 
@@ -36,7 +36,7 @@ def _cached_prefix_tokens(state: Any, prompt: str, model: str = "") -> int:
     Vertex AI's context-cache overview (cloud.google.com/vertex-ai/generative-ai/docs/
     context-cache/context-cache-overview, read 2026-11-26): implicit caching is on by
     default, bills cache hits at a discount, needs at least 2,048 tokens (Gemini 4
-    Argon: 6,144, its guide; ``niah.catalog.tiers.cache_min_tokens``), and hits
+    Argon: 6,144, its guide; ``standin_tiers.cache_min_tokens``, the stand-in's own), and hits
     when requests with a similar prefix come "in a short amount of time". The model:
     the longest prefix shared with a prompt already answered within the window (the
     window's length is not published; 300 s here), counted if at least the minimum.

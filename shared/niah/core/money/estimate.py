@@ -380,6 +380,8 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
         # The tier the run asks for, the least shared prefix the cache serves, and the
         # model's calls on every tier (niah.catalog.tiers).
         "tier": tier,
+        # The row of ``tiers`` this run pays: batch for a batch run, else its tier.
+        "tier_row": "batch" if spec.is_batch() else tier,
         "cache_min_tokens": cache_min_tokens(model),
         "tiers": tier_figures(
             model,
