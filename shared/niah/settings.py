@@ -279,6 +279,11 @@ class Settings(BaseSettings):
     batch_systemic_share: float = Field(default=0.5, gt=0, le=1)
     batch_systemic_min_lines: int = Field(default=5, ge=1)
     batch_online_fallback_max: int = Field(default=200, ge=0)
+    # A job that ended is settled only once its output holds the rows its completionStats
+    # count (successful + failed); no Google page says the export is complete when the
+    # state turns terminal. Files that lag are waited for this long after the job ended,
+    # then the rows never seen are recorded on the job and their cells fail, saying so.
+    batch_output_wait_seconds: float = Field(default=1800.0, ge=0)
     # A settle stores at most this many lines of cells sharing a prompt per call, and a
     # job's unanswered cells are stored failed this many per message: bounded calls.
     batch_settle_lines: int = Field(default=50, ge=1)
