@@ -67,7 +67,7 @@ def test_two_jobs_settling_at_once_both_keep_their_settled_flag(
     run_id = w["run_id"]
     for _ in range(200):  # until both jobs' output is being read: one piece each
         w["step"]({"run_id": run_id, "batch_action": "poll"})
-        jobs = store.get_run(run_id)["batch_jobs"]
+        jobs = (store.get_run(run_id) or {})["batch_jobs"]
         if len(jobs) == 2 and all("ingest" in job for job in jobs):
             break
         threading.Event().wait(0.05)
@@ -86,7 +86,7 @@ def test_two_jobs_settling_at_once_both_keep_their_settled_flag(
         thread.join(timeout=120)
     store.barrier = None
     assert sorted(outcomes.values()) == ["settled", "settled"]  # each piece settled its job
-    jobs = store.get_run(run_id)["batch_jobs"]
+    jobs = (store.get_run(run_id) or {})["batch_jobs"]
     assert [bool(job.get("ingested")) for job in jobs] == [True, True]
     assert [job["lines_stored"] for job in jobs] == [3, 3]
     cells = store.list_cells(run_id)
