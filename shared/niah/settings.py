@@ -353,6 +353,11 @@ class Settings(BaseSettings):
     batch_online_fallback_max: int = setting(
         200, "lines", "the most failed lines of a job sent online instead", ge=0
     )
+    # No Google page says a job's export is complete when its state turns terminal: a job
+    # is settled once its lines read reach completionStats (successful + failed).
+    batch_output_wait_seconds: float = setting(
+        1800.0, "seconds", "how long files that lag a finished batch job are waited for", ge=0
+    )
     batch_settle_lines: int = setting(
         50, "lines", "a settle stores at most this many lines of cells sharing a prompt per call",
         ge=1
