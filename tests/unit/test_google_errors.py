@@ -208,6 +208,7 @@ STORE_CALLS: dict[str, Callable[[FirestoreStore], object]] = {
     "count_cells": lambda s: s.count_cells("r"),
     "shard_count": lambda s: s.shard_count("r", "c", shards=1),
     "update_run": lambda s: s.update_run("r", {}),
+    "update_batch_job": lambda s: s.update_batch_job("r", "projects/p/batchPredictionJobs/1", {}),
     "cancel_run": lambda s: s.cancel_run("r"),
     "record_cell": lambda s: s.record_cell("r", "c", {}, failed=False, shards=1),
     "list_cells": lambda s: s.list_cells("r"),
