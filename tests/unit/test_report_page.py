@@ -448,3 +448,11 @@ def test_the_comparison_template_escapes_labels_and_keeps_every_section() -> Non
         "section-disagreements",
     ]
     assert page.count('<svg class="heatmap"') == 3 and page.count('<svg class="curves"') == 1
+
+
+def test_the_csv_names_the_model_that_answered_as_the_jsonl_does() -> None:
+    """Issue 52: the JSONL kept modelVersion, the CSV dropped it."""
+    served = cell(1000, 0.0, True) | {"model_version": "gemini-3.8-flash-001"}
+    (row,) = csv.DictReader(io.StringIO(rows_csv([served])))
+    assert row["model_version"] == "gemini-3.8-flash-001"
+    assert json.loads(cells_jsonl([served]))["model_version"] == row["model_version"]

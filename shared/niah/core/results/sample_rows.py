@@ -35,6 +35,7 @@ SAMPLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("thinking_tokens", "thinking tokens"),
     ("cost_usd", "cost of the call, USD (empty: unknown)"),
     ("model_seconds", "model call latency, seconds"),
+    ("model_version", "the model that answered, as the API names it (modelVersion)"),
     ("test_timestamp_utc", "when the sample was stored"),
 )
 COLUMN_NAMES = tuple(name for name, _ in SAMPLE_COLUMNS)
@@ -84,6 +85,7 @@ def sample_row(cell: dict[str, Any]) -> dict[str, Any]:
         "thinking_tokens": usage.get("thoughts_token_count"),
         "cost_usd": cell.get("cost_usd"),
         "model_seconds": cell.get("model_seconds"),
+        "model_version": cell.get("model_version"),
         "test_timestamp_utc": cell.get("test_timestamp_utc"),
     }
 
