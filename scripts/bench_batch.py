@@ -77,6 +77,13 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
     from niah.models.tokenizer import get_tokenizer
     from niah.service.batch_runs import handle_batch_message
     from niah.service.dispatch import dispatch_run
+    from niah.service.messages import (
+        BATCH_INGEST,
+        BATCH_POLL,
+        BatchStep,
+        batch_message,
+        parse_message,
+    )
 
     class Files:  # the stand-in's gs:// reads and writes, on the bench's bucket
         def read(self, uri: str) -> bytes:
@@ -115,14 +122,15 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
     tracemalloc.stop()
 
     published = len(publisher.cells)
-    step({"run_id": run.run_id, "batch_action": "poll"})
+    step(batch_message(run.run_id, BATCH_POLL, {}))
     pieces = 0
     piece_seconds: list[float] = []
     piece_peaks: list[int] = []
     while published < len(publisher.cells):
         message = publisher.cells[published]
         published += 1
-        if message.get("batch_action") != "ingest":
+        parsed = parse_message(message)
+        if not isinstance(parsed, BatchStep) or parsed.action != BATCH_INGEST:
             continue
         traced = not piece_peaks
         if traced:

@@ -7,6 +7,7 @@ fail against the emulator for a reason the fake hid.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import time
 from collections import Counter
@@ -20,6 +21,7 @@ from niah.core.interfaces import (
     CancelOutcome,
     Recorded,
     ReportClaim,
+    add_job_states,
     lapses_before_claim,
 )
 
@@ -61,6 +63,7 @@ class MemoryStore:
         self.calls: dict[str, dict[str, dict[str, Any]]] = {}
         self.report_requests: dict[str, float] = {}
         self.sentinels: dict[str, dict[str, Any]] = {}
+        self.batch_jobs: dict[str, dict[str, dict[str, Any]]] = {}  # run -> job name -> state
 
     def create_run(self, run_id: str, doc: dict[str, Any]) -> bool:
         firestore_value(doc)
@@ -81,7 +84,14 @@ class MemoryStore:
         run = self.runs.get(run_id)
         if run is None:
             return None
-        return {k: v for k, v in run.items() if k in fields} if fields else dict(run)
+        run = {k: v for k, v in run.items() if k in fields} if fields else dict(run)
+        states = list(self.batch_jobs.get(run_id, {}).values())
+        return add_job_states(run, copy.deepcopy(states)) if run.get("batch_jobs") else run
+
+    def update_batch_job(self, run_id: str, job_name: str, fields: dict[str, Any]) -> None:
+        firestore_value(fields)
+        state = self.batch_jobs.setdefault(run_id, {}).setdefault(job_name, {})
+        _merge(state, copy.deepcopy({**fields, "name": job_name}))
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
         firestore_value(fields)
@@ -346,7 +356,7 @@ class MemoryStore:
 
     def running_runs(self) -> list[dict[str, Any]]:
         return [
-            run | {"run_id": rid}
+            (self.get_run(rid) or run) | {"run_id": rid}
             for rid, run in self.runs.items()
             if run.get("status") == "running"
         ]

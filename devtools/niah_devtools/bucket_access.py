@@ -2,8 +2,8 @@
 
 The emulators have no IAM, so an account that can write more than its function writes
 shows nowhere but in a security review, and one that can write less shows as a 403 in
-production. The prefixes are the code's own: niah.settings' ``*_prefix`` fields (the
-deployment sets none of them: infra/main.tf's environment has no ``NIAH_*_PREFIX``) and
+production. The prefixes are the code's own: niah.settings' ``*_PREFIX`` constants (no
+setting can move them: the IAM conditions name them) and
 the token cache's ``CACHE_PREFIX``. Which function writes under which prefix follows the
 ``blobs.write`` calls of the code each function's entry point reaches:
 
@@ -26,27 +26,14 @@ tests/deploy/test_bucket_access.py checks every planned storage grant against th
 from __future__ import annotations
 
 from niah.core.prompts.haystack_tokens import CACHE_PREFIX
-from niah.settings import Settings
-
-
-def _prefix(field: str) -> str:
-    """A prefix setting's value as deployed: its default."""
-    return str(Settings.model_fields[field].default)
-
+from niah.settings import BATCHES_PREFIX, CONTEXTS_PREFIX, KEPT_ANSWERS_PREFIX, REPORTS_PREFIX
 
 # The account (google_service_account.runs' key, or vertex_agent) -> where it writes.
 WRITES: dict[str, frozenset[str]] = {
-    "worker": frozenset(
-        {
-            CACHE_PREFIX,
-            _prefix("contexts_prefix"),
-            _prefix("kept_answers_prefix"),
-            _prefix("batches_prefix"),
-        }
-    ),
-    "dead_letter": frozenset({_prefix("kept_answers_prefix")}),
-    "report": frozenset({_prefix("reports_prefix")}),
-    "vertex_agent": frozenset({_prefix("batches_prefix")}),
+    "worker": frozenset({CACHE_PREFIX, CONTEXTS_PREFIX, KEPT_ANSWERS_PREFIX, BATCHES_PREFIX}),
+    "dead_letter": frozenset({KEPT_ANSWERS_PREFIX}),
+    "report": frozenset({REPORTS_PREFIX}),
+    "vertex_agent": frozenset({BATCHES_PREFIX}),
 }
 
 # The accounts that read (and list) the whole bucket: haystacks, the tokenizer model,

@@ -13,7 +13,8 @@ sends them (``standin_batch``): each line answered as an online call.
 Faults are scripted through ``POST /_standin/config``: a latency, the first N calls
 failing with a status, every call failing, blocked answers, a fixed (wrong) answer, an
 input limit, a thinking table of its own, another model answering an asked one
-(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``).
+(``served_versions``), a model that counts tokens otherwise (``token_count_ratio``, or
+another tokenization: ``tokenization``).
 Replies name the model that answered, as Vertex's do. Every request is counted and
 kept (``GET /_standin/requests``) for tests to inspect.
 """
@@ -29,14 +30,9 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from niah.catalog.tiers import TIER_HEADER
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
-from niah_devtools.standin_cache import (
-    _cached_prefix_tokens,
-    _count_tokens,
-    _prompt_tokens,
-)
+from niah_devtools.standin_cache import _cached_prefix_tokens
 from niah_devtools.standin_curve import MISSED, KnownCurve
 from niah_devtools.standin_replies import (
     as_openai,
@@ -54,8 +50,11 @@ from niah_devtools.standin_thinking import (
     thinking_config,
     thought_tokens,
 )
+from niah_devtools.standin_tiers import SHARED_REQUEST_TYPE_HEADER
+from niah_devtools.standin_tokens import count_tokens, modelled_prompt_tokens
 
 MODEL_IN_PATH = re.compile(r"/models/([^/:]+):generateContent$")
+LOCATION_IN_PATH = re.compile(r"/locations/([^/]+)/")
 # Config keys whose posted dicts are merged over the stand-in's thinking table.
 MERGED_KEYS = ("thinking", "thinking_levels", "level_models", "shared_limits", "retired")
 
@@ -102,6 +101,12 @@ class StandinState:
                 # promptTokenCount (and the input limit, the cached share) are our count
                 # times this, rounded half up (1.05: 5 % more tokens).
                 "token_count_ratio": 1.0,
+                # A model on another tokenizer than ours (issue 52: Gemini 3.5 and later are
+                # not on Gemma 3): "chunks4" counts every run of letters and digits as one
+                # token per 4 characters (rounded up) and every other non-space character
+                # as one, so its count is not ours times a constant (the essays: 1.20-1.34
+                # of ours, a needle's digits fewer). "gemma3": ours.
+                "tokenization": "gemma3",
                 # Overrides of the thinking table: N thought tokens whatever the model and
                 # its thinking settings (still spent before the answer), and with
                 # thinking_only no answer at all (MAX_TOKENS).
@@ -115,7 +120,7 @@ class StandinState:
                 # prompt answered within the window is billed that prefix as cached,
                 # if it is at least the minimum (see _cached_prefix_tokens).
                 "implicit_cache": False,
-                # None: the model's own minimum (niah.catalog.tiers.cache_min_tokens).
+                # None: the model's own minimum (standin_tiers.cache_min_tokens, Google's).
                 "cache_min_tokens": None,
                 "cache_window_seconds": 300.0,
                 # The trafficType replies name: None, from the tier header the call
@@ -175,7 +180,7 @@ def _generate(
     if config["thoughts_tokens"] is not None:
         thoughts = int(config["thoughts_tokens"])
     estimate = bool(config["estimate_tokens"])
-    prompt_tokens = _prompt_tokens(config, prompt)
+    prompt_tokens = modelled_prompt_tokens(config, prompt)
     if prompt_tokens > int(config["input_limit"]):
         return _error(
             400,
@@ -192,7 +197,7 @@ def _generate(
             f"exceeds the maximum number of tokens allowed ({shared}).",
         )
     usage: dict[str, Any] = {"promptTokenCount": prompt_tokens}
-    traffic = traffic_type_for(config, request.shared_request_type)
+    traffic = traffic_type_for(config, request.shared_request_type, request.model, request.location)
     cached = min(cached, prompt_tokens)
     if cached:
         usage["cachedContentTokenCount"] = cached
@@ -208,7 +213,7 @@ def _generate(
         prompt, prompt_tokens
     ):
         text = MISSED  # the known curve says this prompt is missed
-    answer_tokens = _count_tokens(text, estimate)
+    answer_tokens = count_tokens(text, estimate)
     spent = spend(request.max_output_tokens, thoughts, answer_tokens)
     if config["thinking_only"]:  # the script says the budget went to thinking
         capped = min(thoughts, request.max_output_tokens)
@@ -269,6 +274,8 @@ class _ModelRequest:
     asked_output_tokens: int | None = None
     # The X-Vertex-AI-LLM-Shared-Request-Type header (flex, priority), if sent.
     shared_request_type: str | None = None
+    # The endpoint's location in the path (global, us, eu, a region).
+    location: str = ""
 
     @classmethod
     def parse(cls, path: str, body: dict[str, Any]) -> _ModelRequest:
@@ -289,6 +296,7 @@ class _ModelRequest:
             budget=budget,
             level=level,
             asked_output_tokens=asked,
+            location=located.group(1) if (located := LOCATION_IN_PATH.search(path)) else "",
         )
 
 
@@ -343,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "kind": kind,
                     "body": body,
                     "authorization": self.headers.get("Authorization"),
-                    "shared_request_type": self.headers.get(TIER_HEADER),
+                    "shared_request_type": self.headers.get(SHARED_REQUEST_TYPE_HEADER),
                     "time": time.time(),
                 }
             )
@@ -353,11 +361,12 @@ class _Handler(BaseHTTPRequestHandler):
             text = "".join(
                 p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", [])
             )
-            self._send(200, {"totalTokens": _prompt_tokens(self.state.config, text)})
+            self._send(200, {"totalTokens": modelled_prompt_tokens(self.state.config, text)})
             return
         openai = self.path.endswith("/chat/completions")
         request = replace(
-            _ModelRequest.parse(self.path, body), shared_request_type=self.headers.get(TIER_HEADER)
+            _ModelRequest.parse(self.path, body),
+            shared_request_type=self.headers.get(SHARED_REQUEST_TYPE_HEADER),
         )
         cached = _cached_prefix_tokens(self.state, request.prompt, request.model)  # on arrival
         if latency:

@@ -19,8 +19,12 @@ Faults, through ``/_standin/config``: ``batch_fail_lines`` (line numbers, from 0
 fail with a 429-like status) or ``batch_fail_status`` (a status every line fails with, as
 a missing permission would), ``batch_job_fails`` (a terminal state such as
 ``JOB_STATE_FAILED`` or ``JOB_STATE_EXPIRED``, with ``batch_job_error``;
-``batch_job_fails_after`` lines written first), ``batch_line_delay_seconds`` (per line,
-so a test can cancel midway). A job that ends early exports the rows it completed, as
+``batch_job_fails_after`` lines written first; ``JOB_STATE_PARTIALLY_SUCCEEDED`` too),
+``batch_line_delay_seconds`` (per line, so a test can cancel midway),
+``batch_output_lag_gets`` (the job's state turns terminal, with its ``completionStats``,
+before its files are written: they appear after that many GETs of the ended job, as an
+export that lags the state would; no Google page says the export is complete at the
+terminal state). A job that ends early exports the rows it completed, as
 Vertex does ("If the batch prediction job is terminated, all completed rows are
 exported", the page above).
 
@@ -53,7 +57,10 @@ FINAL_STATES = (
     "JOB_STATE_FAILED",
     "JOB_STATE_CANCELLED",
     "JOB_STATE_EXPIRED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED",
 )
+# Kept on a job, never sent: its output held back, and the GETs left before it is written.
+PRIVATE = ("cancel_requested", "held_output", "held_gets")
 # What a line answers: (the request's generateContent body, the model) -> (status, reply).
 Answer = Callable[[dict[str, Any], str], tuple[int, dict[str, Any]]]
 
@@ -124,7 +131,11 @@ class BatchJobs:
             return self.create(parent, body, dict(config), answer)
         if job is None:
             with self.lock:
-                listed = [dict(j) for j in self.jobs.values() if j["name"].startswith(parent)]
+                listed = [
+                    {k: v for k, v in j.items() if k not in PRIVATE}
+                    for j in self.jobs.values()
+                    if j["name"].startswith(parent)
+                ]
             return 200, {"batchPredictionJobs": listed}
         name = f"{parent}/batchPredictionJobs/{job}"
         with self.lock:
@@ -138,7 +149,11 @@ class BatchJobs:
                     found["state"] = "JOB_STATE_CANCELLING"
                     found["cancel_requested"] = True
                 return 200, {}
-            return 200, {k: v for k, v in found.items() if k != "cancel_requested"}
+            if found.get("held_output") is not None and found["state"] in FINAL_STATES:
+                if found["held_gets"] <= 0:  # this reply comes after the files
+                    self._write_output(*found.pop("held_output"))
+                found["held_gets"] -= 1
+            return 200, {k: v for k, v in found.items() if k not in PRIVATE}
 
     def create(
         self, parent: str, body: dict[str, Any], config: dict[str, Any], answer: Answer
@@ -233,7 +248,10 @@ class BatchJobs:
             corrupt = (config.get("batch_corrupt_lines") or {}).get(str(number))
             out.append(corrupt if corrupt is not None else json.dumps(_echoed(record, echo)))
             time.sleep(line_delay)
-        self._write_output(directory, out, int(config.get("batch_lines_per_file") or 0))
+        output = (directory, out, int(config.get("batch_lines_per_file") or 0))
+        lag = config.get("batch_output_lag_gets")
+        if lag is None:
+            self._write_output(*output)
         with self.lock:
             job = self.jobs[name]
             state = "JOB_STATE_CANCELLED" if job.get("cancel_requested") else ended[0]
@@ -242,8 +260,16 @@ class BatchJobs:
                 endTime=_now(),
                 updateTime=_now(),
                 outputInfo={"gcsOutputDirectory": directory},
-                completionStats={"successfulCount": str(succeeded), "failedCount": str(failed)},
+                # int64 counts, so JSON strings (proto3 JSON; js-genai types.CompletionStats
+                # types them as string; read 2026-12-04).
+                completionStats={
+                    "successfulCount": str(succeeded),
+                    "failedCount": str(failed),
+                    "incompleteCount": str(len(lines) - succeeded - failed),
+                },
             )
+            if lag is not None:  # the state turns terminal before the files are there
+                job.update(held_output=output, held_gets=int(lag))
             if ended[1] and state == ended[0]:
                 job["error"] = {"code": 13, "message": ended[1]}
 

@@ -1,8 +1,8 @@
-"""The stand-in's token counts and its model of Vertex's implicit cache.
+"""The stand-in's model of Vertex's implicit cache: which prefix of a prompt it serves.
 
-Apart from ``niah_devtools.standin`` (the HTTP server) so that module stays one job:
-how a prompt is counted (countTokens, promptTokenCount, the input limit and the cached
-share all use ``_prompt_tokens``) and which prefix the cache serves.
+Apart from ``niah_devtools.standin`` (the HTTP server) so that module stays one job;
+prompts are counted by ``niah_devtools.standin_tokens`` (countTokens, promptTokenCount,
+the input limit and the cached share all use ``modelled_prompt_tokens``).
 """
 
 from __future__ import annotations
@@ -10,24 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.catalog.tiers import cache_min_tokens
-
-
-def _count_tokens(text: str, estimate: bool = False) -> int:
-    if estimate:  # for load tests, where tokenizing megabytes would be the bottleneck
-        return len(text) // 4
-    from niah.models.tokenizer import get_tokenizer
-
-    return len(get_tokenizer().encode(text))
-
-
-def _prompt_tokens(config: dict[str, Any], text: str) -> int:
-    """A prompt's tokens as the modelled model counts them: ours times its ratio.
-
-    The one count of countTokens, promptTokenCount, the input limit and the cache.
-    """
-    ours = _count_tokens(text, bool(config["estimate_tokens"]))
-    return int(ours * float(config["token_count_ratio"]) + 0.5)
+from niah_devtools.standin_tiers import cache_min_tokens
+from niah_devtools.standin_tokens import modelled_prompt_tokens
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
@@ -52,7 +36,7 @@ def _cached_prefix_tokens(state: Any, prompt: str, model: str = "") -> int:
     Vertex AI's context-cache overview (cloud.google.com/vertex-ai/generative-ai/docs/
     context-cache/context-cache-overview, read 2026-11-26): implicit caching is on by
     default, bills cache hits at a discount, needs at least 2,048 tokens (Gemini 4
-    Argon: 6,144, its guide; ``niah.catalog.tiers.cache_min_tokens``), and hits
+    Argon: 6,144, its guide; ``standin_tiers.cache_min_tokens``, the stand-in's own), and hits
     when requests with a similar prefix come "in a short amount of time". The model:
     the longest prefix shared with a prompt already answered within the window (the
     window's length is not published; 300 s here), counted if at least the minimum.
@@ -69,6 +53,6 @@ def _cached_prefix_tokens(state: Any, prompt: str, model: str = "") -> int:
     data = prompt.encode()
     shared = max((_common_prefix(data, p) for p in answered), default=0)
     head = data[:shared].decode(errors="ignore")  # a cut inside a character drops it
-    tokens = _prompt_tokens(config, head)
+    tokens = modelled_prompt_tokens(config, head)
     minimum = config["cache_min_tokens"]
     return tokens if tokens >= int(minimum or cache_min_tokens(model)) else 0

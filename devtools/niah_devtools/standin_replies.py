@@ -11,6 +11,8 @@ import datetime as dt
 import secrets
 from typing import Any
 
+from niah_devtools.standin_tiers import served_traffic_type
+
 
 def reply_identity(config: dict[str, Any], model: str) -> dict[str, str]:
     """Who answered and which reply this is, as Vertex's generateContent says it.
@@ -36,23 +38,21 @@ def reply_identity(config: dict[str, Any], model: str) -> dict[str, str]:
     }
 
 
-def traffic_type_for(config: dict[str, Any], shared_request_type: str | None) -> str | None:
+def traffic_type_for(
+    config: dict[str, Any], shared_request_type: str | None, model: str = "", location: str = ""
+) -> str | None:
     """The ``trafficType`` Vertex names for a call that sent this tier header.
 
-    The Flex PayGo and Priority PayGo pages (``niah.catalog.tiers``, read 2026-12-04):
-    the header ``X-Vertex-AI-LLM-Shared-Request-Type`` asks for ``flex`` or
-    ``priority``; google-genai 2.34's ``TrafficType`` names the tiers ON_DEMAND,
+    ``standin_tiers`` holds Google's header, and the models and endpoints each tier is
+    offered on (read 2026-12-04); a tier asked where it is not offered is served
+    standard (ON_DEMAND). google-genai 2.34's ``TrafficType`` names ON_DEMAND,
     ON_DEMAND_FLEX and ON_DEMAND_PRIORITY. A script may name another
     (``traffic_type``), or none at all (``traffic_type: ""``: a reply that is silent).
     """
     scripted = config.get("traffic_type")
     if scripted is not None:
         return scripted or None
-    tier = TRAFFIC_BY_TIER_HEADER.get((shared_request_type or "").lower())
-    return tier or "ON_DEMAND"
-
-
-TRAFFIC_BY_TIER_HEADER = {"flex": "ON_DEMAND_FLEX", "priority": "ON_DEMAND_PRIORITY"}
+    return served_traffic_type(shared_request_type, model, location)
 
 
 def with_vertex_usage_details(

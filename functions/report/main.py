@@ -1,8 +1,11 @@
-"""Report (Pub/Sub push, CloudEvent): render a finished run's heatmap and summary."""
+"""Report (Pub/Sub push, CloudEvent): render a finished run's heatmap and summary.
+
+Raise to retry (Pub/Sub redelivers), return to acknowledge; what a request asks and
+how it is checked: ``niah.service.report_requests``.
+"""
 
 from __future__ import annotations
 
-import time
 from functools import cache
 from typing import Any
 
@@ -10,13 +13,10 @@ import functions_framework
 from cloudevents.http import CloudEvent
 
 from niah.cloud.blobs import GcsBlobStore
-from niah.cloud.bus import PubSubPublisher, decode_event
-from niah.cloud.metering import metered
+from niah.cloud.bus import PubSubPublisher
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
-from niah.errors import MalformedMessageError
-from niah.logs import log
-from niah.service.report import render_report
+from niah.service.report_requests import handle_report_request
 from niah.settings import get_settings
 
 
@@ -42,19 +42,4 @@ class _Alerts:
 @functions_framework.cloud_event
 def handle_report(event: CloudEvent) -> None:
     """Render the report of the run a ``messagePublished`` event names."""
-    try:
-        body, _ = decode_event(event.data)
-        run_id = str(body["run_id"])
-    except (MalformedMessageError, KeyError) as error:
-        log("malformed report message dropped", severity="ERROR", error=str(error))
-        return
-    store, blobs, ledger = _clients()
-    started = time.perf_counter()
-    with metered() as operations:
-        render_report(run_id, store=store, blobs=blobs, ledger=ledger, alerts=_Alerts())
-    log(
-        "report request metered",
-        run_id=run_id,
-        wall_seconds=round(time.perf_counter() - started, 3),
-        operations=operations.counts(),
-    )
+    handle_report_request(event.data, clients=_clients, alerts=_Alerts())

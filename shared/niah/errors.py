@@ -115,6 +115,34 @@ class IdentityUnavailableError(RequestError):
     status = 503
 
 
+class MethodNotAllowedError(RequestError):
+    """A route asked with a method it does not take (a 405)."""
+
+    kind = "method_not_allowed"
+    status = 405
+
+
+class RunNotFoundError(RequestError):
+    """A request about a run no one has started (a 404)."""
+
+    kind = "run_not_found"
+    status = 404
+
+
+class RunCompleteError(RequestError):
+    """A request to change a run that is complete: nothing is left to change (a 409)."""
+
+    kind = "run_complete"
+    status = 409
+
+
+class ServiceUnavailableError(RequestError):
+    """The store or the bus could not be reached now (a 503: the same request may retry)."""
+
+    kind = "service_unavailable"
+    status = 503
+
+
 class MalformedMessageError(NiahError):
     """A message that will never parse; acknowledge it rather than loop."""
 

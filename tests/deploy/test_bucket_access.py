@@ -15,7 +15,13 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from niah.settings import Settings
+from niah.settings import (
+    BATCHES_PREFIX,
+    CONTEXTS_PREFIX,
+    KEPT_ANSWERS_PREFIX,
+    REPORTS_PREFIX,
+    Settings,
+)
 from niah_devtools.bucket_access import (
     ACCOUNTS,
     PROJECT_WIDE,
@@ -178,19 +184,17 @@ def test_the_buckets_allow_conditions_and_the_sources_are_apart(planned: Planned
 
 
 def test_the_prefixes_are_the_deployed_ones() -> None:
-    """The functions run with the prefixes' defaults: no NIAH_*_PREFIX in infra/."""
+    """The service writes under fixed prefixes, no setting's: no NIAH_*_PREFIX moves one."""
     text_of_all = " ".join(p.read_text() for p in INFRA.glob("*.tf"))
     assert not re.search(r"NIAH_\w*PREFIX", text_of_all)
-    prefixes = {name for name in Settings.model_fields if name.endswith("_prefix")}
     written = set().union(*WRITES.values())
-    # Every prefix an account writes is a setting's or the token cache's, each ending "/".
+    # Every prefix an account writes is the code's or the token cache's, each ending "/".
     assert all(prefix.endswith("/") for prefix in written)
-    assert {
-        "contexts_prefix",
-        "kept_answers_prefix",
-        "batches_prefix",
-        "reports_prefix",
-    } <= prefixes
+    assert {CONTEXTS_PREFIX, KEPT_ANSWERS_PREFIX, BATCHES_PREFIX, REPORTS_PREFIX} <= written
+    fields = set(Settings.model_fields)
+    assert (
+        not {"contexts_prefix", "kept_answers_prefix", "batches_prefix", "reports_prefix"} & fields
+    )
     # Haystacks are read, never written, by the service: uploads are the deployer's.
     assert Settings.model_fields["haystacks_prefix"].default not in written
 

@@ -110,6 +110,7 @@ SIDE_STACK_MODULES = frozenset(
         "test_sentinel_stack",
         "test_spend_stack",
         "test_batch_stack",
+        "test_batch_jobs_store",
         "test_faults",
         "test_function_sources",
         "test_gemini_run",

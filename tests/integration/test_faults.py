@@ -19,6 +19,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
+from niah.service.messages import CellTask, report_message
 from niah_devtools import local_identity, localstack
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_local_stack import post, wait_complete
@@ -98,18 +99,9 @@ def test_duplicates_of_cells_reports_and_dispatches_change_nothing(stack: Stack)
     calls = model_calls(stack)
     cells = FirestoreStore().list_cells(run_id)
     for cell in cells:  # every cell delivered twice more
-        publish(
-            stack,
-            "niah-cells",
-            {
-                "run_id": run_id,
-                "cell_id": cell["cell_id"],
-                "context_length": cell["context_length"],
-                "depth_percent": cell["depth_percent"],
-            },
-            copies=2,
-        )
-    publish(stack, "niah-reports", {"run_id": run_id}, copies=2)
+        task = CellTask(run_id, cell["cell_id"], cell["context_length"], cell["depth_percent"])
+        publish(stack, "niah-cells", task.message(), copies=2)
+    publish(stack, "niah-reports", report_message(run_id), copies=2)
     again = post(stack, body)  # the client retries its request
     assert again.status_code == 200 and again.json()["already_complete"]
     wait_for(
@@ -238,8 +230,8 @@ def test_a_delivery_overlapping_a_slow_call_waits_for_it(stack: Stack) -> None:
     wait_for(lambda: model_calls(stack) >= 3, timeout=60, what="three calls in flight")
     for depth in (0, 50, 100):
         cell_id = f"L00001000-D{depth * 1000:06d}"
-        body = {"run_id": run_id, "cell_id": cell_id, "context_length": 1000}
-        publish(stack, "niah-cells", body | {"depth_percent": float(depth)}, copies=1)
+        task = CellTask(run_id, cell_id, 1000, float(depth))
+        publish(stack, "niah-cells", task.message(), copies=1)
     wait_complete(run_id, timeout=240)
     assert_finished_once(run_id, 3)
     numbers = figures(stack, run_id, started, "deliveries overlapping 35 s calls")

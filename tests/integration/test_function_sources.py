@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from niah.service.messages import report_message
 from niah_devtools.function_venvs import FUNCTIONS, ensure
 from tests import REPO
 
@@ -260,7 +261,8 @@ def test_the_report_ignores_an_unknown_run(serve, sources, firestore: str) -> No
         "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{free_port()}",  # never reached
     }
     url = serve("report", "handle_report", "cloudevent", env)
-    status, body = post(url, push_body(json.dumps({"run_id": "no-such-run"}).encode()))
+    unknown = report_message("run-0000000000000000")  # a run ID, of no run
+    status, body = post(url, push_body(json.dumps(unknown).encode()))
     assert 200 <= status < 300, body
     found = printed(
         "report",

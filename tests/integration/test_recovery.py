@@ -35,6 +35,7 @@ from tests.integration.test_faults import (
     assert_report_matches_firestore,
     figures,
     model_calls,
+    publish,
     standin,
     worker_lines,
 )
@@ -370,3 +371,37 @@ def test_a_renewal_stalled_25_s_with_a_30_s_lease_gives_one_paid_call(
     spend = assert_report_matches_firestore(stack, run_id)["spend"]
     assert (spend["calls"], spend["answered_calls"]) == (1, 1)
     standin(stack)
+
+
+def test_messages_without_a_kind_are_dropped_by_name_once_never_redelivered(
+    stack: Stack,
+) -> None:
+    """As an older version published them: each refused in one log line and acknowledged.
+
+    Last of the module: its refusals are ERROR lines, which the readiness test above
+    (that start-up logs none) would take for start-up's.
+
+    The subscriptions retry a nack after 1 s (localstack's retry policy) and dead-letter
+    it after 5 deliveries, so within the wait below a nacked message would be logged
+    again, and reach the dead-letter handler; each is logged exactly once, by its own
+    function, and nowhere else.
+    """
+    cell: dict[str, Any] = {"run_id": "run-00000000000000a1", "cell_id": "L00001000-D050000"}
+    cell |= {"context_length": 1000, "depth_percent": 50.0}
+    publish(stack, "niah-cells", cell, copies=1)
+    publish(stack, "niah-reports", {"run_id": "run-00000000000000a2"}, copies=1)
+
+    no_kind = "kind is 'None'"
+
+    def dropped(function: str, text: str) -> int:
+        return sum(
+            1
+            for line in stack.log_lines(function)
+            if "malformed" in str(line.get("message")) and text in str(line.get("error"))
+        )
+
+    wait_for(lambda: dropped("worker", no_kind), timeout=60, what="the cell dropped")
+    wait_for(lambda: dropped("report", no_kind), timeout=60, what="the request dropped")
+    time.sleep(10)  # ten retry backoffs: a nacked message would be back by now
+    assert (dropped("worker", no_kind), dropped("report", no_kind)) == (1, 1)
+    assert dropped("dead-letter", no_kind) == 0

@@ -45,6 +45,9 @@ def test_a_flex_run_asks_for_flex_and_its_cells_record_and_pay_the_served_tier(
             "ON_DEMAND_FLEX",
         )
         assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "flex"), abs=1e-8)
+        # An anchor apart from our flex pricing: Flex PayGo "offers a 50% discount
+        # compared to Standard PayGo" (Google's Flex PayGo page, read 2026-12-04).
+        assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "standard") / 2, abs=1e-8)
     seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
     calls = [r for r in seen if r["kind"] == "generate"]
     assert len(calls) == 2

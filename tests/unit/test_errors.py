@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 27  # a new error class belongs here, with its kind
+    assert len(classes) == 31  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -48,6 +48,16 @@ def test_every_error_class_has_its_kind() -> None:
         "spend_refused",
         429,
     )
+    # The dispatcher's other answers (niah.service.dispatcher_routes), by status.
+    assert [
+        cls.status
+        for cls in (
+            errors.MethodNotAllowedError,
+            errors.RunNotFoundError,
+            errors.RunCompleteError,
+            errors.ServiceUnavailableError,
+        )
+    ] == [405, 404, 409, 503]
     assert kinds["DifferentModelsError"] == "comparison"  # refused as compare's others are
     assert kinds["StoreUnavailableError"] == "store_unavailable"
     assert kinds["CloudUnavailableError"] == "cloud_unavailable"

@@ -130,7 +130,9 @@ def test_a_tier_is_refused_off_the_global_endpoint_in_batch_and_for_other_provid
     get_settings.cache_clear()
     try:
         message = refusal(model_name="gemini-3.8-flash", tier="priority")
-        assert "tier: priority refused" in message and "global endpoint" in message
+        assert "tier: priority refused" in message and "global, us, eu endpoints" in message
+        message = refusal(model_name="gemini-3.8-flash", tier="flex")
+        assert "tier: flex refused" in message and "global endpoint only" in message
     finally:
         monkeypatch.undo()
         get_settings.cache_clear()
@@ -237,3 +239,69 @@ def test_niah_models_lists_each_models_tiers_and_cache_minimum() -> None:
     assert rows["gemini-4-argon"]["cache_min_tokens"] == 6_144
     assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "flex", "priority"]
     assert rows["gemini-3.8-flash"]["cache_min_tokens"] == 2_048
+
+
+# Google's English Priority PayGo page, docs.cloud.google.com/vertex-ai/generative-ai/
+# docs/priority-paygo, read 2026-12-04: its model list, in its order.
+PRIORITY_PAGE_MODELS = [
+    "gemini-4-neon",
+    "gemini-4-neon-cyber-permissive",
+    "gemini-4-hydrogen",
+    "gemini-4-carbon",
+    "gemini-4-carbon-cyber-permissive",
+    "gemini-4-argon",
+    "gemini-4-argon-cyber-permissive",
+    "gemini-3.8-flash-cyber",
+    "gemini-3.8-flash",
+    "gemini-3.7-flash",
+    "gemini-3.6-flash",
+    "gemini-3.5-flash-lite",
+    "gemini-3.1-flash-lite-image",
+    "gemini-3-pro-image",
+    "gemini-nano-banana-2.1",
+    "gemini-3.1-flash-image",
+    "gemini-3.5-flash",
+    "gemini-3.1-flash-lite",
+    "gemini-3.1-pro-preview",
+    "gemini-3-flash-preview",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+    "gemini-2.5-flash-lite",
+]
+
+
+def test_priority_is_offered_on_every_model_and_endpoint_the_english_page_names() -> None:
+    from niah.catalog.models import find_model
+    from niah.catalog.tiers import PRIORITY_MODELS, offered_tiers, tier_refusal
+
+    assert tuple(PRIORITY_PAGE_MODELS) == PRIORITY_MODELS
+    in_catalog = [name for name in PRIORITY_PAGE_MODELS if find_model(name)]
+    assert {"gemini-4-neon", "gemini-4-carbon", "gemini-3-flash-preview"} <= set(in_catalog)
+    for name in in_catalog:
+        assert "priority" in offered_tiers(name), name
+        # "In general, Priority PayGo is supported on the global, us, and eu endpoints"
+        for location in ("global", "us", "eu"):
+            assert tier_refusal(name, "priority", location) is None, (name, location)
+        assert tier_refusal(name, "priority", "us-central1") is not None
+    # Not on the page: refused, naming the page.
+    refusal = tier_refusal("gemini-3-pro-preview", "priority", "global")
+    assert refusal and "Priority PayGo page does not list gemini-3-pro-preview" in refusal
+    # Flex stays global only (its page: "doesn't support regional or multi-regional").
+    assert "global endpoint only" in (tier_refusal("gemini-3.8-flash", "flex", "us") or "")
+
+
+def test_the_estimate_marks_the_row_the_run_pays_and_offers_only_the_models_tiers() -> None:
+    args = ("--model_name", "gemini-3.8-flash")
+    batch_text = niah("run", *GRID, *args, "--batch", "--estimate").stdout
+    assert "this run's tier: batch" in batch_text
+    marked = [line.strip() for line in batch_text.splitlines() if "(this run)" in line]
+    assert len(marked) == 1 and marked[0].startswith("batch (this run):")
+    assert estimate(*args, "--batch")["tier_row"] == "batch"
+    assert estimate(*args)["tier_row"] == "standard"
+    online = niah("run", *GRID, *args, "--estimate").stdout
+    assert "(--tier standard, flex or priority)" in online
+    assert [ln.strip()[:8] for ln in online.splitlines() if "(this run)" in ln] == ["standard"]
+    # Argon is refused flex below, so its hint does not offer it.
+    argon_text = niah("run", *GRID, "--model_name", "gemini-4-argon", "--estimate").stdout
+    assert "(--tier standard or priority)" in argon_text
+    assert "standard, flex or priority" not in argon_text

@@ -822,7 +822,9 @@ def test_a_gemini_cell_is_fitted_to_the_models_count_of_its_haystack(
     store, run_id, outcome = run_one_gemini_cell(essay_blobs, model_name="gemini-3.8-flash")
     assert outcome == "answered"
     recorded = store.get_run(run_id)["token_count"]
-    [sample] = [r for r in state.requests if r["kind"] == "count"]  # one sample, one count
+    # One count of the sample; gemini-3.8-flash's tokenizer is not ours (google-genai
+    # maps it to none), so its cell is counted too: at the sample's ratio, once.
+    [sample, _] = [r for r in state.requests if r["kind"] == "count"]
     local, model = recorded["local_tokens"], recorded["model_tokens"]
     sample_text = sample["body"]["contents"][0]["parts"][0]["text"]
     assert len(get_tokenizer().encode(sample_text)) == local
@@ -835,4 +837,4 @@ def test_a_gemini_cell_is_fitted_to_the_models_count_of_its_haystack(
     assert counted == int(cell["planned_prompt_tokens"] * 1.05 + 0.5)
     assert 1999 <= counted <= 2000 and cell["prompt_token_deviation"] == counted - 2000
     assert round(cell["token_count_deviation_percent"], 1) == 5.0
-    assert "counted_prompt_tokens" not in cell  # far below the limit: not counted again
+    assert cell["counted_prompt_tokens"] == counted and cell["fit_rounds"] == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import sys
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import functions_framework
 import pytest
 
+from niah.service import worker_pushes
 from tests import REPO
 
 SOURCE = str(REPO / "functions" / "worker" / "main.py")
@@ -22,16 +22,24 @@ def push(body: Any, **extra: Any) -> dict[str, Any]:
     return {"subscription": "projects/p/subscriptions/s", "message": {"data": data}, **extra}
 
 
-def test_the_delivery_attempt_at_the_top_of_a_push_reaches_the_cell() -> None:
-    spec = importlib.util.spec_from_file_location("worker_main", SOURCE)
-    assert spec is not None and spec.loader is not None
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
-    message = {"run_id": RUN, "cell_id": "L00001000-D050000", "context_length": 1000}
-    message["depth_percent"] = 50.0
-    task = worker._task(push(message, deliveryAttempt=4))
-    assert task is not None and (task.run_id, task.delivery_attempt) == (RUN, 4)
-    assert worker._task(push(message)).delivery_attempt == 1
+def test_the_delivery_attempt_at_the_top_of_a_push_reaches_the_cell(monkeypatch: Any) -> None:
+    app = functions_framework.create_app(target="handle_cell", source=SOURCE)
+    worker = sys.modules["main"]  # the module functions-framework loaded and serves
+    from niah.service.messages import CellTask
+
+    message = CellTask(RUN, "L00001000-D050000", 1000, 50.0).message()
+    seen: list[CellTask] = []
+
+    def process_cell(task: CellTask, **_: Any) -> str:
+        seen.append(task)
+        return "answered"
+
+    monkeypatch.setattr(worker_pushes, "process_cell", process_cell)
+    monkeypatch.setattr(worker, "_clients", lambda: (None, None, None))
+    client = app.test_client()
+    for body in (push(message, deliveryAttempt=4), push(message)):
+        assert client.post("/", json=body).status_code == 204
+    assert [(task.run_id, task.delivery_attempt) for task in seen] == [(RUN, 4), (RUN, 1)]
 
 
 def test_malformed_pushes_are_acknowledged_not_retried() -> None:
@@ -57,8 +65,8 @@ def test_a_message_with_a_malformed_run_id_is_acknowledged_without_a_call(
     run_id: Any, monkeypatch: Any
 ) -> None:
     """A run ID no run can have names no document: not read, not answered, not retried."""
-    message = {"run_id": run_id, "cell_id": "L00001000-D050000", "context_length": 1000}
-    message["depth_percent"] = 50.0
+    message = {"kind": "cell", "run_id": run_id, "cell_id": "L00001000-D050000"}
+    message |= {"context_length": 1000, "depth_percent": 50.0}
     for target in ("handle_cell", "handle_dead_letter"):
         app = functions_framework.create_app(target=target, source=SOURCE)
         served = sys.modules["main"]
@@ -88,8 +96,8 @@ def test_a_cell_not_done_is_one_log_line_and_a_status_not_a_traceback(
     """Retryable: 503 (redelivered), logged as one line; the deployment's own: 500, ERROR."""
     from niah.errors import CellInFlightError, CloudAccessError, CloudUnavailableError
 
-    message = {"run_id": RUN, "cell_id": "L00001000-D050000", "context_length": 1000}
-    message["depth_percent"] = 50.0
+    message: dict[str, Any] = {"kind": "cell", "run_id": RUN, "cell_id": "L00001000-D050000"}
+    message |= {"context_length": 1000, "depth_percent": 50.0}
     cases = [
         (CellInFlightError("in flight"), 503, "INFO", "in_flight"),
         (CloudUnavailableError("DeadlineExceeded: 504"), 503, "WARNING", "cloud_unavailable"),
@@ -103,7 +111,7 @@ def test_a_cell_not_done_is_one_log_line_and_a_status_not_a_traceback(
         app = functions_framework.create_app(target="handle_cell", source=SOURCE)
         served = sys.modules["main"]  # the module functions-framework loaded and serves
         monkeypatch.setattr(served, "_clients", lambda: (None, None, None))
-        monkeypatch.setattr(served, "process_cell", fails)
+        monkeypatch.setattr(worker_pushes, "process_cell", fails)
         capsys.readouterr()
         response = app.test_client().post("/", json=push(message))
         out = capsys.readouterr()
@@ -117,14 +125,16 @@ def test_a_dead_lettered_batch_step_is_acknowledged_for_the_sweep_to_ask_again()
     client = functions_framework.create_app(
         target="handle_dead_letter", source=SOURCE
     ).test_client()
-    body = push({"run_id": "run-0123456789abcdef", "batch_action": "submit", "batch_round": 0})
+    from niah.service.messages import BATCH_SUBMIT, batch_message
+
+    body = push(batch_message("run-0123456789abcdef", BATCH_SUBMIT, {}))
     response = client.post("/", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 204
 
 
 def test_a_dead_lettered_report_request_is_recorded_on_its_run(monkeypatch: Any) -> None:
     """Report requests share the dead-letter topic with cells; each is told apart."""
-    from niah.service.messages import REPORT_REQUEST
+    from niah.service.messages import report_message
     from tests.fake_store import MemoryStore
     from tests.unit.test_report_failures import finished_run
 
@@ -132,14 +142,39 @@ def test_a_dead_lettered_report_request_is_recorded_on_its_run(monkeypatch: Any)
     served = sys.modules["main"]
     store = MemoryStore()
     monkeypatch.setattr(served, "_clients", lambda: (store, None, None))
-    for run_id, body in (
-        ("r", {"run_id": "r", "request": REPORT_REQUEST}),
-        ("s", {"run_id": "s"}),  # as published before requests said what they are
-    ):
-        finished_run(store, run_id)
-        message = push(body)
-        message["message"]["attributes"] = {"CloudPubSubDeadLetterSourceDeliveryCount": "5"}
-        response = app.test_client().post("/", json=message)
-        assert response.status_code == 204
-        error = store.runs[run_id]["report_error"]
-        assert error["kind"] == "dead_letter" and "5 deliveries" in error["reason"]
+    run_id = "run-0123456789abcdef"
+    finished_run(store, run_id)
+    message = push(report_message(run_id))
+    message["message"]["attributes"] = {"CloudPubSubDeadLetterSourceDeliveryCount": "5"}
+    response = app.test_client().post("/", json=message)
+    assert response.status_code == 204
+    error = store.runs[run_id]["report_error"]
+    assert error["kind"] == "dead_letter" and "5 deliveries" in error["reason"]
+
+
+@pytest.mark.parametrize("target", ["handle_cell", "handle_dead_letter"])
+def test_a_message_without_a_kind_is_refused_in_one_log_line_and_acknowledged(
+    target: str, capsys: Any, monkeypatch: Any
+) -> None:
+    """As published before messages said what they are: dropped by name, nothing touched."""
+    app = functions_framework.create_app(target=target, source=SOURCE)
+    served = sys.modules["main"]
+
+    def no_work(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("a message without a kind reached the store or the model")
+
+    monkeypatch.setattr(served, "_clients", no_work)
+    for body in (
+        {"run_id": RUN},  # a report request of old
+        {"run_id": RUN, "cell_id": "L00001000-D050000", "context_length": 1000,
+         "depth_percent": 50.0},  # a cell of old
+        {"run_id": RUN, "batch_action": "poll"},
+        {"run_id": RUN, "certify_step": True},
+        {"kind": "cells", "run_id": RUN},
+    ):  # fmt: skip
+        capsys.readouterr()
+        response = app.test_client().post("/", json=push(body))
+        assert response.status_code == 204, body
+        (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+        assert line["severity"] == "ERROR" and line["message"] == "malformed message dropped"
+        assert "kind is" in line["error"] and "cell, batch, certify_step, report" in line["error"]

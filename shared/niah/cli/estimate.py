@@ -101,17 +101,22 @@ def format_estimate(figures: dict[str, Any]) -> str:
 
 def tier_lines(figures: dict[str, Any]) -> list[str]:
     """The model's calls on each tier (naive / cache-aware), batch beside; why not, if not."""
-    model, chosen = figures["model_name"], figures["tier"]
+    model, chosen = figures["model_name"], figures["tier_row"]
+    # The hint names only the tiers this model is offered on here (not batch: --batch).
+    offered = [t for t, row in figures["tiers"].items() if t != "batch" and row["offered"]]
+    choices = ", ".join(offered[:-1]) + (" or " if len(offered) > 1 else "") + offered[-1]
     lines = [
         f"implicit cache: prefixes of {figures['cache_min_tokens']:,} tokens or more; "
-        f"this run's tier: {chosen} (--tier standard, flex or priority)"
+        f"this run's tier: {chosen} (--tier {choices})"
     ]
     for tier, row in figures["tiers"].items():
         mark = " (this run)" if tier == chosen else ""
         if not row["offered"]:
             lines.append(f"  {tier}: not offered: {row['reason']}")
         elif tier == "batch":
-            lines.append(f"  batch: {_usd(row['naive_usd'], model)} (nothing taken as cached)")
+            lines.append(
+                f"  batch{mark}: {_usd(row['naive_usd'], model)} (nothing taken as cached)"
+            )
         else:
             lines.append(
                 f"  {tier}{mark}: {_usd(row['naive_usd'], model)} naive, "

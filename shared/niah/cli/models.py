@@ -64,6 +64,9 @@ def model_rows(today: dt.date | None = None) -> list[dict[str, Any]]:
                 "output_tokens": info.output_tokens,
                 "thinking": _thinking(info),
                 "temperature": temperature_record(info),
+                # As google-genai maps it (niah.catalog.tokenizers); exact or fitted prompts.
+                "tokenizer": info.tokenizer,
+                "prompt_lengths": info.prompt_lengths,
                 "prices": _rates(prices_for(info.name, noon)),
                 "no_price_reason": NO_PRICE_REASONS.get(info.name),
                 "next_price_change": (
@@ -101,6 +104,8 @@ def _limit(tokens: int | None) -> str:
     return f"{tokens:,}" if tokens else "setting"
 
 
+# How a model's prompt lengths hold: in its own tokenizer, or fitted to Google's count.
+PROMPT_LENGTHS = {"exact": "exact", "fitted": "fitted by countTokens (Google: an estimate)"}
 COLUMNS = (
     "model",
     "stage",
@@ -108,6 +113,8 @@ COLUMNS = (
     "output",
     "thinking",
     "temperature",
+    "tokenizer",
+    "prompts",
     "$/1M in/out",
     "next price",
     "released",
@@ -127,6 +134,8 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
             _limit(row["output_tokens"]),
             row["thinking"],
             str(row["temperature"]),
+            row["tokenizer"] or "unmapped",
+            PROMPT_LENGTHS[row["prompt_lengths"]],
             _money(row["prices"]),
             (
                 f"{row['next_price_change']['from']}: {_money(row['next_price_change']['prices'])}"
@@ -159,3 +168,7 @@ def cmd_models(args: argparse.Namespace) -> None:
     unpriced = sorted({row["no_price_reason"] for row in rows if row["no_price_reason"]})
     for reason in unpriced:
         print(f"unknown price: {reason}")
+    print(
+        "tokenizer: as google-genai 2.34.0 maps the model (unmapped: it maps none); prompts "
+        "are exact only in a tokenizer the service holds (gemma3), else fitted by countTokens"
+    )

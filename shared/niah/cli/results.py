@@ -9,6 +9,7 @@ from typing import Any
 from niah.cli.backend import result_store, where_to_look
 from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
+from niah.core.prompts.count_fit import fit_note
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.request.spec import run_label
 from niah.core.results.effective import effective_length_text
@@ -69,9 +70,9 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         )
     elif deviation:
         print("prompt tokens vs requested length: not measured (no answer gave its prompt count)")
-    note = token_count_note(run.get("token_count"))
-    if note:
-        print(note)
+    for note in (token_count_note(run.get("token_count")), fit_note(run.get("count_fit"))):
+        if note:
+            print(note)
     for line in measures_lines(run):
         print(line)
     scale = "" if task == "single" else f", task {task}, fraction of 1"

@@ -37,13 +37,14 @@ class PubSubPublisher:
     def publish_cells(self, messages: list[dict[str, Any]]) -> int:
         """Publish every cell, then wait on every future so none is lost on return."""
         bodies = [json.dumps(message).encode() for message in messages]
+        # Attributes for the console's eyes: the run, and the cell where the message is a
+        # cell's. What a message is, is its body's to say (niah.service.messages), not ours.
         futures = [
             self._client.publish(
                 self._cells_topic,
                 body,
                 run_id=str(message["run_id"]),
-                # A batch run's step (submit, poll) names no cell: its action instead.
-                cell_id=str(message.get("cell_id") or f"batch-{message.get('batch_action')}"),
+                **({"cell_id": str(message["cell_id"])} if "cell_id" in message else {}),
             )
             for body, message in zip(bodies, messages, strict=True)
         ]
@@ -70,9 +71,16 @@ class PubSubPublisher:
 
 
 def decode_event(event_data: Any) -> tuple[dict[str, Any], int]:
-    """The JSON body of a Pub/Sub ``messagePublished`` event, and its delivery attempt.
+    """The JSON body of a Pub/Sub ``messagePublished`` event, and its delivery attempt."""
+    body, attempt, _ = decode_push(event_data)
+    return body, attempt
+
+
+def decode_push(event_data: Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """A push's JSON body, its delivery attempt and its message's attributes, decoded once.
 
     The attempt counter is present when the subscription has a dead-letter policy.
+    ``MalformedMessageError`` for a push that will never decode.
     """
     import base64
 
@@ -86,4 +94,5 @@ def decode_event(event_data: Any) -> tuple[dict[str, Any], int]:
         raise MalformedMessageError(str(error)) from error
     if not isinstance(body, dict):
         raise MalformedMessageError("the message body is not a JSON object")
-    return body, attempt
+    attributes = message.get("attributes")
+    return body, attempt, attributes if isinstance(attributes, dict) else {}

@@ -45,7 +45,7 @@ from niah.models.providers import get_provider
 from niah.service.batch_manifest import job_named
 from niah.service.batch_markers import covered, marker_ranges, uncovered, write_marker
 from niah.service.batch_output import OutputReader
-from niah.service.batch_pieces import piece_lease
+from niah.service.batch_pieces import piece_lease, piece_messages
 from niah.service.batch_settle import settle_job
 from niah.service.lease import LeaseKeeper
 from niah.service.messages import ingest_message
@@ -61,12 +61,7 @@ def start_ingest(
     The caller saves the fields before it publishes: a piece that finds no ingest on
     its job is redelivered, so publishing first only costs redeliveries.
     """
-    step = get_settings().batch_ingest_piece_bytes
-    messages = [
-        ingest_message(run_id, run, job["name"], info.name, start, min(start + step, info.size))
-        for info in files
-        for start in range(0, info.size, step)
-    ]
+    messages = piece_messages(run_id, run, job["name"], files)
     log("batch output ingest started", run_id=run_id, job=job["name"], files=len(files),
         pieces=len(messages))  # fmt: skip
     # Firestore holds no array in an array: each file as a map.

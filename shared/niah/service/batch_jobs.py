@@ -8,6 +8,7 @@ are cancelled through the API, and what they wrote before the cancel is kept.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from niah.core.interfaces import (
@@ -26,8 +27,10 @@ from niah.models.providers import get_provider
 from niah.service.batch_ingest import start_ingest, tend_ingest
 from niah.service.batch_manifest import job_cells, output_files
 from niah.service.batch_settle import fail_cells
+from niah.service.batch_wait import expected_fields, still_waiting
 from niah.service.messages import BATCH_POLL, batch_message
 from niah.service.worker_deps import ProviderFactory
+from niah.settings import get_settings
 
 
 def poll_batch(
@@ -42,7 +45,8 @@ def poll_batch(
     provider_for: ProviderFactory,
 ) -> str:
     """Read each open job's state; ingest what ended with output, fail the cells of the rest."""
-    jobs = [dict(job) for job in run.get("batch_jobs") or []]
+    before = copy.deepcopy(run.get("batch_jobs") or [])
+    jobs = copy.deepcopy(before)
     changed = 0
     pieces: list[dict[str, Any]] = []
     for job in jobs:
@@ -68,7 +72,7 @@ def poll_batch(
             job |= fields
             pieces += started
     if changed:
-        _save_jobs(run_id, jobs, store=store)
+        _save_jobs(run_id, before, jobs, store=store)
     if pieces:
         publisher.publish_cells(pieces)
     log("batch jobs polled", run_id=run_id, changed=changed)
@@ -93,13 +97,13 @@ def _ended(
     Cloud Storage", read 2026-11-27), and Google bills them: they are ingested like a
     success's, and only the cells they leave are failed.
     """
-    where = now.output_dir or job.get("output")
-    files = output_files(where, blobs) if where else []
-    fields: dict[str, Any] = {"error": now.error} if now.error else {}
+    files, fields = _output_of(job, now, blobs)
     if files:
         started, pieces = start_ingest(run_id, run, job, files)
         return fields | started, pieces
-    reason = now.error or ("it wrote no output" if now.state in BATCH_SUCCEEDED else None)
+    if "output_wait_since" in fields:
+        return fields, []
+    reason = fields.get("error") or ("it wrote no output" if now.state in BATCH_SUCCEEDED else None)
     error = BatchJobError(
         f"batch job {job['name']} ended {now.state}"
         + (f": {reason}" if reason else "")
@@ -107,18 +111,52 @@ def _ended(
     )
     fail_cells(run_id, spec, run, job_cells(job, blobs), error, store=store, blobs=blobs,
                 publisher=publisher)  # fmt: skip
-    return {"ended": True, "error": reason}, []
+    return fields | {"ended": True, "error": reason}, []
 
 
-def _save_jobs(run_id: str, jobs: list[dict[str, Any]], *, store: ResultStore) -> None:
-    """Write the jobs back; a job a settle finished meanwhile is kept as the settle wrote it."""
-    fresh = {
-        j.get("name"): j
-        for j in (store.get_run(run_id, counts=False) or {}).get("batch_jobs") or []
-    }
-    settled = {name for name, j in fresh.items() if j.get("ingested") or j.get("ended")}
-    merged = [fresh[job.get("name")] if job.get("name") in settled else job for job in jobs]
-    store.update_run(run_id, {"batch_jobs": merged})
+def _output_of(
+    job: dict[str, Any], now: BatchJob, blobs: BlobStore
+) -> tuple[list[Any], dict[str, Any]]:
+    """An ended job's output files, and the fields it records (Google's counts).
+
+    No files yet while Google counted rows (``completionStats``): the export may lag the
+    state, so the job waits (``output_wait_since``) up to ``batch_output_wait_seconds``;
+    past that, its reason says how many rows never appeared.
+    """
+    where = now.output_dir or job.get("output")
+    files = output_files(where, blobs) if where else []
+    fields = expected_fields(now) | ({"error": now.error} if now.error else {})
+    expected = fields.get("expected_lines")
+    if files or not expected:
+        return files, fields
+    waiting = still_waiting(job)
+    if waiting is not None:
+        log("batch job ended; its output not yet written", job=job["name"], expected=expected)
+        return [], fields | waiting
+    missing = (
+        f"Google counted {expected} rows (completionStats) but none appeared in its output "
+        f"within {get_settings().batch_output_wait_seconds:g} s (batch_output_wait_seconds)"
+    )
+    return [], fields | {"error": f"{now.error}; {missing}" if now.error else missing,
+                         "lines_never_seen": expected}  # fmt: skip
+
+
+def _save_jobs(
+    run_id: str,
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    *,
+    store: ResultStore,
+) -> None:
+    """Write what changed of each job to its own document, nothing else.
+
+    A job a settle finished meanwhile keeps what the settle wrote: this writes only the
+    fields this call changed, and never another job's.
+    """
+    for old, new in zip(before, after, strict=True):
+        changed = {key: value for key, value in new.items() if old.get(key) != value}
+        if changed:
+            store.update_batch_job(run_id, str(new["name"]), changed)
 
 
 def earlier_output_pending(
@@ -137,8 +175,10 @@ def earlier_output_pending(
     A resumed round asks only what no earlier job answered: a job cancelled after half
     its lines were written keeps those lines, and they are not bought twice.
     """
-    jobs = [dict(job) for job in run.get("batch_jobs") or []]
+    before = copy.deepcopy(run.get("batch_jobs") or [])
+    jobs = copy.deepcopy(before)
     pending = False
+    late: list[str] = []
     pieces: list[dict[str, Any]] = []
     for job in jobs:
         if job.get("round", 0) >= batch_round or job.get("ingested") or job.get("ended"):
@@ -155,16 +195,20 @@ def earlier_output_pending(
         job["state"] = now.state
         if now.state not in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
             raise CellInFlightError(f"batch job {job['name']} is still ending ({now.state})")
-        where = now.output_dir or job.get("output")
-        files = output_files(where, blobs) if where else []
+        files, fields = _output_of(job, now, blobs)
+        job |= fields
         if files:
             started, more = start_ingest(run_id, run, job, files)
             job |= started | {"then_submit": batch_round}
             pieces += more
             pending = True
+        elif "output_wait_since" in fields:
+            late.append(job["name"])
         else:
             job["ended"] = True
-    _save_jobs(run_id, jobs, store=store)
+    _save_jobs(run_id, before, jobs, store=store)
+    if late:  # redelivered until their output is written or the wait is over
+        raise CellInFlightError(f"batch job(s) {', '.join(late)} ended; output not written yet")
     if pieces:
         publisher.publish_cells(pieces)
     return pending
@@ -187,7 +231,8 @@ def cancel_jobs(
     resume. Until it has ended, the poll is redelivered (``CellInFlightError``); a
     resume ingests it too, before it submits anything.
     """
-    jobs = [dict(job) for job in run.get("batch_jobs") or []]
+    before = copy.deepcopy(run.get("batch_jobs") or [])
+    jobs = copy.deepcopy(before)
     cancelled = ending = 0
     pieces: list[dict[str, Any]] = []
     for job in jobs:
@@ -206,15 +251,18 @@ def cancel_jobs(
             if now.state not in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
                 ending += 1
                 continue
-            where = now.output_dir or job.get("output")
-            files = output_files(where, blobs) if where else []
+            files, fields = _output_of(job, now, blobs)
+            job |= fields
+            if "output_wait_since" in fields:
+                ending += 1  # its rows are paid for: waited for as an ending job is
+                continue
             if not files:
                 job["ended"] = True
                 continue
             started, more = start_ingest(run_id, run, job, files)
             job |= started
             pieces += more
-    _save_jobs(run_id, jobs, store=store)
+    _save_jobs(run_id, before, jobs, store=store)
     if pieces:
         publisher.publish_cells(pieces)
     log("batch jobs of a cancelled run cancelled", run_id=run_id, jobs=cancelled,

@@ -80,7 +80,9 @@ def tally_markers(run_id: str, job: dict[str, Any], blobs: BlobStore) -> dict[st
         "lines": 0, "duplicate": 0, "unmatched": 0, "unmatched_answered": 0,
         "unmatched_usd": 0.0,
     }  # fmt: skip
-    noted: dict[str, dict[str, str]] = {"failed": {}, "unreadable": {}, "shared": {}}
+    noted: dict[str, dict[str, str]] = {
+        "failed": {}, "unreadable": {}, "shared": {}, "failed_prompts": {},
+    }  # fmt: skip
     for info in _marker_infos(run_id, job, blobs):
         marker = json.loads(blobs.read(info.name))
         for key in total:

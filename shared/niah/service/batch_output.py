@@ -88,6 +88,7 @@ class OutputReader:
         self.seen: dict[str, Any] = {
             "lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0, "unmatched_answered": 0,
             "unmatched_usd": 0.0, "unreadable": [], "failed": [], "shared": [],
+            "failed_prompts": [],
         }  # fmt: skip
 
     def read(self, name: str, start: int, end: int) -> int:
@@ -145,6 +146,7 @@ class OutputReader:
             return
         if not answered:
             self.seen["failed"].append([line_id, line_reason(record.get("status"))])
+            self.seen["failed_prompts"].append([line_id, digest])  # its cells may go online
             return
         if len(group) > 1:  # cells sharing a prompt: paired with their lines at settle
             self.seen["shared"].append([line_id, digest])
@@ -156,6 +158,7 @@ class OutputReader:
             answer = answer_from_json(record["response"])
         except (NiahError, ValueError) as error:  # a line no reader takes fails alone
             self.seen["failed"].append([line_id, line_reason(f"unreadable response: {error}")])
+            self.seen["failed_prompts"].append([line_id, digest])
             return
         outcome = self.store_line(group[0], answer, line_id)
         self.seen["stored" if outcome != "duplicate" else "duplicate"] += 1

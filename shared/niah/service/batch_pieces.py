@@ -31,9 +31,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from niah.core.interfaces import Publisher, ResultStore
+from niah.core.interfaces import BlobInfo, Publisher, ResultStore
 from niah.logs import log
 from niah.service.messages import ingest_message
+from niah.settings import get_settings
 
 # The lease of a piece, among the run's cell leases: no cell ID starts so.
 PIECE_LEASE = "batch-piece-"
@@ -42,6 +43,18 @@ PIECE_LEASE = "batch-piece-"
 def job_key(job_name: str) -> str:
     """A batch job's name as a short key (its markers' folder, its pieces' leases)."""
     return hashlib.sha256(job_name.encode()).hexdigest()[:16]
+
+
+def piece_messages(
+    run_id: str, run: dict[str, Any], job_name: str, files: list[BlobInfo]
+) -> list[dict[str, Any]]:
+    """A message per ``batch_ingest_piece_bytes`` range of each of ``files``."""
+    step = get_settings().batch_ingest_piece_bytes
+    return [
+        ingest_message(run_id, run, job_name, info.name, start, min(start + step, info.size))
+        for info in files
+        for start in range(0, info.size, step)
+    ]
 
 
 def file_key(name: str) -> str:

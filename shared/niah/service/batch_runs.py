@@ -43,6 +43,8 @@ from niah.service.messages import (
     BATCH_INGEST,
     BATCH_SETTLE,
     BATCH_SUBMIT,
+    BatchStep,
+    batch_step,
     fail_request,
     settle_job_name,
 )
@@ -59,7 +61,7 @@ def gemini_batches(model_name: str) -> BatchClient:
 
 
 def handle_batch_message(
-    body: dict[str, Any],
+    message: BatchStep | dict[str, Any],
     *,
     store: ResultStore,
     blobs: BlobStore,
@@ -74,16 +76,17 @@ def handle_batch_message(
     the wrong shape, or a submit of a round other than the run's current one (stale, or
     forged), is refused.
     """
-    run_id = str(body.get("run_id"))
+    step = message if isinstance(message, BatchStep) else batch_step(message)
+    run_id, body = step.run_id, step.body
     if not RUN_ID_PATTERN.fullmatch(run_id):
         log("batch message of no possible run rejected", severity="ERROR", run_id=run_id[:80])
         return "rejected"
     run = store.get_run(run_id, counts=False)
-    stamp = body.get("run_stamp")
+    stamp = step.run_stamp
     if run is None or (stamp is not None and run.get("stamp") not in (None, stamp)):
         return "orphan"
     spec = RunRequest.model_validate(run["spec"])
-    action = body.get("batch_action")
+    action = step.action
     # Before the cancelled check: rows a cancelled job wrote are paid for, and kept.
     if action == BATCH_INGEST:
         return ingest_piece(body, run, spec, store=store, blobs=blobs, publisher=publisher,
@@ -102,16 +105,16 @@ def handle_batch_message(
     if run.get("status") == RUN_CANCELLED:
         return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
                            batches=batches, provider_for=provider_for)  # fmt: skip
-    if body.get("batch_action") == BATCH_SUBMIT:
-        if int(body.get("batch_round", 0)) != int(run.get("batch_round", 0)):
+    if action == BATCH_SUBMIT:
+        if step.batch_round != int(run.get("batch_round", 0)):
             log("batch submit of another round rejected", severity="WARNING", run_id=run_id,
-                asked=body.get("batch_round"), current=run.get("batch_round", 0))  # fmt: skip
+                asked=step.batch_round, current=run.get("batch_round", 0))  # fmt: skip
             return "rejected"
         return submit_batch(
             run_id,
             run,
             spec,
-            int(body.get("batch_round", 0)),
+            step.batch_round,
             store=store,
             blobs=blobs,
             publisher=publisher,

@@ -11,16 +11,25 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from niah.core.interfaces import CLAIM_HELD, RUN_CANCELLED, BlobStore, Publisher, ResultStore
+from niah.core.interfaces import (
+    BATCH_PARTIAL,
+    BATCH_SUCCEEDED,
+    CLAIM_HELD,
+    RUN_CANCELLED,
+    BlobStore,
+    Publisher,
+    ResultStore,
+)
 from niah.core.request.spec import RunRequest
 from niah.errors import BatchJobError, CellInFlightError, NiahError
 from niah.logs import log
 from niah.models.providers import get_provider
 from niah.models.providers.gemini import answer_from_json
-from niah.service.batch_manifest import job_cells, job_named, run_tasks
+from niah.service.batch_manifest import job_cells, job_named, prompt_groups, run_tasks
 from niah.service.batch_markers import tally_markers
 from niah.service.batch_output import OutputReader, reason_key
 from niah.service.batch_pieces import job_key
+from niah.service.batch_wait import late_output, never_seen_reason
 from niah.service.cell_records import failed_cell, store_cell
 from niah.service.lease import LeaseKeeper
 from niah.service.messages import (
@@ -63,6 +72,10 @@ def settle_job(
                 return "settled already"
             spec = RunRequest.model_validate(run["spec"])
             seen = tally_markers(run_id, job, blobs)
+            later = late_output(run_id, run, job, seen["lines"], store=store, blobs=blobs,
+                                publisher=publisher)  # fmt: skip
+            if later is not None:
+                return later
             piece = OutputReader(run_id, run, spec, job, store=store, blobs=blobs,
                            publisher=publisher, provider_for=provider_for)  # fmt: skip
             if not _store_shared(piece, seen["shared"], settings.batch_settle_lines):
@@ -70,9 +83,10 @@ def settle_job(
                 return "settling"
             fields = _settle(run_id, run, spec, job, seen, store=store, blobs=blobs,
                              publisher=publisher)  # fmt: skip
-            fresh = store.get_run(run_id, counts=False) or run
-            jobs = [j | fields if j.get("name") == job_name else j for j in fresh["batch_jobs"]]
-            store.update_run(run_id, {"batch_jobs": jobs} | fields.pop("run_fields", {}))
+            run_fields = fields.pop("run_fields", {})
+            store.update_batch_job(run_id, job_name, fields)  # this job's document alone
+            if run_fields:
+                store.update_run(run_id, run_fields)
     finally:
         store.release_cell(run_id, key, claim)
     then = job.get("then_submit")
@@ -163,18 +177,37 @@ def _settle(
         fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
                    publisher=publisher)  # fmt: skip
         return counts | {"ended": True, "error": reason, "run_fields": {"batch_error": reason}}
-    ended = job.get("state") not in ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED")
+    ended = job.get("state") not in BATCH_SUCCEEDED
+    never_seen = max(0, int(job.get("expected_lines") or 0) - seen["lines"])
+    if never_seen:  # the wait for late output is over (``batch_wait``)
+        counts["lines_never_seen"] = never_seen
     waiting = job.get("superseded") or run.get("status") == RUN_CANCELLED
     if waiting or not missing:
         # A cancelled or superseded run's other cells wait for its next round.
         return counts | {"ingested": True}
+    if not ended and (job.get("state") == BATCH_PARTIAL or never_seen):
+        # Lines the job never wrote are not failed lines: they are refused here, with
+        # the reason, for the next round; only cells of failed lines may go online.
+        retry = _cells_of_failed_lines(job, seen, missing, blobs)
+        unwritten = [cell for cell in missing if cell not in retry]
+        reason = never_seen_reason(job, seen["lines"]) if never_seen else (
+            f"batch job {job['name']} ended {BATCH_PARTIAL} without writing "
+            f"{len(unwritten)} of its {len(cells)} lines; they were not bought online. "
+            "Resume the run to submit them in batch again"
+        )  # fmt: skip
+        fail_cells(run_id, spec, run, unwritten, BatchJobError(reason), store=store,
+                   blobs=blobs, publisher=publisher)  # fmt: skip
+        counts["lines_unwritten"] = len(unwritten)
+        missing = retry
+        if not missing:
+            return counts | {"ingested": True, "error": reason}
     if ended:
-        reason = (
+        reason = never_seen_reason(job, seen["lines"]) if never_seen else (
             f"batch job {job['name']} ended {job.get('state')}"
             + (f": {job['error']}" if job.get("error") else "")
             + f", after writing {seen['lines']} of {len(cells)} lines (kept); resume the run "
             "to submit the rest again"
-        )
+        )  # fmt: skip
         fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
                    publisher=publisher)  # fmt: skip
         return counts | {"ingested": True}
@@ -217,6 +250,20 @@ def _settle(
     log("failed batch lines sent online", run_id=run_id, cells=len(online), capped=len(over),
         reasons=dict(Counter(map(reason_key, failures))))  # fmt: skip
     return counts | {"ingested": True, "lines_retried_online": len(online)}
+
+
+def _cells_of_failed_lines(
+    job: dict[str, Any], seen: dict[str, Any], missing: list[str], blobs: BlobStore
+) -> list[str]:
+    """The missing cells the job wrote a failed line for (one cell per line, input order)."""
+    groups, _ = prompt_groups(job, blobs)
+    failed_per_prompt = Counter(digest for _, digest in seen.get("failed_prompts") or [])
+    unstored = set(missing)
+    return [
+        cell
+        for digest, count in sorted(failed_per_prompt.items())
+        for cell in [c for c in groups.get(digest or "", []) if c in unstored][:count]
+    ]
 
 
 def _systemic(reasons: list[str], lines: int) -> tuple[str, int] | None:

@@ -28,6 +28,7 @@ from niah.logs import log
 from niah.service.cell_prompt import (
     cell_sample,
     count_before_call,
+    fits_by_count,
     prepare_call,
     reads_haystack,
     run_haystack,
@@ -220,8 +221,9 @@ def _answer_cell(
         blobs=deps.blobs,
         haystack_files=run.haystack_files,
         token_ratio=ratio,
+        count_tokens=provider.count_tokens if fits_by_count(spec) else None,
     )
-    built, budget = prepared.built, prepared.budget
+    built, budget, fit = prepared.built, prepared.budget, prepared.fit
     fields: dict[str, Any] = {
         "planned_prompt_tokens": built.planned_prompt_tokens,
         "insertion_depth_percent": round(built.actual_depth_percent, 3),
@@ -240,9 +242,13 @@ def _answer_cell(
         # The length the prompt was fitted to, as the model counts (its local count is
         # planned_prompt_tokens, exact).
         fields["fitted_prompt_tokens"] = cell.context_length - spec.final_context_length_buffer
+    if fit is not None:  # fitted to the model's countTokens: the count, and how far off
+        fields |= fit.fields()
     if spec.save_contexts:
         fields["context_uri"] = _save_prompt(task, built.prompt, deps.blobs)
-    counted = count_before_call(spec, cell, built, ratio, provider, budget)
+    counted = count_before_call(
+        spec, cell, built, ratio, provider, budget, fitted_count=fit.model_tokens if fit else None
+    )
     if counted is not None:
         fields["counted_prompt_tokens"] = counted
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.

@@ -8,11 +8,13 @@ anything is paid.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from niah.catalog.models import input_limit, prompt_limit
+from niah.catalog.models import input_limit, prompt_limit, prompts_fitted
 from niah.core.interfaces import BlobInfo, BlobStore, Provider, Tokenizer, Turn
 from niah.core.prompts.answer_budget import CallBudget, call_budget
+from niah.core.prompts.count_fit import CountFit, fit_by_count
 from niah.core.prompts.generated_context import build_generated_prompt
 from niah.core.prompts.haystack_files import haystack_prefix
 from niah.core.prompts.haystack_order import shuffled_haystack
@@ -56,6 +58,11 @@ def run_haystack(
     return load_haystack(blobs, prefix, tokenizer, haystack_files)
 
 
+def fits_by_count(spec: RunRequest) -> bool:
+    """Whether the run's haystack prompts are fitted to the model's ``countTokens``."""
+    return prompts_fitted(spec.model_name, spec.provider())
+
+
 def cell_turns(built: BuiltPrompt, sample: Sample) -> tuple[Turn, ...] | None:
     """A conversational sample's prompt as its turns (MRCR); None for one prompt."""
     return split_transcript(built.prompt) if sample.conversational else None
@@ -68,6 +75,7 @@ class PreparedCall:
     built: BuiltPrompt
     turns: tuple[Turn, ...] | None
     budget: CallBudget
+    fit: CountFit | None = None  # how it was fitted to the model's count, where it was
 
 
 def prepare_call(
@@ -80,6 +88,7 @@ def prepare_call(
     blobs: BlobStore,
     haystack_files: list[BlobInfo] | None = None,
     token_ratio: TokenCountRatio | None = None,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> PreparedCall:
     """The cell's prompt, token-exact in ``tokenizer``, with its turns and output budget.
 
@@ -87,7 +96,9 @@ def prepare_call(
     its prompt (a published MRCR row) is sent as it is. ``haystack_files``: the run's
     listing; without it the haystack's prefix is listed. ``token_ratio``: how the model
     counts the haystack; a haystack prompt is then built to the local length the model
-    counts as the cell's (``niah.core.prompts.token_fit``).
+    counts as the cell's (``niah.core.prompts.token_fit``). ``count_tokens``: the model's
+    count, where a haystack prompt is fitted to it (``niah.core.prompts.count_fit``),
+    starting from the ratio's length.
     """
     spec = at_variant(spec, cell.variant)
     template = sample.template or spec.prompt_template or default_template
@@ -108,15 +119,24 @@ def prepare_call(
         haystack = run_haystack(spec, tokenizer, blobs, haystack_files)
         if haystack_order(spec) == "shuffled":  # its sentences in the run's seeded order
             haystack = shuffled_haystack(haystack, spec.seed)
-        built = build_prompt(
-            haystack,
-            tokenizer,
-            template=template,
-            insertions=sample.insertions,
-            question=sample.question,
-            answer_lead=sample.answer_lead,
-            context_length=token_ratio.local_length(target) if token_ratio else target,
-        )
+
+        def build(local_tokens: int) -> BuiltPrompt:
+            return build_prompt(
+                haystack,
+                tokenizer,
+                template=template,
+                insertions=sample.insertions,
+                question=sample.question,
+                answer_lead=sample.answer_lead,
+                context_length=local_tokens,
+            )
+
+        first = token_ratio.local_length(target) if token_ratio else target
+        if count_tokens is not None:
+            fit = fit_by_count(build, count_tokens, target_tokens=target, first_local_tokens=first)
+            budget = call_budget(spec, sample.answer_tokens)
+            return PreparedCall(fit.built, cell_turns(fit.built, sample), budget, fit)
+        built = build(first)
     return PreparedCall(built, cell_turns(built, sample), call_budget(spec, sample.answer_tokens))
 
 
@@ -127,12 +147,15 @@ def count_before_call(
     ratio: TokenCountRatio | None,
     provider: Provider,
     budget: CallBudget,
+    *,
+    fitted_count: int | None = None,
 ) -> int | None:
     """The model's count of the prompt where it is asked for or needed; refuse it over the limit.
 
     Gemini only: the local model counts with the tokenizer the prompt was built in, and
     an OpenAI-compatible server has no count endpoint (its replies' usage is kept).
-    ``ratio``: the run's, where the prompt was fitted by it. Raises
+    ``ratio``: the run's, where the prompt was fitted by it. ``fitted_count``: the
+    ``countTokens`` the prompt was fitted by (``prepare_call``): not asked again. Raises
     ``PromptOverLimitError`` before anything is paid.
     """
     if spec.provider() != "gemini":
@@ -143,16 +166,14 @@ def count_before_call(
         if ratio is not None
         else built.planned_prompt_tokens
     )
-    counted = (
-        provider.count_tokens(built.prompt)
-        if needs_exact_count(
-            fitted=ratio is not None,
-            expected_model_tokens=expected,
-            limit=limit,
-            asked=spec.count_tokens_check,
-        )
-        else None
-    )
+    counted = fitted_count
+    if counted is None and needs_exact_count(
+        fitted=ratio is not None,
+        expected_model_tokens=expected,
+        limit=limit,
+        asked=spec.count_tokens_check,
+    ):
+        counted = provider.count_tokens(built.prompt)
     known = input_limit("gemini", spec.model_name)  # a Gemini model: asked above
     refuse_over_limit(
         spec.model_name,

@@ -1,5 +1,11 @@
 """The service's messages, each built and parsed here: one owner per format.
 
+Every message says what it is in its ``kind`` field (``KIND``), written and read only
+here: a handler calls ``parse_message`` and dispatches on the type it gets back, so no
+other module sniffs a message's keys. A message with no kind, or one this version does
+not know (published by an older one), is refused with ``MalformedMessageError``: the
+handler logs it and acknowledges it, as it does any message that will never parse.
+
 A cell's message (``CellTask``: the dispatcher, the sweep, a primer's release and the
 dead-letter handler publish it, the worker parses it), a primer's, a batch run's
 worker-side steps, and a run's report request. The worker, the sweep, cancel, batch
@@ -12,8 +18,8 @@ free of the worker's machinery.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
@@ -21,6 +27,11 @@ from niah.core.results.certify_run import certify_cells, stored_samples
 from niah.errors import MalformedMessageError
 from niah.service.run_sources import source_cells
 from niah.settings import get_settings
+
+# The field every message names its kind in, and the kinds.
+KIND = "kind"
+MessageKind = Literal["cell", "batch", "certify_step", "report"]
+CELL, BATCH, CERTIFY_STEP, REPORT = get_args(MessageKind)
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,7 @@ class CellTask:
     def message(self) -> dict[str, Any]:
         """The message body of this task (to publish it, or publish it again)."""
         body: dict[str, Any] = {
+            KIND: CELL,
             "run_id": self.run_id,
             "cell_id": self.cell_id,
             "context_length": self.context_length,
@@ -185,6 +197,7 @@ def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, An
     """
     stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
     return {
+        KIND: BATCH,
         "run_id": run_id,
         "batch_action": action,
         "batch_round": int(run.get("batch_round", 0)),
@@ -229,24 +242,9 @@ def fail_request(body: dict[str, Any]) -> tuple[list[str], str]:
     return [str(cell) for cell in body.get("cells") or []], str(body.get("reason") or "")
 
 
-# What a report request says it is (``report_request_run``).
-REPORT_REQUEST = "report"
-
-
 def report_message(run_id: str) -> dict[str, Any]:
     """The message on the reports topic that asks for ``run_id``'s report."""
-    return {"run_id": run_id, "request": REPORT_REQUEST}
-
-
-def report_request_run(body: dict[str, Any]) -> str | None:
-    """The run a report request names; None for any other message (a cell's, a batch step's).
-
-    The dead-letter topic takes both kinds. Requests published before they said what
-    they are carry the run's ID alone.
-    """
-    if body.get("request") == REPORT_REQUEST or set(body) == {"run_id"}:
-        return str(body["run_id"])
-    return None
+    return {KIND: REPORT, "run_id": run_id}
 
 
 def certify_step_message(run_id: str, run: dict[str, Any]) -> dict[str, Any]:
@@ -256,15 +254,91 @@ def certify_step_message(run_id: str, run: dict[str, Any]) -> dict[str, Any]:
     worker's, never the dispatcher's (``niah.service.certify_rounds``).
     """
     stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
-    return {"run_id": run_id, "certify_step": True, **stamp}
+    return {KIND: CERTIFY_STEP, "run_id": run_id, **stamp}
 
 
-def certify_step_run(body: Any) -> tuple[str, str | None] | None:
-    """The run (and its stamp) a certify step message names; None for any other message."""
-    if not isinstance(body, dict) or body.get("certify_step") is not True:
-        return None
-    run_id = body.get("run_id")
-    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
-        raise MalformedMessageError(f"run_id {str(run_id)[:40]!r} is not a run ID")
+@dataclass(frozen=True)
+class BatchStep:
+    """A batch run's step (``batch_message``): which run, which action, which round.
+
+    ``body`` is the whole message, for the fields of its action's own module (an
+    ingest's byte range, a settle's job, a fail's cells).
+    """
+
+    run_id: str
+    action: str
+    batch_round: int = 0
+    run_stamp: str | None = None
+    body: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def batch_step(body: dict[str, Any]) -> BatchStep:
+    """Parse a batch step's body (its run ID is checked against its run by the handler)."""
     stamp = body.get("run_stamp")
-    return run_id, str(stamp) if stamp else None
+    return BatchStep(
+        run_id=str(body.get("run_id")),
+        action=str(body.get("batch_action")),
+        batch_round=int(body.get("batch_round", 0)),
+        run_stamp=None if stamp is None else str(stamp),
+        body=body,
+    )
+
+
+@dataclass(frozen=True)
+class CertifyStep:
+    """A certify run's round is in (``certify_step_message``)."""
+
+    run_id: str
+    run_stamp: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """A run's report is asked for (``report_message``).
+
+    ``deliveries``: on the dead-letter topic, how often Pub/Sub had delivered it (the
+    attribute it adds when it forwards a dead letter; 0 elsewhere).
+    """
+
+    run_id: str
+    deliveries: int = 0
+
+
+Message = CellTask | BatchStep | CertifyStep | ReportRequest
+
+# Where Pub/Sub says how often a dead letter was delivered before it was forwarded.
+DEAD_LETTER_DELIVERIES = "CloudPubSubDeadLetterSourceDeliveryCount"
+
+
+def parse_message(
+    body: dict[str, Any],
+    *,
+    delivery_attempt: int = 1,
+    attributes: dict[str, Any] | None = None,
+) -> Message:
+    """The message ``body`` is, by its ``kind``; ``MalformedMessageError`` if it never parses.
+
+    Refused: a body with no kind or an unknown one (a message of an older version), and
+    a run ID no run can have (it names no document).
+    """
+    kind = body.get(KIND)
+    if kind not in get_args(MessageKind):
+        raise MalformedMessageError(
+            f"the message's {KIND} is {str(kind)[:40]!r}, not one of "
+            f"{', '.join(get_args(MessageKind))}: a message of another version, dropped"
+        )
+    try:
+        if kind == CELL:
+            return CellTask.from_message(body, delivery_attempt=delivery_attempt)
+        if kind == BATCH:
+            return batch_step(body)
+        run_id = body["run_id"]
+        if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
+            raise MalformedMessageError(f"run_id {str(run_id)[:40]!r} is not a run ID")
+        if kind == CERTIFY_STEP:
+            stamp = body.get("run_stamp")
+            return CertifyStep(run_id, str(stamp) if stamp else None)
+        deliveries = int((attributes or {}).get(DEAD_LETTER_DELIVERIES) or 0)
+        return ReportRequest(run_id, deliveries)
+    except (KeyError, TypeError, ValueError) as error:  # a field missing or of no use
+        raise MalformedMessageError(f"a {kind} message without a usable {error}") from error

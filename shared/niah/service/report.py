@@ -406,6 +406,7 @@ def _render_claimed(
         "outcomes": summary["outcomes"],
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],
+        **({"count_fit": summary["count_fit"]} if summary.get("count_fit") else {}),
         "spend": summary["spend"],
         "served_models": summary["served_models"],
         "completed_at": completed_at,

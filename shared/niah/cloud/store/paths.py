@@ -6,6 +6,9 @@
 - ``runs/{run_id}/leases/{cell_id}``: who is calling the model for a cell, until when.
 - ``runs/{run_id}/calls/{cell_id}.C{n}``: every model call started for a cell (spend).
 - ``runs/{run_id}/attempts/{cell_id}``: a cell's retryable failures.
+- ``runs/{run_id}/batch_jobs/{job_key}``: one batch job's state (its poll, ingest and
+  settle), merged over the run's ``batch_jobs`` list when the run is read, so two jobs
+  settling at once each write only their own document.
 - ``runs/{run_id}/marks/report_requested``: when the run's report was last asked for.
 - ``sentinels/{name}``: a sentinel's definition (its request, schedule, time zone).
 
@@ -17,6 +20,7 @@ each asks for ``_cells(run_id)``, ``_leases(run_id)`` and the like.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from typing import Any
 
 from niah.cloud import metering
@@ -30,6 +34,7 @@ LEASES = "leases"
 COUNTERS = "counters"
 CALLS = "calls"
 MARKS = "marks"
+BATCH_JOBS = "batch_jobs"
 REPORT_REQUESTED = "report_requested"
 SENTINELS = "sentinels"
 # Fields the shards hold; the run document's own copies (runs stored before the
@@ -89,6 +94,12 @@ class FirestoreDocuments:
     def _counters(self, run_id: str) -> Any:
         return self._run(run_id).collection(COUNTERS)
 
+    def _batch_jobs(self, run_id: str) -> Any:
+        return self._run(run_id).collection(BATCH_JOBS)
+
+    def _batch_job(self, run_id: str, job_name: str) -> Any:
+        return self._batch_jobs(run_id).document(batch_job_key(job_name))
+
     def _report_mark(self, run_id: str) -> Any:
         return self._run(run_id).collection(MARKS).document(REPORT_REQUESTED)
 
@@ -110,3 +121,8 @@ class FirestoreDocuments:
         found = list(query.stream())
         metering.reads(max(1, len(found)))
         return bool(found)
+
+
+def batch_job_key(job_name: str) -> str:
+    """A batch job's document ID: deterministic, so a redelivered write finds its document."""
+    return hashlib.sha256(job_name.encode()).hexdigest()[:16]

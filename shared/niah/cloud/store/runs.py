@@ -14,7 +14,7 @@ from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
 from niah.cloud.store.paths import COUNTED, FirestoreDocuments
-from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, CancelOutcome
+from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, CancelOutcome, add_job_states
 from niah.errors import StoreUnavailableError
 
 
@@ -64,7 +64,7 @@ class RunRecords(FirestoreDocuments):
         metering.reads(1)
         if not snapshot.exists:
             return None
-        run = snapshot.to_dict() or {}
+        run = self._with_job_states(run_id, snapshot.to_dict() or {})
         return add_counts(run, self._shards(run_id)) if counts else run
 
     def update_run(self, run_id: str, fields: dict[str, Any]) -> None:
@@ -72,6 +72,26 @@ class RunRecords(FirestoreDocuments):
         metering.count(FIRESTORE_WRITES)
         self._run(run_id).set(
             {**fields, "updated_at": self._firestore.SERVER_TIMESTAMP}, merge=True
+        )
+
+    def _with_job_states(self, run_id: str, run: dict[str, Any]) -> dict[str, Any]:
+        """A batch run with its jobs' own documents merged in (one query); others as read."""
+        if not run.get("batch_jobs"):
+            return run
+        states = [doc.to_dict() or {} for doc in self._batch_jobs(run_id).stream()]
+        metering.reads(max(1, len(states)))
+        return add_job_states(run, states)
+
+    def update_batch_job(self, run_id: str, job_name: str, fields: dict[str, Any]) -> None:
+        """Merge ``fields`` into the batch job's own document (created if absent).
+
+        Only this job's document is written: a settle of another job at the same time
+        keeps its fields (the run's ``batch_jobs`` list, written whole, dropped them).
+        """
+        metering.count(FIRESTORE_WRITES)
+        self._batch_job(run_id, job_name).set(
+            {**fields, "name": job_name, "updated_at": self._firestore.SERVER_TIMESTAMP},
+            merge=True,
         )
 
     def cancel_run(self, run_id: str) -> CancelOutcome:
@@ -114,7 +134,12 @@ class RunRecords(FirestoreDocuments):
         docs = list(query.stream())
         metering.reads(len(docs))
         return [
-            {**add_counts(doc.to_dict() or {}, self._shards(doc.id)), "run_id": doc.id}
+            {
+                **add_counts(
+                    self._with_job_states(doc.id, doc.to_dict() or {}), self._shards(doc.id)
+                ),
+                "run_id": doc.id,
+            }
             for doc in docs
         ]
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from niah.core.interfaces.batch_jobs import (
     BATCH_ENDED_WITHOUT_OUTPUT,
+    BATCH_PARTIAL,
     BATCH_SUCCEEDED,
     BatchClient,
     BatchJob,
+    CompletionStats,
+    add_job_states,
 )
 from niah.core.interfaces.blobs import BlobInfo, BlobStore, gs_uri
 from niah.core.interfaces.models import ModelAnswer, Provider, Role, Tokenizer, Turn
@@ -42,6 +45,7 @@ from niah.core.interfaces.spend_ledger import (
 
 __all__ = [
     "BATCH_ENDED_WITHOUT_OUTPUT",
+    "BATCH_PARTIAL",
     "BATCH_SUCCEEDED",
     "CLAIM_ABANDONED",
     "CLAIM_HELD",
@@ -58,6 +62,7 @@ __all__ = [
     "BlobInfo",
     "BlobStore",
     "CancelOutcome",
+    "CompletionStats",
     "ModelAnswer",
     "Provider",
     "Publisher",
@@ -69,6 +74,7 @@ __all__ = [
     "SpendLedger",
     "Tokenizer",
     "Turn",
+    "add_job_states",
     "gs_uri",
     "lapses_before_claim",
 ]

@@ -7,12 +7,37 @@ The Gemini provider (``niah.models.providers.gemini``) implements it; batch runs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-# A batch job's states that end it (Vertex's JobState; ``JOB_STATE_PARTIALLY_SUCCEEDED``
-# wrote predictions, as a success does).
-BATCH_SUCCEEDED = ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED")
+# A batch job's states that end it (Vertex's JobState). PARTIALLY_SUCCEEDED is "The job
+# is partially succeeded, some results may be missing due to errors" (google-genai
+# types.JobState, read 2026-12-04): it wrote predictions, but not necessarily all.
+BATCH_PARTIAL = "JOB_STATE_PARTIALLY_SUCCEEDED"
+BATCH_SUCCEEDED = ("JOB_STATE_SUCCEEDED", BATCH_PARTIAL)
 BATCH_ENDED_WITHOUT_OUTPUT = ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+
+@dataclass(frozen=True)
+class CompletionStats:
+    """A job's ``completionStats``: how many rows it processed, as Vertex counts them.
+
+    Vertex's CompletionStats (REST ``successfulCount``, ``failedCount``,
+    ``incompleteCount``, int64 so JSON strings; google-genai ``BatchJob.completion_stats``
+    with ``successful_count``, ``failed_count``, ``incomplete_count``; googleapis.dev
+    GoogleCloudAiplatformV1beta1CompletionStats, read 2026-12-04). ``incomplete`` is -1
+    when Vertex does not know it. None: Vertex sent no count.
+    """
+
+    successful: int | None = None
+    failed: int | None = None
+    incomplete: int | None = None
+
+    @property
+    def written(self) -> int | None:
+        """The rows the job processed, answered or failed: the lines its output must hold."""
+        if self.successful is None and self.failed is None:
+            return None
+        return int(self.successful or 0) + int(self.failed or 0)
 
 
 @dataclass(frozen=True)
@@ -23,6 +48,7 @@ class BatchJob:
     state: str  # JOB_STATE_*
     output_dir: str | None = None  # gs:// folder of its predictions, once written
     error: str | None = None
+    stats: CompletionStats | None = None  # None: the job reported no completionStats
 
 
 class BatchClient(Protocol):
@@ -43,3 +69,14 @@ class BatchClient(Protocol):
     def cancel(self, name: str) -> None:
         """Ask for the job to be cancelled."""
         ...
+
+
+def add_job_states(run: dict[str, Any], states: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with each batch job's own document merged over its entry in ``batch_jobs``.
+
+    The list holds what a job was submitted as; its document what its poll, ingest and
+    settle made of it (its fields win). A run stored before job documents keeps its list.
+    """
+    by_name = {state.get("name"): state for state in states}
+    jobs = [{**job, **by_name.get(job.get("name"), {})} for job in run.get("batch_jobs") or []]
+    return run | {"batch_jobs": jobs} if jobs else run

@@ -78,6 +78,13 @@ class ResultStore(Protocol):
         """Merge ``fields`` into the run document."""
         ...
 
+    def update_batch_job(self, run_id: str, job_name: str, fields: dict[str, Any]) -> None:
+        """Merge ``fields`` into the batch job's own state; ``get_run`` shows it in ``batch_jobs``.
+
+        One document per job, so two jobs settling at once cannot drop each other's flag.
+        """
+        ...
+
     def cancel_run(self, run_id: str) -> CancelOutcome:
         """Mark a running run cancelled (a guarded transition); what it found."""
         ...

@@ -22,22 +22,20 @@ hand, and where the haystack's sentences end if it read the haystack.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from niah.catalog.availability import lifecycle_notes
-from niah.catalog.models import find_model, model_notice
-from niah.catalog.prices import next_price_change, prices_for
+from niah.catalog.models import prompts_fitted
+from niah.catalog.prices import prices_for
 from niah.catalog.tiers import cache_min_tokens
 from niah.core.interfaces import Tokenizer
+from niah.core.money.estimate_warnings import estimate_warnings
 from niah.core.money.pricing import Cost
 from niah.core.money.tier_prices import CallTokens, price_calls, tier_figures
 from niah.core.prompts.answer_budget import (
     CallBudget,
-    budget_warning,
     call_budget,
     least_thinking_budget,
 )
@@ -54,14 +52,26 @@ from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RunRequest
 from niah.settings import get_settings
 
-# A price change within this many days is told with the estimate (a run may span it).
-PRICE_CHANGE_WARNING_DAYS = 60
 # Tokens a turn may add when a transcript is sent as turns: Gemma's chat template wraps
 # each in <start_of_turn>, the role, a newline, <end_of_turn> and a newline, while the
 # "User: " / "Assistant: " marks and blank lines between them are dropped. An allowance.
 TURN_ALLOWANCE = 5
 
-PromptBasis = Literal["exact", "turns_allowance", "published"]
+# "exact": built to its length in the model's own tokenizer. Where the service does not
+# hold it (niah.catalog.prompts_fitted): "fitted", a haystack prompt fitted per cell to
+# Vertex's countTokens; "ratio", a batch line's, built at the run's measured ratio, not
+# fitted per cell; "local_count", a prompt the task generates, built to its length in
+# Gemma 3 and not fitted (docs/context-building.md, "Which models are exact").
+PromptBasis = Literal["exact", "fitted", "ratio", "local_count", "turns_allowance", "published"]
+
+
+def _length_basis(spec: RunRequest, *, haystack: bool) -> PromptBasis:
+    """How a prompt's length is known, as the worker builds it for this run."""
+    if not prompts_fitted(spec.model_name, spec.provider()):
+        return "exact"
+    if not haystack:
+        return "local_count"
+    return "ratio" if spec.is_batch() else "fitted"
 
 
 @dataclass(frozen=True)
@@ -150,7 +160,7 @@ def estimate_run(
         budget,
         judge_budget,
     )
-    run.warnings.extend(_warnings(spec, budget))
+    run.warnings.extend(estimate_warnings(spec, budget))
     run.notes.extend(_notes(estimates, tokenizer, sentence_start))
     return run
 
@@ -196,7 +206,7 @@ def _cell_estimate(
         return CellEstimate(
             cell,
             cell.context_length - spec.final_context_length_buffer,
-            "exact",
+            _length_basis(spec, haystack=False),
             None,
             None,
             cell_budget.max_output_tokens,
@@ -210,7 +220,7 @@ def _cell_estimate(
     own_text = head + "".join(i.text for i in ordered) + tail
     target = cell.context_length - spec.final_context_length_buffer
     prompt_tokens = target
-    basis: PromptBasis = "exact"
+    basis = _length_basis(spec, haystack=True)
     if sample.conversational:
         prompt_tokens += TURN_ALLOWANCE * len(split_transcript(own_text))
         basis = "turns_allowance"
@@ -262,36 +272,20 @@ def _with_cache(estimates: list[CellEstimate], primer: Cell, minimum: int) -> li
     return out
 
 
-def _warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
-    """Where a reply may end MAX_TOKENS, or a figure rests on an assumption."""
-    warnings = []
-    warnings.extend(lifecycle_notes(spec.model_name, spec.evaluator_model_name))
-    known = find_model(spec.model_name)
-    if known is None or known.assumed:
-        notice = model_notice(spec.model_name) or f"{spec.model_name} is not in the catalog"
-        warnings.append(f"{notice}; a reply may end MAX_TOKENS (truncated, never scored)")
-    tight = budget_warning(spec)
-    if tight:
-        warnings.append(tight)
-    judge = spec.evaluator_model_name if spec.scorer_name() in ("judge", "both") else None
-    if judge and find_model(judge) is None:
-        warnings.append(
-            f"judge {judge} is not in the catalog: its thinking is assumed off, so its "
-            "score may end MAX_TOKENS (unscored)"
-        )
-    for name in (spec.model_name, spec.evaluator_model_name):
-        if name and prices_for(name) is None:
-            warnings.append(f"no price for {name}: its cost is unknown (set NIAH_PRICE_TABLE)")
-        today = dt.datetime.now(dt.UTC).date()  # the day prices are dated by
-        change = next_price_change(name, today) if name else None
-        if change and (change[0] - today).days <= PRICE_CHANGE_WARNING_DAYS:
-            day, rates = change
-            warnings.append(
-                f"{name}'s rates change on {day} (to ${rates.input:g} input, "
-                f"${rates.output:g} output per 1M tokens): calls from that day are priced "
-                "at them (this estimate is at today's)"
-            )
-    return warnings
+BASIS_NOTES: dict[PromptBasis, str] = {
+    "fitted": (
+        "prompts fitted to Vertex's countTokens (Google: an estimate), each at most "
+        "max(8, 0.1 %) tokens under its length; priced at the length"
+    ),
+    "ratio": (
+        "batch prompts built at the run's measured token ratio, not fitted per cell: "
+        "Google's count may differ from the length"
+    ),
+    "local_count": (
+        "generated prompts built to their length in Gemma 3, not fitted: the model "
+        "counts them in its own tokenizer"
+    ),
+}
 
 
 def _notes(
@@ -312,6 +306,9 @@ def _notes(
             f"{bases['published']} published MRCR v2 rows: at Google's context_len; "
             "not cache-aware (runs of published rows have no primer)"
         )
+    for basis, note in BASIS_NOTES.items():
+        if bases[basis]:
+            notes.append(f"{bases[basis]} {note}")
     if tokenizer is None:
         notes.append("no tokenizer: the cached prefixes are counted short, by bytes")
     if sentence_start is None and any(e.cached_tokens for e in estimates):
@@ -383,6 +380,8 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
         # The tier the run asks for, the least shared prefix the cache serves, and the
         # model's calls on every tier (niah.catalog.tiers).
         "tier": tier,
+        # The row of ``tiers`` this run pays: batch for a batch run, else its tier.
+        "tier_row": "batch" if spec.is_batch() else tier,
         "cache_min_tokens": cache_min_tokens(model),
         "tiers": tier_figures(
             model,

@@ -212,6 +212,8 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
     if summary.get("token_count_note"):
         # The lengths on the x axis are the model's count, not the local tokenizer's.
         facts.append(("token counts", summary["token_count_note"]))
+    if summary.get("count_fit_note"):
+        facts.append(("prompt lengths", summary["count_fit_note"]))
     return [(name, "" if value is None else str(value)) for name, value in facts]
 
 

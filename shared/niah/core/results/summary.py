@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.money.pricing import run_tier, spend_summary
+from niah.core.prompts.count_fit import fit_note, fit_summary
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.measures import mean_percent, measures
@@ -227,6 +228,9 @@ def summarize(
             ]
         ),
         "token_count_note": token_count_note(run.get("token_count")),
+        # Cells fitted to countTokens (a model whose tokenizer we do not hold): how close.
+        "count_fit": (fit := fit_summary(answered)),
+        "count_fit_note": fit_note(fit),
         "errors": {
             c["cell_id"]: c.get("error", {}).get("message") for c in cells if c.get("error")
         },

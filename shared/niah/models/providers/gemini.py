@@ -12,7 +12,7 @@ from typing import Any
 
 from niah.catalog.models import GEMMA3_TOKENIZER
 from niah.catalog.tiers import TIER_HEADER
-from niah.core.interfaces import BatchJob, ModelAnswer, Turn
+from niah.core.interfaces import BatchJob, CompletionStats, ModelAnswer, Turn
 from niah.core.prompts.texts import HARNESS_TEMPLATE
 from niah.errors import (
     RETRYABLE_STATUS_CODES,
@@ -361,4 +361,14 @@ def _job_of(job: Any) -> BatchJob:
         state=_api_value(job.state) or "JOB_STATE_UNSPECIFIED",
         output_dir=output,
         error=(error.message if hasattr(error, "message") else str(error)) if error else None,
+        stats=_stats_of(getattr(job, "completion_stats", None)),
     )
+
+
+def _stats_of(stats: Any) -> CompletionStats | None:
+    """The job's ``completion_stats`` (google-genai's CompletionStats), or None if absent."""
+    if stats is None:
+        return None
+    counts = [getattr(stats, name, None) for name in ("successful_count", "failed_count",
+                                                      "incomplete_count")]  # fmt: skip
+    return CompletionStats(*(None if count is None else int(count) for count in counts))
