@@ -109,6 +109,8 @@ def test_the_document_written_reads_back_as_the_record(essay_blobs: MemoryBlobs)
 NOT_YET_MIGRATED: dict[str, str] = {
     # Being changed by other engineers now (completionStats, per-job documents; message
     # kinds and short handlers): migrated in a later step, after theirs lands.
+    "core/interfaces/batch_jobs.py": "the per-job documents merged into the run: batch's step",
+    "service/batch_wait.py": "batch output and per-job documents, in progress",
     "service/batch_ingest.py": "batch output and per-job documents, in progress",
     "service/batch_jobs.py": "batch output and per-job documents, in progress",
     "service/batch_manifest.py": "batch output and per-job documents, in progress",
