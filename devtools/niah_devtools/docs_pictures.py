@@ -60,10 +60,13 @@ def demo_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def demo_heatmap() -> bytes:
     """The demo run's heatmap PNG, drawn as the report function draws a run's."""
     from niah.core.results.summary import summarize
+    from niah.core.runs import RunRecord
     from niah.service.report import render_report_files
 
     run, cells = demo_run()
-    _, png, _ = render_report_files(DEMO_RUN_ID, run, cells, summarize(run, cells))["heatmap"]
+    _, png, _ = render_report_files(
+        DEMO_RUN_ID, RunRecord.from_document(run), cells, summarize(run, cells)
+    )["heatmap"]
     return png
 
 

@@ -67,7 +67,7 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(
     store = FirestoreStore()
     cells = store.list_cells(run_id)
     spec = RunRequest.model_validate(run["spec"])
-    planned = certify_cells(spec, stored_samples(run))
+    planned = certify_cells(spec, stored_samples(run["certify"]))
     # Every cell the rounds asked for was answered once, and nothing else.
     assert sorted(c["cell_id"] for c in cells) == sorted(c.cell_id for c in planned)
     assert int(run["total"]) == len(cells) == int(run["done"])

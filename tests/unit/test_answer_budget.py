@@ -151,7 +151,7 @@ def test_a_published_reply_longer_than_the_task_room_gets_its_own_room() -> None
 
 def test_the_run_records_the_budget_it_calls_with() -> None:
     spec = spec_for("gemini-3.5-flash", task="multi_value", num_values=6)
-    settings = run_record("run-x", spec, "gs://b/h")["call_settings"]
+    settings = run_record("run-x", spec, "gs://b/h").call_settings
     budget = call_budget(spec)
     assert (settings["max_output_tokens"], settings["answer_tokens"]) == (
         budget.max_output_tokens,

@@ -24,6 +24,7 @@ from niah.core.pages.run_index import build_index, index_entry, render_index_pag
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.served_models import answer_identity, answered_by_text, served_versions
 from niah.core.results.summary import summarize
+from niah.core.runs import RunRecord
 from niah.errors import DifferentModelsError
 from niah.models.providers.gemini import GeminiProvider, _answer_of, answer_from_json
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
@@ -237,9 +238,13 @@ def test_the_heatmap_notes_say_who_answered_so_a_shared_picture_does() -> None:
     from niah.service.report import heatmap_notes
 
     run = run_doc("run-a", "gemini-3.5-flash")
-    routed = heatmap_notes(summarize(run, answered(["gemini-3.6-flash"])), "run-a", run)
+    routed = heatmap_notes(
+        summarize(run, answered(["gemini-3.6-flash"])), "run-a", RunRecord.from_document(run)
+    )
     assert " · asked gemini-3.5-flash, answered by gemini-3.6-flash · " in routed
-    pinned = heatmap_notes(summarize(run, answered(["gemini-3.5-flash-001"])), "run-a", run)
+    pinned = heatmap_notes(
+        summarize(run, answered(["gemini-3.5-flash-001"])), "run-a", RunRecord.from_document(run)
+    )
     assert "answered by" not in pinned
 
 

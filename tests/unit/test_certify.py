@@ -267,7 +267,9 @@ def drive(
     """
     stored: dict[str, dict] = {}
     while True:
-        progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
+        progress, samples = certify_progress(
+            spec, run.get("certify"), list(stored.values()), max_cells=500
+        )
         if progress.next_round is None:
             return stored
         run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
@@ -390,7 +392,9 @@ def test_a_length_whose_calls_keep_failing_is_asked_no_more_and_the_run_ends() -
     run = {"run_id": "run-f", "model": "m", "spec": spec.model_dump(mode="json")}
     stored: dict[str, dict] = {}
     for _ in range(100):
-        progress, samples = certify_progress(spec, run, list(stored.values()), max_cells=500)
+        progress, samples = certify_progress(
+            spec, run.get("certify"), list(stored.values()), max_cells=500
+        )
         if progress.next_round is None:
             break
         run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
@@ -404,7 +408,7 @@ def test_a_length_whose_calls_keep_failing_is_asked_no_more_and_the_run_ends() -
     assert found is not None and found.reason == "failing" and 4000 in found.open_lengths
     # An unscored sample is never counted right or wrong: 4,000 was never looked at.
     assert [look for look in found.looks if look.length == 4000] == []
-    asked_at_4000 = stored_samples(run).get(4000, 0)
+    asked_at_4000 = stored_samples(run.get("certify")).get(4000, 0)
     assert asked_at_4000 == UNSCORED_LIMIT  # a first look's 8, none asked again
 
 

@@ -200,16 +200,3 @@ def test_a_run_counts_on_its_own_shards_whatever_the_setting_says_later(
     assert 1 <= len(counted) <= 4  # the last cell of each of its 4 shards, at most
     assert world["publisher"].reports == [world["run_id"]]
     assert world["shard_reads"] == 0  # each store returned its shard's count
-
-
-def test_a_run_stored_before_its_shards_were_kept_counts_on_the_setting(
-    essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    world = _run_of_120_cells(essay_blobs, monkeypatch, most_shards=3)
-    run = world["store"].runs[world["run_id"]]
-    assert run.pop("counter_shards") == 3  # 120 cells, capped at 3: as an older run
-    counted = _run_all_cells_counting_the_run(world)
-    assert 1 <= len(counted) <= 3
-    assert world["publisher"].reports == [world["run_id"]]
-    # Its shards never kept ``counted``: each cell not alone on its shard reads it.
-    assert world["shard_reads"] == 120

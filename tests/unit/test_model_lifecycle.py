@@ -91,7 +91,7 @@ def test_allow_retired_runs_it_and_the_run_records_why() -> None:
     )
     assert lifecycle_notes(spec.model_name, spec.evaluator_model_name) == [note]
     assert note in model_warnings(spec)
-    record = run_record("run-x", spec, "gs://b/h/")
+    record = run_record("run-x", spec, "gs://b/h/").to_document()
     assert record["model_notes"] == [note]
     assert record["spec"]["allow_retired"] is True
     # It measures nothing: the same run with or without it.
@@ -162,7 +162,7 @@ def test_a_model_that_ignores_temperature_is_sent_none_and_recorded_as_the_defau
     kept = request_body("p", None, generation_for("gemini-3.8-flash", max_output_tokens=100))
     assert kept["generationConfig"]["temperature"] == 1.0
     spec = RunRequest(model_name="gemini-4-neon", context_lengths=[1000])
-    assert run_record("run-y", spec, "gs://b/h/")["call_settings"]["temperature"] == (
+    assert run_record("run-y", spec, "gs://b/h/").to_document()["call_settings"]["temperature"] == (
         "model default (ignored)"
     )
 

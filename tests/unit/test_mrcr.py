@@ -12,6 +12,7 @@ from niah.core.prompts.texts import split_transcript
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.summary import mrcr_bins
+from niah.core.runs import RunRecord
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.request_body import parse_request
@@ -361,10 +362,12 @@ def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> N
     summary = summarize(run, cells)
     assert summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE
     assert summary["mrcr"]["bins"] == {"4K-8K": 50.0}
-    assert "not comparable to model cards" in heatmap_notes(summary, "r", run)
+    assert "not comparable to model cards" in heatmap_notes(
+        summary, "r", RunRecord.from_document(run)
+    )
     published = summarize(run | {"spec": {"task": "mrcr", "mrcr_source": "gs://b/m/"}}, cells)
     assert published["mrcr"]["samples"] == "Google's published MRCR v2 files"
-    assert "not comparable" not in heatmap_notes(published, "r", run)
+    assert "not comparable" not in heatmap_notes(published, "r", RunRecord.from_document(run))
 
 
 def test_the_generated_requests_and_questions_use_the_right_article() -> None:

@@ -18,6 +18,7 @@ from niah.core.pages.report_page import render_run_page
 from niah.core.pages.run_index import index_entry
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.summary import summarize
+from niah.core.runs import RunRecord
 from niah.service.report import heatmap_notes
 from tests.unit.test_report_page import cell, run_doc
 
@@ -56,7 +57,9 @@ def test_every_surface_says_the_one_effective_length_sentence(case: str) -> None
     summary = summarize(run, cells)
     measures = summary["measures"]
     assert measures["effective_length"]["text"] == sentence  # the exported summary's
-    assert f"effective length {sentence} · " in heatmap_notes(summary, "run-e", run)  # PNG
+    assert f"effective length {sentence} · " in heatmap_notes(
+        summary, "run-e", RunRecord.from_document(run)
+    )  # PNG
     assert f"<dd>{html.escape(sentence)}</dd>" in render_run_page(run, cells, summary)
     reported = run | {"measures": measures, "outcomes": summary["outcomes"]}
     assert f"; effective length {sentence}; " in "\n".join(measures_lines(reported))

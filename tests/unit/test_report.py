@@ -6,6 +6,7 @@ import pytest
 from PIL import Image
 
 from niah.core.results.summary import format_table, score_table
+from niah.core.runs import RunRecord
 from niah.service.report import ERROR_COLOUR, render_heatmap, render_report
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
@@ -77,7 +78,7 @@ def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
     run = {"run_id": "run-axis", "model": "m", "spec": {"task": "single"}}
     summary = summarize(run, cells)
     one = Image.open(io.BytesIO(render_heatmap(score_table(CELLS), title="t")))
-    files = render_report_files("run-axis", run, cells, summary)
+    files = render_report_files("run-axis", RunRecord.from_document(run), cells, summary)
     three = Image.open(io.BytesIO(files["heatmap"][1]))
     assert three.width == 3 * one.width
     assert three.height == one.height
@@ -91,10 +92,12 @@ def test_the_picture_s_title_is_one_line_and_its_notes_never_cut_a_uri() -> None
     uri = "gs://a-rather-long-bucket-name-for-needles/haystacks/paul_graham_essays/"
     run = {"run_id": "r", "model": "gemini-2.5-flash", "spec": {}, "haystack_uri": uri}
     summary = summarize(run, cells)
-    title = heatmap_title(summary, run)
+    title = heatmap_title(summary, RunRecord.from_document(run))
     assert title == "gemini-2.5-flash · single · mean (%) 66.7 (95 %: 20.8-93.8)"
-    assert heatmap_title(summary, run | {"label": "flash, try 2"}).startswith("flash, try 2 · ")
-    notes = heatmap_notes(summary, "r", run)
+    assert heatmap_title(
+        summary, RunRecord.from_document(run | {"label": "flash, try 2"})
+    ).startswith("flash, try 2 · ")
+    notes = heatmap_notes(summary, "r", RunRecord.from_document(run))
     assert f"haystack {uri}" in notes and "exact score" in notes
     png = render_heatmap(score_table(cells), title=title, notes=notes * 3)
     assert png.startswith(b"\x89PNG")

@@ -315,7 +315,8 @@ def test_an_alert_lost_with_the_topic_is_published_by_the_next_delivery() -> Non
 def test_a_run_that_is_no_sentinels_publishes_no_alert() -> None:
     store, blobs, alerts = MemoryStore(), MemoryBlobs(), RecordingAlerts()
     reported_sentinel_run(store, "run-a", "2026-11-28T06:00:00Z", 18)
-    del store.runs["run-a"]["spec"]["sentinel"]
+    # A stored spec is a valid request: no sentinel, so no firing time either.
+    del store.runs["run-a"]["spec"]["sentinel"], store.runs["run-a"]["spec"]["scheduled_at"]
     render_report("run-a", store=store, blobs=blobs, alerts=alerts)
     assert alerts.alerts == [] and "sentinel_check" not in store.runs["run-a"]
 

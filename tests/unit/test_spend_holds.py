@@ -332,7 +332,7 @@ def published_worst(world: World, run_id: str) -> float:
     run = world.store.get_run(run_id)
     assert run is not None
     spec = RunRequest.model_validate(run["spec"])
-    cells = certify_cells(spec, stored_samples(run))
+    cells = certify_cells(spec, stored_samples(run["certify"]))
     worst = worst_case(spec, cells, call_budget(spec), calls_per_cell=5)
     assert worst.usd is not None
     return worst.usd
@@ -552,7 +552,7 @@ def test_a_cancelled_certify_run_resumed_holds_for_every_cell_it_may_still_ask(
         stored = world.store.get_run(run.run_id)
         assert stored is not None
         spec = RunRequest.model_validate(stored["spec"])
-        cells = [c for c in certify_cells(spec, stored_samples(stored))
+        cells = [c for c in certify_cells(spec, stored_samples(stored["certify"]))
                  if c.cell_id not in answered]  # fmt: skip
         return worst_case(spec, cells, call_budget(spec), calls_per_cell=5).usd or 0.0
 

@@ -11,6 +11,7 @@ import requests
 
 from niah.core.prompts.answer_budget import answer_room, call_budget
 from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.errors import ConfigurationError, PermanentCellError, PermanentRunError, RetryableError
 from niah.models.providers import _providers as provider_cache
 from niah.models.providers.gemini import GeminiProvider, retry_budget_seconds
@@ -305,7 +306,7 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     assert run["totals"]["unpriced_cells"] == 1 and "cost_usd" not in run["totals"]
     summary = summarize(run | {"run_id": run_id}, store.list_cells(run_id))
     assert summary["cost_usd"] is None and summary["unpriced_cells"] == 1
-    notes = heatmap_notes(summary, run_id, run)
+    notes = heatmap_notes(summary, run_id, RunRecord.from_document(run))
     assert "cost unknown" in notes and "$0.0000" not in notes
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from niah.catalog.lifecycle import lifecycle_warning, retirement_message
-from niah.catalog.models import CATALOG, find_model
+from niah.catalog.models import CATALOG, ModelInfo, find_model
 
 # How a run records a retired model it was told to call anyway.
 CALLED_ANYWAY = "called anyway (allow_retired)"
@@ -28,7 +28,11 @@ def current_gemini_models(today: dt.date | None = None) -> list[str]:
 
 def retired_refusal(model_name: str, today: dt.date | None = None) -> str | None:
     """The line refusing a model Vertex AI has retired, or None for a served one."""
-    known = find_model(model_name)
+    return refusal_of(find_model(model_name), today)
+
+
+def refusal_of(known: ModelInfo | None, today: dt.date | None = None) -> str | None:
+    """``retired_refusal`` of a catalog entry already looked up (None: not listed)."""
     if known is None or not known.lifecycle.retired(today):
         return None
     named = [find_model(r) for r in known.lifecycle.replacements]
@@ -49,10 +53,19 @@ def lifecycle_notes(*model_names: str | None) -> list[str]:
     A deprecated, short-term or soon-retired model's warning; a retired one (here only
     when the run says ``allow_retired``: refused otherwise) with ``CALLED_ANYWAY``.
     """
+    return notes_of(*(find_model(name) for name in model_names if name))
+
+
+def notes_of(*entries: ModelInfo | None) -> list[str]:
+    """``lifecycle_notes`` of catalog entries already looked up (None: not listed)."""
     notes = []
-    for name in filter(None, model_names):
-        refusal = retired_refusal(name)
-        notice = f"{refusal}; {CALLED_ANYWAY}" if refusal else lifecycle_notice(name)
+    for known in filter(None, entries):
+        refusal = refusal_of(known)
+        notice = (
+            f"{refusal}; {CALLED_ANYWAY}"
+            if refusal
+            else lifecycle_warning(known.name, known.lifecycle)
+        )
         if notice:
             notes.append(notice)
     return notes

@@ -424,7 +424,11 @@ def prompts_fitted(model_name: str, provider: ProviderName) -> bool:
 
 def provider_for_model(model_name: str) -> ProviderName:
     """The provider a model name implies: the local Gemma, Gemini, else OpenAI-style."""
-    known = find_model(model_name)
+    return provider_of(model_name, find_model(model_name))
+
+
+def provider_of(model_name: str, known: ModelInfo | None) -> ProviderName:
+    """``provider_for_model`` with the catalog's entry already looked up (``find_model``)."""
     if known is not None:
         return known.provider
     # Any "gemini-..." name goes to Gemini, so a misspelt one is refused as a Gemini name
@@ -478,7 +482,11 @@ def temperature_record(known: ModelInfo | None) -> float | str:
 
 def model_notice(model_name: str) -> str | None:
     """A one-line warning for a Gemini model the catalog does not list, or None."""
-    known = find_model(model_name)
+    return model_notice_of(model_name, find_model(model_name))
+
+
+def model_notice_of(model_name: str, known: ModelInfo | None) -> str | None:
+    """``model_notice`` with the catalog's entry already looked up (``find_model``)."""
     if known is not None and known.assumed:
         return (
             f"{known.name} is not in the model catalog: called as a Gemini 3 model "

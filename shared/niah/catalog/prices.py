@@ -24,9 +24,9 @@ import json
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from niah.catalog.models import LOCAL_MODEL, catalog_entry
+from niah.catalog.models import LOCAL_MODEL, ModelInfo, catalog_entry
 from niah.catalog.names import base_name, not_a_text_model
 from niah.errors import ConfigurationError
 from niah.settings import get_settings
@@ -75,8 +75,16 @@ NO_PRICE_REASONS: dict[str, str] = {
 }
 
 
-def prices_for(model_name: str, when: dt.datetime | None = None) -> Prices | None:
+def prices_for(
+    model_name: str,
+    when: dt.datetime | None = None,
+    *,
+    entry: ModelInfo | Literal["look up"] | None = "look up",
+) -> Prices | None:
     """The model's prices at ``when`` (now), with overrides merged; None where unknown.
+
+    ``entry``: the model's catalog entry where the caller resolved it already (a run's
+    ``RunRequest.catalog_model``), so admission looks the model up once.
 
     A pinned version (``gemini-3.5-flash-001``) is priced as its family, then the
     family's override and the pinned ID's own override are merged over that, field by
@@ -85,8 +93,8 @@ def prices_for(model_name: str, when: dt.datetime | None = None) -> Prices | Non
     name = base_name(model_name)
     if not_a_text_model(name):
         return None  # refused before any call: its prices are not text prices
-    entry = catalog_entry(name)
-    family = entry.name if entry is not None else name
+    known = catalog_entry(name) if entry == "look up" else entry
+    family = known.name if known is not None else name
     day = (when or dt.datetime.now(dt.UTC)).date()
     prices = LOCAL_PRICES if family == LOCAL_MODEL else library_prices(family, day)
     overrides = _price_overrides()

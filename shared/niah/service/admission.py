@@ -47,7 +47,8 @@ from niah.core.prompts.answer_budget import CallBudget
 from niah.core.request.callers import check_may_change
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import certify_cells, stored_samples
+from niah.core.results.certify_run import certify_cells
+from niah.core.runs import RunRecord
 from niah.errors import ForbiddenError, SpendRefusedError
 from niah.logs import log
 from niah.settings import get_settings
@@ -92,37 +93,35 @@ def check_kill_switch(ledger: SpendLedger) -> None:
     )
 
 
-def check_owner(
-    run: dict[str, Any], run_id: str, spec: RunRequest, caller: str, *, resume: bool
-) -> None:
+def check_owner(run: RunRecord, spec: RunRequest, caller: str, *, resume: bool) -> None:
     """Refuse (403) a re-POST by another caller that would resume, relabel or retry the run.
 
     A repeat that changes nothing (the same request, its answer the run's state) is
     anyone's: identical requests name the same run.
     """
     operators = get_settings().operators
+    owner, run_id = run.created_by, run.run_id
     if resume:
-        check_may_change(run, run_id, caller, operators, "resume")
-    if spec.label is not None and spec.label != run.get("label"):
-        check_may_change(run, run_id, caller, operators, "relabel")
+        check_may_change(owner, run_id, caller, operators, "resume")
+    if spec.label is not None and spec.label != run.label:
+        check_may_change(owner, run_id, caller, operators, "relabel")
     if cells_to_ask(run, resume=False):
-        check_may_change(run, run_id, caller, operators, "retry the failed cells of")
+        check_may_change(owner, run_id, caller, operators, "retry the failed cells of")
 
 
-def cells_to_ask(run: dict[str, Any], *, resume: bool) -> int:
+def cells_to_ask(run: RunRecord, *, resume: bool) -> int:
     """How many cells a re-POST of an existing run may have asked again (at most).
 
     As ``niah.service.dispatch`` re-asks: a cancelled run's missing cells on resume; the
     failed cells of a finished run (its report written or failed), or of a running one
     on resume; never a certify run's failed samples (each was replaced by a new one).
     """
-    status, failed = run.get("status"), int(run.get("failed", 0))
-    if status == RUN_CANCELLED:
-        return int(run.get("total", 0)) - int(run.get("done", 0)) if resume else 0
-    if (run.get("spec") or {}).get("mode") == "certify":
+    if run.status == RUN_CANCELLED:
+        return run.total - run.done if resume else 0
+    if run.is_certify:
         return 0
-    if failed and (status in (RUN_COMPLETE, RUN_REPORT_FAILED) or resume):
-        return failed
+    if run.failed and (run.status in (RUN_COMPLETE, RUN_REPORT_FAILED) or resume):
+        return run.failed
     return 0
 
 
@@ -318,28 +317,28 @@ def handle_budget_alert(data: Any, *, ledger: SpendLedger, caller: str) -> bool:
 
 @dataclass(frozen=True)
 class Admitted:
-    """What admission gave a request: the new run's record fields, and its hold.
+    """What admission gave a request: who asked, the spend held, and the hold.
 
-    ``hold``: the ledger hold that covers what the request asks (None: nothing asked,
-    or no ledger).
+    ``worst_case``: what a new run's admission held (None: nothing asked, or no ledger);
+    ``hold``: the ledger hold that covers what the request asks (None likewise).
     """
 
-    fields: dict[str, Any]
+    created_by: str
+    worst_case: dict[str, Any] | None = None
     hold: str | None = None
 
 
 def admit_request(
-    run_id: str,
-    spec: RunRequest,
+    record: RunRecord,
     cells: list[Cell],
     budget: CallBudget,
-    existing: dict[str, Any] | None,
+    existing: RunRecord | None,
     *,
     ledger: SpendLedger | None,
     caller: str,
     resume: bool,
 ) -> Admitted:
-    """Check a run request's caller and money; what a new run's record adds.
+    """Check a run request's caller and money, for the new run ``record`` or ``existing``.
 
     A new run holds all its cells (a certify run: its budget's worst case,
     ``certify_worst_case``); a re-POST that asks cells again (a resume, a retry of
@@ -348,16 +347,16 @@ def admit_request(
     holds nothing more, the next re-ask does). Another caller's re-POST may not resume,
     relabel or retry (``check_owner``).
     """
+    spec, run_id = record.spec, record.run_id
     if existing is not None:
-        check_owner(existing, run_id, spec, caller, resume=resume)
-    fields: dict[str, Any] = {"created_by": caller}
+        check_owner(existing, spec, caller, resume=resume)
     asked = (
         cells
         if existing is None
-        else _longest(_asked_of(spec, existing, cells), cells_to_ask(existing, resume=resume))
+        else _longest(_asked_of(existing, cells), cells_to_ask(existing, resume=resume))
     )
     if ledger is None or not asked:
-        return Admitted(fields)
+        return Admitted(caller)
     now = dt.datetime.now(dt.UTC)
     worst = (
         run_worst_case(spec, asked, budget, now=now)
@@ -366,8 +365,8 @@ def admit_request(
             spec, asked, budget, calls_per_cell=get_settings().max_cell_failures, when=now
         )
     )
-    new_run = existing is None or existing.get("status") == RUN_CANCELLED
-    hold = ADMIT if existing is None else reask_hold(int(existing.get(REASKS, 0)))
+    new_run = existing is None or existing.cancelled
+    hold = ADMIT if existing is None else reask_hold(existing.reasks)
     admit(
         run_id,
         spec,
@@ -378,15 +377,15 @@ def admit_request(
         now=now,
         hold=hold,
     )
-    return Admitted(fields | {"worst_case": worst.as_json()}, hold)
+    return Admitted(caller, worst.as_json(), hold)
 
 
-def _asked_of(spec: RunRequest, run: dict[str, Any], cells: list[Cell]) -> list[Cell]:
+def _asked_of(run: RunRecord, cells: list[Cell]) -> list[Cell]:
     """The cells a re-ask of ``run`` picks from: a certify run's planned so far, else ``cells``.
 
     A certify run grows round by round past its request's grid.
     """
-    return certify_cells(spec, stored_samples(run)) if spec.is_certify() else cells
+    return certify_cells(run.spec, run.certify_samples) if run.is_certify else cells
 
 
 def _longest(cells: list[Cell], count: int) -> list[Cell]:

@@ -12,8 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.catalog.availability import lifecycle_notes, retired_refusal
-from niah.catalog.models import LOCAL_MODEL, ModelInfo, find_model, model_notice, provider_for_model
+from niah.catalog.availability import notes_of, refusal_of
+from niah.catalog.models import (
+    LOCAL_MODEL,
+    ModelInfo,
+    find_model,
+    model_notice_of,
+    provider_for_model,
+)
 from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warning, call_budget
@@ -51,7 +57,7 @@ def check_budget(
     catalog's entry for ``spec.model_name`` where the caller resolved it (looked up here
     otherwise: a model the catalog does not know is None either way).
     """
-    model = model or find_model(spec.model_name)
+    model = model or spec.catalog_model()
     settings = get_settings()
     lengths, depths = spec.lengths(), spec.depths()
     # Counted before the grid is expanded: a 1,000 x 1,000 request must cost nothing.
@@ -250,20 +256,20 @@ def check_model(spec: RunRequest, model: ModelInfo | None) -> None:
         if provider_for_model(name) == "openai_compatible" and not get_settings().openai_base_url:
             raise RequestError("evaluator_model_name", f"unknown judge model {name!r}")
     check_thinking(spec, model)
-    for field_name, name in (
-        ("model_name", spec.model_name),
-        ("evaluator_model_name", spec.evaluator_model_name),
-    ):
-        check_not_retired(field_name, name, allowed=spec.allow_retired)
+    check_not_retired("model_name", model, allowed=spec.allow_retired)
+    if spec.evaluator_model_name:
+        judge = find_model(spec.evaluator_model_name)
+        check_not_retired("evaluator_model_name", judge, allowed=spec.allow_retired)
 
 
-def check_not_retired(field_name: str, model_name: str | None, *, allowed: bool) -> None:
+def check_not_retired(field_name: str, known: ModelInfo | None, *, allowed: bool) -> None:
     """Refuse a model Vertex AI has retired, naming its date and Google's replacement.
 
-    Every call to it would be a 404. ``allowed`` (the request's ``allow_retired``) lets a
+    ``known``: the model's catalog entry (None: not listed, so never retired). Every
+    call to it would be a 404. ``allowed`` (the request's ``allow_retired``) lets a
     project that still has access run it; the run's notes then say so.
     """
-    refusal = retired_refusal(model_name) if model_name else None
+    refusal = refusal_of(known)
     if refusal and not allowed:
         raise RequestError(
             field_name,
@@ -333,10 +339,14 @@ def model_warnings(spec: RunRequest, *, model: ModelInfo | None = None) -> list[
 
     ``model``: as for ``check_budget``.
     """
-    names = [name for name in (spec.model_name, spec.evaluator_model_name) if name]
-    unknown = [notice for notice in map(model_notice, names) if notice]
+    model = model or spec.catalog_model()
+    entries = [(spec.model_name, model)]
+    if spec.evaluator_model_name:
+        entries.append((spec.evaluator_model_name, find_model(spec.evaluator_model_name)))
+    unknown = [notice for name, known in entries if (notice := model_notice_of(name, known))]
+    notes = notes_of(*(known for _, known in entries))
     tight = budget_warning(spec, model=model)
-    return [*unknown, *lifecycle_notes(*names), *([tight] if tight else [])]
+    return [*unknown, *notes, *([tight] if tight else [])]
 
 
 def minimum_context_length(spec: RunRequest) -> int:
@@ -377,7 +387,7 @@ def check_request(payload: Any, blobs: BlobStore) -> CheckedRequest:
     retries names the same run.
     """
     spec = parse_request(payload)
-    model = find_model(spec.model_name)
+    model = spec.catalog_model()
     source = resolve_mrcr_source(spec, blobs)
     sourced = source_cells(source.rows) if source else None
     reply_tokens = source.reply_tokens if source else 0

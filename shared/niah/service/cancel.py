@@ -17,6 +17,7 @@ from typing import Any
 from niah.core.interfaces import CancelOutcome, Publisher, ResultStore, SpendLedger
 from niah.core.request.callers import LOCAL_CALLER, check_may_change
 from niah.core.request.spec import RUN_ID_PATTERN
+from niah.core.runs import run_owner, stored_run
 from niah.errors import RequestError
 from niah.logs import log
 from niah.service.messages import BATCH_POLL, batch_message
@@ -79,29 +80,22 @@ def cancel_run(
     is settled to what its calls cost so far (``ledger``); calls under way finish
     unreserved (a resume reserves its missing cells again).
     """
-    before = store.get_run(run_id, counts=False, fields=["created_by"])
-    if before is not None:
-        check_may_change(before, run_id, caller, get_settings().operators, "cancel")
+    exists, owner = run_owner(store, run_id)
+    if exists:
+        check_may_change(owner, run_id, caller, get_settings().operators, "cancel")
     outcome = store.cancel_run(run_id)
-    run = store.get_run(run_id) if outcome != "missing" else None
+    run = stored_run(store, run_id) if outcome != "missing" else None
     log("run cancel", run_id=run_id, outcome=outcome, caller=caller)
     if run is not None and ledger is not None and outcome in ("cancelled", "already_cancelled"):
         # Also when already cancelled: a cancel whose settle failed is settled by its retry.
         settle_spent(run_id, store=store, ledger=ledger, run=run)
-        if (run.get("spec") or {}).get("mode") == "certify":  # its resume's rounds hold on
+        if run.is_certify:  # its resume's rounds hold on
             from niah.service.certify_rounds import note_settled_cover
 
-            note_settled_cover(run_id, run, store=store)
-    if run is not None and publisher is not None and run.get("batch_jobs"):
-        publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
+            note_settled_cover(run, store=store)
+    if run is not None and publisher is not None and run.batch_jobs:
+        # niah.service.messages reads the run's document (its own migration is to come).
+        publisher.publish_cells([batch_message(run_id, BATCH_POLL, run.to_document())])
     if run is None:
         return Cancelled(run_id, outcome, None, 0, 0, 0, {})
-    return Cancelled(
-        run_id,
-        outcome,
-        run.get("status"),
-        int(run.get("total", 0)),
-        int(run.get("done", 0)),
-        int(run.get("failed", 0)),
-        dict(run.get("totals") or {}),
-    )
+    return Cancelled(run_id, outcome, run.status, run.total, run.done, run.failed, dict(run.totals))

@@ -23,8 +23,8 @@ from niah.core.interfaces import (
     ResultStore,
 )
 from niah.core.request.axes import variants
-from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import SAMPLES_PER_POINT
+from niah.core.runs import stored_run
 from niah.errors import CellInFlightError, DeadLetteredError, RetryableError, WorkerDiedError
 from niah.logs import describe, log
 from niah.models.providers import get_provider
@@ -35,7 +35,7 @@ from niah.service.lease import LeaseKeeper, watch_holder
 from niah.service.messages import CellTask
 from niah.service.missing_cells import release_after_primer
 from niah.service.run_completion import request_report_if_complete
-from niah.service.run_view import RunView, current_run, run_spec
+from niah.service.run_view import RunView, current_run
 from niah.service.sweep import republish_lost
 from niah.service.worker_deps import ProviderFactory, TokenizerFactory, WorkerDeps
 from niah.settings import get_settings
@@ -80,15 +80,12 @@ def _release_if_primer(task: CellTask, *, store: ResultStore, publisher: Publish
     """Publish the run's held cells once its primer is done with (released once); how many."""
     if not task.primer:
         return 0
-    spec = run_spec(store, task.run_id, task.run_stamp)
-    if spec is None:
+    if current_run(store, task.run_id, task.run_stamp) is None:
         return 0
-    return release_after_primer(task.run_id, spec, store=store, publisher=publisher)
+    return release_after_primer(task.run_id, store=store, publisher=publisher)
 
 
-def _republish_after_death(
-    task: CellTask, spec: RunRequest, *, store: ResultStore, publisher: Publisher
-) -> None:
+def _republish_after_death(task: CellTask, *, store: ResultStore, publisher: Publisher) -> None:
     """Hand on what a death lost, once a delivery took over the dead holder's cell.
 
     The holder's worker may have been serving other pushes of the run, which Pub/Sub
@@ -97,8 +94,8 @@ def _republish_after_death(
     answered within seconds. Never fails the cell: the sweep does the same a minute on.
     """
     try:
-        run = store.get_run(task.run_id, counts=False)
-        last = (run or {}).get("lost_republished_at")
+        run = stored_run(store, task.run_id, counts=False)
+        last = run.stamped("lost_republished_at") if run is not None else None
         recent = (
             isinstance(last, dt.datetime)
             and (dt.datetime.now(dt.UTC) - last).total_seconds()
@@ -106,7 +103,7 @@ def _republish_after_death(
         )
         if run is None or recent:
             return
-        republish_lost(task.run_id, spec, run, store=store, publisher=publisher,
+        republish_lost(run, store=store, publisher=publisher,
                        reason="holder died (found by a delivery)")  # fmt: skip
     except Exception as error:
         log("lost messages not published again", severity="WARNING", run_id=task.run_id,
@@ -149,7 +146,7 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
                 max_lapses=settings.max_cell_failures,
             )
             if seen == "lapsed" and claim >= 1:
-                _republish_after_death(task, spec, store=store, publisher=publisher)
+                _republish_after_death(task, store=store, publisher=publisher)
     if claim == CLAIM_STORED:
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)

@@ -8,8 +8,6 @@ plans the same round, whose cells have the same IDs.
 
 from __future__ import annotations
 
-from typing import Any
-
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
@@ -21,9 +19,9 @@ from niah.core.money.holds import round_hold
 from niah.core.money.spend import worst_case
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.grid import Cell
-from niah.core.request.spec import RunRequest
-from niah.core.results.certify_run import certify_cells, certify_progress, stored_samples
-from niah.core.results.counters import run_shards, shard_totals
+from niah.core.results.certify_run import certify_cells, certify_progress
+from niah.core.results.counters import shard_totals
+from niah.core.runs import RunRecord, stored_run
 from niah.errors import SpendRefusedError
 from niah.logs import log
 from niah.service.admission import hold_more
@@ -52,28 +50,28 @@ def handle_certify_step(
     cells are published: cut off before the publish, the run is short of cells and the
     sweep publishes them.
     """
-    run = store.get_run(run_id, counts=False)
-    if run is None or (stamp is not None and run.get("stamp") != stamp):
+    run = stored_run(store, run_id, counts=False)
+    if run is None or (stamp is not None and run.stamp != stamp):
         return "gone"
-    if run.get("status") in (RUN_COMPLETE, RUN_CANCELLED):
-        return str(run.get("status"))
-    if store.count_cells(run_id) < int(run.get("total", 0)):
+    if run.status in (RUN_COMPLETE, RUN_CANCELLED):
+        return run.status
+    if store.count_cells(run_id) < run.total:
         return "round not in"  # a step of a round already planned
-    spec = RunRequest.model_validate(run["spec"])
+    spec = run.spec
     cells = store.list_cells(run_id)
     progress, samples = certify_progress(
-        spec, run, cells, max_cells=get_settings().max_cells_per_run
+        spec, run.certify, cells, max_cells=get_settings().max_cells_per_run
     )
     if progress.next_round is None:
         publisher.publish_report(report_message(run_id))
         log("certificate reached; report requested", run_id=run_id)
         return "certified"
     planned = certify_cells(spec, samples)
-    kept = dict(run.get("certify") or {})  # its plan stays as admitted
+    kept = dict(run.certify or {})  # its plan stays as admitted
     round_number = progress.next_round.round
     if ledger is not None:
         try:
-            _hold_round(run_id, run, spec, planned, ledger)
+            _hold_round(run, planned, ledger)
         except SpendRefusedError as refused:  # recorded; the run ends with what it has
             record = {"round": round_number, "field": refused.field, "message": refused.message}
             store.update_run(run_id, {"certify": kept | {"refused": record}})
@@ -91,11 +89,12 @@ def handle_certify_step(
         {
             "certify": kept | {"samples": {str(n): count for n, count in samples.items()}},
             "total": len(planned),
-            "shard_totals": shard_totals((c.cell_id for c in planned), run_shards(run)),
+            "shard_totals": shard_totals((c.cell_id for c in planned), run.counter_shards),
         },
     )
     stored = {str(c["cell_id"]) for c in cells}
-    grown = run | {"certify": kept | {"samples": samples}}
+    # niah.service.messages reads the run's document (its own migration is to come).
+    grown = run.with_fields(certify=kept | {"samples": samples}).to_document()
     messages = [m for m in cell_messages(run_id, spec, grown) if m["cell_id"] not in stored]
     # Let go before publishing: the new round's last cell, however soon it lands, asks
     # again (the run's total is already the new round's, so nothing asks early).
@@ -111,13 +110,7 @@ def handle_certify_step(
     return f"round {progress.next_round.round}"
 
 
-def _hold_round(
-    run_id: str,
-    run: dict[str, Any],
-    spec: RunRequest,
-    planned: list[Cell],
-    ledger: SpendLedger,
-) -> None:
+def _hold_round(run: RunRecord, planned: list[Cell], ledger: SpendLedger) -> None:
     """Hold what every cell planned so far may cost beyond what covers it already.
 
     What covers it: the run's open holds (its admission's, its re-asks', its rounds'
@@ -127,9 +120,10 @@ def _hold_round(
     nothing more is needed: so no round is published after the switch trips.
     ``SpendRefusedError`` if refused.
     """
+    spec, run_id = run.spec, run.run_id
     worst = worst_case(spec, planned, call_budget(spec), calls_per_cell=calls_per_cell())
     entry = ledger.entry(run_id) or {}
-    covered = float((run.get("certify") or {}).get(SETTLED_COVER) or 0.0)
+    covered = float((run.certify or {}).get(SETTLED_COVER) or 0.0)
     if not entry.get("settled", True):
         covered += float(entry.get("reserved", 0.0))
     hold_more(
@@ -139,25 +133,24 @@ def _hold_round(
         covered=covered,
         hold=round_hold(len(planned)),
         ledger=ledger,
-        caller=str(run.get("created_by") or ""),
+        caller=run.created_by or "",
     )
 
 
-def note_settled_cover(run_id: str, run: dict[str, Any], *, store: ResultStore) -> None:
+def note_settled_cover(run: RunRecord, *, store: ResultStore) -> None:
     """On a certify run whose holds were just settled: what its stored cells covered.
 
     A resumed run's rounds then hold for the cells still to be answered only, beyond
     its re-ask's hold. Missing (a crash before it is written), a round holds for every
     planned cell again: more, never less.
     """
-    spec = RunRequest.model_validate(run["spec"])
-    answered = store.cell_ids(run_id)
-    planned = certify_cells(spec, stored_samples(run))
+    spec = run.spec
+    answered = store.cell_ids(run.run_id)
+    planned = certify_cells(spec, run.certify_samples)
     stored = [cell for cell in planned if cell.cell_id in answered]
     worst = worst_case(spec, stored, call_budget(spec), calls_per_cell=calls_per_cell())
-    store.update_run(
-        run_id, {"certify": (run.get("certify") or {}) | {SETTLED_COVER: float(worst.usd or 0.0)}}
-    )
+    cover = dict(run.certify or {}) | {SETTLED_COVER: float(worst.usd or 0.0)}
+    store.update_run(run.run_id, {"certify": cover})
 
 
 def calls_per_cell() -> int:

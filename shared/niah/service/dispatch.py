@@ -12,25 +12,27 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from niah.catalog.availability import lifecycle_notes
+from niah.catalog.availability import notes_of
 from niah.catalog.models import ModelInfo, find_model, temperature_record
 from niah.core.interfaces import (
     RUN_CANCELLED,
     RUN_COMPLETE,
     RUN_REPORT_FAILED,
     RUN_RUNNING,
+    BlobInfo,
     BlobStore,
     Publisher,
     ResultStore,
     SpendLedger,
 )
 from niah.core.money.holds import ADMIT
-from niah.core.prompts.answer_budget import call_budget
+from niah.core.prompts.answer_budget import CallBudget, call_budget
 from niah.core.request.callers import LOCAL_CALLER
-from niah.core.request.sentinel_request import SENTINEL_KEY
+from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest, run_label
 from niah.core.results.certify_run import certify_cells, first_samples, plan_record
-from niah.core.results.counters import run_shards, shard_totals, shards_for
+from niah.core.results.counters import shard_totals, shards_for
+from niah.core.runs import RunRecord, stored_run
 from niah.errors import RequestError
 from niah.logs import log
 from niah.service.admission import REASKS, admit_request
@@ -68,10 +70,10 @@ class _Progress:
     stored: set[str]
     retried: int
     already_complete: bool
+    # The run as stored (its stamp goes into every message).
+    run: RunRecord
     # Its cells were just published (or wait on its primer): publish nothing now.
     in_progress: bool = False
-    # The run document as stored (its stamp goes into every message).
-    run: dict[str, Any] = field(default_factory=dict)
     # Cancelled, and not resumed by this request: publish nothing.
     cancelled: bool = False
 
@@ -83,103 +85,99 @@ def run_record(
     source: RunSource | None = None,
     *,
     model: ModelInfo | None = None,
-) -> dict[str, Any]:
-    """The run document a new run starts with.
+    cells: list[Cell] | None = None,
+    budget: CallBudget | None = None,
+    haystack_files: list[BlobInfo] | None = None,
+) -> RunRecord:
+    """The record a new run starts with, built once from what admission resolved.
 
     ``stamp`` tells this run from one created later under the same ID (after a
     delete): every cell message carries it, and a worker drops a message whose stamp
-    is not its run's. ``model``: the catalog's entry for ``spec.model_name`` where the
-    caller resolved it (looked up here otherwise).
+    is not its run's. ``model``, ``cells``, ``budget``: the catalog's entry, the grid and
+    the call budget where admission worked them out (``CheckedRequest``; worked out here
+    otherwise, as a test that builds a record alone does).
     """
-    model = model or find_model(spec.model_name)
-    certify: dict[str, Any] = {}
+    model = model or spec.catalog_model()
+    certify: dict[str, Any] | None = None
     if spec.is_certify():  # its first round; each round's answers choose the next
         # Kept, so every replay decides with the budget and prices it began with.
         plan = plan_record(spec, get_settings().max_cells_per_run)
         first = first_samples(spec, plan)
-        certify = {"certify": {"samples": {str(n): k for n, k in first.items()}, "plan": plan}}
+        certify = {"samples": {str(n): k for n, k in first.items()}, "plan": plan}
         cells = certify_cells(spec, first)
-    else:
+    elif cells is None:
         cells = source_cells(source.rows) if source else spec.cells()
-    budget = call_budget(spec, source.reply_tokens if source else 0, model=model)
+    budget = budget or call_budget(spec, source.reply_tokens if source else 0, model=model)
     shards = shards_for(len(cells), get_settings().counter_shards)
-    sourced = (
-        # Firestore holds no nested arrays: each row as a map.
-        {
-            "source_files": source.files,
-            "source_rows": [
-                {"file": f, "row": r, "tokens": n, "offset": at, "length": size}
-                for f, r, n, at, size in source.rows
-            ],
-        }
+    spec_json = spec.model_dump(mode="json")
+    judge = find_model(spec.evaluator_model_name) if spec.evaluator_model_name else None
+    listed = listed_files(haystack_files or [])
+    return RunRecord(
+        run_id=run_id,
+        spec=spec,
+        stamp=uuid.uuid4().hex[:16],
+        model=spec.model_name,
+        # Google's word on the models' lifecycle when the run began (a retired model
+        # called anyway says so here, on every page that shows the run).
+        model_notes=tuple(notes_of(model, judge)),
+        label=spec.label or run_label({"model": spec.model_name, "spec": spec_json}),
+        version=spec.results_version,
+        scorer=spec.scorer_name(),
+        haystack_uri=haystack_uri,
+        haystack_files=tuple(haystack_files or ()) if listed else None,
+        status=RUN_RUNNING,
+        # How the model is called, stated with every result (MRCR v2's README asks it).
+        call_settings={
+            "temperature": temperature_record(model),
+            "thinking_budget": spec.thinking_budget,  # None: the model's default
+            "thinking_level": spec.thinking_level,
+            # The answer budget each call gets: the answer's room plus the thinking room
+            # (niah.core.prompts.answer_budget), or the run's own max_output_tokens.
+            "max_output_tokens": budget.max_output_tokens,
+            "answer_tokens": budget.answer_tokens,
+            "thinking_tokens": budget.thinking_tokens,
+            "tools": False,
+            # Online, call by call, or batch jobs at batch prices.
+            "execution": "batch" if spec.is_batch() else "online",
+        },
+        total=len(cells),
+        # The counter shards, sized to the run, and what each will count: a worker
+        # checks the run only when its shard is full (niah.core.results.counters).
+        counter_shards=shards,
+        shard_totals=shard_totals((c.cell_id for c in cells), shards),
+        source_files=tuple(source.files) if source else None,
+        source_rows=tuple(
+            {"file": f, "row": r, "tokens": n, "offset": at, "length": size}
+            for f, r, n, at, size in source.rows
+        )
         if source
-        else {}
-    )
-    return (
-        sourced
-        | certify
-        | {
-            "run_id": run_id,
-            "stamp": uuid.uuid4().hex[:16],
-            "spec": spec.model_dump(mode="json"),
-            "model": spec.model_name,
-            # Google's word on the models' lifecycle when the run began (a retired model
-            # called anyway says so here, on every page that shows the run).
-            "model_notes": lifecycle_notes(spec.model_name, spec.evaluator_model_name),
-            "label": spec.label
-            or run_label({"model": spec.model_name, "spec": spec.model_dump(mode="json")}),
-            "version": spec.results_version,
-            "scorer": spec.scorer_name(),
-            "haystack_uri": haystack_uri,
-            "status": RUN_RUNNING,
-            # How the model is called, stated with every result (MRCR v2's README asks it).
-            "call_settings": {
-                "temperature": temperature_record(model),
-                "thinking_budget": spec.thinking_budget,  # None: the model's default
-                "thinking_level": spec.thinking_level,
-                # The answer budget each call gets: the answer's room plus the thinking room
-                # (niah.core.prompts.answer_budget), or the run's own max_output_tokens.
-                "max_output_tokens": budget.max_output_tokens,
-                "answer_tokens": budget.answer_tokens,
-                "thinking_tokens": budget.thinking_tokens,
-                "tools": False,
-                # Online, call by call, or batch jobs at batch prices.
-                "execution": "batch" if spec.is_batch() else "online",
-            },
-            "total": len(cells),
-            # The counter shards, sized to the run, and what each will count: a worker
-            # checks the run only when its shard is full (niah.core.results.counters).
-            "counter_shards": shards,
-            "shard_totals": shard_totals((c.cell_id for c in cells), shards),
-            "done": 0,
-            "failed": 0,
-        }
+        else None,
+        certify=certify,
     )
 
 
-def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
+def _progress(existing: RunRecord, *, resume: bool, store: ResultStore) -> _Progress:
     """For a run that already exists: keep answered cells, reset failed ones when asked.
 
     Failed cells are retried when the run had finished or ``resume`` says so; a
     finished run with nothing failed is left as it is. Nothing paid for is asked again.
     A run whose report failed is finished too, and its report is tried again.
     """
-    existing = store.get_run(run_id) or {}
-    if existing.get("status") == RUN_CANCELLED:
+    run_id = existing.run_id
+    if existing.status == RUN_CANCELLED:
         if not resume:
             return _Progress(set(), 0, already_complete=False, cancelled=True, run=existing)
-        return _resume_cancelled(run_id, existing, store=store)
-    report_failed = existing.get("status") == RUN_REPORT_FAILED
+        return _resume_cancelled(existing, store=store)
+    report_failed = existing.status == RUN_REPORT_FAILED
     if report_failed:  # reopened: its report is asked for below (``publish_missing``)
         store.reopen_report(run_id)
         log("failed report asked for again", run_id=run_id)
-    finished = existing.get("status") == RUN_COMPLETE or report_failed
+    finished = existing.status == RUN_COMPLETE or report_failed
     retried = 0
     # A certify run's failed samples stay failed: each was replaced by a new one, and
     # scored now they would change what the rounds saw (niah.core.results.certify_run).
-    certify = (existing.get("spec") or {}).get("mode") == "certify"
-    if int(existing.get("failed", 0)) > 0 and (finished or resume) and not certify:
-        retried = store.reset_failed_cells(run_id, shards=run_shards(existing))
+    if existing.failed > 0 and (finished or resume) and not existing.is_certify:
+        retried = store.reset_failed_cells(run_id, shards=existing.counter_shards)
     elif finished and not report_failed:
         return _Progress(set(), 0, already_complete=True, run=existing)
     elif dispatch_in_progress(existing) and not report_failed:
@@ -187,7 +185,7 @@ def _progress(run_id: str, *, resume: bool, store: ResultStore) -> _Progress:
     return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=existing)
 
 
-def _resume_cancelled(run_id: str, run: dict[str, Any], *, store: ResultStore) -> _Progress:
+def _resume_cancelled(run: RunRecord, *, store: ResultStore) -> _Progress:
     """Set a cancelled run running again: its missing and failed cells are published.
 
     Running before anything is published, so no worker drops the new messages. Its
@@ -195,29 +193,29 @@ def _resume_cancelled(run_id: str, run: dict[str, Any], *, store: ResultStore) -
     (a primer left unanswered is published with the rest).
     """
     store.update_run(
-        run_id,
+        run.run_id,
         {"status": RUN_RUNNING, "primer_released": True, "resumed_at": dt.datetime.now(dt.UTC)},
     )
-    certify = (run.get("spec") or {}).get("mode") == "certify"  # kept: see _progress
-    retried = (
-        store.reset_failed_cells(run_id, shards=run_shards(run))
-        if int(run.get("failed", 0)) > 0 and not certify
+    retried = (  # a certify run's failed samples are kept: see _progress
+        store.reset_failed_cells(run.run_id, shards=run.counter_shards)
+        if run.failed > 0 and not run.is_certify
         else 0
     )
-    log("cancelled run resumed", run_id=run_id)
-    return _Progress(taken_cells(run_id, store), retried, already_complete=False, run=run)
+    log("cancelled run resumed", run_id=run.run_id)
+    resumed = run.with_fields(status=RUN_RUNNING, primer_released=True)
+    return _Progress(taken_cells(run.run_id, store), retried, already_complete=False, run=resumed)
 
 
-def dispatch_in_progress(run: dict[str, Any]) -> bool:
+def dispatch_in_progress(run: RunRecord) -> bool:
     """Whether a run's cells are on their way: a repeated request publishes none then.
 
     In progress while its primer is unanswered (its answer publishes the rest), and for
     ``DISPATCH_SETTLE_SECONDS`` after its cells were last published. A run stuck past
     that is the sweep's (``sweep_stalled_runs``), or a later request's.
     """
-    if run.get("primer_cell") and not run.get("primer_released"):
+    if run.primer_cell and not run.primer_released:
         return True
-    stamps = [run.get("published_at"), run.get("created_at")]
+    stamps = [run.stamped("published_at"), run.stamped("created_at")]
     last = max((stamp for stamp in stamps if isinstance(stamp, dt.datetime)), default=None)
     return last is not None and (dt.datetime.now(dt.UTC) - last).total_seconds() < (
         DISPATCH_SETTLE_SECONDS
@@ -247,7 +245,7 @@ def dispatch_run(
     """
     checked = check_request(payload, blobs)
     spec, run_id, warnings = checked.spec, checked.run_id, checked.warnings
-    stored = store.get_run(run_id)
+    stored = stored_run(store, run_id)
     if spec.sentinel is not None and not sentinel_route and stored is None:
         raise RequestError(
             "sentinel",
@@ -255,18 +253,22 @@ def dispatch_run(
             'or POST {"sentinel": NAME} to /sentinel); leave sentinel and scheduled_at '
             "out of a run request",
         )
-    haystack_uri = f"gs://{blobs.bucket}/{checked.haystack_prefix}"
-    record = run_record(run_id, spec, haystack_uri, checked.source, model=checked.model)
-    record["haystack_files"] = listed_files(checked.haystack_files)
-    if checked.request_key is not None:  # which of its sentinel's runs pair with it
-        record[SENTINEL_KEY] = checked.request_key
-    total = int(record["total"])
-    primer = primer_message(run_id, spec, record)
-    if primer is not None:  # until it is answered, the run's dispatch is in progress
-        record["primer_cell"] = primer["cell_id"]
-    admitted = admit_request(
+    record = run_record(
         run_id,
         spec,
+        f"gs://{blobs.bucket}/{checked.haystack_prefix}",
+        checked.source,
+        model=checked.model,
+        cells=checked.cells,
+        budget=checked.budget,
+        haystack_files=checked.haystack_files,
+    ).with_fields(sentinel_key=checked.request_key)
+    # niah.service.messages reads the run's document (its own migration is to come).
+    primer = primer_message(run_id, spec, record.to_document())
+    if primer is not None:  # until it is answered, the run's dispatch is in progress
+        record = record.with_fields(primer_cell=primer["cell_id"])
+    admitted = admit_request(
+        record,
         checked.cells,
         checked.budget,
         stored,
@@ -274,27 +276,29 @@ def dispatch_run(
         caller=caller,
         resume=resume,
     )
-    record |= admitted.fields
+    record = record.with_fields(created_by=admitted.created_by, worst_case=admitted.worst_case)
     # A run not stored now (the store down) keeps its hold: a retried POST finds it taken,
     # and the sweep settles a hold whose run never was (niah.service.spend_settlement).
-    created = store.create_run(run_id, record)
+    created = store.create_run(run_id, record.to_document())
     if not created and spec.label is not None:
         # The label names the run for people, not its results: asked again under
         # another, the run is relabelled (and nothing else changes).
         store.update_run(run_id, {"label": spec.label})
+    # Read again: admission took time, and another request may have created it since.
+    existing = None if created else stored_run(store, run_id)
     progress = (
         _Progress(set(), 0, False, run=record)
-        if created
-        else _progress(run_id, resume=resume, store=store)
+        if existing is None
+        else _progress(existing, resume=resume, store=store)
     )
-    resumed = resume and (stored or {}).get("status") == RUN_CANCELLED
+    resumed = resume and stored is not None and stored.cancelled
     if admitted.hold not in (None, ADMIT) and (progress.retried or resumed):
         # Cells were asked again under this re-ask's hold; the next re-ask (whether or
         # not this one publishes now) takes a hold of its own.
-        store.update_run(run_id, {REASKS: int(progress.run.get(REASKS, 0)) + 1})
+        store.update_run(run_id, {REASKS: progress.run.reasks + 1})
     if progress.already_complete:
         log("run already complete", run_id=run_id)
-        return Dispatched(run_id, total, 0, True, created=False, warnings=warnings)
+        return Dispatched(run_id, record.total, 0, True, created=False, warnings=warnings)
     if progress.cancelled:
         log("cancelled run asked again: nothing published", run_id=run_id)
         note = (
@@ -302,31 +306,30 @@ def dispatch_run(
             f"`niah run --resume {run_id}` (answered cells are kept)"
         )
         return Dispatched(
-            run_id, total, 0, False, created=False, warnings=[*warnings, note], cancelled=True
-        )
+            run_id, record.total, 0, False, created=False, warnings=[*warnings, note],
+            cancelled=True,
+        )  # fmt: skip
     if progress.in_progress:
         log("run being dispatched: nothing published again", run_id=run_id)
         note = (
             "the run's cells were published moments ago or wait on its first cell: "
             "nothing was published again"
         )
-        return Dispatched(run_id, total, 0, False, created=False, warnings=[*warnings, note])
+        return Dispatched(run_id, record.total, 0, False, created=False, warnings=[*warnings, note])
     run_now = progress.run
     if spec.is_batch() and not created and (resume or progress.retried):
-        run_now = start_batch_round(run_id, run_now, store=store)
+        run_now = start_batch_round(run_now, store=store)
     published = (
         publisher.publish_cells([primer])
         if created and primer is not None
-        else publish_missing(
-            run_id, spec, progress.stored, store=store, publisher=publisher, run=run_now
-        )
+        else publish_missing(run_now, progress.stored, store=store, publisher=publisher)
     )
     if not created and published:
         store.update_run(run_id, {"published_at": dt.datetime.now(dt.UTC)})
     log(
         "run dispatched",
         run_id=run_id,
-        cells=total,
+        cells=record.total,
         created=created,
         published=published,
         reused=len(progress.stored),
@@ -334,7 +337,7 @@ def dispatch_run(
     )
     return Dispatched(
         run_id,
-        total,
+        record.total,
         published,
         already_complete=False,
         created=created,
@@ -344,7 +347,7 @@ def dispatch_run(
     )
 
 
-def start_batch_round(run_id: str, run: dict[str, Any], *, store: ResultStore) -> dict[str, Any]:
+def start_batch_round(run: RunRecord, *, store: ResultStore) -> RunRecord:
     """A resumed batch run's next round: its unfinished jobs are left, its cells submitted anew.
 
     The run as updated (its ``batch_round`` one more); unchanged while a job of it is
@@ -353,13 +356,12 @@ def start_batch_round(run_id: str, run: dict[str, Any], *, store: ResultStore) -
     if any(
         not (job.get("ingested") or job.get("ended") or job.get("superseded"))
         and not job.get("cancel_sent")
-        for job in run.get("batch_jobs") or []
+        for job in run.batch_jobs
     ):
         return run
     jobs = [
-        job | ({"superseded": True} if not (job.get("ingested") or job.get("ended")) else {})
-        for job in run.get("batch_jobs") or []
+        dict(job) | ({"superseded": True} if not (job.get("ingested") or job.get("ended")) else {})
+        for job in run.batch_jobs
     ]
-    fields = {"batch_round": int(run.get("batch_round", 0)) + 1, "batch_jobs": jobs}
-    store.update_run(run_id, fields)
-    return run | fields
+    store.update_run(run.run_id, {"batch_round": run.batch_round + 1, "batch_jobs": jobs})
+    return run.with_fields(batch_round=run.batch_round + 1, batch_jobs=tuple(jobs))

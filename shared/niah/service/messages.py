@@ -118,7 +118,8 @@ def run_cell_tasks(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[C
     rows = run.get("source_rows")
     if spec.is_certify():  # the rounds asked for so far
         return [
-            _cell_task(run_id, cell, stamp) for cell in certify_cells(spec, stored_samples(run))
+            _cell_task(run_id, cell, stamp)
+            for cell in certify_cells(spec, stored_samples(run.get("certify")))
         ]
     if not rows:
         return [_cell_task(run_id, cell, stamp) for cell in spec.cells()]

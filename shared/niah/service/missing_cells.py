@@ -8,18 +8,15 @@ messages themselves are ``niah.service.messages``'.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
-from niah.core.interfaces import RUN_CANCELLED, Publisher, ResultStore
-from niah.core.request.spec import RunRequest
+from niah.core.interfaces import Publisher, ResultStore
+from niah.core.runs import RunRecord, stored_run
 from niah.logs import log
 from niah.service.messages import BATCH_SUBMIT, batch_message, cell_messages
 from niah.service.run_completion import request_report_if_complete
 
 
-def release_after_primer(
-    run_id: str, spec: RunRequest, *, store: ResultStore, publisher: Publisher
-) -> int:
+def release_after_primer(run_id: str, *, store: ResultStore, publisher: Publisher) -> int:
     """Publish a run's cells held back behind its primer (stored, failed or retrying).
 
     Once: the run is marked released after publishing, so a primer that fails five
@@ -27,15 +24,13 @@ def release_after_primer(
     the mark is done again by the primer's next delivery or dead letter (the cells
     stored or in flight by then are left out).
     """
-    run = store.get_run(run_id, counts=False)
-    if run is None or run.get("primer_released"):
+    run = stored_run(store, run_id, counts=False)
+    if run is None or run.primer_released:
         return 0
-    if run.get("status") == RUN_CANCELLED:  # left unreleased: a resume publishes the rest
+    if run.cancelled:  # left unreleased: a resume publishes the rest
         log("cells not released: the run is cancelled", run_id=run_id)
         return 0
-    published = publish_missing(
-        run_id, spec, taken_cells(run_id, store), store=store, publisher=publisher, run=run
-    )
+    published = publish_missing(run, taken_cells(run_id, store), store=store, publisher=publisher)
     store.update_run(run_id, {"primer_released": True, "published_at": dt.datetime.now(dt.UTC)})
     log("cells released after the primer", run_id=run_id, published=published)
     return published
@@ -51,24 +46,20 @@ def taken_cells(run_id: str, store: ResultStore) -> set[str]:
 
 
 def publish_missing(
-    run_id: str,
-    spec: RunRequest,
-    stored: set[str],
-    *,
-    store: ResultStore,
-    publisher: Publisher,
-    run: dict[str, Any],
+    run: RunRecord, stored: set[str], *, store: ResultStore, publisher: Publisher
 ) -> int:
     """Publish the cells of the run not in ``stored``; if none, ask for the report.
 
     A batch run's missing cells go as one message: submit them as batch jobs (the
     worker does; it submits a round once).
     """
-    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in stored]
+    # niah.service.messages reads the run's document (its own migration is to come).
+    doc = run.to_document()
+    messages = [m for m in cell_messages(run.run_id, run.spec, doc) if m["cell_id"] not in stored]
     if not messages:
         # Every cell is stored but the report may never have been asked for.
-        request_report_if_complete(run_id, store=store, publisher=publisher)
+        request_report_if_complete(run.run_id, store=store, publisher=publisher)
         return 0
-    if spec.is_batch():
-        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
+    if run.spec.is_batch():
+        return publisher.publish_cells([batch_message(run.run_id, BATCH_SUBMIT, doc)])
     return publisher.publish_cells(messages)

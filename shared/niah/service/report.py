@@ -11,7 +11,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from niah.core.interfaces import AlertPublisher, BlobStore, ResultStore, SpendLedger, gs_uri
+from niah.core.interfaces import (
+    RUN_COMPLETE,
+    AlertPublisher,
+    BlobStore,
+    ResultStore,
+    SpendLedger,
+    gs_uri,
+)
 from niah.core.pages.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
@@ -21,10 +28,9 @@ from niah.core.pages.heatmap import (
     percent_table,
 )
 from niah.core.pages.report_page import REPORT_PAGE_FILE, heatmap_cells, render_run_page
-from niah.core.request.spec import run_label
+from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.results.comparison import Comparison
 from niah.core.results.effective import effective_length_text
-from niah.core.results.sentinel_check import SENTINEL_CHECK
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -33,6 +39,7 @@ from niah.core.results.summary import (
     summarize,
 )
 from niah.core.results.uncertainty import with_interval
+from niah.core.runs import RunRecord, stored_run
 from niah.errors import NiahError, ReportPendingError, ReportRenderError, RetryableError
 from niah.logs import log
 from niah.service.lease import keep_report_claim
@@ -177,14 +184,14 @@ def _png(figure: Any, *, laid_out: bool = False) -> bytes:
     return buffer.getvalue()
 
 
-def heatmap_title(summary: dict[str, Any], run: dict[str, Any]) -> str:
+def heatmap_title(summary: dict[str, Any], run: RunRecord) -> str:
     """One line: the run's label (model · task), and its mean with the 95 % interval."""
     measures = summary["measures"]
     mean = with_interval(measures["mean"], measures.get("mean_interval"))
-    return f"{run_label(run)} · mean (%) {mean}"
+    return f"{run.label} · mean (%) {mean}"
 
 
-def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> str:
+def heatmap_notes(summary: dict[str, Any], run_id: str, run: RunRecord) -> str:
     """Under the plot: scorer, effective length, what was not scored, cost, and provenance.
 
     So a shared picture says where it came from (run, haystack, day).
@@ -203,9 +210,9 @@ def heatmap_notes(summary: dict[str, Any], run_id: str, run: dict[str, Any]) -> 
         notes.append(summary["token_count_note"].split(" (")[0] + "; lengths fitted")
     if summary["task"] == "mrcr" and summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE:
         notes.append("MRCR generated samples, not comparable to model cards")
-    created = run.get("created_at")
+    created = run.stamped("created_at")
     day = f"{created:%Y-%m-%d}" if isinstance(created, dt.datetime) else "date unknown"
-    notes += [run_id, f"haystack {run.get('haystack_uri')}", day]
+    notes += [run_id, f"haystack {run.haystack_uri}", day]
     return " · ".join(notes)
 
 
@@ -213,7 +220,7 @@ ReportFile = tuple[str, bytes, str]  # name, data, content type
 
 
 def render_report_files(
-    run_id: str, run: dict[str, Any], cells: list[dict[str, Any]], summary: dict[str, Any]
+    run_id: str, run: RunRecord, cells: list[dict[str, Any]], summary: dict[str, Any]
 ) -> dict[str, ReportFile]:
     """The heatmap, the HTML report and the summary, rendered (nothing stored)."""
     fraction = summary["score_scale"] == "fraction"
@@ -233,7 +240,10 @@ def render_report_files(
         "html": (
             REPORT_PAGE_FILE,
             # Drawn once every cell is in: complete, as the run is marked when it is stored.
-            render_run_page(run | {"status": "complete"}, cells, summary).encode(),
+            # The page reads the run's document (the read side's migration is to come).
+            render_run_page(
+                run.with_fields(status=RUN_COMPLETE).to_document(), cells, summary
+            ).encode(),
             "text/html; charset=utf-8",
         ),
         "summary": (
@@ -288,25 +298,27 @@ def render_report(
     Returns the report's location, or None if the run is unknown, not finished, its
     report failed or went stale, or another instance is rendering it.
     """
-    run = store.get_run(run_id, counts=False)
+    run = stored_run(store, run_id, counts=False)
     if run is None:
         log("report for an unknown run dropped", severity="WARNING", run_id=run_id)
         return None
-    if store.count_cells(run_id) < int(run.get("total", 0)):
+    if store.count_cells(run_id) < run.total:
         log("report requested before the last cell", run_id=run_id)
         return None
     claim_id = uuid.uuid4().hex
     lease_seconds = get_settings().report_lease_seconds
     claim = store.claim_report(run_id, lease_seconds, claim_id)
-    sentinel = bool((run.get("spec") or {}).get("sentinel"))
+    sentinel = run.spec.sentinel is not None
     if claim == "done":
         log("duplicate report request suppressed", run_id=run_id)
-        done = store.get_run(run_id, counts=False) or {}
+        done = stored_run(store, run_id, counts=False)
         if ledger is not None:  # a renderer killed before it settled: settled here
             settle_spent(run_id, store=store, ledger=ledger, run=done)
+        if done is None:  # deleted since the claim
+            return {}
         if sentinel and alerts is not None:
-            publish_sentinel_alert(run_id, done, store=store, alerts=alerts)
-        return dict(done.get("report") or {})
+            publish_sentinel_alert(run_id, done.to_document(), store=store, alerts=alerts)
+        return dict(done.report or {})
     if claim == "failed":
         log("report failed before; not rendered until the run is reopened", run_id=run_id)
         return None
@@ -338,7 +350,7 @@ def render_report(
     # After the claim is let go: a publish that fails raises to be delivered again,
     # which finds the report done and publishes then (the report stays written).
     if location is not None and sentinel and alerts is not None:
-        reported = store.get_run(run_id, counts=False) or {}
+        reported = store.get_run(run_id, counts=False) or {}  # the check, as stored
         publish_sentinel_alert(run_id, reported, store=store, alerts=alerts)
     return location
 
@@ -352,20 +364,25 @@ def _render_claimed(
     ledger: SpendLedger | None = None,
 ) -> dict[str, str] | None:
     """Read, render and store the report under ``claim_id``; see ``render_report``."""
-    run = store.get_run(run_id) or {}  # with its counts and totals, read after the claim
+    run = stored_run(store, run_id)  # with its counts and totals, read after the claim
+    if run is None:  # deleted since the claim: nothing to report
+        log("report for a deleted run dropped", severity="WARNING", run_id=run_id)
+        return None
     cells = store.list_cells(run_id)
-    if len(cells) < int(run.get("total", 0)):  # reset between the check and the claim
+    if len(cells) < run.total:  # reset between the check and the claim
         store.reopen_report(run_id)
         log("report requested before the last cell", run_id=run_id, stored=len(cells))
         return None
     calls = store.list_calls(run_id)
     completed_at = dt.datetime.now(dt.UTC)  # on the page and the run document alike
-    run = run | {"completed_at": completed_at}
+    run = run.with_fields(stamps={**run.stamps, "completed_at": completed_at})
     try:
-        summary = summarize(run, cells, calls)
-        check = check_sentinel_run(run_id, run, cells, store=store)
+        # The summary and the sentinel check read the run's document (the read side's
+        # migration to RunRecord is to come).
+        summary = summarize(run.to_document(), cells, calls)
+        check = check_sentinel_run(run_id, run.to_document(), cells, store=store)
         if check is not None:
-            run = run | {SENTINEL_CHECK: check}
+            run = run.with_fields(sentinel_check=check)
         files = render_report_files(run_id, run, cells, summary)
     except RetryableError:
         raise
@@ -401,7 +418,7 @@ def _render_claimed(
         # the cells as they are now are rendered by the next request.
         log("report went stale while rendering", severity="WARNING", run_id=run_id)
         store.reopen_report(run_id)
-        if store.count_cells(run_id) >= int(run.get("total", 0)):
+        if store.count_cells(run_id) >= run.total:
             raise ReportPendingError(f"the report of {run_id} went stale; rendering again")
         return None
     log("report written", run_id=run_id, **location)

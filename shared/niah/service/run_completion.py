@@ -7,9 +7,9 @@ light, so the dispatcher's cold start does not load the worker's machinery.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, Publisher, ResultStore
+from niah.core.runs import RunRecord, stored_run
 from niah.errors import DeadLetteredError
 from niah.logs import log
 from niah.service.messages import certify_step_message, report_message
@@ -30,13 +30,13 @@ def request_report_if_complete(
     worker), saving that read; a complete run then only finds its report requested
     already.
     """
-    run: dict[str, Any] | None = None
+    run: RunRecord | None = None
     if total is None:
-        run = store.get_run(run_id, counts=False)
+        run = stored_run(store, run_id, counts=False)
         # A failed report is asked for again only once reopened (a reset, a resume).
-        if run is None or run.get("status") in (RUN_COMPLETE, RUN_REPORT_FAILED):
+        if run is None or run.status in (RUN_COMPLETE, RUN_REPORT_FAILED):
             return False
-        total = int(run.get("total", 0))
+        total = run.total
     # One aggregation read: a cell is counted in the same write that stores it.
     if store.count_cells(run_id) < total:
         return False
@@ -44,10 +44,11 @@ def request_report_if_complete(
         log("report already requested", run_id=run_id)
         return False
     try:
-        if run is not None and (run.get("spec") or {}).get("mode") == "certify":
+        if run is not None and run.is_certify:
             # A certify run's round is in: a worker plans the next round, or asks for
             # the report once the certificate is reached (niah.service.certify_rounds).
-            publisher.publish_cells([certify_step_message(run_id, run)])
+            # niah.service.messages reads the run's document (its migration is to come).
+            publisher.publish_cells([certify_step_message(run_id, run.to_document())])
             log("certify round in; next step asked", run_id=run_id)
             return True
         publisher.publish_report(report_message(run_id))
@@ -86,12 +87,12 @@ def record_report_dead_letter(run_id: str, *, store: ResultStore, deliveries: in
     reported since is left alone. ``deliveries``: how often it was tried (0: unknown).
     What came of it, for the log.
     """
-    run = store.get_run(run_id, counts=False)
+    run = stored_run(store, run_id, counts=False)
     if run is None:
         return "unknown run"
-    if run.get("status") in (RUN_COMPLETE, RUN_REPORT_FAILED):
-        return str(run.get("status"))
-    if store.count_cells(run_id) < int(run.get("total", 0)):
+    if run.status in (RUN_COMPLETE, RUN_REPORT_FAILED):
+        return run.status
+    if store.count_cells(run_id) < run.total:
         return "cells missing"
     tried = f"{deliveries} deliveries" if deliveries else "every delivery"
     reason = (

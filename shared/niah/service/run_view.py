@@ -3,57 +3,83 @@
 The spec, the haystack's listing, the counter shards and the published rows of a run
 never change once it is created; an instance keeps them per run and creation stamp,
 and each delivery reads only the fields that say the run is gone, replaced or
-cancelled. The model's provider is resolved here, once per run view, not per call.
+cancelled. The record (``niah.core.runs.RunRecord``) resolves the model's catalog
+entry once per run view, not per call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from niah.catalog.models import ProviderName
 from niah.core.interfaces import RUN_CANCELLED, BlobInfo, ResultStore
 from niah.core.request.spec import RunRequest
-from niah.core.results.counters import run_shards
+from niah.core.runs import RunRecord, run_state
 from niah.memo import ProcessCache
 from niah.service.messages import CellTask, run_cell_tasks
-
-# A run's spec never changes once stored (its ID is a hash of it), so an instance
-# validates it once; whether the run still exists is read on every delivery.
-_specs: ProcessCache[str, RunRequest] = ProcessCache()
 
 
 @dataclass(frozen=True)
 class RunView:
-    """A run as a delivery finds it: its validated spec and its haystack's files."""
+    """A run as a delivery finds it: its record, read once per instance, and its liveness."""
 
-    spec: RunRequest
-    # Who serves the run's model (``spec.provider()``), looked up in the catalog once.
-    provider_name: ProviderName
-    # The listing the run was created with (None: not kept; the worker lists).
-    haystack_files: list[BlobInfo] | None
-    total: int  # the run's cells: whether a stored cell was its last
-    # The counter shards the run's cells are counted on (niah.core.results.counters).
-    counter_shards: int
-    # How many cells each counter shard counts (None: a run from before they were kept).
-    shard_totals: dict[str, int] | None = None
-    # Its shards keep ``counted``, which storing a cell returns (runs sized per run do).
-    shards_keep_counted: bool = False
+    record: RunRecord
     # Cancelled (``niah cancel``): its cells are acknowledged, not answered. Read with
     # the run document every delivery reads anyway: no read more per cell.
     cancelled: bool = False
-    # How the model counts the run's haystack (``niah.core.prompts.token_fit``), once measured.
-    token_count: dict[str, Any] | None = None
     # A run over published rows: each cell's message as the dispatcher makes it, by
     # cell ID (its file, row and byte span are the run's record, not the message's).
     published: dict[str, CellTask] | None = None
+
+    @property
+    def spec(self) -> RunRequest:
+        """The run's validated request."""
+        return self.record.spec
+
+    @property
+    def provider_name(self) -> ProviderName:
+        """Who serves the run's model, looked up in the catalog once per record."""
+        return self.record.provider
+
+    @property
+    def haystack_files(self) -> list[BlobInfo] | None:
+        """The listing the run was created with (None: not kept; the worker lists)."""
+        files = self.record.haystack_files
+        return list(files) if files is not None else None
+
+    @property
+    def total(self) -> int:
+        """The run's cells: whether a stored cell was its last."""
+        return self.record.total
+
+    @property
+    def counter_shards(self) -> int:
+        """The counter shards the run's cells are counted on (niah.core.results.counters)."""
+        return self.record.counter_shards
+
+    @property
+    def shard_totals(self) -> dict[str, int]:
+        """How many cells each counter shard counts."""
+        return dict(self.record.shard_totals)
+
+    @property
+    def shards_keep_counted(self) -> bool:
+        """Its shards keep ``counted``, which storing a cell returns: every run's do."""
+        return True
+
+    @property
+    def token_count(self) -> dict[str, object] | None:
+        """How the model counts the run's haystack (``niah.core.prompts.token_fit``)."""
+        counted = self.record.token_count
+        return dict(counted) if counted else None
 
 
 # What a run keeps from its creation on (spec, listing, total, shards), by run ID and
 # stamp (one creation): an instance reads the whole document once per run, then each
 # delivery reads only the fields that change or tell the run is gone or replaced.
 _created: ProcessCache[tuple[str, str], RunView] = ProcessCache()
-LIVE_RUN_FIELDS = ("stamp", "status")
 
 
 def current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> RunView | None:
@@ -67,51 +93,44 @@ def current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> Ru
     """
     known = _created.known((run_id, stamp)) if stamp is not None else None
     if known is not None:
-        live = store.get_run(run_id, counts=False, fields=LIVE_RUN_FIELDS)
-        if live is None or live.get("stamp") != stamp:
+        live = run_state(store, run_id)
+        if live is None or live.stamp != stamp:
             return None
-        return replace(known, cancelled=live.get("status") == RUN_CANCELLED)
-    run = store.get_run(run_id, counts=False)
-    if run is None:
+        return replace(known, cancelled=live.status == RUN_CANCELLED)
+    doc = store.get_run(run_id, counts=False)
+    if doc is None:
         return None
-    if stamp is not None and run.get("stamp") not in (None, stamp):
+    record = RunRecord.from_document(doc, run_id)
+    if stamp is not None and record.stamp != stamp:
         return None
-    view = run_view(run_id, run)
-    if stamp is not None and run.get("stamp") == stamp:
+    view = record_view(record)
+    if stamp is not None:
         _created.get((run_id, stamp), lambda: view)
     return view
 
 
-def run_view(run_id: str, run: dict[str, Any]) -> RunView:
-    """What a delivery needs of the run document ``run`` (read by the caller)."""
-    # Stored by the dispatcher after validation, so it validates again.
-    spec = _specs.get(run_id, lambda: RunRequest.model_validate(run["spec"]))
-    listed = run.get("haystack_files") or None
-    files = (
-        [BlobInfo(str(f["name"]), int(f["size"]), str(f["fingerprint"])) for f in listed]
-        if listed
-        else None
-    )
-    totals = run.get("shard_totals")
-    return RunView(
-        spec,
-        spec.provider(),
-        files,
-        int(run.get("total", 0)),
-        run_shards(run),
-        {str(k): int(v) for k, v in totals.items()} if totals else None,
-        shards_keep_counted=bool(run.get("counter_shards")),
-        cancelled=run.get("status") == RUN_CANCELLED,
-        token_count=run.get("token_count") or None,
-        published=_published_cells(run_id, spec, run) if spec.mrcr_source is not None else None,
-    )
+def record_view(record: RunRecord) -> RunView:
+    """What a delivery needs of the run ``record`` (read by the caller)."""
+    published = _published_cells(record) if record.spec.mrcr_source is not None else None
+    return RunView(record, cancelled=record.cancelled, published=published)
 
 
-def _published_cells(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, CellTask]:
+def run_view(run_id: str, doc: Mapping[str, Any]) -> RunView:
+    """``record_view`` of a run document the caller read itself.
+
+    For the batch modules (niah.service.batch_*), which read the run's document until
+    their own migration to ``RunRecord`` (tests/unit/test_run_record.py lists them).
+    """
+    return record_view(RunRecord.from_document(doc, run_id))
+
+
+def _published_cells(record: RunRecord) -> dict[str, CellTask]:
     """The cells of a run over published rows, as the dispatcher publishes them."""
-    if not run.get("source_rows"):
+    if not record.source_rows:
         return {}  # none recorded: no message can be of it
-    return {task.cell_id: task for task in run_cell_tasks(run_id, spec, run)}
+    # niah.service.messages reads the run's document (its own migration is to come).
+    tasks = run_cell_tasks(record.run_id, record.spec, record.to_document())
+    return {task.cell_id: task for task in tasks}
 
 
 def run_spec(store: ResultStore, run_id: str, stamp: str | None = None) -> RunRequest | None:

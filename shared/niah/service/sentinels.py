@@ -13,9 +13,8 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import RUN_COMPLETE, AlertPublisher, ResultStore
-from niah.core.request.sentinel_request import SENTINEL_KEY
+from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.results.sentinel_check import (
-    SENTINEL_CHECK,
     alert_attributes,
     alert_message,
     previous_run,

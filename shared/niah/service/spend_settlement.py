@@ -22,7 +22,8 @@ from niah.core.interfaces import (
     ResultStore,
     SpendLedger,
 )
-from niah.core.money.pricing import run_tier, spend_summary
+from niah.core.money.pricing import spend_summary
+from niah.core.runs import RunRecord, stored_run
 from niah.logs import log
 
 # A run is ended, for its holds, in these states: nothing more is asked of the model
@@ -52,20 +53,18 @@ def settled_usd(spend: Mapping[str, Any]) -> float:
 
 
 def settle_spent(
-    run_id: str, *, store: ResultStore, ledger: SpendLedger, run: dict[str, Any] | None = None
+    run_id: str, *, store: ResultStore, ledger: SpendLedger, run: RunRecord | None = None
 ) -> float | None:
     """Settle the run's holds to what its calls cost; the windows' change (None: none open).
 
     ``run``: as read (else read here). A run that is gone (never stored, or deleted)
     spent nothing the ledger can know of.
     """
-    run = run if run is not None else store.get_run(run_id, counts=False)
-    spend = (
-        spend_summary(store.list_calls(run_id), str(run.get("model") or ""), run_tier(run))
-        if run
-        else {}
-    )
-    return settle_run_spend(run_id, settled_usd(spend) if run else 0.0, ledger=ledger)
+    run = run if run is not None else stored_run(store, run_id, counts=False)
+    if run is None:
+        return settle_run_spend(run_id, 0.0, ledger=ledger)
+    spend = spend_summary(store.list_calls(run_id), run.model, run.tier)
+    return settle_run_spend(run_id, settled_usd(spend), ledger=ledger)
 
 
 def settle_ended(
@@ -87,10 +86,11 @@ def settle_ended(
         ):
             continue
         run_id = str(entry["run_id"])
-        run = store.get_run(run_id, counts=False)
-        if run is not None and run.get("status") not in ENDED:
+        run = stored_run(store, run_id, counts=False)
+        if run is not None and run.status not in ENDED:
             continue
         if settle_spent(run_id, store=store, ledger=ledger, run=run) is not None:
             tally["holds_settled"] += 1
-            log("open hold settled by the sweep", run_id=run_id, status=(run or {}).get("status"))
+            status = run.status if run is not None else None
+            log("open hold settled by the sweep", run_id=run_id, status=status)
     return tally

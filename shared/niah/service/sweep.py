@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from niah.core.interfaces import Publisher, ResultStore
-from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.logs import log
 from niah.service.batch_pieces import hand_on_dead_pieces
 from niah.service.messages import (
@@ -57,40 +56,39 @@ def sweep_stalled_runs(
     if quiet_after_seconds is not None:
         quiet_after = quiet_after_seconds
     now = dt.datetime.now(dt.UTC)
-    runs = store.running_runs()
+    runs = [RunRecord.from_document(doc) for doc in store.running_runs()]
     # One query of at most one lease per run: whether anything is at work anywhere.
     busy = any(_live(store, run) for run in runs)
     tally = {"runs_swept": 0, "runs_lost": 0, "cells_republished": 0, "cells_handed_on": 0}
     for run in runs:
-        run_id = str(run["run_id"])
+        run_id = run.run_id
         try:
-            spec = RunRequest.model_validate(run["spec"])
-            last = max(filter(None, [run.get("updated_at"), run.get("created_at")]), default=None)
+            stamps = [run.stamped("updated_at"), run.stamped("created_at")]
+            last = max(filter(None, stamps), default=None)
             idle = None if last is None else (now - last).total_seconds()
-            if spec.is_batch():
+            if run.spec.is_batch():
                 stalled = idle is None or idle >= stalled_after_seconds
                 tally["cells_republished"] += _sweep_batch(
-                    run_id, spec, run, store=store, publisher=publisher, stalled=stalled
+                    run, store=store, publisher=publisher, stalled=stalled
                 )
                 continue
-            lapsed = _hand_on_lapsed(run_id, spec, run, store=store, publisher=publisher)
+            lapsed = _hand_on_lapsed(run, store=store, publisher=publisher)
             tally["cells_handed_on"] += len(lapsed)
-            if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
+            if run.done + run.failed >= run.total:
                 request_report_if_complete(run_id, store=store, publisher=publisher)
                 continue
-            reason = _lost(run_id, run, store, lapsed=bool(lapsed), busy=busy, idle=idle,
+            reason = _lost(run, store, lapsed=bool(lapsed), busy=busy, idle=idle,
                            quiet_after=quiet_after)  # fmt: skip
             if reason is not None:
                 tally["runs_lost"] += 1
                 tally["cells_republished"] += republish_lost(
-                    run_id, spec, run, store=store, publisher=publisher, skip=set(lapsed),
-                    reason=reason,
-                )  # fmt: skip
+                    run, store=store, publisher=publisher, skip=set(lapsed), reason=reason
+                )
                 continue
             if idle is not None and idle < stalled_after_seconds:
                 continue
             taken = taken_cells(run_id, store)
-            count = publish_missing(run_id, spec, taken, store=store, publisher=publisher, run=run)
+            count = publish_missing(run, taken, store=store, publisher=publisher)
             store.update_run(run_id, {"swept": count})  # counts as progress: no re-sweep soon
         except Exception as error:  # one bad run must not stop the sweep of the others
             log("sweep of a run failed", severity="ERROR", run_id=run_id, error=repr(error))
@@ -102,8 +100,7 @@ def sweep_stalled_runs(
 
 
 def _lost(
-    run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     store: ResultStore,
     *,
     lapsed: bool,
@@ -118,7 +115,8 @@ def _lost(
     pushes to an idle endpoint within seconds), the run made no progress for
     ``quiet_after`` s, and no cell failed within Pub/Sub's longest backoff.
     """
-    since = run.get("lost_republished_at") or run.get("created_at")
+    run_id = run.run_id
+    since = run.stamped("lost_republished_at") or run.stamped("created_at")
     if lapsed or (isinstance(since, dt.datetime) and store.taken_over_since(run_id, since)):
         return "holder died"
     if busy or (idle is not None and idle < quiet_after):
@@ -128,19 +126,17 @@ def _lost(
     return "quiet"
 
 
-def _live(store: ResultStore, run: dict[str, Any]) -> bool:
+def _live(store: ResultStore, run: RunRecord) -> bool:
     """Whether the run has a live lease; a run the store cannot answer for counts as live."""
     try:
-        return store.has_live_lease(str(run["run_id"]))
+        return store.has_live_lease(run.run_id)
     except Exception as error:  # unsure: hold the quiet rule back rather than republish
         log("sweep could not read a run's leases", severity="WARNING", error=repr(error))
         return True
 
 
 def republish_lost(
-    run_id: str,
-    spec: RunRequest,
-    run: dict[str, Any],
+    run: RunRecord,
     *,
     store: ResultStore,
     publisher: Publisher,
@@ -155,18 +151,20 @@ def republish_lost(
     (``lost_republished_at``, which is also its progress), so deaths before it are not
     counted again and the quiet rule waits another quiet spell.
     """
-    primer = run.get("primer_cell")
-    if primer and not run.get("primer_released"):
+    run_id, spec, primer = run.run_id, run.spec, run.primer_cell
+    # niah.service.messages reads the run's document (its own migration is to come).
+    doc = run.to_document()
+    if primer and not run.primer_released:
         if primer in store.cell_ids(run_id):
-            count = release_after_primer(run_id, spec, store=store, publisher=publisher)
+            count = release_after_primer(run_id, store=store, publisher=publisher)
         elif primer in store.leased_cells(run_id) or primer in skip:
             count = 0
         else:
-            message = primer_message(run_id, spec, run)
+            message = primer_message(run_id, spec, doc)
             count = publisher.publish_cells([message]) if message else 0
     else:
         taken = taken_cells(run_id, store) | set(skip)
-        messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in taken]
+        messages = [m for m in cell_messages(run_id, spec, doc) if m["cell_id"] not in taken]
         count = publisher.publish_cells(messages) if messages else 0
     store.update_run(
         run_id, {"lost_republished_at": dt.datetime.now(dt.UTC), "lost_republished": count}
@@ -176,29 +174,21 @@ def republish_lost(
     return count
 
 
-def _hand_on_lapsed(
-    run_id: str, spec: RunRequest, run: dict[str, Any], *, store: ResultStore, publisher: Publisher
-) -> list[str]:
+def _hand_on_lapsed(run: RunRecord, *, store: ResultStore, publisher: Publisher) -> list[str]:
     """Publish again the cells of the run whose holder died; which."""
+    run_id = run.run_id
     lapsed = set(store.hand_on_lapsed(run_id))
     if not lapsed:
         return []
-    messages = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] in lapsed]
+    doc = run.to_document()  # as niah.service.messages reads it
+    messages = [m for m in cell_messages(run_id, run.spec, doc) if m["cell_id"] in lapsed]
     if messages:
         publisher.publish_cells(messages)
     log("cells of dead holders handed on", severity="WARNING", run_id=run_id, cells=len(messages))
     return sorted(lapsed)
 
 
-def _sweep_batch(
-    run_id: str,
-    spec: RunRequest,
-    run: dict[str, Any],
-    *,
-    store: ResultStore,
-    publisher: Publisher,
-    stalled: bool,
-) -> int:
+def _sweep_batch(run: RunRecord, *, store: ResultStore, publisher: Publisher, stalled: bool) -> int:
     """A batch run's turn: poll its open jobs; re-ask dead pieces; resubmit a lost submit.
 
     Its jobs are polled on every sweep (the worker reads their state and ingests what is
@@ -206,27 +196,29 @@ def _sweep_batch(
     holder died (its lease lapsed) is published again at once, as a dead holder's cell
     is. Messages published.
     """
-    jobs = run.get("batch_jobs") or []
+    run_id, jobs = run.run_id, run.batch_jobs
+    # niah.service.batch_pieces and messages read the run's document (their migration
+    # is to come).
+    doc = run.to_document()
     if any(
         not (j.get("ingested") or j.get("ended")) and (not j.get("superseded") or "ingest" in j)
         for j in jobs
     ):
         # An open job, or a superseded one whose output is still being read (a resume
         # waits on it): the poll tends both.
-        dead = hand_on_dead_pieces(run_id, run, store=store, publisher=publisher)
-        return dead + publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
-    if int(run.get("done", 0)) + int(run.get("failed", 0)) >= int(run.get("total", 0)):
+        dead = hand_on_dead_pieces(run_id, doc, store=store, publisher=publisher)
+        return dead + publisher.publish_cells([batch_message(run_id, BATCH_POLL, doc)])
+    if run.done + run.failed >= run.total:
         request_report_if_complete(run_id, store=store, publisher=publisher)
         return 0
     if not stalled:
         return 0
-    round_now = int(run.get("batch_round", 0))
-    if not any(j.get("round") == round_now for j in jobs):
-        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
+    if not any(j.get("round") == run.batch_round for j in jobs):
+        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, doc)])
     # Every job is done, yet cells are missing: failed lines sent online whose message
     # was lost. They go online again.
     taken = taken_cells(run_id, store)
-    missing = [m for m in cell_messages(run_id, spec, run) if m["cell_id"] not in taken]
+    missing = [m for m in cell_messages(run_id, run.spec, doc) if m["cell_id"] not in taken]
     count = publisher.publish_cells(missing) if missing else 0
     store.update_run(run_id, {"swept": count})
     return count

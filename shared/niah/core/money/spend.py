@@ -77,7 +77,7 @@ def worst_case(
     when: dt.datetime | None = None,
 ) -> WorstCase:
     """The most ``cells`` of ``spec`` can cost: each call in full, ``calls_per_cell`` times."""
-    prices = prices_for(spec.model_name, when)
+    prices = prices_for(spec.model_name, when, entry=spec.catalog_model())
     tier = spec.call_tier()
     output = budget.max_output_tokens
     usd = 0.0

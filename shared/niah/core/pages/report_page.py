@@ -22,10 +22,10 @@ from niah.core.pages.heatmap import (
     percent_table,
 )
 from niah.core.pages.report_samples import samples_table
+from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.request.spec import run_label
 from niah.core.results.curves import Curve, curve_figure
 from niah.core.results.effective import effective_length_text
-from niah.core.results.sentinel_check import SENTINEL_CHECK
 from niah.core.results.served_models import model_shown, versions_text
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,

@@ -147,7 +147,7 @@ def call_budget(
             answer_tokens=min(answer, spec.max_output_tokens),
             thinking_tokens=max(0, spec.max_output_tokens - answer),
         )
-    model = model or find_model(spec.model_name)
+    model = model or spec.catalog_model()
     thinking = thinking_room(model, spec.thinking_budget, spec.thinking_level)
     total = max(answer + thinking, PROVIDER_OUTPUT_TOKENS[spec.provider()])
     cap = model.output_tokens if model else None

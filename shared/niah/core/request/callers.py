@@ -88,19 +88,19 @@ def caller_of_claims(claims: Mapping[str, Any], header: str) -> str:
     )
 
 
-def may_change(run: dict[str, object], caller: str, operators: list[str]) -> bool:
-    """Whether ``caller`` may cancel, resume or relabel ``run``: its creator or an operator.
+def may_change(created_by: str | None, caller: str, operators: list[str]) -> bool:
+    """Whether ``caller`` may cancel, resume or relabel a run: its creator or an operator.
 
-    A run recorded before callers were (no ``created_by``) is an operator's to change.
+    ``created_by``: who started the run (``RunRecord.created_by``).
     """
-    return caller in {name.lower() for name in operators} or run.get("created_by") == caller
+    return caller in {name.lower() for name in operators} or created_by == caller
 
 
 def check_may_change(
-    run: dict[str, object], run_id: str, caller: str, operators: list[str], action: str
+    created_by: str | None, run_id: str, caller: str, operators: list[str], action: str
 ) -> None:
-    """Refuse (403) an ``action`` on another caller's run."""
-    if not may_change(run, caller, operators):
+    """Refuse (403) an ``action`` on another caller's run (``created_by`` started it)."""
+    if not may_change(created_by, caller, operators):
         raise ForbiddenError(
             "run_id",
             f"{caller} may not {action} run {run_id}: only the caller who started it, or an "

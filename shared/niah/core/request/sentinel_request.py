@@ -16,6 +16,9 @@ SENTINEL_NAME = r"^[a-z][a-z0-9-]{0,39}$"
 # The run document's field naming what a sentinel's run asked, apart from its firing
 # (``RunRequest.request_key``): runs with the same key pair sample by sample.
 SENTINEL_KEY = "sentinel_key"
+# The run document's field that keeps its check against its sentinel's run before it
+# (niah.core.results.sentinel_check; the index reads it).
+SENTINEL_CHECK = "sentinel_check"
 # The run request's fields only a firing sets (not run options of the CLI's).
 FIRING_FIELDS = ("sentinel", "scheduled_at")
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from niah.catalog.models import LOCAL_MODEL, ProviderName, provider_for_model
+from niah.catalog.models import LOCAL_MODEL, ModelInfo, ProviderName, find_model, provider_of
 from niah.catalog.tiers import Tier
 from niah.core.request.axes import Distractors, HaystackOrders, axes_label, variants
 from niah.core.request.grid import Cell, Depths, Lengths, linspace_ints, spread_depths
@@ -57,6 +57,10 @@ class RunRequest(BaseModel):
     # Strict: JSON true is not a length of 1, "1000" is not a number. Names are
     # stripped where they are validated; needles and templates keep their whitespace.
     model_config = ConfigDict(extra="forbid", strict=True)
+    # The catalog's entry for ``model_name``, looked up once per request
+    # (``catalog_model``). A slot, not a field or private attribute: it takes no part in
+    # equality, dumps or copies (a copy for another model looks its own up).
+    __slots__ = ("_catalog_entry",)
 
     model_name: str = Field(
         default=LOCAL_MODEL, min_length=1, max_length=200, pattern=MODEL_ID_PATTERN
@@ -346,9 +350,18 @@ class RunRequest(BaseModel):
         known = self.static_expected_answer() is not None
         return "exact" if known and not self.evaluator_model_name else "judge"
 
+    def catalog_model(self) -> ModelInfo | None:
+        """The catalog's entry for ``model_name`` (None: not listed), looked up once."""
+        looked_up: tuple[str, ModelInfo | None] | None = getattr(self, "_catalog_entry", None)
+        name, known = looked_up or (None, None)
+        if name != self.model_name:
+            known = find_model(self.model_name)
+            object.__setattr__(self, "_catalog_entry", (self.model_name, known))
+        return known
+
     def provider(self) -> ProviderName:
         """The provider that serves ``model_name`` (explicit, else inferred from the name)."""
-        return self.model_provider or provider_for_model(self.model_name)
+        return self.model_provider or provider_of(self.model_name, self.catalog_model())
 
     def lengths(self) -> list[int]:
         """Context lengths in tokens, as the harness computes them."""

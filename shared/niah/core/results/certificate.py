@@ -36,8 +36,9 @@ def certificate_summary(
     spec = RunRequest.model_validate(spec_fields)
     if max_cells is None:
         max_cells = get_settings().max_cells_per_run
-    record = kept_plan(spec, run, max_cells)
-    progress, _ = certify_progress(spec, run, cells, max_cells=max_cells)
+    certify = run.get("certify")
+    record = kept_plan(spec, certify, max_cells)
+    progress, _ = certify_progress(spec, certify, cells, max_cells=max_cells)
     plan = certify_plan(spec, record=record)
     grid_usd = run_grid_usd(spec, record["sample_usd"]) if record["sample_usd"] else None
     unscored = sum(1 for c in cells if c.get("task_score") is None)
@@ -60,8 +61,7 @@ def certificate_summary(
             "below": None,
             "determined": False,
             # A round the spend ceilings or the kill switch refused says why.
-            "reason": ((run.get("certify") or {}).get("refused") or {}).get("message")
-            or "unfinished",
+            "reason": ((certify or {}).get("refused") or {}).get("message") or "unfinished",
             "open_lengths": [],
             "samples": len(cells),
             "tokens": None,

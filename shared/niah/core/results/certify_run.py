@@ -160,9 +160,9 @@ def length_cells(spec: RunRequest, length: int, count: int) -> list[Cell]:
 SAMPLES_PER_POINT = 2 * max(MAX_SAMPLES, NOLIMA_MAX_SAMPLES, BASE_SAMPLES)
 
 
-def stored_samples(run: Mapping[str, Any]) -> dict[int, int]:
-    """The samples per length a certify run's document says it has asked for."""
-    kept = (run.get("certify") or {}).get("samples") or {}
+def stored_samples(certify: Mapping[str, Any] | None) -> dict[int, int]:
+    """The samples per length a certify run says it has asked for (``RunRecord.certify``)."""
+    kept = (certify or {}).get("samples") or {}
     return {int(length): int(count) for length, count in kept.items()}
 
 
@@ -177,17 +177,23 @@ def outcome(spec: RunRequest, cell_id: str, score: float) -> float:
 
 
 def certify_progress(
-    spec: RunRequest, run: Mapping[str, Any], cells: list[dict[str, Any]], *, max_cells: int | None
+    spec: RunRequest,
+    certify: Mapping[str, Any] | None,
+    cells: list[dict[str, Any]],
+    *,
+    max_cells: int | None,
 ) -> tuple[Progress, dict[int, int]]:
     """Where the run's certification stands, and the samples per length it then asks for.
+
+    ``certify``: the run's plan and samples so far (``RunRecord.certify``).
 
     Each length's outcomes in sample order, its unscored samples (failed, truncated) left
     out: the next round asks for as many more cells as it wants outcomes, so a failed
     call is replaced by a new sample, never counted as right or wrong; a length with
     ``UNSCORED_LIMIT`` unscored samples is asked no more.
     """
-    record = kept_plan(spec, run, max_cells)
-    samples = stored_samples(run)
+    record = kept_plan(spec, certify, max_cells)
+    samples = stored_samples(certify)
     by_id = {str(c["cell_id"]): c for c in cells}
     scores: dict[int, list[float]] = {}
     unscored: set[int] = set()
@@ -208,14 +214,16 @@ def certify_progress(
     return progress, samples
 
 
-def kept_plan(spec: RunRequest, run: Mapping[str, Any], max_cells: int | None) -> dict[str, Any]:
+def kept_plan(
+    spec: RunRequest, certify: Mapping[str, Any] | None, max_cells: int | None
+) -> dict[str, Any]:
     """The plan the run was admitted with (``plan_record`` for a run that kept none)."""
-    return (run.get("certify") or {}).get("plan") or plan_record(spec, max_cells)
+    return (certify or {}).get("plan") or plan_record(spec, max_cells)
 
 
 def first_samples(spec: RunRequest, record: Mapping[str, Any]) -> dict[int, int]:
     """A new certify run's first round under the plan ``record`` (it looks at nothing)."""
-    return certify_progress(spec, {"certify": {"plan": record}}, [], max_cells=None)[1]
+    return certify_progress(spec, {"plan": record}, [], max_cells=None)[1]
 
 
 def _hash(text: str) -> int:

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-from niah.settings import get_settings
+from collections.abc import Iterable
 
 # Cells a shard counts before the run gets another: its writes stay under Firestore's
 # sustained rate per document even if all of them land in the same second or so.
@@ -38,15 +35,3 @@ def shard_totals(cell_ids: Iterable[str], shards: int) -> dict[str, int]:
 def shards_for(total: int, most: int) -> int:
     """How many counter shards a new run of ``total`` cells gets: one per 32, 1 to ``most``."""
     return max(1, min(most, -(-total // CELLS_PER_SHARD)))
-
-
-def run_shards(run: Mapping[str, Any]) -> int:
-    """The counter shards a stored run counts on.
-
-    A run stored before the count was kept on it was counted on the deployment's
-    ``NIAH_COUNTER_SHARDS`` (then fixed per deployment), so that is its count.
-    """
-    stored = run.get("counter_shards")
-    if stored:
-        return int(stored)
-    return get_settings().counter_shards

@@ -20,9 +20,6 @@ from niah.core.request.sentinel_request import SENTINEL_KEY
 from niah.core.results.paired import effect_text, pair_key, paired_comparison, paired_test
 from niah.core.results.served_models import served_versions, versions_text
 
-# The run document's field that keeps the check (and the index reads).
-SENTINEL_CHECK = "sentinel_check"
-
 
 def sentinel_check(
     sentinel: str,
