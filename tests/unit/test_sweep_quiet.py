@@ -195,3 +195,18 @@ def test_a_run_nobody_died_on_is_left_while_busy(essay_blobs: MemoryBlobs) -> No
         "cells_republished": 0,
         "cells_handed_on": 0,
     }
+
+
+def test_a_running_document_with_no_request_is_left_alone() -> None:
+    """Before: read with the default request, its 225 cells were published every sweep.
+
+    A document nobody admitted (a test's, one made by hand) has no request to act on;
+    the stack's side tier saw 1,801 such messages dropped as malformed by the worker.
+    """
+    store, publisher = MemoryStore(), RecordingPublisher()
+    assert store.create_run("errors-test-1", {"total": 1, "status": "running"})
+    idle(store, "errors-test-1", STALL * 2)
+    tally = sweep(store, publisher)
+    assert publisher.cells == [] and publisher.reports == []
+    assert tally == {"runs_swept": 0, "runs_lost": 0, "cells_republished": 0, "cells_handed_on": 0}
+    assert store.runs["errors-test-1"] == {**store.runs["errors-test-1"], "status": "running"}

@@ -57,6 +57,10 @@ def sweep_stalled_runs(
         quiet_after = quiet_after_seconds
     now = dt.datetime.now(dt.UTC)
     runs = [RunRecord.from_document(doc) for doc in store.running_runs()]
+    for run in runs:
+        if not run.admitted:  # its cells would be the default request's, never asked for
+            log("a running run with no request left alone", severity="WARNING", run_id=run.run_id)
+    runs = [run for run in runs if run.admitted]
     # One query of at most one lease per run: whether anything is at work anywhere.
     busy = any(_live(store, run) for run in runs)
     tally = {"runs_swept": 0, "runs_lost": 0, "cells_republished": 0, "cells_handed_on": 0}

@@ -95,6 +95,11 @@ class RunRecord:
         figures: what the report kept on the run (``REPORT_FIGURES``).
         stamps: its lifecycle times (``STAMPS``).
         swept: how many cells the sweep published again; sentinel_check: its alert.
+
+    Not a field of the document:
+        admitted: the document holds a request (admission wrote it). A document made
+            another way (by hand, a test's) is read with the default request, which
+            nothing may act on: the sweep would publish that request's 225 cells.
     """
 
     run_id: str
@@ -134,6 +139,7 @@ class RunRecord:
     stamps: Mapping[str, dt.datetime] = field(default_factory=dict)
     swept: int = 0
     sentinel_check: Mapping[str, Any] | None = None
+    admitted: bool = True
 
     # What the record resolves of its spec, once per record (the spec keeps the entry).
     @property
@@ -279,6 +285,7 @@ class RunRecord:
             stamps={name: doc[name] for name in STAMPS if doc.get(name) is not None},
             swept=int(get("swept") or 0),
             sentinel_check=get(SENTINEL_CHECK) or None,
+            admitted=bool(get("spec")),
         )
 
 
