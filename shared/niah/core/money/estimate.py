@@ -31,6 +31,7 @@ from niah.catalog.models import prompts_fitted
 from niah.catalog.prices import prices_for
 from niah.catalog.tiers import cache_min_tokens
 from niah.core.interfaces import Tokenizer
+from niah.core.money.estimate_batch import partial_job_figures, partial_job_note
 from niah.core.money.estimate_warnings import estimate_warnings
 from niah.core.money.pricing import Cost
 from niah.core.money.tier_prices import CallTokens, price_calls, tier_figures
@@ -345,6 +346,14 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
     cached = sum(c.cached_tokens for c in run.cells)
     prompt_tokens = sum(c.prompt_tokens for c in run.cells)
     both = naive_usd is not None and judge_usd is not None
+    batch_row: dict[str, object] = {
+        "prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)
+    }  # fmt: skip
+    notes = list(run.notes)
+    if spec.is_batch():  # what a job that ends partway adds, beside the batch figure
+        partial = partial_job_figures(spec, run.model_calls(cached=False))
+        batch_row["partial_job"] = partial
+        notes.append(partial_job_note(partial))
     return {
         "model_name": model,
         "task": spec.task,
@@ -376,7 +385,7 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
             if naive.priced and naive.usd
             else None,
         },
-        "batch": {"prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)},
+        "batch": batch_row,
         # The tier the run asks for, the least shared prefix the cache serves, and the
         # model's calls on every tier (niah.catalog.tiers).
         "tier": tier,
@@ -406,7 +415,7 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
         # The most the run can cost: every call naive, the judge's included.
         "cost_usd_at_most": round(naive.usd + judge.usd, 6) if both else None,
         "warnings": run.warnings,
-        "notes": run.notes,
+        "notes": notes,
         "per_cell": [
             {
                 "cell_id": c.cell.cell_id,
