@@ -49,6 +49,7 @@ from niah.core.prompts.texts import (
     split_transcript,
 )
 from niah.core.request.axes import at_variant, haystack_order, variants
+from niah.core.request.cache_primer import primer_pays
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RunRequest
 from niah.settings import get_settings
@@ -151,6 +152,8 @@ def estimate_run(
             for estimate, sample in zip(estimates, samples, strict=True)
         ]
     primer = primer_cell([e.cell for e in estimates if e.prefix_tokens is not None])
+    if primer is not None and not primer_pays(spec, [e.cell for e in estimates], primer):
+        primer = None  # the dispatcher sends none: no prefix reaches the cache's minimum
     if primer is not None:
         minimum = cache_min_tokens(spec.model_name)
         estimates = _with_cache(_same_haystack(spec, estimates, primer), primer, minimum)
