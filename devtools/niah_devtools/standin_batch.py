@@ -13,7 +13,10 @@ its states after ``batch_delay_seconds``. Output lines are as Vertex writes them
 Gemini: ``{"status": "", "processed_time": ..., "request": ..., "response": ...}``,
 a failed line with its error in ``status`` and no response (Vertex AI "Batch inference
 from Cloud Storage", docs.cloud.google.com/vertex-ai/generative-ai/docs/multimodal/
-batch-prediction-from-cloud-storage, read 2026-11-27).
+batch-prediction-from-cloud-storage, read 2026-11-27), written as the one public failed
+line shows it: the HTTP reason phrase, then the error's JSON (``Bad Request: {"error":
+{"code": 400, ...}}``, GoogleCloudPlatform/generative-ai issue 1308, read 2026-12-05;
+the phrases of codes other than 400 are the standard ones, unseen from Google).
 
 Faults, through ``/_standin/config``: ``batch_fail_lines`` (line numbers, from 0, that
 fail with a 429-like status) or ``batch_fail_status`` (a status every line fails with, as
@@ -30,7 +33,11 @@ exported", the page above).
 
 How the request comes back, ``batch_echo``: ``verbatim`` (as sent), ``no_labels``
 (labels dropped: no page says they are echoed), ``reformatted`` (keys in snake case and
-another order, as a re-serialising service might write them), ``none`` (no request),
+another order, as a re-serialising service might write them), ``nulls`` (as Google's
+sample notebook shows an echo: keys sorted, every part carrying ``file_data`` and
+``text``, null where it had none; GoogleCloudPlatform/generative-ai, gemini/
+batch-prediction/intro_batch_prediction.ipynb at 094823bd, read 2026-12-05),
+``none`` (no request),
 ``cut_odd`` (the request's text cut short on every other line, as a service might cut a
 4 MB echo). ``batch_corrupt_lines`` (line number, from 0, to the raw text written in its
 place: a line no reader takes).
@@ -46,6 +53,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 JOBS_PATH = re.compile(
@@ -229,9 +237,18 @@ class BatchJobs:
                 break
             request = json.loads(text)["request"]
             status, reply = (
-                (429, {"error": {"message": "Resource exhausted (stand-in fault)"}})
+                (
+                    429,
+                    {
+                        "error": {
+                            "code": 429,
+                            "message": "Resource exhausted (stand-in fault)",
+                            "status": "RESOURCE_EXHAUSTED",
+                        }
+                    },
+                )
                 if number in fail_lines
-                else (403, {"error": fail_all})
+                else (int(fail_all.get("code") or 403), {"error": fail_all})
                 if fail_all
                 else answer(request, model)
             )
@@ -240,7 +257,7 @@ class BatchJobs:
                 record["response"] = reply
                 succeeded += 1
             else:
-                record["status"] = json.dumps(reply.get("error", reply))
+                record["status"] = _failed_status(status, reply.get("error", reply))
                 failed += 1
             echo = str(config.get("batch_echo") or "verbatim")
             if echo == "cut_odd" and number % 2:
@@ -288,6 +305,11 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
+def _failed_status(code: int, error: dict[str, Any]) -> str:
+    """A failed line's ``status``: ``Bad Request: {"error": {...}}``, as issue 1308 shows."""
+    return f"{HTTPStatus(code).phrase}: {json.dumps({'error': error})}"
+
+
 def _reformatted(value: Any) -> Any:
     """Keys in snake case and reversed order: the same request, written otherwise."""
     if isinstance(value, dict):
@@ -295,6 +317,24 @@ def _reformatted(value: Any) -> Any:
     if isinstance(value, list):
         return [_reformatted(v) for v in value]
     return value
+
+
+def _sorted(value: Any) -> Any:
+    """Keys sorted at every depth."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def _with_nulls(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as Google's sample echoes it: each part with its fields null where unset."""
+    contents = [
+        content | {"parts": [{"file_data": None, "text": None} | part for part in content["parts"]]}
+        for content in request.get("contents", [])
+    ]
+    return _sorted(request | {"contents": contents})
 
 
 def _echoed(record: dict[str, Any], echo: str) -> dict[str, Any]:
@@ -306,6 +346,8 @@ def _echoed(record: dict[str, Any], echo: str) -> dict[str, Any]:
         return record | {"request": {k: v for k, v in request.items() if k != "labels"}}
     if echo == "reformatted":
         return record | {"request": _reformatted(request)}
+    if echo == "nulls":
+        return record | {"request": _with_nulls(request)}
     if echo == "cut":
         contents = [
             content | {"parts": [{"text": part.get("text", "")[:100]} for part in content["parts"]]}

@@ -12,10 +12,10 @@ tool (docs corpus):
   "In general, Priority PayGo is supported on the global, us, and eu endpoints".
 - Flex PayGo: "supported only in select Gemini 3.8 Flash and earlier models. It is not
   supported in newer Gemini models such as Gemini 4 Argon" and "in the global endpoint
-  only"; no stored copy of the page keeps its model list. UNCONFIRMED: the stand-in
-  offers flex on the seven 3.x models issue #52 read from ai.google.dev (the Gemini
-  API's pages, not Vertex's), as the service admits them today; Argon and the other
-  Gemini 4 models are not offered.
+  only"; no stored copy of the page keeps its model list (searched again 2026-12-05).
+  So the stand-in knows no model Vertex serves flex on (``FLEX_MODELS`` is empty) and
+  serves a flex call standard, as for any tier not offered; a test that needs a flex
+  reply sets ``traffic_type`` itself.
 - A model or endpoint not offered the tier: Google's pages do not say what Vertex
   answers (docs/cost.md says so); the stand-in serves it Standard PayGo
   (``trafficType: ON_DEMAND``), which the worker records as served standard and bills so.
@@ -55,18 +55,8 @@ PRIORITY_MODELS = frozenset(
         "gemini-2.5-flash-lite",
     ]
 )
-# UNCONFIRMED on a Vertex page (see above).
-FLEX_MODELS = frozenset(
-    [
-        "gemini-3.8-flash",
-        "gemini-3.7-flash",
-        "gemini-3.6-flash",
-        "gemini-3.5-flash",
-        "gemini-3.5-flash-lite",
-        "gemini-3.1-flash-lite",
-        "gemini-3.1-pro-preview",
-    ]
-)
+# The models a Vertex page names for Flex PayGo: none read (see above).
+FLEX_MODELS: frozenset[str] = frozenset()
 
 TIER_MODELS = {"flex": FLEX_MODELS, "priority": PRIORITY_MODELS}
 TIER_LOCATIONS = {"flex": ("global",), "priority": ("global", "us", "eu")}

@@ -31,7 +31,7 @@ def test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it(stack: Sta
     drain(stack.tap, settle_seconds=0.5)
     store = FirestoreStore()
     started = stack.niah(
-        "run", "--model_name", "gemini-3.8-flash", "--context_lengths", "[1000, 2000]",
+        "run", "--model_name", "gemini-3.8-flash", "--context_lengths", "[2500, 3000]",
         "--document_depth_percents", "[0, 50, 100]", "--seed", "280",
     )  # fmt: skip
     assert started.returncode == 0, started.stderr[-2000:]

@@ -249,22 +249,42 @@ def test_a_delivery_overlapping_a_slow_call_waits_for_it(stack: Stack) -> None:
 def test_a_new_run_sends_its_primer_alone_and_the_rest_once_it_is_answered(
     stack: Stack,
 ) -> None:
-    """Cache-aware dispatch on the stack: the deepest, longest cell goes first."""
+    """Cache-aware dispatch on the stack: the deepest, longest cell goes first.
+
+    Lengths whose prefixes can pass the 2,048 tokens Vertex caches from: a grid whose
+    prefixes cannot gets no primer (``niah.core.request.cache_primer``).
+    """
     standin(stack, latency_seconds=3.0)
     drain(stack.tap, settle_seconds=0.5)
-    body = {**GEMINI, "context_lengths": [1000, 2000], "seed": 144}
+    body = {**GEMINI, "context_lengths": [2500, 3000], "seed": 144}
     response = post(stack, body)
     assert response.json()["published"] == 1
     first = drain(stack.tap, settle_seconds=1.0)  # the primer is still being answered
-    assert [(m["cell_id"], m.get("primer")) for m in first] == [("L00002000-D100000", True)]
+    assert [(m["cell_id"], m.get("primer")) for m in first] == [("L00003000-D100000", True)]
     wait_complete(response.json()["run_id"], timeout=120)
     rest = drain(stack.tap)
     assert len(rest) == 5 and not any(m.get("primer") for m in rest)
     assert {m["cell_id"] for m in rest} | {first[0]["cell_id"]} == {
-        f"L0000{n}000-D{d:06d}" for n in (1, 2) for d in (0, 50_000, 100_000)
+        f"L{n:08d}-D{d:06d}" for n in (2500, 3000) for d in (0, 50_000, 100_000)
     }
     assert model_calls(stack) == 6
     standin(stack)
+
+
+def test_a_grid_whose_prefixes_cannot_reach_the_cache_gets_no_primer(stack: Stack) -> None:
+    """Every cell is published at once where no prefix can reach the cache's minimum.
+
+    1,000- and 2,000-token prompts share at most 2,000 tokens, under the 2,048 Vertex
+    caches from. Before, the primer went alone first and held the grid for its call.
+    """
+    standin(stack)
+    drain(stack.tap, settle_seconds=0.5)
+    response = post(stack, {**GEMINI, "context_lengths": [1000, 2000], "seed": 146})
+    assert response.json()["published"] == 6
+    wait_complete(response.json()["run_id"], timeout=120)
+    published = drain(stack.tap)
+    assert len(published) == 6 and not any(m.get("primer") for m in published)
+    assert model_calls(stack) == 6
 
 
 def test_answers_cut_off_by_thinking_are_truncated_and_status_says_so(stack: Stack) -> None:

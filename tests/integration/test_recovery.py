@@ -157,9 +157,13 @@ def freeze_when(
     options: dict[str, Any] | None = None,
     **script: Any,
 ) -> str:
-    """Post a 3-cell run, freeze Firestore once ``ready(run_id)``, check it recovers."""
+    """Post a 3-cell run, freeze Firestore once ``ready(run_id)``, check it recovers.
+
+    2,500 tokens: long enough for a primer (its prefixes can pass the 2,048 Vertex
+    caches from), so the freeze meets the primer's delivery and its release.
+    """
     standin(stack, **script)
-    body = {**GEMINI, "context_lengths": [1000], "seed": seed, **(options or {})}
+    body = {**GEMINI, "context_lengths": [2500], "seed": seed, **(options or {})}
     run_id = str(post(stack, body).json()["run_id"])
     wait_for(lambda: ready(run_id), timeout=60, what=f"the moment to freeze at {point}")
     thawed = frozen_firestore(stack, FREEZE_SECONDS)

@@ -68,3 +68,39 @@ def test_niah_run_batch_is_execution_batch_and_the_estimate_shows_batch() -> Non
 
     figures = estimate_figures(GEMINI | {"context_lengths": [1000, 5000]})
     assert figures["batch"]["cost_usd"] == pytest.approx(figures["naive"]["cost_usd"] / 2, abs=1e-6)
+
+
+def test_a_batch_estimate_says_what_a_job_that_ends_partway_costs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Unwritten lines: not billed, not bought online; failed lines: online, capped a job.
+
+    The figure is the cap's costliest calls at the online rate: with a cap of 2 of these
+    4 cells, the two 100,000-token ones, each at twice its batch price.
+    """
+    from niah.cli.estimate import estimate_figures, format_estimate
+    from niah.core.money.tier_prices import CallTokens, price_calls
+    from niah.settings import get_settings
+
+    monkeypatch.setenv("NIAH_BATCH_ONLINE_FALLBACK_MAX", "2")
+    get_settings.cache_clear()
+    try:
+        request = GEMINI | {"execution": "batch", "context_lengths": [5000, 100_000],
+                            "document_depth_percents": [0, 50]}  # fmt: skip
+        figures = estimate_figures(request)
+        online = estimate_figures(request | {"execution": None})
+    finally:
+        get_settings.cache_clear()
+    partial = figures["batch"]["partial_job"]
+    assert partial["online_fallback_lines_per_job"] == 2
+    longest = [c for c in figures["per_cell"] if c["prompt_tokens"] > 90_000]
+    assert len(longest) == 2 and len(figures["per_cell"]) == 4
+    calls = [CallTokens(c["prompt_tokens"], 0, c["max_output_tokens"]) for c in longest]
+    online_usd = price_calls("gemini-3.1-pro-preview", calls).usd
+    assert online_usd == pytest.approx(2 * price_calls("gemini-3.1-pro-preview", calls,
+                                                       batch=True).usd)  # fmt: skip
+    assert partial["online_fallback_usd_per_job_at_most"] == pytest.approx(online_usd, abs=1e-6)
+    assert "partial_job" not in online["batch"]  # an online run has no batch job
+    text = format_estimate(figures)
+    assert "lines it never wrote are not bought online" in text
+    assert f"at most ${online_usd:.4f} a job above the batch figure" in text

@@ -25,6 +25,7 @@ from niah.settings import get_settings
 from niah_devtools.standin import StandinState
 from tests.fakes import MemoryBlobs
 from tests.unit.test_batch_runs import BODY, drain, ingest_started, poll_until_done, world
+from tests.unit.test_google_recorded import RECORDED
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 
@@ -49,7 +50,7 @@ def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch
     get_settings.cache_clear()
 
 
-@pytest.mark.parametrize("echo", ["no_labels", "reformatted"])
+@pytest.mark.parametrize("echo", ["no_labels", "reformatted", "nulls"])
 def test_every_cell_is_stored_from_batch_output_however_the_request_is_echoed(
     standin: tuple[str, StandinState],  # noqa: F811
     essay_blobs: MemoryBlobs,
@@ -151,7 +152,7 @@ def test_a_reason_that_fails_most_lines_stops_the_online_fallback(
     assert online_cells(w) == []  # the grid was not bought online
     cells = w["store"].list_cells(w["run_id"])
     assert len(cells) == 6 and {c["status"] for c in cells} == {"failed"}
-    assert "403: service agent lacks access" in cells[0]["error"]["message"]
+    assert "PERMISSION_DENIED (403): service agent lacks access" in cells[0]["error"]["message"]
     assert "6 of 6 lines" in run["batch_stopped"]
 
 
@@ -328,6 +329,29 @@ def test_a_reason_that_fails_every_line_of_a_small_job_is_systemic(
     w = world(standin, essay_blobs, body, batch_delay_seconds=0.1, batch_fail_status=denied)
     run = run_to_end(w)
     assert online_cells(w) == [] and "2 of 2 lines" in run["batch_stopped"]
+
+
+def test_the_service_agent_failure_google_wrote_stops_the_job_with_its_own_reason(
+    standin: tuple[str, StandinState],  # noqa: F811
+    essay_blobs: MemoryBlobs,
+) -> None:
+    """Every line failing as issue 1308's did: one systemic reason, Google's message.
+
+    The stand-in writes each line's status as that recording's (``Bad Request: {...}``,
+    pinned by ``test_google_recorded``); the run stops naming FAILED_PRECONDITION and the
+    message, not the HTTP phrase, and buys nothing online.
+    """
+    recorded = RECORDED / "batch_line_failed.json"
+    status = json.loads(recorded.read_text())["line"]["status"]
+    error = json.loads(status.partition(": ")[2])["error"]
+    body = BODY | {"context_lengths": [400], "document_depth_percents": [0, 100]}
+    w = world(standin, essay_blobs, body, batch_delay_seconds=0.1, batch_fail_status=error)
+    run = run_to_end(w)
+    assert online_cells(w) == []
+    stopped = run["batch_stopped"]
+    assert "2 of 2 lines" in stopped and "(FAILED_PRECONDITION (400): Service agents are" in stopped
+    cells = w["store"].list_cells(w["run_id"])
+    assert {c["error"]["kind"] for c in cells} == {"batch_job"} and len(cells) == 2
 
 
 def test_answered_lines_that_match_no_cell_stop_the_online_fallback_and_are_costed(

@@ -21,10 +21,10 @@ def test_the_standin_spells_googles_header_and_minimums_itself() -> None:
 
 
 def test_a_tier_asked_where_google_does_not_offer_it_is_served_standard() -> None:
-    assert traffic_type_for({}, "flex", "gemini-3.8-flash", "global") == "ON_DEMAND_FLEX"
-    # Flex PayGo: "not supported in newer Gemini models such as Gemini 4 Argon".
+    # Flex PayGo: no Vertex page read names a model for it (standin_tiers), and "not
+    # supported in newer Gemini models such as Gemini 4 Argon".
+    assert traffic_type_for({}, "flex", "gemini-3.8-flash", "global") == "ON_DEMAND"
     assert traffic_type_for({}, "flex", "gemini-4-argon", "global") == "ON_DEMAND"
-    assert traffic_type_for({}, "flex", "gemini-3.8-flash", "us") == "ON_DEMAND"
     assert traffic_type_for({}, "priority", "gemini-4-neon", "eu") == "ON_DEMAND_PRIORITY"
     assert traffic_type_for({}, "priority", "gemini-4-argon", "us-central1") == "ON_DEMAND"
     assert traffic_type_for({}, "priority", "gemma-3-270m-local", "global") == "ON_DEMAND"

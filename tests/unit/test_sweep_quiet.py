@@ -19,10 +19,11 @@ from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher
 
-# A Gemini model: its runs are dispatched cache-aware, the primer first.
+# A Gemini model: its runs are dispatched cache-aware, the primer first (the 2,500-token
+# cell at depth 100 shares more than the 2,048 tokens the cache serves).
 GRID = {
     "model_name": "gemini-3.8-flash",
-    "context_lengths": [1000, 2000],
+    "context_lengths": [2500, 3000],
     "document_depth_percents": [0, 100],
 }
 

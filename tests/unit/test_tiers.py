@@ -2,9 +2,10 @@
 
 Google's facts are in ``niah.catalog.tiers`` with their pages; these tests hold the
 service to them: Argon caches no prefix under 6,144 tokens and bills a cached token at
-5 % of input, Flex PayGo is half the standard rate where Google offers it and refused
-with the reason where it does not (Argon), the tier reaches Vertex as the header its
-pages name, and a cell records the tier the reply says it was served on.
+5 % of input, Priority PayGo is offered on the models its page names, Flex PayGo on none
+(no Vertex page read names one: refused with that reason, and Argon with its own), the
+tier reaches Vertex as the header its pages name, and a cell records the tier the reply
+says it was served on.
 """
 
 from __future__ import annotations
@@ -82,23 +83,30 @@ def test_argon_prices_a_cached_read_at_gemini_4s_rate(argon: dict[str, Any]) -> 
     assert argon["cache_aware"]["cost_usd"] < argon["naive"]["cost_usd"]
 
 
-def test_flex_is_half_the_standard_rate_priority_1_8x_and_batch_beside_them(
+def test_priority_is_1_8x_the_standard_rate_flex_refused_and_batch_beside_them(
     flash: dict[str, Any],
 ) -> None:
-    flex = estimate("--model_name", "gemini-3.8-flash", "--tier", "flex")
-    assert flex["tier"] == "flex" and flash["tier"] == "standard"
-    # Nothing cached in the naive figure: every token at exactly half the rate.
-    assert flex["naive"]["cost_usd"] == pytest.approx(flash["naive"]["cost_usd"] / 2, abs=2e-6)
+    from niah.catalog.tiers import FLEX_UNNAMED
+
+    priority = estimate("--model_name", "gemini-3.8-flash", "--tier", "priority")
+    assert priority["tier"] == "priority" and flash["tier"] == "standard"
+    # Nothing cached in the naive figure: every token at exactly 1.8 times the rate.
+    naive = flash["naive"]["cost_usd"]
+    assert priority["naive"]["cost_usd"] == pytest.approx(1.8 * naive, abs=2e-6)
     tiers = flash["tiers"]
-    assert tiers["flex"]["naive_usd"] == flex["naive"]["cost_usd"]
-    assert tiers["priority"]["naive_usd"] == pytest.approx(
-        1.8 * tiers["standard"]["naive_usd"], abs=2e-6
-    )
+    assert tiers["priority"]["naive_usd"] == priority["naive"]["cost_usd"]
     assert tiers["standard"]["cache_aware_usd"] == flash["cache_aware"]["cost_usd"]
     assert tiers["batch"]["naive_usd"] == flash["batch"]["cost_usd"]
-    # The hold prices the chosen tier: Flex's is half the standard's.
-    assert flex["held_usd"] == pytest.approx(flash["held_usd"] / 2, rel=1e-5)
-    assert flex["held_usd"] < flash["held_usd"]
+    # No Vertex page names 3.8 Flash for Flex PayGo: its row gives the reason, no price.
+    assert tiers["flex"] == {
+        "offered": False,
+        "reason": f"{FLEX_UNNAMED} (tiers of gemini-3.8-flash here: standard, priority)",
+    }
+    refused = niah("run", *GRID, "--model_name", "gemini-3.8-flash", "--tier", "flex",
+                   "--estimate")  # fmt: skip
+    assert refused.returncode == 2 and "names none in any copy read" in refused.stderr
+    # The hold prices the chosen tier: Priority's is 1.8 times the standard's.
+    assert priority["held_usd"] == pytest.approx(1.8 * flash["held_usd"], rel=1e-5)
 
 
 def test_flex_on_argon_is_refused_with_the_reason_and_its_estimate_says_why(
@@ -110,6 +118,7 @@ def test_flex_on_argon_is_refused_with_the_reason_and_its_estimate_says_why(
     assert "standard or priority" in refused.stderr  # the fix
     flex = argon["tiers"]["flex"]
     assert flex["offered"] is False and "gemini-4-argon" in flex["reason"]
+    assert "not supported in newer Gemini models such as Gemini 4 Argon" in flex["reason"]
     assert argon["tiers"]["priority"]["offered"] is True
     text = niah("run", *GRID, "--model_name", "gemini-4-argon", "--estimate")
     assert "flex: not offered: Google's Flex PayGo page" in text.stdout
@@ -132,7 +141,7 @@ def test_a_tier_is_refused_off_the_global_endpoint_in_batch_and_for_other_provid
         message = refusal(model_name="gemini-3.8-flash", tier="priority")
         assert "tier: priority refused" in message and "global, us, eu endpoints" in message
         message = refusal(model_name="gemini-3.8-flash", tier="flex")
-        assert "tier: flex refused" in message and "global endpoint only" in message
+        assert "tier: flex refused" in message and "names none" in message
     finally:
         monkeypatch.undo()
         get_settings.cache_clear()
@@ -142,8 +151,8 @@ def test_a_tier_is_refused_off_the_global_endpoint_in_batch_and_for_other_provid
     # standard spelt out names the same run as leaving it out
     plain = RunRequest.model_validate({"model_name": "gemini-3.8-flash"})
     spelt = RunRequest.model_validate({"model_name": "gemini-3.8-flash", "tier": "standard"})
-    flex = RunRequest.model_validate({"model_name": "gemini-3.8-flash", "tier": "flex"})
-    assert plain.run_id() == spelt.run_id() != flex.run_id()
+    priority = RunRequest.model_validate({"model_name": "gemini-3.8-flash", "tier": "priority"})
+    assert plain.run_id() == spelt.run_id() != priority.run_id()
 
 
 def usage_cost(cell: dict[str, Any], tier: Tier) -> float:
@@ -167,35 +176,35 @@ def test_a_cell_records_the_tier_it_was_served_on_and_asks_for_it_as_google_docu
 ) -> None:
     url, _ = standin
     store, run_id, outcome = run_one_gemini_cell(
-        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="flex"
+        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="priority"
     )
     assert outcome == "answered"
     [cell] = store.list_cells(run_id)
     sent = requests.get(f"{url}/_standin/requests", timeout=5).json()["requests"]
     calls = [r for r in sent if r["kind"] == "generate"]
-    # The header Google's Flex PayGo page names, and no body field it does not.
-    assert [r["shared_request_type"] for r in calls] == ["flex"]
+    # The header Google's Priority PayGo page names, and no body field it does not.
+    assert [r["shared_request_type"] for r in calls] == ["priority"]
     assert "serviceTier" not in calls[0]["body"]
     assert cell["service_tier"] == {
-        "asked": "flex",
-        "served": "flex",
-        "traffic_type": "ON_DEMAND_FLEX",
-        "billed_as": "flex",
+        "asked": "priority",
+        "served": "priority",
+        "traffic_type": "ON_DEMAND_PRIORITY",
+        "billed_as": "priority",
         "source": "usageMetadata.trafficType",
     }
-    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "flex"), abs=1e-8)
+    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "priority"), abs=1e-8)
     assert cell["usage"]["cached_content_token_count"] in (None, 0)  # nothing cached:
-    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "standard") / 2, abs=1e-8)
+    assert cell["cost_usd"] == pytest.approx(usage_cost(cell, "standard") * 1.8, abs=1e-8)
 
 
 def test_a_reply_on_another_tier_or_none_is_recorded_as_such(
     standin: tuple[str, Any], essay_blobs: Any
 ) -> None:
     url, _ = standin
-    # Served standard though flex was asked (Google names ON_DEMAND): priced standard.
+    # Served standard though priority was asked (Google names ON_DEMAND): priced standard.
     configure(url, traffic_type="ON_DEMAND")
     store, run_id, _ = run_one_gemini_cell(
-        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="flex"
+        essay_blobs, model_name="gemini-3.8-flash", allow_retired=False, tier="priority"
     )
     [cell] = store.list_cells(run_id)
     assert (cell["service_tier"]["served"], cell["service_tier"]["billed_as"]) == (
@@ -237,7 +246,8 @@ def test_niah_models_lists_each_models_tiers_and_cache_minimum() -> None:
     rows = {row["model"]: row for row in model_rows()}
     assert rows["gemini-4-argon"]["tiers"] == ["standard", "priority"]
     assert rows["gemini-4-argon"]["cache_min_tokens"] == 6_144
-    assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "flex", "priority"]
+    assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "priority"]  # no flex: FLEX
+    assert not any("flex" in row["tiers"] for row in rows.values())
     assert rows["gemini-3.8-flash"]["cache_min_tokens"] == 2_048
 
 
@@ -286,8 +296,31 @@ def test_priority_is_offered_on_every_model_and_endpoint_the_english_page_names(
     # Not on the page: refused, naming the page.
     refusal = tier_refusal("gemini-3-pro-preview", "priority", "global")
     assert refusal and "Priority PayGo page does not list gemini-3-pro-preview" in refusal
-    # Flex stays global only (its page: "doesn't support regional or multi-regional").
-    assert "global endpoint only" in (tier_refusal("gemini-3.8-flash", "flex", "us") or "")
+
+
+def test_flex_is_offered_on_no_model_until_a_vertex_page_names_one() -> None:
+    """Google's Vertex Flex PayGo page names no model in any copy read (2026-12-05).
+
+    Before, seven 3.x models were offered flex from the Gemini API's pages
+    (ai.google.dev), which are not Vertex's: a run could ask Vertex for a tier Google
+    never said it serves there. Each refusal gives its reason.
+    """
+    from niah.catalog.models import CATALOG
+    from niah.catalog.tiers import (
+        FLEX_MODELS,
+        FLEX_NEWER,
+        FLEX_UNNAMED,
+        offered_tiers,
+        tier_refusal,
+    )
+
+    assert FLEX_MODELS == ()
+    for info in CATALOG.values():
+        assert "flex" not in offered_tiers(info.name), info.name
+        refusal = tier_refusal(info.name, "flex", "global") or ""
+        reason = FLEX_NEWER if info.name.startswith("gemini-4") else FLEX_UNNAMED
+        assert refusal.startswith(reason), info.name
+    assert "select Gemini 3.8 Flash and earlier models" in FLEX_UNNAMED
 
 
 def test_the_estimate_marks_the_row_the_run_pays_and_offers_only_the_models_tiers() -> None:
@@ -299,9 +332,7 @@ def test_the_estimate_marks_the_row_the_run_pays_and_offers_only_the_models_tier
     assert estimate(*args, "--batch")["tier_row"] == "batch"
     assert estimate(*args)["tier_row"] == "standard"
     online = niah("run", *GRID, *args, "--estimate").stdout
-    assert "(--tier standard, flex or priority)" in online
+    assert "(--tier standard or priority)" in online  # no flex: FLEX
     assert [ln.strip()[:8] for ln in online.splitlines() if "(this run)" in ln] == ["standard"]
-    # Argon is refused flex below, so its hint does not offer it.
     argon_text = niah("run", *GRID, "--model_name", "gemini-4-argon", "--estimate").stdout
     assert "(--tier standard or priority)" in argon_text
-    assert "standard, flex or priority" not in argon_text

@@ -11,9 +11,14 @@ copies of its pages (Vertex AI is now named "Gemini Enterprise Agent Platform"):
   compared to Standard PayGo"; "support Flex PayGo in the global endpoint only. Flex
   PayGo doesn't support regional or multi-regional endpoints"; "you must include the
   X-Vertex-AI-LLM-Shared-Request-Type header", "X-Vertex-AI-LLM-Shared-Request-Type:
-  flex". Its model list is cut from the stored copies; the issue's reading of it (#52)
-  is Gemini 3.8 Flash and earlier, not Gemini 4 Argon, and ai.google.dev's model pages
-  list "Flex inference: supported" for the 3.x Flash models.
+  flex". Which models: the page's own source (.../models/flex-paygo.md.txt, read
+  2026-12-05) says only "Flex PayGo is supported only in select Gemini 3.8 Flash and
+  earlier models. It is not supported in newer Gemini models such as Gemini 4 Argon",
+  and its "Supported models" list is cut from every stored copy (English, Spanish,
+  Chinese, Hebrew, German; searched 2026-12-05). No Vertex page read names one model,
+  so flex is offered on none (``FLEX_MODELS``) and refused with that reason
+  (``FLEX_UNNAMED``, ``FLEX_NEWER``). ai.google.dev's model pages list "Flex inference:
+  supported" for the 3.x Flash models, but that is the Gemini API's tier, not Vertex's.
 - PRIORITY: .../models/priority-paygo: "charged per token usage at a higher rate than
   Standard PayGo"; the same header with "priority". Its model list and locations come
   from Google's English page, docs.cloud.google.com/vertex-ai/generative-ai/docs/
@@ -68,14 +73,19 @@ TRAFFIC_TYPES: dict[str, Tier] = {
 }
 TIER_TRAFFIC_TYPE: dict[Tier, str] = {tier: name for name, tier in TRAFFIC_TYPES.items()}
 
-_GEMINI_3_FLEX = (
-    "gemini-3.8-flash",
-    "gemini-3.7-flash",
-    "gemini-3.6-flash",
-    "gemini-3.5-flash",
-    "gemini-3.5-flash-lite",
-    "gemini-3.1-flash-lite",
-    "gemini-3.1-pro-preview",
+# FLEX's models as a Vertex page names them, with where and when: none (see FLEX).
+# A model goes here only with the page that names it beside it.
+FLEX_MODELS: tuple[str, ...] = ()
+# Why flex is refused on a model no Vertex page names, and on Gemini 4 (FLEX).
+FLEX_UNNAMED = (
+    'Google\'s Flex PayGo page offers it on "select Gemini 3.8 Flash and earlier models" '
+    "and names none in any copy read (docs.cloud.google.com/gemini-enterprise-agent-"
+    "platform/models/flex-paygo, 2026-12-05), so no model is offered flex here"
+)
+FLEX_NEWER = (
+    "Google's Flex PayGo page: \"It is not supported in newer Gemini models such as "
+    'Gemini 4 Argon" (docs.cloud.google.com/gemini-enterprise-agent-platform/models/'
+    "flex-paygo, read 2026-12-05)"
 )
 # PRIORITY's list, in the English page's order (read 2026-12-04).
 PRIORITY_MODELS: tuple[str, ...] = (
@@ -103,12 +113,12 @@ PRIORITY_MODELS: tuple[str, ...] = (
     "gemini-2.5-flash",
     "gemini-2.5-flash-lite",
 )
-_TIER_MODELS: dict[Tier, tuple[str, ...]] = {"flex": _GEMINI_3_FLEX, "priority": PRIORITY_MODELS}
+_TIER_MODELS: dict[Tier, tuple[str, ...]] = {"flex": FLEX_MODELS, "priority": PRIORITY_MODELS}
 # The tiers besides standard each model is offered on (FLEX, PRIORITY); a model not
 # listed is offered standard only.
 TIER_OFFERS: dict[str, frozenset[Tier]] = {
     name: frozenset(tier for tier, listed in _TIER_MODELS.items() if name in listed)
-    for name in (*PRIORITY_MODELS, *_GEMINI_3_FLEX)
+    for name in (*PRIORITY_MODELS, *FLEX_MODELS)
 }
 
 # Vertex's implicit cache serves a shared prefix from this many tokens (CACHE, read
@@ -140,6 +150,10 @@ def tier_refusal(model_name: str, tier: Tier, location: str) -> str | None:
     page = "Flex PayGo" if tier == "flex" else "Priority PayGo"
     if tier not in offered_tiers(model_name):
         offered = ", ".join(offered_tiers(model_name))
+        if tier == "flex":
+            name = known.name if (known := find_model(model_name)) else model_name
+            why = FLEX_NEWER if name.startswith("gemini-4") else FLEX_UNNAMED
+            return f"{why} (tiers of {model_name} here: {offered})"
         return f"Google's {page} page does not list {model_name} (its tiers here: {offered})"
     if location not in TIER_LOCATIONS[tier]:
         where = ", ".join(TIER_LOCATIONS[tier])

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from niah.errors import ConfigurationError
+
 GEMMA3 = "gemma3"
 GEMMA4 = "gemma4"
 SDK_SOURCE = "google-genai 2.34.0 _local_tokenizer_loader.py, read 2026-12-04"
@@ -73,3 +75,20 @@ def prompt_length_kind(tokenizer_family: str | None) -> PromptLength:
 def tokenizer_text(tokenizer_family: str | None) -> str:
     """A model's tokenizer in a few words, for tables and reports."""
     return tokenizer_family or "not published (the SDK maps none)"
+
+
+# The one tokenizer the service holds, and where its file is (``tokenizer_object``).
+GEMMA3_TOKENIZER = GEMMA3
+# The Gemma 3 SentencePiece model (5.2 MB, no weights), rebuilt from the GGUF's vocabulary
+# by ``niah.models.gemma_assets``: deploy (Terraform) and the local stack store it in the
+# bucket under a name made from this checksum, and the worker loads it from there and
+# checks it. tests/unit/test_tokenizer.py rebuilds it and pins the checksum.
+GEMMA3_TOKENIZER_SHA256 = "013b73e7c2fe877ea69fd53c907a3126db6270eab2d488036a748a4e7de02f89"
+TOKENIZER_SHA256 = {GEMMA3_TOKENIZER: GEMMA3_TOKENIZER_SHA256}
+
+
+def tokenizer_object(name: str) -> str:
+    """The bucket object holding tokenizer ``name``: content-addressed, never overwritten."""
+    if name not in TOKENIZER_SHA256:
+        raise ConfigurationError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZER_SHA256)}")
+    return f"tokenizers/{name}-{TOKENIZER_SHA256[name][:16]}.model"

@@ -57,7 +57,13 @@ def format_estimate(figures: dict[str, Any]) -> str:
         else ""
     )
     primer = aware["primer_cell_id"]
-    first = f"primer {primer} first" if primer else "one cell, no primer"
+    first = (
+        f"primer {primer} first"
+        if primer
+        else "one cell, no primer"
+        if figures["cells"] == 1
+        else f"no primer: no shared prefix reaches {figures['cache_min_tokens']:,} tokens"
+    )
     lines.append(
         f"model calls, cache-aware ({first}; "
         f"{count(aware['cached_tokens'], 'cached token')} in "

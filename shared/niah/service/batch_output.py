@@ -135,7 +135,7 @@ class OutputReader:
             return
         digest = request_digest(record.get("request"))
         group = self._group(record, digest)
-        answered = not record.get("status") and isinstance(record.get("response"), dict)
+        answered = line_answered(record)
         if not group:
             self.seen["unmatched"] += 1
             if answered:  # billed by Google, and answered no cell of ours
@@ -241,15 +241,43 @@ def reason_key(reason: str) -> str:
     return re.sub(r"\d+", "#", reason)
 
 
+# A failed line's reason is kept to this many characters: Google's message of a service
+# agent still being made (issue 1308 below) runs to 249 with its name and code.
+REASON_CHARS = 300
+
+# Vertex writes a failed line's ``status`` as an HTTP reason phrase before the error's
+# JSON: ``Bad Request: {"error": {"code": 400, "message": "Service agents are being
+# provisioned ...", "status": "FAILED_PRECONDITION"}}`` (GoogleCloudPlatform/
+# generative-ai issue 1308, read 2026-12-05; tests/data/google_recorded).
+_PHRASED_ERROR = re.compile(r"^[A-Z][A-Za-z '-]*:\s*(\{.*\})\s*$", re.DOTALL)
+
+
+def line_answered(record: dict[str, Any]) -> bool:
+    """Whether an output line holds an answer: no status, and a response object."""
+    return not record.get("status") and isinstance(record.get("response"), dict)
+
+
 def line_reason(status: Any) -> str:
-    """A failed line's reason: its status code and message, as Google wrote them."""
+    """A failed line's reason: its error's status, code and message, as Google wrote them.
+
+    The error inside a status written as ``Bad Request: {"error": {...}}`` is unwrapped:
+    the phrase is the HTTP code's (many reasons share a 400), the inner ``status``
+    (``FAILED_PRECONDITION``) and message are what tell one reason from another.
+    """
     if isinstance(status, str):
+        text = status.strip()
+        phrased = _PHRASED_ERROR.match(text)
         try:
-            status = json.loads(status)
+            status = json.loads(phrased.group(1) if phrased else text)
         except ValueError:
-            return status.strip()[:200] or "failed without a status"
+            status = None
+        if not isinstance(status, dict):
+            return text[:REASON_CHARS] or "failed without a status"
     if isinstance(status, dict):
-        code = status.get("code") or status.get("status") or ""
-        message = str(status.get("message") or "").strip()
-        return f"{code}: {message}"[:200].strip(": ") or "failed without a status"
-    return str(status)[:200] if status else "no response and no status"
+        inner = status.get("error")
+        error = inner if isinstance(inner, dict) else status
+        name, code = error.get("status") or "", error.get("code") or ""
+        head = f"{name} ({code})" if name and code else str(name or code)
+        message = str(error.get("message") or "").strip()
+        return f"{head}: {message}"[:REASON_CHARS].strip(": ") or "failed without a status"
+    return str(status)[:REASON_CHARS] if status else "no response and no status"

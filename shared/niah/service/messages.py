@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from niah.core.request.cache_primer import primer_pays
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
 from niah.core.results.certify_run import certify_cells, stored_samples
@@ -165,7 +166,8 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     the longest prefix, and every other cell's prefix is a prefix of its. Sent first,
     it fills Vertex's implicit cache; the worker that stores it publishes the rest
     (``missing_cells.release_after_primer``), whose prefixes then hit the cache. Runs of published
-    MRCR samples share no haystack, and one-cell runs have nothing to gain.
+    MRCR samples share no haystack, one-cell runs have nothing to gain, and a grid whose
+    prefixes cannot reach the model's minimum cached prefix none either (``primer_pays``).
     """
     if (
         get_settings().dispatch_order != "cache_aware"
@@ -176,8 +178,8 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
         return None
     cells = spec.cells()  # in the order of cell_messages' (published rows have no primer)
     first = primer_cell(cells)
-    if first is None:
-        return None
+    if first is None or not primer_pays(spec, cells, first):
+        return None  # no prefix the cache would serve: nothing to hold the grid for
     return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
 
 

@@ -1,6 +1,8 @@
 """What a run will cost before it runs: prompt tokens per cell, caching, the judge, budgets.
 
-Every figure is per call, from what the worker would send:
+Every figure is per call, from what the worker would send (each cell's call is
+``niah.core.money.estimate_cells``'s; the warnings and notes beside the figures
+``estimate_warnings``'; a batch job that ends partway ``estimate_batch``'s):
 
 - **Prompt tokens.** A generated sample's prompt is built to exactly ``context_length -
   final_context_length_buffer`` tokens of our tokenizer (``niah.core.prompts.prompt_builder``
@@ -11,8 +13,9 @@ Every figure is per call, from what the worker would send:
   count. The long-context tier is decided on each cell's own count.
 - **Naive**: nothing cached. **Cache-aware**: the dispatcher's primer first, then the
   rest, each sharing with it the template's head and the haystack before its first
-  insertion; that prefix is billed at the cached rate when it reaches
-  ``IMPLICIT_CACHE_MIN_TOKENS`` (the benchmark's stand-in uses the same model).
+  insertion; that prefix is billed at the cached rate when it reaches the model's
+  minimum (``niah.catalog.tiers.cache_min_tokens``; the benchmark's stand-in uses the
+  same), and no primer is counted where no prefix can (``cache_primer.primer_pays``).
 - **The judge**: one call per cell, its prompt bounded by bytes (every byte of UTF-8
   text is at most one Gemma 3 token) plus the answer's room, its output by its budget.
 
@@ -24,70 +27,33 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, field
 
-from niah.catalog.models import prompts_fitted
 from niah.catalog.prices import prices_for
 from niah.catalog.tiers import cache_min_tokens
 from niah.core.interfaces import Tokenizer
-from niah.core.money.estimate_warnings import estimate_warnings
+from niah.core.money.estimate_batch import partial_job_figures, partial_job_note
+from niah.core.money.estimate_cells import TURN_ALLOWANCE as TURN_ALLOWANCE
+from niah.core.money.estimate_cells import (
+    CellEstimate,
+    cell_estimate,
+    same_haystack,
+    with_cache,
+    with_judge_prompt,
+)
+from niah.core.money.estimate_warnings import estimate_notes, estimate_warnings
 from niah.core.money.pricing import Cost
-from niah.core.money.tier_prices import CallTokens, price_calls, tier_figures
-from niah.core.prompts.answer_budget import (
-    CallBudget,
-    call_budget,
-    least_thinking_budget,
-)
+from niah.core.money.tier_prices import CallTokens as CallTokens
+from niah.core.money.tier_prices import price_calls as price_calls
+from niah.core.money.tier_prices import tier_figures
+from niah.core.prompts.answer_budget import CallBudget, call_budget, least_thinking_budget
 from niah.core.prompts.sample import Sample
-from niah.core.prompts.texts import (
-    CONTEXT_MARK,
-    JUDGE_MAX_OUTPUT_TOKENS,
-    judge_prompt,
-    render,
-    split_transcript,
-)
-from niah.core.request.axes import at_variant, haystack_order, variants
+from niah.core.prompts.texts import JUDGE_MAX_OUTPUT_TOKENS
+from niah.core.request.axes import variants
+from niah.core.request.cache_primer import primer_pays
 from niah.core.request.grid import Cell, primer_cell
 from niah.core.request.spec import RunRequest
 from niah.settings import get_settings
-
-# Tokens a turn may add when a transcript is sent as turns: Gemma's chat template wraps
-# each in <start_of_turn>, the role, a newline, <end_of_turn> and a newline, while the
-# "User: " / "Assistant: " marks and blank lines between them are dropped. An allowance.
-TURN_ALLOWANCE = 5
-
-# "exact": built to its length in the model's own tokenizer. Where the service does not
-# hold it (niah.catalog.prompts_fitted): "fitted", a haystack prompt fitted per cell to
-# Vertex's countTokens; "ratio", a batch line's, built at the run's measured ratio, not
-# fitted per cell; "local_count", a prompt the task generates, built to its length in
-# Gemma 3 and not fitted (docs/context-building.md, "Which models are exact").
-PromptBasis = Literal["exact", "fitted", "ratio", "local_count", "turns_allowance", "published"]
-
-
-def _length_basis(spec: RunRequest, *, haystack: bool) -> PromptBasis:
-    """How a prompt's length is known, as the worker builds it for this run."""
-    if not prompts_fitted(spec.model_name, spec.provider()):
-        return "exact"
-    if not haystack:
-        return "local_count"
-    return "ratio" if spec.is_batch() else "fitted"
-
-
-@dataclass(frozen=True)
-class CellEstimate:
-    """One cell's call: its prompt tokens and how known, its cached prefix, its budget."""
-
-    cell: Cell
-    prompt_tokens: int
-    basis: PromptBasis
-    # Template head + haystack before the first insertion (None: no shared haystack).
-    prefix_tokens: int | None
-    head: str | None
-    max_output_tokens: int
-    answer_tokens: int
-    cached_tokens: int = 0
-    judge_prompt_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,18 +107,20 @@ def estimate_run(
         else None
     )
     estimates = [
-        _cell_estimate(spec, cell, sample, default_template, tokenizer, sentence_start)
+        cell_estimate(spec, cell, sample, default_template, tokenizer, sentence_start)
         for cell, sample in zip(cells, samples, strict=True)
     ]
     if judge_budget is not None:
         estimates = [
-            _with_judge_prompt(estimate, sample)
+            with_judge_prompt(estimate, sample)
             for estimate, sample in zip(estimates, samples, strict=True)
         ]
     primer = primer_cell([e.cell for e in estimates if e.prefix_tokens is not None])
+    if primer is not None and not primer_pays(spec, [e.cell for e in estimates], primer):
+        primer = None  # the dispatcher sends none: no prefix reaches the cache's minimum
     if primer is not None:
         minimum = cache_min_tokens(spec.model_name)
-        estimates = _with_cache(_same_haystack(spec, estimates, primer), primer, minimum)
+        estimates = with_cache(same_haystack(spec, estimates, primer), primer, minimum)
     run = RunEstimate(
         spec,
         estimates,
@@ -161,163 +129,8 @@ def estimate_run(
         judge_budget,
     )
     run.warnings.extend(estimate_warnings(spec, budget))
-    run.notes.extend(_notes(estimates, tokenizer, sentence_start))
+    run.notes.extend(estimate_notes(estimates, tokenizer, sentence_start))
     return run
-
-
-def _same_haystack(
-    spec: RunRequest, estimates: list[CellEstimate], primer: Cell
-) -> list[CellEstimate]:
-    """Only cells cut from the primer's haystack order share its prefix.
-
-    A shuffled cell beside a coherent primer (or the reverse) shares the template's head
-    and the corpus's first sentence at most: no cache is counted for it.
-    """
-    order = haystack_order(at_variant(spec, primer.variant))
-    return [
-        e
-        if haystack_order(at_variant(spec, e.cell.variant)) == order
-        else replace(e, prefix_tokens=None)
-        for e in estimates
-    ]
-
-
-def _cell_estimate(
-    spec: RunRequest,
-    cell: Cell,
-    sample: Sample,
-    default_template: str,
-    tokenizer: Tokenizer | None,
-    sentence_start: Callable[[int], int] | None,
-) -> CellEstimate:
-    """One cell's call as the worker would make it."""
-    cell_budget = call_budget(spec, sample.answer_tokens)
-    if sample.prompt is not None:  # a published row: sent whole, Google's count
-        return CellEstimate(
-            cell,
-            sample.prompt_tokens or 0,
-            "published",
-            None,
-            None,
-            cell_budget.max_output_tokens,
-            cell_budget.answer_tokens,
-        )
-    if sample.context_maker is not None:  # a list made per cell: no prefix is shared
-        return CellEstimate(
-            cell,
-            cell.context_length - spec.final_context_length_buffer,
-            _length_basis(spec, haystack=False),
-            None,
-            None,
-            cell_budget.max_output_tokens,
-            cell_budget.answer_tokens,
-        )
-    template = sample.template or spec.prompt_template or default_template
-    head, tail = render(
-        template, context=CONTEXT_MARK, question=sample.question, answer_lead=sample.answer_lead
-    ).split(CONTEXT_MARK)
-    ordered = sorted(sample.insertions, key=lambda insertion: insertion.depth_percent)
-    own_text = head + "".join(i.text for i in ordered) + tail
-    target = cell.context_length - spec.final_context_length_buffer
-    prompt_tokens = target
-    basis = _length_basis(spec, haystack=True)
-    if sample.conversational:
-        prompt_tokens += TURN_ALLOWANCE * len(split_transcript(own_text))
-        basis = "turns_allowance"
-    # The haystack's share: the builder gives the haystack what the template, question
-    # and insertions leave (give or take a junction token).
-    own = len(tokenizer.encode(own_text)) if tokenizer else len(own_text.encode())
-    haystack = max(0, target - own)
-    first = ordered[0].depth_percent if ordered else 100.0
-    point = haystack if first >= 100 else int(haystack * first / 100)
-    if sentence_start is not None and first < 100:
-        point = sentence_start(point)
-    head_tokens = len(tokenizer.encode(head)) if tokenizer else 0
-    return CellEstimate(
-        cell,
-        prompt_tokens,
-        basis,
-        head_tokens + point,
-        head,
-        cell_budget.max_output_tokens,
-        cell_budget.answer_tokens,
-    )
-
-
-def _with_judge_prompt(estimate: CellEstimate, sample: Sample) -> CellEstimate:
-    """The judge's prompt at its most: the template's bytes and the answer's room."""
-    empty = judge_prompt(question=sample.question, reference=sample.needle, answer="")
-    return replace(estimate, judge_prompt_tokens=len(empty.encode()) + estimate.answer_tokens)
-
-
-def _with_cache(estimates: list[CellEstimate], primer: Cell, minimum: int) -> list[CellEstimate]:
-    """Each cell's prefix shared with the primer's, cached when it reaches ``minimum``.
-
-    A cell whose head differs from the primer's (a question or request before the
-    context) shares only part of the head, too short to cache.
-    """
-    first = next(e for e in estimates if e.cell == primer)
-    out = []
-    for estimate in estimates:
-        shared = 0
-        if (
-            estimate.cell != primer
-            and estimate.head == first.head
-            and estimate.prefix_tokens is not None
-            and first.prefix_tokens is not None
-        ):
-            shared = min(estimate.prefix_tokens, first.prefix_tokens, estimate.prompt_tokens)
-        cached = shared if shared >= minimum else 0
-        out.append(replace(estimate, cached_tokens=cached))
-    return out
-
-
-BASIS_NOTES: dict[PromptBasis, str] = {
-    "fitted": (
-        "prompts fitted to Vertex's countTokens (Google: an estimate), each at most "
-        "max(8, 0.1 %) tokens under its length; priced at the length"
-    ),
-    "ratio": (
-        "batch prompts built at the run's measured token ratio, not fitted per cell: "
-        "Google's count may differ from the length"
-    ),
-    "local_count": (
-        "generated prompts built to their length in Gemma 3, not fitted: the model "
-        "counts them in its own tokenizer"
-    ),
-}
-
-
-def _notes(
-    estimates: list[CellEstimate],
-    tokenizer: Tokenizer | None,
-    sentence_start: Callable[[int], int] | None,
-) -> list[str]:
-    """What each figure rests on, where it is not exact."""
-    bases = Counter(e.basis for e in estimates)
-    notes = []
-    if bases["turns_allowance"]:
-        notes.append(
-            f"{bases['turns_allowance']} conversational prompts: exact as text, plus "
-            f"{TURN_ALLOWANCE} tokens a turn for the API's own count of turns (unpublished)"
-        )
-    if bases["published"]:
-        notes.append(
-            f"{bases['published']} published MRCR v2 rows: at Google's context_len; "
-            "not cache-aware (runs of published rows have no primer)"
-        )
-    for basis, note in BASIS_NOTES.items():
-        if bases[basis]:
-            notes.append(f"{bases[basis]} {note}")
-    if tokenizer is None:
-        notes.append("no tokenizer: the cached prefixes are counted short, by bytes")
-    if sentence_start is None and any(e.cached_tokens for e in estimates):
-        notes.append(
-            "cached prefixes run to each needle's nominal depth; the builder moves it back "
-            "to a sentence end, so cache-aware counts up to a sentence a cell as cached "
-            "that may not be"
-        )
-    return notes
 
 
 def _usd(cost: Cost) -> float | None:
@@ -345,6 +158,14 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
     cached = sum(c.cached_tokens for c in run.cells)
     prompt_tokens = sum(c.prompt_tokens for c in run.cells)
     both = naive_usd is not None and judge_usd is not None
+    batch_row: dict[str, object] = {
+        "prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)
+    }  # fmt: skip
+    notes = list(run.notes)
+    if spec.is_batch():  # what a job that ends partway adds, beside the batch figure
+        partial = partial_job_figures(spec, run.model_calls(cached=False))
+        batch_row["partial_job"] = partial
+        notes.append(partial_job_note(partial))
     return {
         "model_name": model,
         "task": spec.task,
@@ -376,7 +197,7 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
             if naive.priced and naive.usd
             else None,
         },
-        "batch": {"prompt_tokens": prompt_tokens, "cached_tokens": 0, "cost_usd": _usd(batch)},
+        "batch": batch_row,
         # The tier the run asks for, the least shared prefix the cache serves, and the
         # model's calls on every tier (niah.catalog.tiers).
         "tier": tier,
@@ -406,7 +227,7 @@ def estimate_figures(run: RunEstimate) -> dict[str, object]:
         # The most the run can cost: every call naive, the judge's included.
         "cost_usd_at_most": round(naive.usd + judge.usd, 6) if both else None,
         "warnings": run.warnings,
-        "notes": run.notes,
+        "notes": notes,
         "per_cell": [
             {
                 "cell_id": c.cell.cell_id,

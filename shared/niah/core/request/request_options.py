@@ -190,7 +190,8 @@ OPTION_HELP: dict[str, str] = {
     "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",
     "tier": (
         "how Vertex serves the online calls: standard, flex (Flex PayGo, half price, "
-        "slower) or priority (Priority PayGo, dearer), where Google offers it on the model"
+        "slower; no Vertex page names a model for it, so refused for now) or priority "
+        "(Priority PayGo, dearer), where Google offers it on the model"
     ),
     "allow_retired": (
         "call a model Vertex AI has retired anyway (a project that still has access, e.g. "
