@@ -46,6 +46,7 @@ def _point(entry: dict[str, Any]) -> dict[str, Any]:
         "status": entry.get("status"),
         "mean": entry.get("mean"),
         "mean_interval": entry.get("mean_interval"),
+        "mean_basis": entry.get("mean_basis"),
         "mean_text": entry.get("mean_text"),
         "flagged": bool(entry.get("sentinel_flagged")),
         "text": entry.get("sentinel_text") or "",
@@ -77,7 +78,9 @@ def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "colour": FLAG_COLOUR if point["flagged"] else LINE_COLOUR,
                 "flagged": point["flagged"],
                 "tooltip": f"{point['scheduled_at']}: "
-                + with_interval(point["mean"], point["mean_interval"], unit=" %")
+                + with_interval(
+                    point["mean"], point["mean_interval"], unit=" %", basis=point.get("mean_basis")
+                )
                 + (f"; flagged: {point['text']}" if point["flagged"] else ""),
             }
         )

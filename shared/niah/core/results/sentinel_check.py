@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from niah.core.request.sentinel_request import SENTINEL_KEY
-from niah.core.results.paired import effect_text, pair_key, paired_comparison, paired_test
+from niah.core.results.paired import pair_key, paired_comparison, paired_test
+from niah.core.results.paired_text import effect_text
 from niah.core.results.served_models import served_versions, versions_text
 
 
