@@ -123,6 +123,7 @@ def test_clustered_pairs_that_all_agree_count_each_grid_point_once() -> None:
     independent = paired_test(pairs, binary=True)
     assert clustered.method == "clustered" and independent.method == "mcnemar"
     assert clustered.low is not None and independent.low is not None
+    assert clustered.high is not None and independent.high is not None
     factor = (Z / 2.262157162740992) ** 2  # (z / t on 9 degrees of freedom)²
     low, _ = newcombe_paired_interval(40 * 10 * factor / 40, 0, 0, 0)
     assert clustered.low == pytest.approx(100 * low)

@@ -26,7 +26,12 @@ TREND_FIELDS = (
     "measures.mean_interval",
     "measures.interval_basis",
 )
-CHECK_FIELDS = ("sentinel_check.flagged", "sentinel_check.text", "sentinel_check.reasons")
+CHECK_FIELDS = (
+    "sentinel_check.flagged",
+    "sentinel_check.text",
+    "sentinel_check.reasons",
+    "sentinel_check.watch",
+)
 
 
 def cmd_sentinel(args: argparse.Namespace) -> None:
@@ -73,6 +78,10 @@ def trend_rows(name: str) -> list[dict[str, Any]]:
                 "mean": measures.get("mean"),
                 "mean_interval": measures.get("mean_interval"),
                 "mean_basis": basis_of(measures, "mean"),
+                # What the sentinel's test weighed: the share of every sample asked.
+                "share": (check.get("watch") or {}).get("share"),
+                "samples": (check.get("watch") or {}).get("samples"),
+                "baseline": ((check.get("watch") or {}).get("compared_with") or {}).get("share"),
                 "flagged": bool(check.get("flagged")),
                 "check": check.get("text") or "",
             }
@@ -97,6 +106,9 @@ def _show(args: argparse.Namespace) -> None:
             else "no score yet"
         )
         flag = "FLAGGED " if row["flagged"] else ""
+        if row["share"] is not None:
+            baseline = f", baseline {row['baseline']:g} %" if row["baseline"] is not None else ""
+            mean = f"score {row['share']:g} % of {row['samples']:,} asked{baseline}; mean {mean}"
         print(f"  {row['scheduled_at']}  {row['run_id']}  {row['status']}  {mean}")
         if row["check"]:
             print(f"    {flag}{row['check']}")

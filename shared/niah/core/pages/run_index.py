@@ -83,6 +83,11 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "scheduled_at": spec.get("scheduled_at"),
         "sentinel_flagged": bool(check.get("flagged")),
         "sentinel_text": check.get("text") or "",
+        # What the sentinel's test weighed (checks made before it kept none of these):
+        # the run's share of every sample asked, their count, and the baseline's share.
+        "sentinel_share": (check.get("watch") or {}).get("share"),
+        "sentinel_samples": (check.get("watch") or {}).get("samples"),
+        "sentinel_baseline": ((check.get("watch") or {}).get("compared_with") or {}).get("share"),
     }
 
 
