@@ -25,12 +25,14 @@ resource "google_firestore_document" "sentinel" {
   database    = google_firestore_database.default.name
   collection  = "sentinels"
   document_id = each.key
-  # Firestore's typed JSON (the REST API's Document.fields): three strings.
+  # Firestore's typed JSON (the REST API's Document.fields): four strings. baseline_run
+  # pins the run each firing is weighed against ("": its first runs; docs/sentinels.md).
   fields = jsonencode(
     {
-      request   = { stringValue = each.value.request }
-      schedule  = { stringValue = each.value.schedule }
-      time_zone = { stringValue = each.value.time_zone }
+      request      = { stringValue = each.value.request }
+      schedule     = { stringValue = each.value.schedule }
+      time_zone    = { stringValue = each.value.time_zone }
+      baseline_run = { stringValue = each.value.baseline_run }
     }
   )
 }

@@ -145,8 +145,8 @@ variable "openai_api_key_version" {
 }
 
 variable "sentinels" {
-  description = "Sentinels: small runs on a schedule that watch a model for change (sentinels.tf). The key is the sentinel's name; schedule is unix-cron as Cloud Scheduler reads it, in time_zone (a tz database name, default Etc/UTC); request is the run request as JSON text, the body a user POSTs to the dispatcher. Each sentinel run's report is published to niah-alerts (output alerts_topic) with the attributes sentinel, run_id and flagged (\"true\" or \"false\"): subscribe with the filter attributes.flagged = \"true\" to receive only the runs that changed. {} (the default): none."
-  type        = map(object({ schedule = string, time_zone = optional(string, "Etc/UTC"), request = string }))
+  description = "Sentinels: small runs on a schedule that watch a model for change (sentinels.tf). The key is the sentinel's name; schedule is unix-cron as Cloud Scheduler reads it, in time_zone (a tz database name, default Etc/UTC); request is the run request as JSON text, the body a user POSTs to the dispatcher; baseline_run (optional) pins the run each firing is weighed against, else its first runs are (docs/sentinels.md). Each sentinel run's report is published to niah-alerts (output alerts_topic) with the attributes sentinel, run_id and flagged (\"true\" or \"false\"): subscribe with the filter attributes.flagged = \"true\" to receive only the runs that changed. {} (the default): none."
+  type        = map(object({ schedule = string, time_zone = optional(string, "Etc/UTC"), request = string, baseline_run = optional(string, "") }))
   default     = {}
 
   # The name becomes the Scheduler job niah-sentinel-NAME (job names take letters,

@@ -4,8 +4,8 @@ Deployed, Terraform writes each sentinel's definition to ``sentinels/{name}`` an
 Cloud Scheduler job POSTs ``{"sentinel": NAME}`` to the dispatcher's ``/sentinel`` route
 on the sentinel's unix-cron schedule, with the firing's due time in
 ``X-CloudScheduler-ScheduleTime``. Locally the same file shape as infra's ``sentinels``
-variable (``{NAME: {"schedule", "time_zone", "request"}}``; ``request`` as JSON text or,
-here only, as an object) is written to the Firestore emulator by ``define``, and
+variable (``{NAME: {"schedule", "time_zone", "request", "baseline_run"}}``; ``request``
+as JSON text or, here only, as an object) is written to the Firestore emulator by ``define``, and
 ``run_scheduler`` fires each sentinel when it is due, the same request as Scheduler's.
 """
 
@@ -44,6 +44,8 @@ def load_definitions(path: Path) -> dict[str, dict[str, str]]:
             "schedule": str(definition["schedule"]),
             "time_zone": str(definition.get("time_zone") or "Etc/UTC"),
             "request": text,
+            # The run each firing is weighed against, when pinned (docs/sentinels.md).
+            **({"baseline_run": str(pin)} if (pin := definition.get("baseline_run")) else {}),
         }
     return found
 

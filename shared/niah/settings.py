@@ -151,6 +151,16 @@ class Settings(BaseSettings):
         None, "", "the account Cloud Scheduler's sentinel jobs call as (infra/sentinels.tf); only "
         "it or an operator may call /sentinel (niah.service.route_owners)"
     )  # fmt: skip
+    # docs/sentinels.md states what these give at the recommended sentinel (simulated).
+    sentinel_false_alarms_per_year: float = setting(
+        1.0, "alarms a year", "the false alarms a year a sentinel may raise on a model that did "
+        "not change (each held on average by its sequential test: niah.core.results."
+        "sentinel_watch); fewer make a fall slower to flag", gt=0, le=365
+    )  # fmt: skip
+    sentinel_margin_points: float = setting(
+        10.0, "points", "the fall a sentinel is tuned to flag, in points of percent below its "
+        "baseline; 'unchanged' means within ± this of the baseline", gt=0, le=50
+    )  # fmt: skip
     # "verify": the local stack, whose tokens a key of its own signs. "cloud_run": behind
     # Cloud Run's IAM, which checked the token and removed its signature; a deployment
     # sets it (infra/main.tf). Never "cloud_run" where IAM is not in front.

@@ -46,6 +46,8 @@ SENTINELS = {
         "schedule": "30 2 * * 1",
         "time_zone": "Europe/Paris",
         "request": json.dumps({"model_name": "gemini-3.1-pro-preview", "context_lengths": [32000]}),
+        # Its baseline pinned to one run (docs/sentinels.md); flash-daily's is its first runs.
+        "baseline_run": "run-0123456789abcdef",
     },
 }
 

@@ -107,6 +107,7 @@ def test_each_sentinel_s_document_holds_the_request_its_firing_runs(planned: Pla
             "request": {"stringValue": SENTINELS[name]["request"]},
             "schedule": {"stringValue": SENTINELS[name]["schedule"]},
             "time_zone": {"stringValue": SENTINELS[name].get("time_zone", "Etc/UTC")},
+            "baseline_run": {"stringValue": SENTINELS[name].get("baseline_run", "")},
         }
         # The document as the Firestore client reads it, through the route's own code.
         store = MemoryStore()

@@ -502,7 +502,7 @@ def test_the_report_leads_with_the_answer_and_fits_1280_px(
         " #section-run-settings')].map(e => e.className || e.id)"
     )
     assert order == ["headline", "section-heatmap", "section-samples", "section-run-settings"]
-    assert "(95 %:" in page.text_content("dd[data-fact='mean (%)']")
+    assert "(95 %, " in page.text_content("dd[data-fact='mean (%)']")  # and its basis
     width = page.locator("svg.heatmap").bounding_box()["width"]
     assert width >= 600, width
     # The score against length: one curve and its band, a point per length.

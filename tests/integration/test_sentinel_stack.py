@@ -3,9 +3,10 @@
 A sentinel's definition is written to Firestore as Terraform writes it; each firing is
 the scheduler's request (``niah_devtools.sentinel_schedule.fire``: the name, the due
 time in ``X-CloudScheduler-ScheduleTime``) or ``niah sentinel run``. Five firings:
-the first has nothing to compare with, the second answers as the first (not flagged),
-the third is answered by another model version (flagged), the fourth after the Vertex
-stand-in's accuracy drops (flagged), the fifth (by hand) as the fourth (not flagged).
+the first starts the baseline, the second answers as the first (not flagged), the third
+is answered by another model version (flagged), the fourth after the Vertex stand-in's
+accuracy drops (its score fell from the baseline: flagged, and a new baseline starts),
+the fifth (by hand) as the fourth (not flagged).
 The flags are on the runs, on the index (its trend, looked at in Chromium at 1280 px)
 and on the alerts topic.
 """
@@ -138,9 +139,13 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     assert checks[2]["reasons"] == [
         "model version changed: gemini-3.8-flash before, gemini-3.8-flash-002 now"
     ]
+    # Issue 54: weighed against the baseline (runs 1 to 3), the fall passes the threshold
+    # of 1 false alarm a year (365 daily firings), and starts a new baseline there.
     (dropped,) = checks[3]["reasons"]
-    assert dropped.startswith("score changed: -100 points") and "p < 0.001" in dropped
+    assert dropped.startswith("score fell: -100 points") and "flagged at 365" in dropped
+    assert checks[3]["watch"]["compared_with"]["runs"] == [first, second, third]
     assert checks[4]["paired"]["effect"] == 0 and checks[4]["reasons"] == []
+    assert checks[4]["watch"]["compared_with"]["runs"] == [fourth]
     # The alerts topic: one message per run, the flag as an attribute to filter on.
     published: list[tuple[dict[str, Any], dict[str, str]]] = []
 
@@ -172,6 +177,7 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     assert requested == [url]
     section = page.locator("#section-sentinels")
     assert section.locator("svg.trend circle").count() == 5
+    assert section.locator("svg.trend polyline.baseline").count() == 1  # the dashed baseline
     assert section.locator("svg.trend circle.flagged").count() == 2
     assert section.locator("tr.flagged").count() == 2
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
@@ -180,5 +186,5 @@ def test_sentinels_flag_a_changed_model_on_the_run_the_index_and_the_alerts_topi
     report_url = store.get_run(fourth, counts=False)["report"]["html_url"]
     page, _ = open_page(browser, report_url, "report-sentinel.png")
     flag = page.locator('#section-sentinel p[data-flagged="true"]')
-    assert flag.count() == 1 and "score changed" in (flag.text_content() or "")
+    assert flag.count() == 1 and "score fell" in (flag.text_content() or "")
     page.close()

@@ -135,10 +135,11 @@ def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_stor
     assert "mean score 10 (1-10), 4 of 4 retrieved (100.0 %)" in out
     # Two right samples a length: Wilson 34.2-100 %, which cannot place 2,000 above
     # NoLiMa's 85 % of the base (100 % at 1,000 tokens).
-    assert "mean 100 % (95 %: 51-100 %)" in out
+    assert "mean 100 % (95 %, one sample per grid point: 51-100 %)" in out
     assert (
-        "mean per length: 1,000: 100 % (95 %: 34.2-100 %), 2,000: 100 % (95 %: 34.2-100 %)" in out
-    )
+        "mean per length: 1,000: 100 % (95 %, one sample per grid point: 34.2-100 %), "
+        "2,000: 100 % (95 %, one sample per grid point: 34.2-100 %)"
+    ) in out
     assert (
         "effective length not determined: 2,000 tokens by the means, but the 95 % intervals "
         "allow none to 2,000 (threshold 85 %, nolima: 85% of the mean at lengths <= 1,000; "
@@ -373,7 +374,8 @@ def test_the_means_per_length_are_in_length_order_as_firestore_may_not_keep_them
     }
     (line,) = [line for line in results.measures_lines(run) if line.startswith("mean per length")]
     assert line == (
-        "mean per length: 1,000: 100 % (95 %: 34.2-100 %), 2,000: 100 %, 3,000: 100 %, 4,000: 100 %"
+        "mean per length: 1,000: 100 % (95 %, samples taken as independent: 34.2-100 %), "
+        "2,000: 100 %, 3,000: 100 %, 4,000: 100 %"
     )
 
 

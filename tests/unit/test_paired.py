@@ -13,13 +13,12 @@ import pytest
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.paired import (
     NO_DIFFERENCE,
-    comparison_lines,
-    effect_text,
     mcnemar_exact_p,
     newcombe_paired_interval,
     paired_comparison,
     paired_test,
 )
+from niah.core.results.paired_text import comparison_lines, effect_text
 from tests.unit.test_report import sample_cell
 from tests.unit.test_report_page import cell, run_doc
 
@@ -78,9 +77,9 @@ def test_graded_pairs_get_an_exact_sign_flip_p_and_a_bootstrap_interval() -> Non
 
 
 def test_samples_pair_by_length_depth_and_sample_and_each_length_is_tested() -> None:
-    # 1,000 tokens: the second run right where the first was wrong, 6 times (b=0, c=6);
-    # 2,000 tokens: the same outcomes (b=c=0). A sample only the first has, and one the
-    # second failed, are not pairs.
+    # 1,000 tokens: the second run right where the first was wrong, 6 times (b=0, c=6),
+    # two samples at each of 3 depths; 2,000 tokens: the same outcomes (b=c=0). A sample
+    # only the first has, and one the second failed, are not pairs.
     first = [sample_cell(1000, d, 0.0, s) for d in (0, 50, 100) for s in (0, 1)]
     first += [sample_cell(2000, d, 1.0, 0) for d in (0, 50)]
     first += [sample_cell(2000, 100, 1.0, 0), sample_cell(2000, 100, 1.0, 5)]
@@ -91,19 +90,58 @@ def test_samples_pair_by_length_depth_and_sample_and_each_length_is_tested() -> 
     assert paired.unscored_pairs == 1
     at_1000, at_2000 = paired.by_length[1000], paired.by_length[2000]
     assert (at_1000.pairs, at_1000.discordant, at_1000.effect) == (6, (0, 6), 100.0)
-    assert at_1000.p_value == pytest.approx(2 / 2**6) and at_1000.significant
+    # Issue 54: the 6 pairs fall in 3 grid points, whose pairs share a haystack and a
+    # needle's place: 3 pieces of evidence, not 6. Swapping whole points, only all three
+    # one way or all the other reach +100: p = 2/2^3 (McNemar on 6 pairs said 2/2^6).
+    assert (at_1000.method, at_1000.clusters) == ("clustered", 3)
+    assert at_1000.p_value == pytest.approx(2 / 2**3) and not at_1000.significant
+    # One pair a point at 2,000: McNemar, as before.
     assert (at_2000.pairs, at_2000.discordant, at_2000.p_value) == (2, (0, 0), 1.0)
-    assert at_2000.verdict == NO_DIFFERENCE
+    assert at_2000.method == "mcnemar" and at_2000.verdict == NO_DIFFERENCE
     overall = paired.overall
-    assert overall is not None and overall.pairs == 8
-    assert overall.effect == pytest.approx(75.0) and overall.method == "mcnemar"
-    assert overall.p_value == pytest.approx(2 / 2**6)
+    assert overall is not None and overall.pairs == 8 and overall.clusters == 5
+    assert overall.effect == pytest.approx(75.0) and overall.method == "clustered"
+    # Point sums 2, 2, 2, 0, 0: the zeros' signs are free, the twos must agree: 8 of 32.
+    assert overall.p_value == pytest.approx(8 / 32)
     lines = comparison_lines(paired)
-    assert lines[0].startswith("run-b minus run-a (exact McNemar test")
+    assert lines[0].startswith("run-b minus run-a (paired permutation test over grid points")
     assert lines[2].startswith("  1,000 tokens: +100 points (95 %: ")
-    assert lines[2].endswith(", p = 0.031, 6 pairs: significant")
+    assert lines[2].endswith(", p = 0.25, 6 pairs in 3 grid points: no significant difference")
     assert lines[3].endswith("p = 1, 2 pairs: no significant difference")
     assert "1 shared samples are scored in one run only" in lines[4]
+
+
+def test_clustered_pairs_that_all_agree_count_each_grid_point_once() -> None:
+    """40 pairs all right in both runs, in 10 points: each point counts once.
+
+    No variance says how alike a point's pairs are, so the interval is Newcombe's at 10
+    pairs (shrunk for 9 degrees of freedom), wider than at 40 independent ones.
+    """
+    pairs = [(1.0, 1.0)] * 40
+    points = [(1000, float(d), "") for d in range(10) for _ in range(4)]
+    clustered = paired_test(pairs, binary=True, clusters=points)
+    independent = paired_test(pairs, binary=True)
+    assert clustered.method == "clustered" and independent.method == "mcnemar"
+    assert clustered.low is not None and independent.low is not None
+    assert clustered.high is not None and independent.high is not None
+    factor = (Z / 2.262157162740992) ** 2  # (z / t on 9 degrees of freedom)²
+    low, _ = newcombe_paired_interval(40 * 10 * factor / 40, 0, 0, 0)
+    assert clustered.low == pytest.approx(100 * low)
+    assert clustered.low < independent.low < 0 < independent.high < clustered.high
+    assert clustered.p_value == 1.0
+
+
+def test_graded_clustered_pairs_get_a_t_interval_on_the_clustered_error() -> None:
+    # Two points, their differences +0.5 and +0.5, then 0 and 0: point sums 1 and 0.
+    pairs = [(0.5, 1.0), (0.5, 1.0), (0.5, 0.5), (0.5, 0.5)]
+    points = ["a", "a", "b", "b"]
+    test = paired_test(pairs, binary=False, clusters=points)
+    # mean 0.25; residual sums per point +0.5 and -0.5: CR1 variance 2/1 x 0.5 / 16.
+    half = 12.706204736174707 * math.sqrt(2 * 0.5 / 16)
+    assert test.method == "clustered" and test.effect == pytest.approx(25.0)
+    assert (test.low, test.high) == (pytest.approx(-100.0), pytest.approx(100.0))
+    assert 25 + 100 * half > 100  # clipped to the differences' range
+    assert test.p_value == pytest.approx(1.0)  # 2 points: flips reach |1| half the time x2
 
 
 def test_an_effect_reads_with_its_interval_and_p() -> None:
@@ -121,9 +159,10 @@ def _graded(length: int, depth: float, score: float) -> dict[str, Any]:
 
 
 def test_the_page_marks_significant_lengths_and_says_where_there_is_no_difference() -> None:
-    a = [cell(n, d, False, s) for n in (1000, 2000) for d in (0, 50, 100) for s in (0, 1)]
-    b = [cell(1000, d, True, s) for d in (0, 50, 100) for s in (0, 1)]
-    b += [cell(2000, d, False, s) for d in (0, 50, 100) for s in (0, 1)]
+    depths = (0, 20, 40, 60, 80, 100)  # one sample a point: each pair independent
+    a = [cell(n, d, False) for n in (1000, 2000) for d in depths]
+    b = [cell(1000, d, True) for d in depths]
+    b += [cell(2000, d, False) for d in depths]
     runs = [run_doc("run-a") | {"label": "Flash <old>"}, run_doc("run-b", "gemini-2.5-pro")]
     comparison = compare_runs([(runs[0], a), (runs[1], b)])
     page = render_comparison_page(comparison)
@@ -162,8 +201,9 @@ def test_niah_compare_prints_the_tests_and_its_json_holds_them(
     from tests.fake_store import MemoryStore
 
     store = MemoryStore()
-    first = [cell(500, d, True, s) for d in (0, 100) for s in (0, 1, 2)]
-    second = [cell(500, d, False, s) for d in (0, 100) for s in (0, 1, 2)]
+    depths = (0, 20, 40, 60, 80, 100)  # one sample a point: McNemar on 6 independent pairs
+    first = [cell(500, d, True) for d in depths]
+    second = [cell(500, d, False) for d in depths]
     for run_id, cells in (("run-a", first), ("run-b", second)):
         store.runs[run_id] = run_doc(run_id) | {"label": f"model {run_id[-1].upper()}"}
         store.cells[run_id] = {c["cell_id"]: c for c in cells}
@@ -183,7 +223,7 @@ def test_niah_compare_prints_the_tests_and_its_json_holds_them(
     assert document["runs"][0] == {"run_id": "run-a", "label": "model A"}
     assert paired["overall"]["discordant"] == [6, 0]
     assert paired["by_length"]["500"]["verdict"] == "significant"
-    assert document["difference"]["points"] == [[-100.0], [-100.0]]
+    assert document["difference"]["points"] == [[-100.0]] * 6
     assert len(document["disagreements"]) == 6 and document["html"] == str(out)
 
 
@@ -206,10 +246,12 @@ def test_the_page_overlays_one_curve_per_run_with_its_interval_band() -> None:
     assert svg.count('<g class="band">') == 3 and "http" not in svg.replace(
         'xmlns="http://www.w3.org/2000/svg"', ""
     )
-    # Run a: 100, 100, 0 % at its three lengths; 4 right of 4 has Wilson's 51-100 %.
+    # Run a: 100, 100, 0 % at its three lengths. 4 right of 4 would be Wilson's 51-100 %
+    # if independent; they are 2 samples at each of 2 grid points, all alike, so each
+    # point counts once, on 1 degree of freedom (issue 54): n = 2 (z / t)², 1.22-100 %.
     dots = re.findall(r'data-value="([^"]+)"><title>run a, ([\d,]+) tokens: ([^<]+)</title>', svg)
     assert dots == [
-        ("100", "1,000", "100 % (95 %: 51-100 %)"),
-        ("100", "2,000", "100 % (95 %: 51-100 %)"),
-        ("0", "4,000", "0 % (95 %: 0-49 %)"),
+        ("100", "1,000", "100 % (95 %, clustered by grid point, 2 points: 1.22-100 %)"),
+        ("100", "2,000", "100 % (95 %, clustered by grid point, 2 points: 1.22-100 %)"),
+        ("0", "4,000", "0 % (95 %, clustered by grid point, 2 points: 0-98.8 %)"),
     ]

@@ -84,7 +84,7 @@ def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
     assert three.height == one.height
 
 
-def test_the_picture_s_title_is_one_line_and_its_notes_never_cut_a_uri() -> None:
+def test_the_picture_s_title_names_the_run_then_its_mean_and_its_notes_never_cut_a_uri() -> None:
     from niah.core.results.summary import summarize
     from niah.service.report import heatmap_notes, heatmap_title, wrap_notes
 
@@ -93,10 +93,13 @@ def test_the_picture_s_title_is_one_line_and_its_notes_never_cut_a_uri() -> None
     run = {"run_id": "r", "model": "gemini-2.5-flash", "spec": {}, "haystack_uri": uri}
     summary = summarize(run, cells)
     title = heatmap_title(summary, RunRecord.from_document(run))
-    assert title == "gemini-2.5-flash · single · mean (%) 66.7 (95 %: 20.8-93.8)"
+    # The mean's interval says what it assumes, on a line of its own (issue 54).
+    assert title == (
+        "gemini-2.5-flash · single\nmean (%) 66.7 (95 %, one sample per grid point: 20.8-93.8)"
+    )
     assert heatmap_title(
         summary, RunRecord.from_document(run | {"label": "flash, try 2"})
-    ).startswith("flash, try 2 · ")
+    ).startswith("flash, try 2\nmean (%) ")
     notes = heatmap_notes(summary, "r", RunRecord.from_document(run))
     assert f"haystack {uri}" in notes and "exact score" in notes
     png = render_heatmap(score_table(cells), title=title, notes=notes * 3)

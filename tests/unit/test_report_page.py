@@ -135,11 +135,12 @@ def test_the_heatmap_has_a_square_per_point_margins_grey_failures_and_spread() -
     assert len(points) == 4  # 2 lengths x 2 depths
     titles = dict(points)
     # (1000, 0 %): one correct, one wrong sample: mean 5.5 on the harness's scale.
-    # Its 95 % interval is Wilson's for 1 of 2 right: 9.45 to 90.5 %.
+    # Its 95 % interval is Wilson's for 1 of 2 right: 9.45 to 90.5 %; within one point
+    # there is nothing to cluster by, and the tooltip says so.
     assert (
-        "1,000 tokens, depth 0 %: mean 5.5 ± 4.5 over 2 samples; 95 % interval 9.45-90.5 %"
-        in titles
-    )
+        "1,000 tokens, depth 0 %: mean 5.5 ± 4.5 over 2 samples; 95 % interval 9.45-90.5 %, "
+        "its samples taken as independent"
+    ) in titles
     grey = [t for t, fill in points if fill == ERROR_COLOUR]
     assert grey == ["1,000 tokens, depth 50 %: failed, unscored or truncated"]
     margins = re.findall(r'<g class="margin"><title>(.*?)</title>', page)
@@ -401,12 +402,22 @@ def test_the_measures_show_each_mean_with_its_interval_and_an_undetermined_lengt
     from niah.core.results.effective import effective_length_text
 
     page = page_of(run_doc("run-a"), CELLS, [])
-    # 3 of 4 right (Wilson 30.1-95.4 %); per length 1 of 2 and 2 of 2.
-    assert "<dt>mean (%)</dt><dd>75 (95 %: 30.1-95.4)</dd>" in page
-    assert "1,000: 50 (95 %: 9.45-90.5) · 2,000: 100 (95 %: 34.2-100)" in page
+    # 3 of 4 right, two of them at one grid point (issue 54): clustered over 3 points, on
+    # 2 degrees of freedom, not Wilson's 30.1-95.4 % of 4 independent samples.
+    assert (
+        "<dt>mean (%)</dt><dd>75 (95 %, clustered by grid point, 3 points: 10.1-98.8)</dd>"
+    ) in page
+    # Per length: 1 of 2 at one point, and 2 of 2 at two points.
+    assert (
+        "1,000: 50 (95 %, 2 samples of one grid point, taken as independent: 9.45-90.5) · "
+        "2,000: 100 (95 %, one sample per grid point: 34.2-100)"
+    ) in page
+    assert "<dt>intervals</dt><dd>clustered by grid point (length, depth and axis value)" in page
     assert "<dd>not determined: 2,000 tokens by the means" in page
-    assert with_interval(66.67, [52.1, 79.0]) == "66.7 (95 %: 52.1-79)"
-    assert with_interval(None, None) == "not determined (nothing scored)"
+    assert with_interval(66.67, [52.1, 79.0], basis=None) == (
+        "66.7 (95 %, samples taken as independent: 52.1-79)"
+    )
+    assert with_interval(None, None, basis=None) == "not determined (nothing scored)"
     straddling = {"length": 4000, "interval": {"low": None, "high": 8000}, "determined": False}
     assert effective_length_text(straddling) == (
         "not determined: 4,000 tokens by the means, but the 95 % intervals allow none to "

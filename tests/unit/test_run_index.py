@@ -48,7 +48,8 @@ def test_each_run_is_listed_once_newest_first_with_its_label_mean_interval_and_l
     assert [r["run_id"] for r in index["runs"]] == ["b", "a"]
     running, done = index["runs"]
     assert (done["label"], running["label"]) == ("gemini-2.5-flash · single", "pro, try 2")
-    assert done["mean_text"] == "90 (95 %: 80-100)"
+    # Stored without what its interval assumes: as every interval was then, independent.
+    assert done["mean_text"] == "90 (95 %, samples taken as independent: 80-100)"
     assert running["mean_text"] == "not yet (no report)"
     stopped = build_index([runs[1] | {"status": "cancelled"}])["runs"][0]
     assert stopped["mean_text"] == "none (cancelled)"

@@ -1,6 +1,8 @@
-"""Issue 37: sentinels, scheduled runs checked against the run before them.
+"""Issues 37 and 54: sentinels, scheduled runs weighed against their baseline.
 
-The firing's request (name, time, refusals), the check (paired test, model version),
+The firing's request (name, time, refusals), the check (the sequential test against
+the baseline, the model version against the run before; its simulated false alarms and
+delays: tests/unit/test_sentinel_watch.py),
 the report's part (kept on the run, published to the alerts topic once) and the
 index's trend. The stack test (tests/integration/test_sentinel_stack.py) runs them
 through the emulators.
@@ -17,6 +19,7 @@ import pytest
 from niah.core.pages.run_index import build_index, render_index_page
 from niah.core.request.sentinel_request import firing_time
 from niah.core.results.sentinel_check import previous_run, sentinel_check
+from niah.core.results.sentinel_watch import WatchSettings
 from niah.errors import CloudUnavailableError, RequestError, UnknownSentinelError
 from niah.service.dispatch import dispatch_run
 from niah.service.report import render_report
@@ -162,48 +165,123 @@ def run(run_id: str, when: str, status: str = "complete") -> dict[str, Any]:
     }
 
 
-def test_the_first_run_has_nothing_to_compare_with_and_is_not_flagged() -> None:
-    check = sentinel_check("daily", (run("b", "2026-11-29T06:00:00Z"), cells(18)), None)
+DAILY = WatchSettings(false_alarms_per_year=1.0, firings_per_year=365, margin_points=10.0)
+
+
+def checked(
+    *runs: tuple[str, list[dict[str, Any]]],
+    watch: WatchSettings = DAILY,
+    pin: int | None = None,
+) -> list[dict[str, Any]]:
+    """Each run's check in turn, each weighed on what the one before kept (a day apart).
+
+    ``pin``: the index of the run the definition pins as the baseline.
+    """
+    checks: list[dict[str, Any]] = []
+    done: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    for day, (run_id, found) in enumerate(runs):
+        current = run(run_id, f"2026-11-{day + 1:02d}T06:00:00Z")
+        pinned = None if pin is None or pin > day else [*done, (current, found)][pin]
+        check = sentinel_check(
+            "daily",
+            (current, found),
+            done[-1] if done else None,
+            watch=watch,
+            pinned=pinned,
+        )
+        checks.append(check)
+        done.append((current | {"sentinel_check": check}, found))
+    return checks
+
+
+def test_the_first_run_starts_the_baseline_and_is_not_flagged() -> None:
+    (check,) = checked(("b", cells(18)))
     assert check["flagged"] is False and check["previous_run_id"] is None
-    assert check["text"] == "first run of sentinel daily: nothing before it to compare with"
-
-
-def test_the_same_answers_are_unchanged_and_a_drop_is_flagged_with_its_test() -> None:
-    before = (run("a", "2026-11-28T06:00:00Z"), cells(18))
-    same = sentinel_check("daily", (run("b", "2026-11-29T06:00:00Z"), cells(18)), before)
-    assert same["flagged"] is False and same["reasons"] == []
-    assert same["paired"]["effect"] == 0 and same["paired"]["p_value"] == 1
-    assert same["text"].startswith("unchanged since run a (2026-11-28T06:00:00Z): 0 points")
-    assert same["text"].endswith("; the same model version")
-    # 18 right, then 4: 14 discordant pairs all one way, p = 2 / 2**14.
-    dropped = sentinel_check("daily", (run("c", "2026-11-30T06:00:00Z"), cells(4)), before)
-    assert dropped["flagged"] is True
-    assert dropped["paired"]["discordant"] == [14, 0]
-    assert dropped["paired"]["p_value"] == float(f"{2 / 2**14:.4g}")  # kept to 4 figures
-    (reason,) = dropped["reasons"]
-    assert reason.startswith("score changed: -70 points")
-    # A rise is a change too; one answer changed is not.
-    rose = sentinel_check(
-        "daily",
-        (run("d", "2026-11-30T06:00:00Z"), cells(18)),
-        (run("x", "2026-11-27T06:00:00Z"), cells(4)),
+    assert check["text"] == (
+        "first run of sentinel daily: the first of its baseline (its first 7 runs), nothing "
+        "before it to compare with"
     )
-    assert rose["flagged"] is True
-    one = sentinel_check("daily", (run("e", "2026-11-30T06:00:00Z"), cells(17)), before)
-    assert one["flagged"] is False
+    assert check["watch"]["baseline"] == {
+        "runs": ["b"],
+        "right": 18.0,
+        "samples": 20,
+        "pinned": None,
+    }
+
+
+def test_a_fall_from_the_baseline_is_flagged_once_and_one_answer_less_is_not() -> None:
+    same, one_less, fell, after = checked(
+        ("a", cells(18)), ("b", cells(18)), ("c", cells(17)), ("d", cells(4)), ("e", cells(4))
+    )[1:]
+    assert same["flagged"] is False and same["reasons"] == []
+    assert same["paired"]["effect"] == 0  # the run before, sample by sample: kept to read
+    # 20 samples a run are too few to show "unchanged" within ± 10 points: said so.
+    assert same["text"].startswith("no fall flagged, nor shown within ± 10 points")
+    assert same["text"].endswith("; the same model version")
+    assert one_less["flagged"] is False
+    # 18, 18, 17 then 4 right: the evidence passes 365 (1 false alarm a year, daily).
+    assert fell["flagged"] is True and fell["watch"]["alarm"] is True
+    (reason,) = fell["reasons"]
+    assert reason.startswith("score fell: -68.3 points (90 %: ")
+    assert "20 % now, the baseline 88.3 % (3 runs)" in reason
+    assert reason.endswith(
+        "flagged at 365 (at most 1 false alarm a year); a new baseline starts here"
+    )
+    assert fell["watch"]["evidence"] >= 365 and fell["watch"]["statistic"] == 0
+    # Flagged once: the fallen level is the new baseline, and the next run as bad is not.
+    assert fell["watch"]["baseline"]["runs"] == ["d"]
+    assert after["flagged"] is False and after["watch"]["compared_with"]["runs"] == ["d"]
+
+
+def test_unchanged_is_said_when_the_run_is_shown_within_the_margin() -> None:
+    many = [(f"r{n}", cells(114, total=120)) for n in range(8)]
+    *_, last = checked(*many)
+    assert last["watch"]["compared_with"]["runs"] == [f"r{n}" for n in range(7)]
+    assert last["text"].startswith("unchanged (within ± 10 points of the baseline): 0 points")
+    assert last["watch"]["difference"]["verdict"] == "unchanged"
+
+
+def test_calls_that_start_failing_count_as_wrong_and_add_up() -> None:
+    failing = cells(18)
+    for cell in failing[:10]:  # ten calls now fail (blocked, cut off, refused)
+        cell.update(task_score=None, score=None, status="failed")
+    first, second = checked(("a", cells(18)), ("b", failing), ("c", failing))[1:]
+    # 8 of 20 against a one-run baseline of 18: not enough alone; twice, it is.
+    assert first["flagged"] is False and 1 < first["watch"]["evidence"] < 365
+    assert second["flagged"] is True and second["watch"]["share"] == 40.0
+    # The model taken away: every call fails, and one run says so.
+    gone = [cell | {"task_score": None, "score": None, "status": "failed"} for cell in cells(18)]
+    (check,) = checked(("a", cells(18)), ("b", gone))[1:]
+    assert check["flagged"] is True and check["paired"] is None
+    assert check["reasons"][0].startswith("score fell: -90 points")
+
+
+def test_a_pinned_baseline_stays_and_flags_a_fall_again() -> None:
+    checks = checked(("a", cells(18)), ("b", cells(4)), ("c", cells(4)), ("d", cells(4)), pin=0)
+    assert checks[1]["flagged"] is True
+    assert checks[1]["watch"]["baseline"]["runs"] == ["a"]  # pinned: no new baseline
+    assert not checks[1]["reasons"][0].endswith("a new baseline starts here")
+    assert checks[2]["watch"]["compared_with"] == {
+        "runs": ["a"],
+        "share": 90.0,
+        "floor": checks[2]["watch"]["compared_with"]["floor"],
+        "pinned": "a",
+    }
+    assert any(c["flagged"] for c in checks[2:])  # still below the pin: flagged again
 
 
 def test_another_model_version_is_flagged_even_with_the_same_score() -> None:
-    before = (run("a", "2026-11-28T06:00:00Z"), cells(18, version="gemini-3.8-flash-001"))
-    after = (run("b", "2026-11-29T06:00:00Z"), cells(18, version="gemini-3.8-flash-002"))
-    check = sentinel_check("daily", after, before)
-    assert check["flagged"] is True
-    assert check["reasons"] == [
+    _, after = checked(
+        ("a", cells(18, version="gemini-3.8-flash-001")),
+        ("b", cells(18, version="gemini-3.8-flash-002")),
+    )
+    assert after["flagged"] is True
+    assert after["reasons"] == [
         "model version changed: gemini-3.8-flash-001 before, gemini-3.8-flash-002 now"
     ]
     # A reply naming no version (the local model) says nothing either way.
-    quiet = sentinel_check(
-        "daily", (run("b", "2026-11-29T06:00:00Z"), cells(18, version=None)), before
+    _, quiet = checked(
+        ("a", cells(18, version="gemini-3.8-flash-001")), ("b", cells(18, version=None))
     )
     assert quiet["flagged"] is False and not quiet["text"].endswith("model version")
 
@@ -211,13 +289,18 @@ def test_another_model_version_is_flagged_even_with_the_same_score() -> None:
 def test_a_changed_request_starts_a_new_baseline_and_is_not_compared() -> None:
     other = run("a", "2026-11-28T06:00:00Z")
     check = sentinel_check(
-        "daily", (run("b", "2026-11-29T06:00:00Z"), cells(4)), None, other_request=other
+        "daily",
+        (run("b", "2026-11-29T06:00:00Z"), cells(4)),
+        None,
+        watch=DAILY,
+        other_request=other,
     )
     assert check["flagged"] is False and "paired" not in check
     assert check["text"] == (
-        "the sentinel's request changed since run a (2026-11-28T06:00:00Z): this run is a "
-        "new baseline, not compared"
+        "the sentinel's request changed since run a (2026-11-28T06:00:00Z): this run starts "
+        "a new baseline, not compared"
     )
+    assert check["watch"]["baseline"]["runs"] == ["b"]
 
 
 def test_the_previous_run_is_the_latest_complete_one_due_before_of_the_same_request() -> None:
@@ -235,23 +318,13 @@ def test_the_previous_run_is_the_latest_complete_one_due_before_of_the_same_requ
     assert previous_run(runs, "2026-11-26T06:00:00Z", "k1") == (None, None)
 
 
-def test_failed_samples_are_a_change_and_nothing_to_test_is_flagged() -> None:
-    before = (run("a", "2026-11-28T06:00:00Z"), cells(18))
-    failing = cells(18)
-    for cell in failing[:10]:  # ten calls now fail (blocked, cut off, refused)
-        cell.update(task_score=None, score=None, status="failed")
-    check = sentinel_check("daily", (run("b", "2026-11-29T06:00:00Z"), failing), before)
-    assert check["flagged"] is True
-    assert check["scored"]["discordant"] == [10, 0]
-    assert any(
-        r.startswith("share of samples scored changed: -50 points") for r in check["reasons"]
-    )
-    # The model taken away: every call fails, so nothing pairs; said, and flagged.
-    gone = [cell | {"task_score": None, "score": None, "status": "failed"} for cell in cells(18)]
-    check = sentinel_check("daily", (run("c", "2026-11-30T06:00:00Z"), gone), before)
-    assert check["flagged"] is True and check["paired"] is None
-    assert check["reasons"][0] == "not tested: no sample is scored in both runs"
-    assert check["text"].startswith("changed since run a")
+def test_a_weekly_sentinel_s_threshold_is_its_52_firings_a_year() -> None:
+    from niah.service.sentinels import watch_settings
+
+    weekly = watch_settings({"schedule": "0 6 * * 1"})
+    assert (weekly.firings_per_year, weekly.threshold) == (52, 52.0)
+    assert watch_settings({"schedule": "0 * * * *"}).threshold == 8760
+    assert watch_settings({}).firings_per_year == 365  # no schedule to read: taken as daily
 
 
 # ---------- the report and the alert ----------
@@ -289,7 +362,7 @@ def test_a_reported_sentinel_run_keeps_its_check_and_publishes_it_once() -> None
     assert len(alerts.alerts) == 2
     # The page says it; the index keeps the trend with the flag.
     page = blobs.objects["reports/run-b/report.html"].decode()
-    assert 'data-flagged="true"' in page and "Flagged: changed since run run-a" in page
+    assert 'data-flagged="true"' in page and "Flagged: changed: score fell" in page
     index = json.loads(blobs.objects["reports/index.json"])
     trend = index["sentinels"]["daily"]
     assert [p["run_id"] for p in trend["runs"]] == ["run-a", "run-b"]
@@ -447,3 +520,58 @@ def test_the_trend_puts_each_run_at_the_time_it_was_due_to_scale() -> None:
         "11-28 09:00",
     ]
     assert [t["anchor"] for t in figure["ticks"]] == ["start", *["middle"] * 3, "end"]
+
+
+def test_the_trend_shows_the_share_each_run_was_weighed_by_and_its_baseline() -> None:
+    from niah.core.pages.sentinel_trend import trend_figure
+
+    def point(when: str, share: float, baseline: float | None) -> dict[str, Any]:
+        return {
+            "scheduled_at": when,
+            "mean": 99.0,  # of the scored samples only: not what the test weighed
+            "mean_interval": [95.0, 100.0],
+            "share": share,
+            "samples": 120,
+            "baseline": baseline,
+            "flagged": False,
+            "text": "",
+        }
+
+    figure = trend_figure(
+        "daily",
+        [
+            point("2026-11-28T06:00:00Z", 95.0, None),
+            point("2026-11-29T06:00:00Z", 80.0, 95.0),
+            point("2026-11-30T06:00:00Z", 80.0, 80.0),  # after a flag, a new baseline
+        ],
+    )
+    first, second, third = figure["dots"]
+    # Drawn from the second run, in steps: held at 95 until the third drops it to 80.
+    assert figure["baseline"] == (
+        f"{second['x']},{first['y']} {third['x']},{first['y']} {third['x']},{third['y']}"
+    )
+    assert second["tooltip"].startswith(
+        "2026-11-29T06:00:00Z: 80 % (95 %, samples taken as independent: "
+    )
+    assert second["tooltip"].endswith(
+        "of 120 samples asked right (an unscored one counts as wrong); baseline 95 %"
+    )
+
+
+def test_niah_sentinel_show_prints_each_run_s_share_and_its_baseline(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from niah.cli import sentinel as cli
+    from niah.cli.main import main
+
+    store, blobs, alerts = MemoryStore(), MemoryBlobs(), RecordingAlerts()
+    defined(store)
+    reported_sentinel_run(store, "run-a", "2026-11-28T06:00:00Z", 18)
+    render_report("run-a", store=store, blobs=blobs, alerts=alerts)
+    reported_sentinel_run(store, "run-b", "2026-11-29T06:00:00Z", 4)
+    render_report("run-b", store=store, blobs=blobs, alerts=alerts)
+    monkeypatch.setattr(cli, "result_store", lambda: store)
+    main(["sentinel", "show", "daily"])
+    printed = capsys.readouterr().out
+    assert "run-b  complete  score 20 % of 20 asked, baseline 90 %; mean 20 (95 %, " in printed
+    assert "    FLAGGED changed: score fell: -70 points" in printed

@@ -59,7 +59,7 @@ def test_graded_scores_get_a_bootstrap_interval_the_same_every_time() -> None:
     assert first.low < mean < first.high
     assert first.low >= 0 and first.high <= 100
     assert interval([0.5]) is None  # one graded sample: nothing to resample
-    assert interval([0.5, 0.5]) == Interval(50.0, 50.0, "bootstrap")
+    assert interval([0.5, 0.5]) == Interval(50.0, 50.0, "bootstrap", 2, 2)
     assert interval([]) is None
 
 
@@ -103,10 +103,26 @@ def test_measures_carry_every_mean_s_interval() -> None:
 def test_a_mean_with_its_interval_reads_the_same_on_the_page_and_in_the_terminal() -> None:
     from niah.core.results.uncertainty import with_interval
 
-    assert with_interval(66.66667, [52.1234, 79.0]) == "66.7 (95 %: 52.1-79)"
-    assert with_interval(66.66667, [52.1234, 79.0], unit=" %") == "66.7 % (95 %: 52.1-79 %)"
-    assert with_interval(1234.5, None) == "1,234"  # thousands written out, no interval
-    assert with_interval(None, [1.0, 2.0]) == "not determined (nothing scored)"
+    clustered = {"method": "clustered", "samples": 60, "clusters": 15}
+    assert (
+        with_interval(66.66667, [52.1234, 79.0], basis=clustered)
+        == "66.7 (95 %, clustered by grid point, 15 points: 52.1-79)"
+    )
+    one_each = {"method": "wilson", "samples": 15, "clusters": 15}
+    assert (
+        with_interval(66.66667, [52.1234, 79.0], unit=" %", basis=one_each)
+        == "66.7 % (95 %, one sample per grid point: 52.1-79 %)"
+    )
+    one_point = {"method": "wilson", "samples": 4, "clusters": 1}
+    assert with_interval(50, [15, 85], basis=one_point) == (
+        "50 (95 %, 4 samples of one grid point, taken as independent: 15-85)"
+    )
+    # Stored before intervals said what they assume: they took every sample as independent.
+    assert with_interval(66.66667, [52.1234, 79.0], basis=None) == (
+        "66.7 (95 %, samples taken as independent: 52.1-79)"
+    )
+    assert with_interval(1234.5, None, basis=None) == "1,234"  # thousands written out
+    assert with_interval(None, [1.0, 2.0], basis=None) == "not determined (nothing scored)"
 
 
 Z95 = 1.959964  # the two-sided 95 % normal quantile, to 6 decimals

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from niah.cli.backend import result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
-from niah.core.results.paired import comparison_lines
+from niah.core.results.paired_text import comparison_lines
 
 if TYPE_CHECKING:
     from niah.core.results.comparison import Comparison

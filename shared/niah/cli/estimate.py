@@ -253,7 +253,8 @@ def margin_figures(
         "margin_points": margin,
         "confidence": CONFIDENCE,
         "z": round(z_value(), 6),
-        "method": "normal approximation: n = z² p (1 - p) / margin², rounded up",
+        "method": "normal approximation: n = z² p (1 - p) / margin², rounded up, every "
+        "sample taken as independent",
         "worst_case": {"score_percent": 50.0, "samples_per_point": samples_for_margin(margin)},
         "expected": None
         if expected is None
@@ -286,5 +287,7 @@ def margin_lines(margin: dict[str, Any]) -> list[str]:
         f"this grid, at {grid['score_percent']:g} %: ± {grid['margin_per_point']:g} points per "
         f"point ({count(grid['samples_per_point'], 'sample')}), "
         f"± {grid['margin_per_length']:g} per length ({grid['samples_per_length']:,}), "
-        f"± {grid['margin_overall']:g} over the run ({grid['samples']:,})",
+        f"± {grid['margin_overall']:g} over the run ({grid['samples']:,}), every sample taken "
+        "as independent (a point's samples share its haystack: where they agree, the report's "
+        "intervals, clustered by grid point, are wider)",
     ]

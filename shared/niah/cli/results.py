@@ -13,6 +13,7 @@ from niah.core.prompts.count_fit import fit_note
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.request.spec import run_label
 from niah.core.results.effective import effective_length_text
+from niah.core.results.measures import basis_of
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.summary import (
     cost_summary,
@@ -141,7 +142,7 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
     lines = [
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
-        f"mean {_mean(measures.get('mean'), measures.get('mean_interval'))}; "
+        f"mean {_mean(measures)}; "
         f"effective length {effective_length_text(measures.get('effective_length') or {})}; "
         "area under the curve "
         + _percent(measures.get("area_under_curve"), "no length was scored"),
@@ -151,14 +152,20 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
         lines.append(
             "mean per length: "
             + ", ".join(
-                f"{int(length):,}: {with_interval(value, intervals.get(length), unit=' %')}"
+                f"{int(length):,}: "
+                + with_interval(
+                    value,
+                    intervals.get(length),
+                    unit=" %",
+                    basis=basis_of(measures, "by_length", length),
+                )
                 for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
     for variant in run.get("variants") or []:  # a run with an axis: each value apart
         found = variant["measures"]
         lines.append(
-            f"  {variant['label']}: mean {_mean(found.get('mean'), found.get('mean_interval'))}"
+            f"  {variant['label']}: mean {_mean(found)}"
             f"; {lookalikes_text(variant)} wrong answers gave a distractor's value"
         )
     if mrcr := run.get("mrcr"):
@@ -170,11 +177,14 @@ def _percent(value: float | None, why_not: str) -> str:
     return f"{value:g} %" if value is not None else f"not determined ({why_not})"
 
 
-def _mean(value: float | None, bounds: list[float] | None) -> str:
-    """The run's mean with its interval, "66.7 % (95 %: 52.1-79 %)", or why there is none."""
+def _mean(measures: dict[str, Any]) -> str:
+    """The mean with its interval and basis, "66.7 % (95 %, ...: 52.1-79 %)", or why not."""
+    value = measures.get("mean")
     if value is None:
         return _percent(value, "no sample was scored")
-    return with_interval(value, bounds, unit=" %")
+    return with_interval(
+        value, measures.get("mean_interval"), unit=" %", basis=basis_of(measures, "mean")
+    )
 
 
 def mrcr_table(mrcr: dict[str, Any]) -> list[str]:

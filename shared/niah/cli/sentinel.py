@@ -15,11 +15,23 @@ from typing import Any
 from niah.cli.backend import dispatcher_url, result_store, submit
 from niah.cli.output import to_json
 from niah.cli.run import follow, wait_timeout
+from niah.core.results.measures import basis_of
 from niah.core.results.uncertainty import with_interval
 
 # What the listing and the trend read of a sentinel's runs (a projection).
-TREND_FIELDS = ("status", "spec.scheduled_at", "measures.mean", "measures.mean_interval")
-CHECK_FIELDS = ("sentinel_check.flagged", "sentinel_check.text", "sentinel_check.reasons")
+TREND_FIELDS = (
+    "status",
+    "spec.scheduled_at",
+    "measures.mean",
+    "measures.mean_interval",
+    "measures.interval_basis",
+)
+CHECK_FIELDS = (
+    "sentinel_check.flagged",
+    "sentinel_check.text",
+    "sentinel_check.reasons",
+    "sentinel_check.watch",
+)
 
 
 def cmd_sentinel(args: argparse.Namespace) -> None:
@@ -65,6 +77,11 @@ def trend_rows(name: str) -> list[dict[str, Any]]:
                 "status": run.get("status"),
                 "mean": measures.get("mean"),
                 "mean_interval": measures.get("mean_interval"),
+                "mean_basis": basis_of(measures, "mean"),
+                # What the sentinel's test weighed: the share of every sample asked.
+                "share": (check.get("watch") or {}).get("share"),
+                "samples": (check.get("watch") or {}).get("samples"),
+                "baseline": ((check.get("watch") or {}).get("compared_with") or {}).get("share"),
                 "flagged": bool(check.get("flagged")),
                 "check": check.get("text") or "",
             }
@@ -84,11 +101,14 @@ def _show(args: argparse.Namespace) -> None:
     print(f"sentinel {name}: {len(rows)} run{'s' * (len(rows) != 1)}, oldest first")
     for row in rows:
         mean = (
-            with_interval(row["mean"], row["mean_interval"])
+            with_interval(row["mean"], row["mean_interval"], basis=row["mean_basis"])
             if row["mean"] is not None
             else "no score yet"
         )
         flag = "FLAGGED " if row["flagged"] else ""
+        if row["share"] is not None:
+            baseline = f", baseline {row['baseline']:g} %" if row["baseline"] is not None else ""
+            mean = f"score {row['share']:g} % of {row['samples']:,} asked{baseline}; mean {mean}"
         print(f"  {row['scheduled_at']}  {row['run_id']}  {row['status']}  {mean}")
         if row["check"]:
             print(f"    {flag}{row['check']}")

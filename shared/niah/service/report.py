@@ -31,6 +31,7 @@ from niah.core.pages.report_page import REPORT_PAGE_FILE, heatmap_cells, render_
 from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.results.comparison import Comparison
 from niah.core.results.effective import effective_length_text
+from niah.core.results.measures import basis_of
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
     ScoreTable,
@@ -185,10 +186,16 @@ def _png(figure: Any, *, laid_out: bool = False) -> bytes:
 
 
 def heatmap_title(summary: dict[str, Any], run: RunRecord) -> str:
-    """One line: the run's label (model · task), and its mean with the 95 % interval."""
+    """Two lines: the run's label (model · task); its mean, 95 % interval and its basis.
+
+    The basis ("clustered by grid point, 15 points") makes one line too long for the
+    picture's width, so the mean has a line of its own.
+    """
     measures = summary["measures"]
-    mean = with_interval(measures["mean"], measures.get("mean_interval"))
-    return f"{run.label} · mean (%) {mean}"
+    mean = with_interval(
+        measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
+    )
+    return f"{run.label}\nmean (%) {mean}"
 
 
 def heatmap_notes(summary: dict[str, Any], run_id: str, run: RunRecord) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from niah.core.pages.heatmap import HARNESS_SCALE, Scale, heatmap_figure, percent_table
-from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.curves import curve_figure, measures_curve
 from niah.core.results.effective import effective_length_text
+from niah.core.results.measures import basis_of
 from niah.core.results.summary import score_table
 from niah.core.results.uncertainty import with_interval
 from niah.core.results.variants import lookalikes_text
@@ -37,14 +38,7 @@ def axis_pictures(
                 ),
             }
         )
-        measures = variant["measures"]
-        curves.append(
-            Curve(
-                variant["label"],
-                {int(n): v for n, v in measures["by_length"].items()},
-                {int(n): b for n, b in (measures.get("by_length_interval") or {}).items()},
-            )
-        )
+        curves.append(measures_curve(variant["label"], variant["measures"]))
     return {
         "heatmaps": heatmaps,
         "curve": curve_figure(curves, label=f"mean score against context length of {run_id}"),
@@ -78,7 +72,11 @@ def axis_table(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 variant["label"],
                 str(variant["samples"]),
                 *(_figure(means.get(str(n))) for n in lengths),
-                with_interval(measures["mean"], measures.get("mean_interval")),
+                with_interval(
+                    measures["mean"],
+                    measures.get("mean_interval"),
+                    basis=basis_of(measures, "mean"),
+                ),
                 effective_length_text(measures["effective_length"]),
                 str(variant.get("wrong_answers", "")),
                 lookalikes_text(variant).split(" of ")[0] + _kinds(variant),

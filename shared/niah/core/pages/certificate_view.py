@@ -47,7 +47,8 @@ def certificate_view(summary: dict[str, Any]) -> dict[str, Any] | None:
             "above the threshold (pass) or below it (fail), by "
             f"{certificate['method']}: each holds however often it is looked at, and "
             "together they hold with 95 % confidence (the bounds shown are each one-sided "
-            "at the level given). Bisection assumes the score does not rise with length."
+            "at the level given), every sample taken as independent (each draws its own "
+            "depth and needle). Bisection assumes the score does not rise with length."
         ),
     }
 

@@ -224,8 +224,12 @@ def _point_text(mean: float | None, std: float | None, count: int) -> str:
 
 
 def _interval_text(bounds: list[float] | None) -> str:
-    """A point's 95 % interval for its tooltip, or nothing when it has none."""
-    return f"; 95 % interval {_range(bounds)} %" if bounds else ""
+    """A point's 95 % interval for its tooltip, or nothing when it has none.
+
+    Within one point there is nothing to cluster by: its samples are taken as
+    independent (other needles, or repeats, in one haystack and place).
+    """
+    return f"; 95 % interval {_range(bounds)} %, its samples taken as independent" if bounds else ""
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:

@@ -24,8 +24,9 @@ from niah.core.pages.heatmap import (
 from niah.core.pages.report_samples import samples_table
 from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.request.spec import run_label
-from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.curves import Curve, curve_figure, measures_curve
 from niah.core.results.effective import effective_length_text
+from niah.core.results.measures import INDEPENDENT_NOTE, basis_of
 from niah.core.results.served_models import model_shown, versions_text
 from niah.core.results.summary import (
     GENERATED_MRCR_NOTE,
@@ -108,12 +109,7 @@ def _pictures(summary: dict[str, Any], label: str, cells: list[dict[str, Any]]) 
     scale = run_scale(summary)
     if summary.get("variants"):  # an axis beyond length and depth: small multiples
         return axis_pictures(summary, cells, scale) | {"scale_note": _scale_note(summary, table)}
-    measures = summary["measures"]
-    curve = Curve(
-        label,
-        {int(n): v for n, v in measures["by_length"].items()},
-        {int(n): b for n, b in (measures.get("by_length_interval") or {}).items()},
-    )
+    curve = measures_curve(label, summary["measures"])
     return {
         "heatmap": heatmap_figure(
             table if scale is HARNESS_SCALE else percent_table(table),
@@ -140,7 +136,9 @@ def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, s
             else "mean over every value of the axis (%)"
             if summary.get("variants")
             else "mean (%)",
-            with_interval(measures["mean"], measures.get("mean_interval")),
+            with_interval(
+                measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
+            ),
         ),
         ("effective length", effective_length_text(measures["effective_length"])),
         (
@@ -238,16 +236,25 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     single = summary["task"] == "single"
     facts = [
         *([("mean score (1-10)", _number(summary["mean_score"]))] if single else []),
-        ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
+        (
+            "mean (%)",
+            with_interval(
+                measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
+            ),
+        ),
         (
             "mean per length (%)",
             " · ".join(
-                f"{int(length):,}: {with_interval(value, intervals.get(length))}"
+                f"{int(length):,}: "
+                + with_interval(
+                    value, intervals.get(length), basis=basis_of(measures, "by_length", length)
+                )
                 for length, value in sorted(
                     measures["by_length"].items(), key=lambda item: int(item[0])
                 )
             ),
         ),
+        ("intervals", measures.get("interval_basis", {}).get("clusters") or INDEPENDENT_NOTE),
         ("effective length (tokens)", effective_length_text(effective)),
         ("effective length rule", f"{effective['rule']} (threshold {effective['threshold']})"),
         ("area under the curve (%)", _number(measures["area_under_curve"])),

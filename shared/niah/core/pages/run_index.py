@@ -20,6 +20,7 @@ from niah.core.pages.sentinel_trend import sentinel_trends
 from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.request.spec import run_label
 from niah.core.results.effective import effective_length_text
+from niah.core.results.measures import basis_of
 from niah.core.results.served_models import answered_by_text
 from niah.core.results.uncertainty import with_interval
 
@@ -67,6 +68,7 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "samples": int(run.get("total", 0)),
         "mean": measures.get("mean"),
         "mean_interval": measures.get("mean_interval"),
+        "mean_basis": basis_of(measures, "mean"),
         "mean_text": _mean_text(run, measures),
         "effective_length": effective.get("length") if effective else None,
         "effective_length_text": effective_length_text(effective) if effective else "",
@@ -81,6 +83,11 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "scheduled_at": spec.get("scheduled_at"),
         "sentinel_flagged": bool(check.get("flagged")),
         "sentinel_text": check.get("text") or "",
+        # What the sentinel's test weighed (checks made before it kept none of these):
+        # the run's share of every sample asked, their count, and the baseline's share.
+        "sentinel_share": (check.get("watch") or {}).get("share"),
+        "sentinel_samples": (check.get("watch") or {}).get("samples"),
+        "sentinel_baseline": ((check.get("watch") or {}).get("compared_with") or {}).get("share"),
     }
 
 
@@ -96,7 +103,9 @@ def report_error_text(run: dict[str, Any]) -> str:
 def _mean_text(run: dict[str, Any], measures: dict[str, Any]) -> str:
     """The mean with its interval; or why there is none (cancelled, failed, not yet)."""
     if measures:
-        return with_interval(measures.get("mean"), measures.get("mean_interval"))
+        return with_interval(
+            measures.get("mean"), measures.get("mean_interval"), basis=basis_of(measures, "mean")
+        )
     if run.get("report_error"):
         return f"none (report failed: {report_error_text(run)})"
     return "none (cancelled)" if run.get("status") == RUN_CANCELLED else "not yet (no report)"

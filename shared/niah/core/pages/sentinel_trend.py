@@ -1,9 +1,12 @@
-"""A sentinel's trend for the runs index: its runs' means over time, with intervals and flags.
+"""A sentinel's trend for the runs index: its runs' scores over time, its baseline, its flags.
 
-Each sentinel gets one plot: its runs at the times they were due (to scale), each mean
-with its 95 % interval as the band, and the runs its check flagged marked in red. The
-``trend`` macro (``templates/trend.html``) draws it as inline SVG; here is only where
-each point falls, and the rows of the table under it.
+Each sentinel gets one plot: its runs at the times they were due (to scale), each run's
+score as its test weighed it (the share of every sample asked, an unscored one counting
+as wrong) with its 95 % interval as the band, the baseline each run was weighed against
+as a dashed line, and the runs its check flagged marked in red. A run checked before
+sentinels kept a baseline shows its mean instead. The ``trend`` macro
+(``templates/trend.html``) draws it as inline SVG; here is only where each point falls,
+and the rows of the table under it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from niah.core.results.curves import LEFT, PLOT_HEIGHT, PLOT_WIDTH, TOP, WIDTH
-from niah.core.results.uncertainty import with_interval
+from niah.core.results.uncertainty import wilson_share_bounds, with_interval
 
 FLAG_COLOUR, LINE_COLOUR = "#D55E00", "#0072B2"  # Okabe and Ito's, as the curves
 TREND_HEIGHT = TOP + PLOT_HEIGHT + 40
@@ -46,7 +49,11 @@ def _point(entry: dict[str, Any]) -> dict[str, Any]:
         "status": entry.get("status"),
         "mean": entry.get("mean"),
         "mean_interval": entry.get("mean_interval"),
+        "mean_basis": entry.get("mean_basis"),
         "mean_text": entry.get("mean_text"),
+        "share": entry.get("sentinel_share"),
+        "samples": entry.get("sentinel_samples"),
+        "baseline": entry.get("sentinel_baseline"),
         "flagged": bool(entry.get("sentinel_flagged")),
         "text": entry.get("sentinel_text") or "",
         "report_url": entry.get("report_url"),
@@ -55,7 +62,7 @@ def _point(entry: dict[str, Any]) -> dict[str, Any]:
 
 def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The plot of one sentinel's scored runs: x the time each was due, to scale; y 0-100 %."""
-    scored = [p for p in points if p["mean"] is not None]
+    scored = [p for p in points if _score(p)[0] is not None]
     times = [_seconds(p["scheduled_at"]) for p in scored]
     first, last = (min(times), max(times)) if times else (0.0, 0.0)
 
@@ -67,22 +74,30 @@ def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     dots = []
     for point, when in zip(scored, times, strict=True):
-        low_high = point["mean_interval"] or [point["mean"], point["mean"]]
+        value, bounds, said = _score(point)
+        assert value is not None  # ``scored`` holds only runs with a score
+        low_high = bounds or [value, value]
         dots.append(
             {
                 "x": f"{x(when):.1f}",
-                "y": f"{_y(point['mean']):.1f}",
+                "y": f"{_y(value):.1f}",
                 "low": f"{_y(low_high[0]):.1f}",
                 "high": f"{_y(low_high[1]):.1f}",
                 "colour": FLAG_COLOUR if point["flagged"] else LINE_COLOUR,
                 "flagged": point["flagged"],
-                "tooltip": f"{point['scheduled_at']}: "
-                + with_interval(point["mean"], point["mean_interval"], unit=" %")
+                "tooltip": f"{point['scheduled_at']}: {said}"
                 + (f"; flagged: {point['text']}" if point["flagged"] else ""),
             }
         )
     return {
-        "label": f"sentinel {name}: mean score of each run, with its 95 % interval",
+        "label": f"sentinel {name}: each run's score with its 95 % interval, and its baseline",
+        "baseline": _steps(
+            [
+                (x(when), _y(point["baseline"]))
+                for point, when in zip(scored, times, strict=True)
+                if point.get("baseline") is not None
+            ]
+        ),
         "width": WIDTH,
         "height": TREND_HEIGHT,
         "grid": [
@@ -97,6 +112,39 @@ def trend_figure(name: str, points: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "middle": TOP + PLOT_HEIGHT / 2,
         "centre": LEFT + PLOT_WIDTH / 2,
     }
+
+
+def _steps(points: list[tuple[float, float]]) -> str:
+    """The baselines as steps: each held until the next run, which drops to its own.
+
+    A new baseline (after a flag) is a jump at the run weighed against it, not a slope.
+    """
+    found: list[tuple[float, float]] = []
+    for at, level in points:
+        if found:
+            found.append((at, found[-1][1]))
+        found.append((at, level))
+    return " ".join(f"{at:.1f},{level:.1f}" for at, level in found)
+
+
+def _score(point: dict[str, Any]) -> tuple[float | None, list[float] | None, str]:
+    """What a run's dot shows: the share its test weighed, else (older checks) its mean.
+
+    The share's interval is Wilson's over the run's samples: the sentinel asks the same
+    prompts each time, so what varies from run to run is the model's answers to them.
+    """
+    share, samples = point.get("share"), point.get("samples")
+    if share is not None and samples:
+        low, high = wilson_share_bounds(share / 100, samples)
+        share_bounds = [round(100 * low, 2), round(100 * high, 2)]
+        shown = with_interval(share, share_bounds, unit=" %", basis=None)
+        said = f"{shown} of {samples:,} samples asked right (an unscored one counts as wrong)"
+        if point.get("baseline") is not None:
+            said += f"; baseline {point['baseline']:g} %"
+        return share, share_bounds, said
+    mean, bounds = point.get("mean"), point.get("mean_interval")
+    shown = with_interval(mean, bounds, unit=" %", basis=point.get("mean_basis"))
+    return mean, bounds, f"mean {shown}"
 
 
 # Labelled times under the plot, evenly over its span (not one per run: firings by hand

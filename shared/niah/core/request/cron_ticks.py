@@ -66,12 +66,37 @@ def is_tick(schedule: str, time_zone: str, when: dt.datetime) -> bool:
     local = when.astimezone(zone)
     if local.second or local.microsecond:
         return False
-    minute, hour, day, month, weekday = (_allowed(text, i) for i, text in enumerate(fields))
-    if local.minute not in minute or local.hour not in hour or local.month not in month:
+    minute, hour, _, _, _ = (_allowed(text, i) for i, text in enumerate(fields))
+    if local.minute not in minute or local.hour not in hour:
         return False
-    on_day = local.day in day
-    on_weekday = (local.isoweekday() % 7) in weekday
+    return _on_date(fields, local.date())
+
+
+def _on_date(fields: list[str], date: dt.date) -> bool:
+    """Whether the schedule fires on ``date`` (its month, day of month and day of week)."""
+    day, month, weekday = (_allowed(fields[i], i) for i in (2, 3, 4))
+    if date.month not in month:
+        return False
+    on_day = date.day in day
+    on_weekday = (date.isoweekday() % 7) in weekday
     # Both restricted: either matches (cron's rule); else the restricted one decides.
     if fields[2] != "*" and fields[4] != "*":
         return on_day or on_weekday
     return on_day and on_weekday
+
+
+def firings_per_year(schedule: str) -> int:
+    """How many times ``schedule`` fires in a year (2027: 365 days, starting on a Friday).
+
+    The sentinel's false alarms a year are its firings a year over the firings one
+    false alarm may take (``niah.core.results.sentinel_watch``). A time zone's daylight
+    saving moves a firing, and may skip or double one an hour a year: not counted.
+    ``ValueError`` if the schedule is not unix-cron.
+    """
+    fields = schedule.split()
+    if len(fields) != 5:
+        raise ValueError(f"{schedule!r} is not a unix-cron schedule of five fields")
+    per_day = len(_allowed(fields[0], 0)) * len(_allowed(fields[1], 1))
+    start = dt.date(2027, 1, 1)
+    days = sum(_on_date(fields, start + dt.timedelta(days=n)) for n in range(365))
+    return per_day * days

@@ -163,7 +163,7 @@ OPTION_HELP: dict[str, str] = {
     "haystack_order": (
         "coherent (as written) or shuffled (its sentences in a seeded order), or both as an axis"
     ),
-    "samples_per_cell": "independent samples per grid point, each stored on its own",
+    "samples_per_cell": "samples per grid point (other needles, one haystack), each stored apart",
     "dynamic_needle": "a seeded city/number needle per cell; --no-dynamic_needle for your own",
     "needle": "a static needle (with --no-dynamic_needle)",
     "retrieval_question": "the static needle's question (or your own needles')",

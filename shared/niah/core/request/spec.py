@@ -114,7 +114,8 @@ class RunRequest(BaseModel):
     graph_problem: Literal["bfs", "parents"] = "bfs"
     bfs_depth: int = Field(default=2, ge=1, le=MAX_BFS_DEPTH)
     # --- end GraphWalks ---
-    # Independent samples per grid point (other needles and keys), each stored apart.
+    # Samples per grid point (other needles and keys, in one haystack and place: not
+    # independent, so intervals cluster them by point), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
     dynamic_needle: bool = True

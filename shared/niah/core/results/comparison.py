@@ -18,19 +18,17 @@ from niah.core.pages.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_fig
 from niah.core.request.ruler_suite import RulerTable, ruler_table
 from niah.core.request.spec import run_label
 from niah.core.results.certificate import certificate_summary, certified_effective_length
-from niah.core.results.curves import Curve, curve_figure
+from niah.core.results.curves import curve_figure, measures_curve
 from niah.core.results.effective import effective_length_text
-from niah.core.results.measures import measures
+from niah.core.results.measures import basis_of, measures
 from niah.core.results.paired import (
-    METHOD_NAMES,
     NO_DIFFERENCE,
     PairedComparison,
     PairedTest,
-    p_figure,
     paired_comparison,
-    points_text,
     round_points,
 )
+from niah.core.results.paired_text import METHOD_NAMES, p_figure, points_text
 from niah.core.results.served_models import model_shown, runs_answered_by_others, served_versions
 from niah.core.results.summary import ScoreTable, cost_summary, format_cost, score_table
 from niah.core.results.uncertainty import with_interval
@@ -224,7 +222,9 @@ def render_comparison_page(comparison: Comparison) -> str:
             (
                 "mean on the shared grid (%)",
                 lambda c: with_interval(
-                    measured[c.run_id]["mean"], measured[c.run_id]["mean_interval"]
+                    measured[c.run_id]["mean"],
+                    measured[c.run_id]["mean_interval"],
+                    basis=basis_of(measured[c.run_id], "mean"),
                 ),
             ),
             (
@@ -242,14 +242,7 @@ def render_comparison_page(comparison: Comparison) -> str:
         ],
     )
     tested = comparison.paired[0]
-    curves = [
-        Curve(
-            c.name,
-            {int(n): v for n, v in measured[c.run_id]["by_length"].items()},
-            {int(n): b for n, b in measured[c.run_id]["by_length_interval"].items()},
-        )
-        for c in comparison.runs
-    ]
+    curves = [measures_curve(c.name, measured[c.run_id]) for c in comparison.runs]
     ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
     return render(
         "comparison.html",

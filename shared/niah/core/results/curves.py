@@ -10,9 +10,10 @@ so the page's Content Security Policy holds; here is only where each point falls
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from niah.core.results.measures import basis_of
 from niah.core.results.uncertainty import with_interval
 
 # Okabe and Ito's colour-blind-safe palette ("Color Universal Design", 2008), darkest
@@ -28,6 +29,18 @@ class Curve:
     name: str
     means: dict[int, float | None]
     intervals: dict[int, list[float] | None]
+    # What each interval rests on (``Interval.basis``); none given: taken as independent.
+    bases: dict[int, dict[str, Any] | None] = field(default_factory=dict)
+
+
+def measures_curve(name: str, measures: dict[str, Any]) -> Curve:
+    """A run's curve from its stored measures: mean per length, intervals, their bases."""
+    return Curve(
+        name,
+        {int(n): v for n, v in measures["by_length"].items()},
+        {int(n): b for n, b in (measures.get("by_length_interval") or {}).items()},
+        {int(n): basis_of(measures, "by_length", n) for n in measures["by_length"]},
+    )
 
 
 def curve_figure(curves: Sequence[Curve], *, label: str) -> dict[str, Any]:
@@ -119,7 +132,7 @@ def _run(curve: Curve, colour: str, dash: str, x: Position, index: int) -> dict[
                 "y": f"{_y(m):.1f}",
                 "value": f"{m:.6g}",
                 "tooltip": f"{curve.name}, {n:,} tokens: "
-                + with_interval(m, curve.intervals.get(n), unit=" %"),
+                + with_interval(m, curve.intervals.get(n), unit=" %", basis=curve.bases.get(n)),
             }
             for n, m in points
         ],

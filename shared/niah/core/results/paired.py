@@ -21,6 +21,16 @@ difference. Only pairs scored in both runs count.
   the interval (``uncertainty.bootstrap_interval``, the same seed and resamples as
   every other bootstrap here).
 
+- **Pairs that share a grid point** (several samples a point): the pairs of one point
+  share its haystack and the needle's place, so they are not independent, and the two
+  tests above would count them as if they were. The p-value is then the paired
+  permutation test over grid points: each point's pairs swapped together (its summed
+  differences' sign flipped), exact up to 13 points. The interval is clustered by grid
+  point (``niah.core.results.uncertainty``, Miller 2024): on right/wrong outcomes
+  Newcombe's interval above at the effective number of pairs (the table's counts
+  scaled by it), on graded scores the mean difference ± t x its clustered standard
+  error, on ``G - 1`` degrees of freedom.
+
 Everything is in points of percent: the second run minus the first. p >= 0.05 is
 reported as "no significant difference"; per-length tests are each at 5 %, uncorrected
 for the number of lengths (docs/outputs.md says what that means when reading them).
@@ -29,11 +39,19 @@ for the number of lengths (docs/outputs.md says what that means when reading the
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from niah.core.results.uncertainty import CONFIDENCE, bootstrap_interval, wilson_bounds
+from niah.core.results.measures import grid_point
+from niah.core.results.uncertainty import (
+    CONFIDENCE,
+    bootstrap_interval,
+    cluster_variances,
+    degrees_factor,
+    t_value,
+    wilson_share_bounds,
+)
 
 SIGNIFICANCE_LEVEL = 0.05
 NO_DIFFERENCE = "no significant difference"
@@ -45,7 +63,7 @@ PERMUTATION_SEED = 0
 # once would be 800 MB (scipy's default is every resample in one array).
 RESAMPLE_BATCH = 200
 
-Method = Literal["mcnemar", "permutation"]
+Method = Literal["mcnemar", "permutation", "clustered"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,8 @@ class PairedTest:
     method: Method
     # McNemar's discordant pairs: (first right & second wrong, first wrong & second right).
     discordant: tuple[int, int] | None = None
+    # The grid points the pairs fall in: as many as the pairs when each is a point's own.
+    clusters: int = 0
 
     @property
     def significant(self) -> bool:
@@ -88,6 +108,7 @@ class PairedTest:
             "significant": self.significant,
             "verdict": self.verdict,
             "method": self.method,
+            "clusters": self.clusters,
             **({"discordant": list(self.discordant)} if self.discordant else {}),
         }
 
@@ -158,7 +179,7 @@ def paired_comparison(
     of either run is neither 0 nor 1), so every length is tested the same way.
     """
     theirs = {pair_key(c): c for c in second[1]}
-    pairs: list[tuple[int, float, float]] = []
+    pairs: list[tuple[int, float, float, tuple[int, float, str]]] = []
     unscored = 0
     for cell in first[1]:
         other = theirs.get(pair_key(cell))
@@ -168,29 +189,49 @@ def paired_comparison(
         if a is None or b is None:
             unscored += 1
             continue
-        pairs.append((int(cell["context_length"]), float(a), float(b)))
-    binary = all(a in (0.0, 1.0) and b in (0.0, 1.0) for _, a, b in pairs)
-    by_length: dict[int, list[tuple[float, float]]] = {}
-    for length, a, b in sorted(pairs):
-        by_length.setdefault(length, []).append((a, b))
+        pairs.append((int(cell["context_length"]), float(a), float(b), grid_point(cell)))
+    binary = all(a in (0.0, 1.0) and b in (0.0, 1.0) for _, a, b, _ in pairs)
+    by_length: dict[int, list[tuple[float, float, tuple[int, float, str]]]] = {}
+    for length, a, b, point in sorted(pairs):
+        by_length.setdefault(length, []).append((a, b, point))
     return PairedComparison(
         first=first[0],
         second=second[0],
-        overall=paired_test([(a, b) for _, a, b in pairs], binary=binary) if pairs else None,
-        by_length={n: paired_test(p, binary=binary) for n, p in by_length.items()},
+        overall=_test([(a, b, point) for _, a, b, point in pairs], binary) if pairs else None,
+        by_length={n: _test(p, binary) for n, p in by_length.items()},
         unscored_pairs=unscored,
         first_name=names[0],
         second_name=names[1],
     )
 
 
-def paired_test(pairs: Sequence[tuple[float, float]], *, binary: bool) -> PairedTest:
-    """McNemar (``binary``) or a permutation test over (first, second) score pairs."""
+def _test(found: list[tuple[float, float, tuple[int, float, str]]], binary: bool) -> PairedTest:
+    """``paired_test`` of (first, second, grid point) triples, clustered by their point."""
+    return paired_test(
+        [(a, b) for a, b, _ in found], binary=binary, clusters=[point for _, _, point in found]
+    )
+
+
+def paired_test(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    binary: bool,
+    clusters: Sequence[Hashable] | None = None,
+) -> PairedTest:
+    """McNemar (``binary``) or a permutation test over (first, second) score pairs.
+
+    ``clusters``: each pair's grid point; where a point holds two pairs or more (and
+    there are two points or more), the clustered test (the module's docstring).
+    """
     n = len(pairs)
+    count = n if clusters is None else len(set(clusters))
     mean_first = 100 * math.fsum(a for a, _ in pairs) / n
     mean_second = 100 * math.fsum(b for _, b in pairs) / n
+    if 1 < count < n:
+        assert clusters is not None
+        return _clustered(pairs, clusters, binary, mean_first, mean_second)
     if binary:
-        return _mcnemar(pairs, mean_first, mean_second)
+        return replace(_mcnemar(pairs, mean_first, mean_second), clusters=count)
     differences = [b - a for a, b in pairs]
     found = bootstrap_interval(differences)
     return PairedTest(
@@ -202,6 +243,54 @@ def paired_test(pairs: Sequence[tuple[float, float]], *, binary: bool) -> Paired
         high=None if found is None else 100 * found[1],
         p_value=_permutation_p(differences),
         method="permutation",
+        clusters=count,
+    )
+
+
+def _clustered(
+    pairs: Sequence[tuple[float, float]],
+    clusters: Sequence[Hashable],
+    binary: bool,
+    mean_first: float,
+    mean_second: float,
+) -> PairedTest:
+    """The pairs tested with each grid point's pairs together (the module's docstring)."""
+    differences = [b - a for a, b in pairs]
+    sums: dict[Hashable, float] = {}
+    for difference, cluster in zip(differences, clusters, strict=True):
+        sums[cluster] = sums.get(cluster, 0.0) + difference
+    naive, clustered, count = cluster_variances(differences, clusters)
+    n, effect = len(pairs), math.fsum(differences) / len(pairs)
+    discordant = None
+    if binary:
+        first_only = sum(1 for a, b in pairs if a == 1.0 and b == 0.0)
+        second_only = sum(1 for a, b in pairs if a == 0.0 and b == 1.0)
+        both = sum(1 for a, b in pairs if a == 1.0 and b == 1.0)
+        neither = n - first_only - second_only - both
+        # The effective number of pairs: n over the design effect of the differences;
+        # with no variance to measure it (every pair alike), each point counts once.
+        effective = (n / max(1.0, clustered / naive) if naive > 0 else count) * degrees_factor(
+            count
+        )
+        scale = effective / n
+        low, high = newcombe_paired_interval(
+            both * scale, second_only * scale, first_only * scale, neither * scale
+        )
+        discordant = (first_only, second_only)
+    else:
+        half = t_value(count - 1) * math.sqrt(max(naive, clustered))
+        low, high = max(-1.0, effect - half), min(1.0, effect + half)
+    return PairedTest(
+        pairs=n,
+        mean_first=mean_first,
+        mean_second=mean_second,
+        effect=mean_second - mean_first,
+        low=100 * low,
+        high=100 * high,
+        p_value=_permutation_p(list(sums.values())),
+        method="clustered",
+        discordant=discordant,
+        clusters=count,
     )
 
 
@@ -236,20 +325,25 @@ def mcnemar_exact_p(b: int, c: int) -> float:
 
 
 def newcombe_paired_interval(
-    both: int, second_only: int, first_only: int, neither: int, confidence: float = CONFIDENCE
+    both: float,
+    second_only: float,
+    first_only: float,
+    neither: float,
+    confidence: float = CONFIDENCE,
 ) -> tuple[float, float]:
     """Newcombe's method 10 interval of (second's proportion - first's), paired data.
 
     The counts are the paired 2 x 2 table with the second run as rows: both right,
-    second right only, first right only, both wrong. Each proportion's Wilson interval,
+    second right only, first right only, both wrong (fractional for an effective
+    number of pairs: clustered ones, scaled). Each proportion's Wilson interval,
     combined "square and add" with the correlation of the two proportions (Newcombe's
     continuity-corrected phi: its numerator shrunk by n/2 when positive, 0 below that).
     """
     n = both + second_only + first_only + neither
     right_second, right_first = both + second_only, both + first_only
     p2, p1 = right_second / n, right_first / n
-    l2, u2 = wilson_bounds(right_second, n, confidence)
-    l1, u1 = wilson_bounds(right_first, n, confidence)
+    l2, u2 = wilson_share_bounds(p2, n, confidence)
+    l1, u1 = wilson_share_bounds(p1, n, confidence)
     margins = right_second * (n - right_second) * right_first * (n - right_first)
     phi = 0.0
     if margins:
@@ -265,7 +359,10 @@ def newcombe_paired_interval(
 
 
 def _permutation_p(differences: Sequence[float]) -> float:
-    """Two-sided p of the mean difference under random swaps within each pair."""
+    """Two-sided p of the mean difference under random swaps within each pair.
+
+    Given each grid point's summed differences, the swaps are of whole points.
+    """
     if len(differences) < 2 or all(d == 0 for d in differences):
         # One pair's swap gives the same |mean|, as do swaps of zeros: no evidence.
         return 1.0
@@ -283,60 +380,3 @@ def _permutation_p(differences: Sequence[float]) -> float:
         batch=RESAMPLE_BATCH,
     )
     return float(min(1.0, result.pvalue))
-
-
-def p_figure(p_value: float) -> str:
-    """A p-value as a reader takes it: two significant digits, tiny ones as "< 0.001"."""
-    return "< 0.001" if p_value < 0.001 else f"{p_value:.2g}"
-
-
-def p_text(p_value: float) -> str:
-    """The p-value in words: "p = 0.0078", "p < 0.001"."""
-    figure = p_figure(p_value)
-    return f"p {figure}" if figure.startswith("<") else f"p = {figure}"
-
-
-def points_text(value: float) -> str:
-    """A difference in points with its sign: "+12.5", "-3", "0"."""
-    rounded = round_points(value)
-    return f"{rounded:+g}" if rounded else "0"
-
-
-def effect_text(test: PairedTest) -> str:
-    """A test in one line: "-50 points (95 %: -75.2 to -12.1), p = 0.0078, 8 pairs: ..."."""
-    bounds = (
-        ""
-        if test.low is None or test.high is None
-        else f" (95 %: {points_text(test.low)} to {points_text(test.high)})"
-    )
-    return (
-        f"{points_text(test.effect)} points{bounds}, {p_text(test.p_value)}, "
-        f"{test.pairs:,} pair{'s' * (test.pairs != 1)}: {test.verdict}"
-    )
-
-
-METHOD_NAMES = {
-    "mcnemar": "exact McNemar test on right/wrong outcomes",
-    "permutation": "paired permutation test on graded scores",
-}
-
-
-def comparison_lines(paired: PairedComparison) -> list[str]:
-    """The comparison as text: the method, overall, then each length."""
-    first, second = paired.names()
-    if paired.overall is None:
-        return [
-            f"{second} minus {first}: no sample is scored in both runs, so nothing can be tested"
-        ]
-    lines = [
-        f"{second} minus {first} ({METHOD_NAMES[paired.overall.method]}, "
-        f"samples paired by length, depth and sample index):",
-        f"  overall: {effect_text(paired.overall)}",
-    ]
-    lines += [f"  {length:,} tokens: {effect_text(t)}" for length, t in paired.by_length.items()]
-    if paired.unscored_pairs:
-        lines.append(
-            f"  {paired.unscored_pairs:,} shared samples are scored in one run only "
-            "(failed, unscored or truncated in the other) and are left out"
-        )
-    return lines
