@@ -41,13 +41,20 @@ def cell(length: int, depth: float, **fields: Any) -> dict[str, Any]:
 
 
 def stored(
-    cells: list[dict[str, Any]], *, task: str = "single", reported: bool = True
+    cells: list[dict[str, Any]],
+    *,
+    task: str = "single",
+    reported: bool = True,
+    rule: str | None = None,
 ) -> MemoryStore:
-    """A store holding run ``run-t`` and its cells, with the report's figures if reported."""
+    """A store holding run ``run-t`` and its cells, with the report's figures if reported.
+
+    ``rule``: the run's effective_length_rule (RULER's when None).
+    """
     store = MemoryStore()
     run_doc: dict[str, Any] = {
         "model": "gemini-2.5-flash",
-        "spec": {"task": task},
+        "spec": {"task": task} | ({"effective_length_rule": rule} if rule else {}),
         "status": "complete" if reported else "running",
         "total": len(cells),
         "done": sum(c.get("status") == "answered" for c in cells),
@@ -117,17 +124,20 @@ def test_no_effective_length_is_said_with_why(
     # No mean reaches 85.6 %, but 8,000's one right of two (Wilson 9.45-90.5 %) might.
     assert (
         "effective length not determined: none by the means, but the 95 % intervals allow "
-        "none to 8,000 (threshold 85.6 %, ruler: 85.6; more samples per point narrow them)"
+        "none to 8,000 (threshold 85.6 %, rule ruler: fixed, as in RULER; more samples "
+        "per point narrow them)"
     ) in out
     assert "1 of 3 retrieved (33.3 %)" in out and "3 cells answered" in out
     # NoLiMa's rule over a base of 0 %: not "no length scored 0 % or more".
-    use_store(stored([cell(1000, 0, **missed), cell(2000, 0, **missed)]))
+    use_store(stored([cell(1000, 0, **missed), cell(2000, 0, **missed)], rule="nolima"))
     _, out, _ = status(capsys)
-    assert "effective length not determined (no length scored above 0 %; nolima:" in out
+    assert "effective length not determined (no length scored above 0 %; rule nolima:" in out
 
 
 def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_store: Any) -> None:
-    use_store(stored([cell(1000, 0), cell(1000, 100), cell(2000, 0), cell(2000, 100)]))
+    use_store(
+        stored([cell(1000, 0), cell(1000, 100), cell(2000, 0), cell(2000, 100)], rule="nolima")
+    )
     code, out, err = status(capsys)
     assert code == 0 and err == ""
     # A run without a label of its own is called "model · task".
@@ -141,8 +151,8 @@ def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_stor
     )
     assert (
         "effective length not determined: 2,000 tokens by the means, but the 95 % intervals "
-        "allow none to 2,000 (threshold 85 %, nolima: 85% of the mean at lengths <= 1,000; "
-        "more samples per point narrow them)"
+        "allow none to 2,000 (threshold 85 %, rule nolima: 85 % of the mean at lengths <= "
+        "1,000 tokens; more samples per point narrow them)"
     ) in out
     assert "heatmap: gs://niah-local/reports/run-t/heatmap.png" in out
     assert "report: http://127.0.0.1:4443/" in out

@@ -212,7 +212,7 @@ def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -
                         },
                     }
                 )
-    rows = context_rot_table(cells)
+    rows = context_rot_table(cells, rule="ruler")
     assert [r.condition for r in rows] == [
         "0 distractors · coherent", "0 distractors · shuffled", "1 distractor · coherent",
         "1 distractor · shuffled", "4 distractors · coherent", "4 distractors · shuffled",

@@ -249,7 +249,7 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ),
         ),
         ("effective length (tokens)", effective_length_text(effective)),
-        ("effective length rule", f"{effective['rule']} (threshold {effective['threshold']})"),
+        ("effective length rule", _rule_text(effective)),
         ("area under the curve (%)", _number(measures["area_under_curve"])),
         (
             "outcomes",
@@ -271,6 +271,12 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     return facts
+
+
+def _rule_text(effective: dict[str, Any]) -> str:
+    """The rule the run chose and the threshold it gave ("none" without NoLiMa's base)."""
+    threshold = effective.get("threshold")
+    return f"{effective.get('rule')} (threshold {'none' if threshold is None else threshold})"
 
 
 def _mrcr_bins(summary: dict[str, Any]) -> dict[str, Any] | None:

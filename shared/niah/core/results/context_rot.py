@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.request.axes import variant_label
+from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.results.variants import lookalikes_text, variant_summaries
 
 # The study's conditions as run options: every pair of these is one variant of the run.
@@ -42,11 +43,13 @@ class ContextRotRow:
     lookalikes: str = ""
 
 
-def context_rot_table(cells: list[dict[str, Any]]) -> list[ContextRotRow]:
+def context_rot_table(
+    cells: list[dict[str, Any]], *, rule: EffectiveLengthRule
+) -> list[ContextRotRow]:
     """A row per condition of a run with the suite's axes, in the axes' order."""
     rows = []
     lengths = sorted({int(c["context_length"]) for c in cells})
-    for variant in variant_summaries(cells):
+    for variant in variant_summaries(cells, rule=rule):
         means = variant["measures"]["by_length"]
         by_length = {length: means.get(str(length)) for length in lengths}
         rows.append(

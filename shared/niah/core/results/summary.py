@@ -16,6 +16,7 @@ from niah.core.money.pricing import run_tier, spend_summary
 from niah.core.prompts.count_fit import fit_note, fit_summary
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.results.certificate import certificate_summary, certified_effective_length
+from niah.core.results.effective import chosen_rule
 from niah.core.results.measures import mean_percent, measures
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.uncertainty import interval
@@ -175,7 +176,8 @@ def summarize(
     for cell in cells:
         outcomes[str(cell.get("outcome") or "unscored")] += 1
     served = served_versions(cells)
-    measured = measures(cells)
+    rule = chosen_rule(run.get("spec") or {})
+    measured = measures(cells, rule=rule)
     certificate = certificate_summary(run, cells)
     if certificate:  # a certify run: its certificate is the effective length everywhere
         measured["effective_length"] = certified_effective_length(certificate)
@@ -204,7 +206,11 @@ def summarize(
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
         **task_rates(cells),
-        **({"variants": variant_summaries(cells)} if any(c.get("variant") for c in cells) else {}),
+        **(
+            {"variants": variant_summaries(cells, rule=rule)}
+            if any(c.get("variant") for c in cells)
+            else {}
+        ),
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from niah.core.request.axes import AXIS_OPTIONS, variant_label, variant_values
+from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.request.spec import run_label
+from niah.core.results.effective import chosen_rule
 from niah.core.results.measures import measures
 
 
@@ -35,7 +37,7 @@ def split_by_variant(
     unsplit = {k: v for k, v in (run.get("spec") or {}).items() if k not in AXIS_OPTIONS}
     label = run_label(run | {"spec": unsplit})
     split = []
-    for summary in variant_summaries(cells):
+    for summary in variant_summaries(cells, rule=chosen_rule(run.get("spec") or {})):
         variant = summary["variant"]
         split.append(
             (
@@ -106,11 +108,14 @@ def lookalikes_text(figures: dict[str, Any]) -> str:
     return f"{figures.get('distractor_answers', 0)} of {figures.get('wrong_answers', 0)}{split}"
 
 
-def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def variant_summaries(
+    cells: list[dict[str, Any]], *, rule: EffectiveLengthRule
+) -> list[dict[str, Any]]:
     """Each value of the run's extra axes apart: its samples, measures and distractor answers.
 
     In the order of the run's variants (``niah.core.request.axes``), so the report's
-    small multiples and curves follow the axis.
+    small multiples and curves follow the axis; each effective length under the run's
+    ``rule``.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for cell in cells:
@@ -120,7 +125,7 @@ def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "variant": variant,
             "label": variant_label(variant),
             "samples": len(group),
-            "measures": measures(group),
+            "measures": measures(group, rule=rule),
             **task_rates(group),
             **_lookalikes(group),
         }
