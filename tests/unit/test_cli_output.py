@@ -64,7 +64,8 @@ def stored(
     }
     store.runs["run-t"] = run_doc
     store.cells["run-t"] = {
-        f"L{c['context_length']:08d}-D{round(c['depth_percent'] * 1000):06d}": c for c in cells
+        c.get("cell_id") or f"L{c['context_length']:08d}-D{round(c['depth_percent'] * 1000):06d}": c
+        for c in cells
     }
     if reported:
         summary = summarize(run_doc | {"run_id": "run-t"}, store.list_cells("run-t"))
@@ -72,7 +73,8 @@ def stored(
             key: summary[key]
             for key in ("mean_score", "measures", "outcomes", "retrieved_share",
                         "prompt_token_deviation")
-        } | ({"mrcr": summary["mrcr"]} if "mrcr" in summary else {})  # fmt: skip
+        } | {key: summary[key] for key in ("mrcr", "variants", "variant_differences")
+             if key in summary}  # fmt: skip
         run_doc["report"] = {
             "heatmap_uri": "gs://niah-local/reports/run-t/heatmap.png",
             "html_url": "http://127.0.0.1:4443/download/storage/v1/b/niah-local/o/report.html",
@@ -281,8 +283,12 @@ def test_missing_credentials_are_one_line_with_the_fix(tmp_path: Path) -> None:
     for words in (["list"], ["status", "run-x"]):
         result = subprocess.run(
             [sys.executable, "-m", "niah.cli", *words],
-            capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+            env=env,
+        )
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             "niah: no Google Cloud credentials. For the local stack: scripts/local_up.sh, then "
@@ -433,3 +439,34 @@ def test_a_failed_report_is_said_with_why_and_how_to_ask_again(
     assert "niah run --resume run-t" in out
     assert "scores not determined: the report failed" in out and "not determined yet" not in out
     assert code == 0
+
+
+def test_a_run_with_an_axis_reads_each_value_and_its_difference_never_a_pooled_mean(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    missed = {"outcome": "wrong", "score": 1, "exact_score": 1, "task_score": 0.0}
+    cells = [
+        cell(
+            length,
+            50,
+            variant=variant,
+            sample=k,
+            cell_id=f"L{length}-S{k}-X{variant}",
+            **({} if variant == "d0" else missed),
+        )
+        for variant in ("d0", "d4")
+        for length in (1000, 2000)
+        for k in range(3)
+    ]
+    use_store(stored(cells))
+    _, out, _ = status(capsys)
+    assert "None" not in out
+    assert "2 values of the axis, each scored apart (below)" in out
+    assert "\nmean " not in out and "area under the curve" not in out  # nothing pooled
+    assert (
+        "per value of the axis (effective length rule ruler: fixed, as in RULER; "
+        "differences from 0 distractors, paired by length, depth and sample):"
+    ) in out
+    assert "  0 distractors: mean 100 % (95 %: 61-100 %); effective length not determined" in out
+    assert "  4 distractors: mean 0 % (95 %: 0-39 %); effective length none; -100 points" in out
+    assert "6 pairs: significant" in out

@@ -127,7 +127,7 @@ def _context_rot(
         document = {"suite": args.suite, "runs": {CONTEXT_ROT: run_id}}
         print(json.dumps(document | {"table": [dataclasses.asdict(r) for r in rows]}, indent=2))
     else:
-        print(format_context_rot(rows))
+        print(format_context_rot(rows, rule))
     return 0
 
 

@@ -19,6 +19,7 @@ from niah.core.interfaces import (
     SpendLedger,
     gs_uri,
 )
+from niah.core.pages.axis_view import panel_title
 from niah.core.pages.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
@@ -185,7 +186,12 @@ def _png(figure: Any, *, laid_out: bool = False) -> bytes:
 
 
 def heatmap_title(summary: dict[str, Any], run: RunRecord) -> str:
-    """One line: the run's label (model · task), and its mean with the 95 % interval."""
+    """One line: the run's label (model · task), and its mean with the 95 % interval.
+
+    A run with an axis: the label alone; each value's panel names its own mean.
+    """
+    if summary.get("variants"):
+        return run.label
     measures = summary["measures"]
     mean = with_interval(measures["mean"], measures.get("mean_interval"))
     return f"{run.label} · mean (%) {mean}"
@@ -231,7 +237,7 @@ def render_report_files(
         fraction=fraction,
         notes=heatmap_notes(summary, run_id, run),
         panels=[
-            (v["label"], score_table([c for c in shown if c.get("variant") == v["variant"]]))
+            (panel_title(v), score_table([c for c in shown if c.get("variant") == v["variant"]]))
             for v in summary.get("variants") or []
         ],
     )
@@ -401,8 +407,9 @@ def _render_claimed(
         "mean_score": summary["mean_score"],
         "measures": summary["measures"],
         **({"mrcr": summary["mrcr"]} if "mrcr" in summary else {}),
-        # A run with an axis: each value's measures (niah status shows them).
-        **({"variants": summary["variants"]} if "variants" in summary else {}),
+        # A run with an axis: each value's measures, and the later values against the
+        # first (niah status shows them).
+        **{key: summary[key] for key in ("variants", "variant_differences") if key in summary},
         "outcomes": summary["outcomes"],
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],

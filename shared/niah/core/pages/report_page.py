@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from niah.core.pages.axis_view import axis_pictures, axis_table
+from niah.core.pages.axis_view import axis_headline, axis_pictures, axis_table
 from niah.core.pages.certificate_view import certificate_view
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import (
@@ -71,6 +71,7 @@ def render_run_page(
         scorer=summary["scorer"],
         status=run.get("status"),
         headline=_headline(run, summary),
+        axis_headline=axis_headline(summary) if summary.get("variants") else None,
         pictures=_pictures(summary, label, cells),
         measure_facts=_measure_facts(summary),
         axis=axis_table(summary) if summary.get("variants") else None,
@@ -126,23 +127,26 @@ def _pictures(summary: dict[str, Any], label: str, cells: list[dict[str, Any]]) 
 
 
 def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The answer first: model, task, mean with its interval, effective length, outcomes."""
+    """The answer first: model, task, mean with its interval, effective length, outcomes.
+
+    A run with an axis has no one mean or length: its values' table (``axis_headline``)
+    follows these facts instead.
+    """
     measures, outcomes = summary["measures"], summary["outcomes"]
     served = summary.get("served_models") or {}
-    facts = [
-        ("model", model_shown(str(summary["model"] or ""), served)),
-        ("task", summary["task"]),
+    answer = [
         (
             # A certify run's samples cluster where the answer was decided: their mean is
-            # not the model's over a grid, and says so; a run with an axis pools its values.
-            "mean of the samples asked (%)"
-            if summary.get("certificate")
-            else "mean over every value of the axis (%)"
-            if summary.get("variants")
-            else "mean (%)",
+            # not the model's over a grid, and says so.
+            "mean of the samples asked (%)" if summary.get("certificate") else "mean (%)",
             with_interval(measures["mean"], measures.get("mean_interval")),
         ),
         ("effective length", effective_length_text(measures["effective_length"])),
+    ]
+    facts = [
+        ("model", model_shown(str(summary["model"] or ""), served)),
+        ("task", summary["task"]),
+        *([] if summary.get("variants") else answer),
         (
             "outcomes",
             f"{outcomes['correct']} correct · {outcomes['wrong']} wrong · "
@@ -236,7 +240,8 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     intervals = measures.get("by_length_interval", {})
     outcomes = summary["outcomes"]
     single = summary["task"] == "single"
-    facts = [
+    # A run with an axis: each value's figures are in its table, none pooled here.
+    pooled = [
         *([("mean score (1-10)", _number(summary["mean_score"]))] if single else []),
         ("mean (%)", with_interval(measures["mean"], measures.get("mean_interval"))),
         (
@@ -249,8 +254,15 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ),
         ),
         ("effective length (tokens)", effective_length_text(effective)),
+    ]
+    facts = [
+        *([] if summary.get("variants") else pooled),
         ("effective length rule", _rule_text(effective)),
-        ("area under the curve (%)", _number(measures["area_under_curve"])),
+        *(
+            []
+            if summary.get("variants")
+            else [("area under the curve (%)", _number(measures["area_under_curve"]))]
+        ),
         (
             "outcomes",
             f"{outcomes['correct']} correct, {outcomes['wrong']} wrong, "
@@ -274,7 +286,19 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _rule_text(effective: dict[str, Any]) -> str:
-    """The rule the run chose and the threshold it gave ("none" without NoLiMa's base)."""
+    """The rule the run chose and the threshold it gave ("none" without NoLiMa's base).
+
+    A run with an axis: under NoLiMa's rule each value has its own base and threshold.
+    """
+    values = effective.get("by_variant") or []
+    if len({one.get("threshold") for one in values}) > 1:  # NoLiMa's: a base per value
+        thresholds = " · ".join(
+            f"{one['label']} {'none' if one.get('threshold') is None else one['threshold']}"
+            for one in values
+        )
+        return f"{effective.get('rule')} (threshold per value: {thresholds})"
+    if values:
+        effective = values[0]
     threshold = effective.get("threshold")
     return f"{effective.get('rule')} (threshold {'none' if threshold is None else threshold})"
 

@@ -117,6 +117,11 @@ def effective_length_text(effective: dict[str, Any]) -> str:
     """
     if effective.get("certified"):
         return _certified_text(effective)
+    if "by_variant" in effective:  # a run with an axis: one length per value, none pooled
+        each = " · ".join(
+            f"{one['label']} {effective_length_short(one)}" for one in effective["by_variant"]
+        )
+        return f"per value of the axis: {each} ({effective.get('rule')})"
     length, threshold = effective.get("length"), effective.get("threshold")
     rule = effective.get("rule")
     bounds = effective.get("interval")
@@ -142,6 +147,29 @@ def effective_length_text(effective: dict[str, Any]) -> str:
     if not threshold:  # NoLiMa's share of a base that scored nothing: nothing can pass
         return f"not determined (no length scored above 0 %; {rule})"
     return f"not determined (no length scored {threshold:g} % or more; {rule})"
+
+
+def effective_length_short(effective: dict[str, Any]) -> str:
+    """The effective length in a few words, for a table whose note states the rule.
+
+    "2,000 tokens", "not determined (none to 2,000)", "none"; under NoLiMa's rule with
+    the threshold its base gave ("2,000 tokens at 59.5 %").
+    """
+    length, threshold = effective.get("length"), effective.get("threshold")
+    bounds = effective.get("interval")
+    at = (
+        f" at {threshold:g} %"
+        if threshold is not None and effective.get("effective_length_rule") == "nolima"
+        else ""
+    )
+    if threshold is None:  # NoLiMa's rule, and no short length scored
+        return "not determined (no base)"
+    if bounds and not effective.get("determined"):
+        low, high = (f"{n:,}" if n is not None else "none" for n in (bounds["low"], bounds["high"]))
+        return f"not determined ({low} to {high}){at}"
+    if length is None:
+        return f"none{at}"
+    return f"{length:,} tokens{'' if bounds else ' by the means'}{at}"
 
 
 def _certified_text(effective: dict[str, Any]) -> str:

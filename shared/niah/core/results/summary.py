@@ -20,7 +20,13 @@ from niah.core.results.effective import chosen_rule
 from niah.core.results.measures import mean_percent, measures
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.uncertainty import interval
-from niah.core.results.variants import task_rates, variant_summaries
+from niah.core.results.variants import (
+    axis_effective_length,
+    has_axis,
+    task_rates,
+    variant_differences,
+    variant_summaries,
+)
 
 # A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
 # or truncated (the reply hit its output budget: never scored, never wrong).
@@ -181,6 +187,15 @@ def summarize(
     certificate = certificate_summary(run, cells)
     if certificate:  # a certify run: its certificate is the effective length everywhere
         measured["effective_length"] = certified_effective_length(certificate)
+    axis: dict[str, Any] = {}
+    if has_axis(cells):
+        # Each value of the axis apart, and the later ones against the first: a mean or a
+        # length pooled over 0 and 4 distractors is no one's answer. The pooled figures
+        # stay in the JSON for scripts, marked, and no page shows them.
+        variants = variant_summaries(cells, rule=rule)
+        measured["effective_length"] = axis_effective_length(variants, rule)
+        measured["pooled_over_variants"] = True
+        axis = {"variants": variants, "variant_differences": variant_differences(cells)}
     return {
         "run_id": run["run_id"],
         "model": run.get("model"),
@@ -206,11 +221,7 @@ def summarize(
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
         **task_rates(cells),
-        **(
-            {"variants": variant_summaries(cells, rule=rule)}
-            if any(c.get("variant") for c in cells)
-            else {}
-        ),
+        **axis,
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),

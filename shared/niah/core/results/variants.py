@@ -14,8 +14,9 @@ from typing import Any
 from niah.core.request.axes import AXIS_OPTIONS, variant_label, variant_values
 from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.request.spec import run_label
-from niah.core.results.effective import chosen_rule
+from niah.core.results.effective import RULE_TEXTS, chosen_rule, effective_length_text
 from niah.core.results.measures import measures
+from niah.core.results.paired import effect_text, paired_comparison
 
 
 def has_axis(cells: list[dict[str, Any]]) -> bool:
@@ -131,6 +132,63 @@ def variant_summaries(
         }
         for variant, group in sorted(groups.items(), key=lambda item: _variant_order(item[0]))
     ]
+
+
+def axis_effective_length(
+    summaries: list[dict[str, Any]], rule: EffectiveLengthRule
+) -> dict[str, Any]:
+    """The effective length of a run with an axis: each value's, and no pooled one.
+
+    A length pooled over 0 and 4 distractors answers no one's question; the run's rule
+    judges each value apart (under NoLiMa's, against that value's own base).
+    """
+    found = {
+        "length": None,
+        "by_variant": [
+            {"variant": v["variant"], "label": v["label"]} | v["measures"]["effective_length"]
+            for v in summaries
+        ],
+        "effective_length_rule": rule,
+        "rule": RULE_TEXTS[rule],
+    }
+    return found | {"text": effective_length_text(found)}
+
+
+def variant_differences(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each later value of the axis against the first, sample by sample, with its interval.
+
+    The same length, depth and sample index with 0 and with 4 distractors is a pair
+    (``niah.core.results.paired``): the test ``niah compare RUN`` runs, kept with the
+    run so its report leads with it. In points of percent, the later value minus the first.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        variant = str(cell.get("variant") or "")
+        groups.setdefault(variant, []).append({k: v for k, v in cell.items() if k != "variant"})
+    ordered = sorted(groups, key=_variant_order)
+    if len(ordered) < 2:
+        return []
+    first = ordered[0]
+    found = []
+    for variant in ordered[1:]:
+        paired = paired_comparison(
+            (first, groups[first]),
+            (variant, groups[variant]),
+            names=(variant_label(first), variant_label(variant)),
+        )
+        overall = paired.overall
+        found.append(
+            {
+                "first": first,
+                "second": variant,
+                "first_label": variant_label(first),
+                "second_label": variant_label(variant),
+                "unscored_pairs": paired.unscored_pairs,
+                "overall": overall.as_dict() if overall else None,
+                "text": effect_text(overall) if overall else "no sample scored in both",
+            }
+        )
+    return found
 
 
 def _variant_order(variant: str) -> tuple[int, str]:

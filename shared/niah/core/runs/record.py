@@ -29,6 +29,7 @@ REPORT_FIGURES = (
     "measures",
     "mrcr",
     "variants",
+    "variant_differences",
     "outcomes",
     "retrieved_share",
     "prompt_token_deviation",
