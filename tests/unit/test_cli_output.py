@@ -176,6 +176,9 @@ def test_mrcr_has_its_own_measure_and_its_bins_as_a_table_in_bin_order(
     _, out, _ = status(capsys)
     assert "retrieved" not in out
     assert "mean similarity 100 % (MRCR v2's score), 6 of 6 reproduced whole" in out
+    # Beside it, what choosing one of the 8 requested replies at random scores.
+    assert "; chance floor about 15 %: one of the 8 replies to the request asked about" in out
+    assert "google-deepmind/eval_hub eval_hub/mrcr_v2/README.md" in out
     assert "{" not in out  # no Python dict
     rows = re.findall(r"^  (\S+)\s+([\d.-]+)\s+(\d+)$", out, flags=re.M)
     assert [name for name, _, _ in rows] == ["<=4K", "4K-8K", "8K-16K", "16K-32K", "128K-256K"]

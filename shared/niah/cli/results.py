@@ -12,6 +12,7 @@ from niah.cli.output import count, to_json
 from niah.core.prompts.count_fit import fit_note
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.request.spec import run_label
+from niah.core.results.chance import chance_floor, floor_text
 from niah.core.results.effective import effective_length_short, effective_length_text
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.summary import (
@@ -90,6 +91,13 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
 
 
 def score_line(run: dict[str, Any], task: str) -> str:
+    """The run's headline score in the task's own measure, beside its chance floor."""
+    line = _score_line(run, task)
+    floor = floor_text(chance_floor(run.get("spec") or {}))
+    return f"{line}; chance floor {floor}" if floor and (run.get("measures") or {}) else line
+
+
+def _score_line(run: dict[str, Any], task: str) -> str:
     """The run's headline score in the task's own measure, or why there is none yet."""
     measures = run.get("measures") or {}
     if not measures and run.get("report_error"):

@@ -24,6 +24,7 @@ from niah.core.pages.heatmap import (
 from niah.core.pages.report_samples import samples_table
 from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.request.spec import run_label
+from niah.core.results.chance import floor_text
 from niah.core.results.curves import Curve, curve_figure
 from niah.core.results.effective import effective_length_text
 from niah.core.results.served_models import model_shown, versions_text
@@ -143,10 +144,17 @@ def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, s
         ),
         ("effective length", effective_length_text(measures["effective_length"])),
     ]
+    if summary.get("chance_floor"):  # beside the score: what guessing gets
+        answer.insert(1, ("chance floor", floor_text(summary["chance_floor"])))
     facts = [
         ("model", model_shown(str(summary["model"] or ""), served)),
         ("task", summary["task"]),
         *([] if summary.get("variants") else answer),
+        *(
+            [("chance floor", floor_text(summary["chance_floor"]))]
+            if summary.get("variants") and summary.get("chance_floor")
+            else []
+        ),
         (
             "outcomes",
             f"{outcomes['correct']} correct · {outcomes['wrong']} wrong · "
@@ -317,6 +325,11 @@ def _mrcr_bins(summary: dict[str, Any]) -> dict[str, Any] | None:
         "headline": [
             ("cumulative to 128K (%)", _number(mrcr["cumulative_128k"])),
             ("at 1M (%)", _number(mrcr["at_1m"])),
+            *(
+                [("chance floor", floor_text(summary["chance_floor"]))]
+                if summary.get("chance_floor")
+                else []
+            ),
         ],
     }
 

@@ -16,6 +16,7 @@ from niah.core.money.pricing import run_tier, spend_summary
 from niah.core.prompts.count_fit import fit_note, fit_summary
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.results.certificate import certificate_summary, certified_effective_length
+from niah.core.results.chance import chance_floor
 from niah.core.results.effective import chosen_rule
 from niah.core.results.measures import mean_percent, measures
 from niah.core.results.served_models import answered_by_text, served_versions
@@ -220,6 +221,8 @@ def summarize(
         "measures": measured,
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
+        # What guessing scores on this task (MRCR v2, multi_needle), shown beside the score.
+        **({"chance_floor": floor} if (floor := chance_floor(run.get("spec") or {})) else {}),
         **task_rates(cells),
         **axis,
         "mean_model_seconds": _mean(model_seconds),
