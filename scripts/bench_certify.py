@@ -14,9 +14,12 @@ call), so the figures are dollars, with prompt tokens beside them.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from niah_devtools.standin_curve import KnownCurve
+
+if TYPE_CHECKING:
+    from niah.core.request.request_options import EffectiveLengthRule
 
 LENGTHS = tuple(round(1000 * 1000 ** (i / 10)) for i in range(11))
 DEPTHS = 11
@@ -66,7 +69,7 @@ def measure_certify(
     seeds: int = SEEDS,
     curves: tuple[tuple[int, float], ...] | tuple[tuple[int, float, float], ...] = CURVES,
     *,
-    rule: str = "ruler",
+    rule: EffectiveLengthRule = "ruler",
 ) -> dict[str, Any]:
     """Per curve: how often the certificate is within one length of the truth, its cost.
 
@@ -119,9 +122,12 @@ def measure_certify(
                 ]
                 for n in LENGTHS
             }
+            # The grid judged by the certificate's rule: under RULER's, a grid holding a
+            # 1,000-token length is not judged by NoLiMa's share of it.
             measured = effective_length(
                 {n: 100 * sum(s) / len(s) for n, s in grid.items()},
                 {n: interval(s) for n, s in grid.items()},
+                rule=rule,
             )
             grid_determined += bool(measured["determined"])
             grid_within += bool(measured["determined"]) and _steps(measured["length"], truth) <= 1

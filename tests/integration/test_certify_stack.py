@@ -87,7 +87,8 @@ def test_a_certify_run_goes_round_by_round_to_its_certificate(
         assert look["samples"] <= len(scored)
     text = summary["measures"]["effective_length"]["text"]
     assert text == (
-        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, certified)"
+        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, "
+        "rule ruler, certified)"
     )
     status = stack.niah("status", run_id)
     assert f"effective length {text};" in status.stdout, status.stdout + status.stderr
@@ -132,4 +133,4 @@ def test_a_certify_run_by_nolimas_rule_asks_the_base_first(stack: Stack) -> None
     assert certificate["below"] is None or certificate["below"] > 1000
     assert certificate["fail_at"] <= 85 * curve.right_share(500) <= certificate["pass_at"]
     text = summary["measures"]["effective_length"]["text"]
-    assert "threshold 85 % of the base" in text, text
+    assert "threshold 85 % of the base" in text and "(rule nolima)" in text, text

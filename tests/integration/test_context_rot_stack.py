@@ -3,7 +3,8 @@
 Every retrieval task runs on the Vertex stand-in with 1 and 4 distractors, on a coherent
 and a shuffled haystack (one run each, both axes): every answer right, each distractor
 in the saved prompt where its recorded depth puts it. A run of 0, 1 and 4 distractors
-shows three heatmaps and three curves (looked at in Chromium at 1280 px), and `niah
+shows three heatmaps, three plots and a headline row per value (looked at in Chromium
+at 1280 px), and `niah
 compare` pairs its cells across the axis; `niah run --suite context-rot --wait` ends in
 Context Rot's table.
 """
@@ -11,6 +12,7 @@ Context Rot's table.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +121,20 @@ def test_a_run_of_0_1_and_4_distractors_shows_three_heatmaps_and_three_curves(
         "4 distractors",
     ]
     assert page.locator("#section-heatmaps svg.heatmap").count() == 3
+    # Small multiples: a plot per value, each with its own band only.
     curves = page.locator("#section-score-against-length svg.curves")
-    assert curves.count() == 1
-    for label in ("0 distractors", "1 distractor", "4 distractors"):
-        assert label in (curves.text_content() or "")
+    assert curves.count() == 3
+    for index, label in enumerate(("0 distractors", "1 distractor", "4 distractors")):
+        assert label in (curves.nth(index).text_content() or "")
+        assert curves.nth(index).locator("g.band").count() == 1
+    # The headline is each value and its paired difference: no pooled mean or length.
+    assert page.locator('header [data-fact="mean (%)"]').count() == 0
+    assert page.locator('header [data-fact="effective length"]').count() == 0
+    assert "every value of the axis (%)" not in page.content()
+    values = page.locator("#headline-values tbody tr")
+    assert values.count() == 3
+    assert (values.nth(0).text_content() or "").endswith("the baseline")
+    assert "pairs: " in (values.nth(2).text_content() or "")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.close()
 
@@ -160,7 +172,10 @@ def test_the_context_rot_suite_ends_in_its_table(stack: Stack) -> None:
         "4 distractors · shuffled",
     ]
     for row in rows:  # the stand-in answers every condition right
-        assert row.split()[-6:-3] == ["100.0", "100.0", "100.0"], row
+        assert re.findall(r"\d+\.\d", row) == ["100.0", "100.0", "100.0"], row
+    # Each condition's effective length, under the run's rule (RULER's: the default).
+    assert "effective length" in lines[header]
+    assert "effective length per condition, rule ruler" in shown.stdout
     refused = stack.niah("run", "--suite", "context-rot", "--distractors", "1")
     assert refused.returncode != 0 and "sets distractors itself" in refused.stderr
     no_needle = stack.niah("run", "--suite", "context-rot", "--task", "common_words")

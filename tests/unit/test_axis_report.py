@@ -58,23 +58,30 @@ def test_compare_pairs_a_run_s_cells_across_its_axis() -> None:
 
 
 def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
-    """Distractors [0, 1, 4]: three heatmaps on one scale, three curves, a row each."""
+    """Distractors [0, 1, 4]: three heatmaps on one scale, three small plots, a row each."""
     run, cells = axis_run()
     summary = summarize(run, cells)
     assert [v["variant"] for v in summary["variants"]] == ["d0", "d1", "d4"]
     assert [v["measures"]["mean"] for v in summary["variants"]] == [100.0, 50.0, 0.0]
     assert (summary["wrong_answers"], summary["distractor_answers"]) == (3, 3)
     page = render_run_page(run, cells, summary)
-    figures = re.findall(r'<figure data-variant="([^"]+)">', page)
+    heatmaps = page.split('id="section-heatmaps"', 1)[1].split("</section>", 1)[0]
+    figures = re.findall(r'<figure data-variant="([^"]+)">', heatmaps)
     assert figures == ["0 distractors", "1 distractor", "4 distractors"]
     assert page.count('<svg class="heatmap"') == 3
     # One colour scale: the three legends have the same stops and the same ends.
     legends = re.findall(r"<linearGradient .*?</linearGradient>", page)
     assert len(legends) == 3
     assert len({re.sub(r'id="[^"]+"', "", legend) for legend in legends}) == 1
-    curves = page.split('<svg class="curves"', 1)[1].split("</svg>", 1)[0]
-    for label in figures:
-        assert label in curves
+    # Small multiples: a plot per value, each with one band (its own); after the first,
+    # the first value's line beside it for reference, without its band.
+    plots = page.split('id="section-score-against-length"', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r'<figure data-variant="([^"]+)">', plots) == figures
+    svgs = plots.split('<svg class="curves"')[1:]
+    assert len(svgs) == 3
+    assert [svg.count('<g class="band">') for svg in svgs] == [1, 1, 1]
+    assert [svg.count('class="curve"') for svg in svgs] == [1, 2, 2]
+    assert "0 distractors (for reference)" in svgs[2] and "4 distractors" in svgs[2]
     # The values' table: a column per length, as Context Rot's.
     table = page.split("<h3>By value of the axis</h3>", 1)[1].split("</table>", 1)[0]
     headers = re.findall(r"<th>([^<]*)</th>", table)
@@ -90,7 +97,6 @@ def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
         ["1", "1 (another key 1, a near miss 0)"],
         ["2", "2 (another key 2, a near miss 0)"],
     ]
-    assert "mean over every value of the axis (%)" in page
     assert "3 of 3 (another key 3, a near miss 0)" in page
     assert summary["distractor_answers_by_kind"] == {"key": 3, "wording": 0}
 
@@ -142,3 +148,45 @@ def test_a_bounded_process_cache_forgets_the_oldest() -> None:
     for key in (1, 2, 3):
         cache.get_or_make(key, lambda key=key: str(key))
     assert (cache.known(1), cache.known(2), cache.known(3)) == (None, "2", "3")
+
+
+def test_an_axis_run_leads_with_each_value_and_its_paired_difference_never_a_pooled_one() -> None:
+    """The headline is a row per value (mean, effective length) and its difference.
+
+    Before: "mean over every value of the axis" 50 %, and one effective length pooled
+    over 0, 1 and 4 distractors.
+    """
+    run, cells = axis_run()
+    summary = summarize(run, cells)
+    # No pooled length anywhere: the effective length is each value's.
+    effective = summary["measures"]["effective_length"]
+    assert effective["length"] is None and summary["measures"]["pooled_over_variants"]
+    assert [one["label"] for one in effective["by_variant"]] == [
+        "0 distractors", "1 distractor", "4 distractors",
+    ]  # fmt: skip
+    assert effective["text"].startswith("per value of the axis: 0 distractors ")
+    # Each later value against the first, paired by length, depth and sample.
+    one, four = summary["variant_differences"]
+    assert (one["second"], one["overall"]["pairs"], one["overall"]["effect"]) == ("d1", 2, -50.0)
+    assert (four["second"], four["overall"]["effect"]) == ("d4", -100.0)
+    assert four["overall"]["interval"][1] < 0  # 2 of 2 lost: the interval excludes 0
+    page = render_run_page(run, cells, summary)
+    header = page.split("</header>", 1)[0]
+    assert 'data-fact="mean (%)"' not in header and 'data-fact="effective length"' not in header
+    assert "every value of the axis (%)" not in page
+    assert "<dt>mean (%)</dt>" not in page and "<dt>effective length (tokens)</dt>" not in page
+    table = header.split('id="headline-values"', 1)[1]
+    rows = [re.findall(r"<td>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
+    assert [row[:3] for row in rows] == [
+        ["0 distractors", "2", "100 (95 %: 34.2-100)"],
+        ["1 distractor", "2", "50 (95 %: 9.45-90.5)"],
+        ["4 distractors", "2", "0 (95 %: 0-65.8)"],
+    ]
+    assert [row[3] for row in rows] == [
+        "not determined (none to 2,000)",
+        "not determined (none to 1,000)",
+        "none",
+    ]
+    assert rows[0][4] == "the baseline"
+    assert rows[2][4].startswith("-100 points (95 %: -100 to ") and "2 pairs" in rows[2][4]
+    assert "rule ruler: fixed, as in RULER" in table

@@ -272,3 +272,26 @@ def test_a_source_above_the_byte_cap_is_refused_with_both_figures(
     assert f"lists {len(listed):,} bytes" in error["message"]
     assert f"limit of {len(listed) - 1:,} (NIAH_MAX_SOURCE_BYTES)" in error["message"]
     assert store.runs == {}
+
+
+def test_nolimas_rule_on_a_grid_without_a_short_length_is_a_400_naming_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NoLiMa's base is the mean at 1,000 tokens or less: a grid without one has none."""
+    client, (store, publisher, _) = http_dispatcher(monkeypatch)
+    asked = {"context_lengths": [2000, 4000], "document_depth_percents": [50]}
+    response = client.post("/", json=asked | {"effective_length_rule": "nolima"})
+    assert response.status_code == 400, response.get_data(as_text=True)
+    error = response.get_json()["error"]
+    assert error["field"] == "effective_length_rule"
+    assert "the shortest length here is 2,000" in error["message"]
+    assert "add a length of 1,000 or less to context_lengths" in error["message"]
+    assert "or leave effective_length_rule out" in error["message"]
+    assert store.runs == {} and publisher.cells == []
+    # With a base length it is a run of its own (the rule names it), judged by NoLiMa's.
+    based = parse_request(asked | {"context_lengths": [1000, 4000]})
+    nolima = parse_request(
+        asked | {"context_lengths": [1000, 4000], "effective_length_rule": "nolima"}
+    )
+    assert nolima.rule() == "nolima" and based.rule() == "ruler"
+    assert nolima.run_id() != based.run_id()

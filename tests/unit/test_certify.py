@@ -221,18 +221,43 @@ def test_nolimas_rule_is_refused_without_a_short_length_or_with_a_threshold() ->
     from niah.errors import RequestError
     from niah.service.request_body import parse_request
 
-    base = {"mode": "certify", "certify_rule": "nolima", "document_depth_percents": [50]}
-    with pytest.raises(RequestError) as short:
-        parse_request(base | {"context_lengths": [2000, 4000]})
-    assert short.value.field == "context_lengths"
-    with pytest.raises(RequestError) as threshold:
-        parse_request(base | {"context_lengths": [1000, 4000], "certify_threshold": 80})
-    assert threshold.value.field == "certify_threshold"
+    for name in ("effective_length_rule", "certify_rule"):  # the rule's name, and its old one
+        base = {"mode": "certify", name: "nolima", "document_depth_percents": [50]}
+        with pytest.raises(RequestError) as short:
+            parse_request(base | {"context_lengths": [2000, 4000]})
+        assert short.value.field == "effective_length_rule"
+        assert "add a length of 1,000 or less to context_lengths" in short.value.message
+        with pytest.raises(RequestError) as threshold:
+            parse_request(base | {"context_lengths": [1000, 4000], "certify_threshold": 80})
+        assert threshold.value.field == "certify_threshold"
     # Spelt out, RULER's rule names the same run as leaving it out.
     plain = {"mode": "certify", "context_lengths": [1000, 4000]}
-    assert (
-        parse_request(plain | {"certify_rule": "ruler"}).run_id() == parse_request(plain).run_id()
-    )
+    for name in ("effective_length_rule", "certify_rule"):
+        assert parse_request(plain | {name: "ruler"}).run_id() == parse_request(plain).run_id()
+
+
+def test_certify_runs_named_by_certify_rule_keep_their_ids() -> None:
+    """The rule's new name names no run anew: IDs computed before the rename (2026-12-05)."""
+    nolima = {
+        "mode": "certify",
+        "context_lengths": [1000, 4000, 16000],
+        "document_depth_percents": [50],
+    }
+    for name in ("effective_length_rule", "certify_rule"):
+        spec = RunRequest.model_validate(nolima | {name: "nolima"})
+        assert spec.effective_length_rule == "nolima" and spec.rule() == "nolima"
+        assert spec.run_id() == "run-9bd9360ad1fe57e1"
+        assert spec.run_id("abc") == "run-fe051aa646fe45b9"
+    assert RunRequest.model_validate(nolima).run_id() == "run-6449c5ecc5945d90"
+    grid = {"context_lengths": [1000, 4000, 16000], "document_depth_percents": [50]}
+    assert RunRequest.model_validate(grid).run_id() == "run-21686dbd071d4a3f"
+    # A stored certify run's spec says certify_rule: it reads back as the rule.
+    stored = RunRequest.model_validate(nolima | {"certify_rule": "nolima"}).model_dump()
+    assert stored["effective_length_rule"] == "nolima" and "certify_rule" not in stored
+    with pytest.raises(ValueError, match="effective_length_rule alone"):
+        RunRequest.model_validate(
+            nolima | {"certify_rule": "nolima", "effective_length_rule": "ruler"}
+        )
 
 
 def certify_spec(**extra: object) -> RunRequest:
@@ -302,7 +327,8 @@ def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
     summary = summarize(run, list(stored.values()))
     effective = summary["measures"]["effective_length"]
     assert effective["text"] == (
-        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, certified)"
+        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, "
+        "rule ruler, certified)"
     )
     assert summary["certificate"]["length"] == 2000
 

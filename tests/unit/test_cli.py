@@ -194,3 +194,17 @@ def test_distractors_and_haystack_order_take_lists_as_axes_on_the_command_line()
     wrong = niah(*args[:-4], "--haystack_order", "random", "--estimate")
     assert wrong.returncode == 2
     assert "--haystack_order must be 'coherent' or 'shuffled'" in wrong.stderr
+
+
+def test_the_effective_length_rule_and_its_old_name_are_options() -> None:
+    from niah.cli.parser import build_parser
+    from niah.cli.run_options import run_payload
+
+    for flag in ("--effective_length_rule", "--effective-length-rule", "--certify_rule"):
+        args = build_parser().parse_args(["run", flag, "nolima"])
+        assert run_payload(args)["effective_length_rule"] == "nolima"
+    refused = niah("run", "--context_lengths", "2000", "4000", "--effective_length_rule",
+                   "nolima", "--estimate")  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("niah: --effective_length_rule: nolima judges"), refused.stderr
+    assert "add a length of 1,000 or less to --context_lengths" in refused.stderr

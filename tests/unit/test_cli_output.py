@@ -41,13 +41,20 @@ def cell(length: int, depth: float, **fields: Any) -> dict[str, Any]:
 
 
 def stored(
-    cells: list[dict[str, Any]], *, task: str = "single", reported: bool = True
+    cells: list[dict[str, Any]],
+    *,
+    task: str = "single",
+    reported: bool = True,
+    rule: str | None = None,
 ) -> MemoryStore:
-    """A store holding run ``run-t`` and its cells, with the report's figures if reported."""
+    """A store holding run ``run-t`` and its cells, with the report's figures if reported.
+
+    ``rule``: the run's effective_length_rule (RULER's when None).
+    """
     store = MemoryStore()
     run_doc: dict[str, Any] = {
         "model": "gemini-2.5-flash",
-        "spec": {"task": task},
+        "spec": {"task": task} | ({"effective_length_rule": rule} if rule else {}),
         "status": "complete" if reported else "running",
         "total": len(cells),
         "done": sum(c.get("status") == "answered" for c in cells),
@@ -57,7 +64,8 @@ def stored(
     }
     store.runs["run-t"] = run_doc
     store.cells["run-t"] = {
-        f"L{c['context_length']:08d}-D{round(c['depth_percent'] * 1000):06d}": c for c in cells
+        c.get("cell_id") or f"L{c['context_length']:08d}-D{round(c['depth_percent'] * 1000):06d}": c
+        for c in cells
     }
     if reported:
         summary = summarize(run_doc | {"run_id": "run-t"}, store.list_cells("run-t"))
@@ -65,7 +73,8 @@ def stored(
             key: summary[key]
             for key in ("mean_score", "measures", "outcomes", "retrieved_share",
                         "prompt_token_deviation")
-        } | ({"mrcr": summary["mrcr"]} if "mrcr" in summary else {})  # fmt: skip
+        } | {key: summary[key] for key in ("mrcr", "variants", "variant_differences")
+             if key in summary}  # fmt: skip
         run_doc["report"] = {
             "heatmap_uri": "gs://niah-local/reports/run-t/heatmap.png",
             "html_url": "http://127.0.0.1:4443/download/storage/v1/b/niah-local/o/report.html",
@@ -117,17 +126,20 @@ def test_no_effective_length_is_said_with_why(
     # No mean reaches 85.6 %, but 8,000's one right of two (Wilson 9.45-90.5 %) might.
     assert (
         "effective length not determined: none by the means, but the 95 % intervals allow "
-        "none to 8,000 (threshold 85.6 %, ruler: 85.6; more samples per point narrow them)"
+        "none to 8,000 (threshold 85.6 %, rule ruler: fixed, as in RULER; more samples "
+        "per point narrow them)"
     ) in out
     assert "1 of 3 retrieved (33.3 %)" in out and "3 cells answered" in out
     # NoLiMa's rule over a base of 0 %: not "no length scored 0 % or more".
-    use_store(stored([cell(1000, 0, **missed), cell(2000, 0, **missed)]))
+    use_store(stored([cell(1000, 0, **missed), cell(2000, 0, **missed)], rule="nolima"))
     _, out, _ = status(capsys)
-    assert "effective length not determined (no length scored above 0 %; nolima:" in out
+    assert "effective length not determined (no length scored above 0 %; rule nolima:" in out
 
 
 def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_store: Any) -> None:
-    use_store(stored([cell(1000, 0), cell(1000, 100), cell(2000, 0), cell(2000, 100)]))
+    use_store(
+        stored([cell(1000, 0), cell(1000, 100), cell(2000, 0), cell(2000, 100)], rule="nolima")
+    )
     code, out, err = status(capsys)
     assert code == 0 and err == ""
     # A run without a label of its own is called "model · task".
@@ -142,8 +154,8 @@ def test_a_scored_run_reads_in_full(capsys: pytest.CaptureFixture[str], use_stor
     ) in out
     assert (
         "effective length not determined: 2,000 tokens by the means, but the 95 % intervals "
-        "allow none to 2,000 (threshold 85 %, nolima: 85% of the mean at lengths <= 1,000; "
-        "more samples per point narrow them)"
+        "allow none to 2,000 (threshold 85 %, rule nolima: 85 % of the mean at lengths <= "
+        "1,000 tokens; more samples per point narrow them)"
     ) in out
     assert "heatmap: gs://niah-local/reports/run-t/heatmap.png" in out
     assert "report: http://127.0.0.1:4443/" in out
@@ -165,6 +177,9 @@ def test_mrcr_has_its_own_measure_and_its_bins_as_a_table_in_bin_order(
     _, out, _ = status(capsys)
     assert "retrieved" not in out
     assert "mean similarity 100 % (MRCR v2's score), 6 of 6 reproduced whole" in out
+    # Beside it, what choosing one of the 8 requested replies at random scores.
+    assert "; chance floor about 15 %: one of the 8 replies to the request asked about" in out
+    assert "google-deepmind/eval_hub eval_hub/mrcr_v2/README.md" in out
     assert "{" not in out  # no Python dict
     rows = re.findall(r"^  (\S+)\s+([\d.-]+)\s+(\d+)$", out, flags=re.M)
     assert [name for name, _, _ in rows] == ["<=4K", "4K-8K", "8K-16K", "16K-32K", "128K-256K"]
@@ -272,8 +287,12 @@ def test_missing_credentials_are_one_line_with_the_fix(tmp_path: Path) -> None:
     for words in (["list"], ["status", "run-x"]):
         result = subprocess.run(
             [sys.executable, "-m", "niah.cli", *words],
-            capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+            env=env,
+        )
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
             "niah: no Google Cloud credentials. For the local stack: scripts/local_up.sh, then "
@@ -425,3 +444,34 @@ def test_a_failed_report_is_said_with_why_and_how_to_ask_again(
     assert "niah run --resume run-t" in out
     assert "scores not determined: the report failed" in out and "not determined yet" not in out
     assert code == 0
+
+
+def test_a_run_with_an_axis_reads_each_value_and_its_difference_never_a_pooled_mean(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    missed = {"outcome": "wrong", "score": 1, "exact_score": 1, "task_score": 0.0}
+    cells = [
+        cell(
+            length,
+            50,
+            variant=variant,
+            sample=k,
+            cell_id=f"L{length}-S{k}-X{variant}",
+            **({} if variant == "d0" else missed),
+        )
+        for variant in ("d0", "d4")
+        for length in (1000, 2000)
+        for k in range(3)
+    ]
+    use_store(stored(cells))
+    _, out, _ = status(capsys)
+    assert "None" not in out
+    assert "2 values of the axis, each scored apart (below)" in out
+    assert "\nmean " not in out and "area under the curve" not in out  # nothing pooled
+    assert (
+        "per value of the axis (effective length rule ruler: fixed, as in RULER; "
+        "differences from 0 distractors, paired by length, depth and sample):"
+    ) in out
+    assert "  0 distractors: mean 100 % (95 %: 61-100 %); effective length not determined" in out
+    assert "  4 distractors: mean 0 % (95 %: 0-39 %); effective length none; -100 points" in out
+    assert "6 pairs: significant" in out

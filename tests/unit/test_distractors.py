@@ -212,7 +212,7 @@ def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -
                         },
                     }
                 )
-    rows = context_rot_table(cells)
+    rows = context_rot_table(cells, rule="ruler")
     assert [r.condition for r in rows] == [
         "0 distractors · coherent", "0 distractors · shuffled", "1 distractor · coherent",
         "1 distractor · shuffled", "4 distractors · coherent", "4 distractors · shuffled",
@@ -223,12 +223,18 @@ def test_the_context_rot_table_has_a_row_per_condition_and_counts_lookalikes() -
         {1000: 100.0, 2000: 0.0},
     ]
     assert [(r.wrong_answers, r.distractor_answers) for r in rows] == [(0, 0)] * 2 + [(1, 1)] * 4
-    text = format_context_rot(rows).splitlines()
-    assert text[0].split()[:3] == ["condition", "1,000", "2,000"]
-    assert text[5].split()[-13:-1] == [
-        "100.0", "0.0", "50.0", "1", "of", "1", "(another", "key", "0,", "a", "near", "miss",
+    text = format_context_rot(rows, "ruler").splitlines()
+    assert text[0].split()[:5] == ["condition", "1,000", "2,000", "mean", "effective"]
+    # One sample a point: its Wilson interval (20.7-100 % for one right) decides nothing.
+    assert [r.effective_length for r in rows] == ["not determined (none to 2,000)"] * 2 + [
+        "not determined (none to 1,000)"
+    ] * 4
+    assert text[5].split()[-18:-1] == [
+        "100.0", "0.0", "50.0", "not", "determined", "(none", "to", "1,000)",
+        "1", "of", "1", "(another", "key", "0,", "a", "near", "miss",
     ]  # fmt: skip
     assert text[5].endswith("a near miss 1)")
+    assert "effective length per condition, rule ruler: fixed, as in RULER" in text[-1]
 
 
 @pytest.mark.parametrize("task", DISTRACTOR_TASKS)

@@ -35,17 +35,18 @@ CASES = {
     # 30 of 30 at 2,000 (Wilson low 88.6 %) clears RULER's 85.6 surely; 4,000 scores 0.
     "determined": (
         samples(2000, 30, 0) + samples(4000, 0, 30),
-        "2,000 tokens, 95 % confident (threshold 85.6 %, ruler: 85.6)",
+        "2,000 tokens, 95 % confident (threshold 85.6 %, rule ruler: fixed, as in RULER)",
     ),
     # 2 of 2 at 2,000 passes by the mean, but its interval (34.2-100 %) straddles 85.6.
     "resting on noise": (
         samples(2000, 2, 0) + samples(4000, 0, 2),
         "not determined: 2,000 tokens by the means, but the 95 % intervals allow none to "
-        "2,000 (threshold 85.6 %, ruler: 85.6; more samples per point narrow them)",
+        "2,000 (threshold 85.6 %, rule ruler: fixed, as in RULER; more samples per point "
+        "narrow them)",
     ),
     "none passing": (
         samples(2000, 0, 3) + samples(4000, 0, 3),
-        "not determined (no length scored 85.6 % or more; ruler: 85.6)",
+        "not determined (no length scored 85.6 % or more; rule ruler: fixed, as in RULER)",
     ),
 }
 

@@ -211,41 +211,67 @@ def test_measures_per_length_per_depth_auc_and_the_ruler_effective_length() -> N
         for length, values in scores.items()
         for depth, score in zip((0, 25, 50, 75), values, strict=True)
     ]
-    result = measures(cells)
+    result = measures(cells, rule="ruler")
     assert result["by_length"] == {"4000": 100.0, "8000": 75.0, "16000": 25.0}
     assert result["by_depth"] == {"0": 100.0, "25": 66.67, "50": 66.67, "75": 33.33}
     assert result["mean"] == 66.67
-    # Longest length at or above RULER's 85.6 (no length <= 1,000 in the grid).
+    # Longest length at or above RULER's 85.6.
     # Four samples a length cannot place it above 85.6: 4/4 is Wilson 51.0-100 %.
     assert result["effective_length"] == {
         "length": 4000,
         "threshold": 85.6,
-        "rule": "ruler: 85.6",
+        "rule": "rule ruler: fixed, as in RULER",
+        "effective_length_rule": "ruler",
         "base": None,
         "interval": {"low": None, "high": 8000},
         "determined": False,
         "text": "not determined: 4,000 tokens by the means, but the 95 % intervals allow none "
-        "to 8,000 (threshold 85.6 %, ruler: 85.6; more samples per point narrow them)",
+        "to 8,000 (threshold 85.6 %, rule ruler: fixed, as in RULER; more samples per point "
+        "narrow them)",
     }
     # Trapezoids: (4000 * (100 + 75) / 2 + 8000 * (75 + 25) / 2) / 12000.
     assert result["area_under_curve"] == pytest.approx((4000 * 87.5 + 8000 * 50) / 12000, abs=0.01)
 
 
-def test_with_short_lengths_the_effective_length_is_nolimas_share_of_the_base() -> None:
+def test_a_grid_with_a_1000_token_length_is_judged_by_rulers_rule_unless_it_asks() -> None:
+    """A short length in the grid does not switch the rule: the run's choice does.
+
+    The old implicit switch judged this grid by NoLiMa's 85 % of its base (70 %), 59.5 %,
+    and called 4,000 effective; RULER's 85.6 % finds no length.
+    """
     from niah.core.results.effective import effective_length
 
     by_length = {500: 80.0, 1000: 60.0, 4000: 60.0, 8000: 59.0}
-    result = effective_length(by_length)
+    ruler = effective_length(by_length, rule="ruler")
+    assert (ruler["length"], ruler["threshold"], ruler["base"]) == (None, 85.6, None)
+    assert ruler["effective_length_rule"] == "ruler"
+    assert ruler["text"] == (
+        "not determined (no length scored 85.6 % or more; rule ruler: fixed, as in RULER)"
+    )
+    # 90 % at 1,000 tokens passes 85.6, and 1,000 is then the effective length.
+    assert effective_length({1000: 90.0, 2000: 80.0}, rule="ruler")["length"] == 1000
+
+
+def test_nolimas_rule_when_asked_is_its_share_of_the_base() -> None:
+    from niah.core.results.effective import effective_length
+
+    by_length = {500: 80.0, 1000: 60.0, 4000: 60.0, 8000: 59.0}
+    result = effective_length(by_length, rule="nolima")
     # Base = mean at <= 1,000 tokens = 70; threshold = 0.85 x 70 = 59.5.
     assert result == {
         "length": 4000,
         "threshold": 59.5,
-        "rule": "nolima: 85% of the mean at lengths <= 1,000",
+        "rule": "rule nolima: 85 % of the mean at lengths <= 1,000 tokens",
+        "effective_length_rule": "nolima",
         "base": 70.0,
         # Without intervals, said as the means have it.
-        "text": "4,000 tokens, by the means (threshold 59.5 %, nolima: 85% of the mean at "
-        "lengths <= 1,000)",
+        "text": "4,000 tokens, by the means (threshold 59.5 %, rule nolima: 85 % of the mean "
+        "at lengths <= 1,000 tokens)",
     }
+    # No base scored (every short sample failed): nothing to judge by, and why.
+    unbased = effective_length({2000: 90.0}, rule="nolima")
+    assert unbased["length"] is None and unbased["threshold"] is None
+    assert unbased["text"].startswith("not determined (no length of 1,000 tokens or less")
 
 
 def test_a_run_with_no_cells_yet_formats_without_crashing() -> None:
@@ -255,4 +281,5 @@ def test_a_run_with_no_cells_yet_formats_without_crashing() -> None:
 def test_a_model_that_never_scores_has_no_effective_length() -> None:
     from niah.core.results.effective import effective_length
 
-    assert effective_length({1000: 0.0, 2000: 0.0})["length"] is None
+    for rule in ("ruler", "nolima"):
+        assert effective_length({1000: 0.0, 2000: 0.0}, rule=rule)["length"] is None

@@ -78,6 +78,20 @@ def test_a_leaderboard_per_task_holds_each_models_latest_complete_run_by_length(
     assert single["rows"][1]["scores"] == {1000: 90.0, 4000: 70.0}
 
 
+def test_a_run_with_an_axis_is_listed_by_its_values_and_kept_off_the_leaderboards() -> None:
+    """Its pooled mean (over 0 and 4 distractors) is for scripts, not for the index."""
+    from niah.core.results.summary import summarize
+    from tests.unit.test_axis_report import axis_run
+
+    run, cells = axis_run()
+    summary = summarize(run, cells)
+    entry = build_index([run | {"status": "complete", "measures": summary["measures"]}])
+    [listed] = entry["runs"]
+    assert (listed["mean"], listed["mean_text"]) == (None, "per value of the axis (its report)")
+    assert listed["effective_length_text"].startswith("per value of the axis: 0 distractors")
+    assert entry["leaderboards"] == {}
+
+
 def test_the_page_escapes_what_users_wrote_and_allows_only_its_own_script() -> None:
     run = complete_run("a", "m", "single", 3, {"1000": 100.0}) | {
         "run_id": "a",

@@ -70,7 +70,7 @@ def test_the_effective_length_is_not_determined_when_an_interval_straddles_the_t
         n: interval([1.0] * round(v / 25) + [0.0] * (4 - round(v / 25)))
         for n, v in by_length.items()
     }
-    result = effective_length(by_length, few)
+    result = effective_length(by_length, few, rule="ruler")
     assert result["length"] == 4000
     assert result["interval"] == {"low": None, "high": 8000} and result["determined"] is False
     # 60 of 60 right at 4,000 and 0 of 60 beyond: determined.
@@ -79,7 +79,7 @@ def test_the_effective_length_is_not_determined_when_an_interval_straddles_the_t
         8000: interval([0.0] * 60),
         16000: interval([0.0] * 60),
     }
-    clear = effective_length({4000: 100.0, 8000: 0.0, 16000: 0.0}, many)
+    clear = effective_length({4000: 100.0, 8000: 0.0, 16000: 0.0}, many, rule="ruler")
     assert clear["interval"] == {"low": 4000, "high": 4000} and clear["determined"] is True
 
 
@@ -89,7 +89,7 @@ def test_measures_carry_every_mean_s_interval() -> None:
         for length, scores in {1000: [1.0, 1.0, 0.0], 2000: [1.0, 0.0, 0.0]}.items()
         for depth, score in zip((0, 50, 100), scores, strict=True)
     ]
-    result = measures(cells)
+    result = measures(cells, rule="ruler")
     assert result["mean"] == 50.0
     assert result["mean_interval"] == [round(100 * b, 2) for b in wilson_by_hand(3, 6)]
     assert result["by_length_interval"]["1000"] == [round(100 * b, 2) for b in wilson_by_hand(2, 3)]

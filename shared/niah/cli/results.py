@@ -12,7 +12,8 @@ from niah.cli.output import count, to_json
 from niah.core.prompts.count_fit import fit_note
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.request.spec import run_label
-from niah.core.results.effective import effective_length_text
+from niah.core.results.chance import chance_floor, floor_text
+from niah.core.results.effective import effective_length_short, effective_length_text
 from niah.core.results.measures import basis_of
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.summary import (
@@ -78,13 +79,26 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         print(line)
     scale = "" if task == "single" else f", task {task}, fraction of 1"
     print(f"scores ({run.get('scorer', 'exact')}{scale}):")
-    print(format_table(score_table(cells)))
+    for variant in run.get("variants") or []:  # a run with an axis: a table per value
+        print(f"{variant['label']}:")
+        print(
+            format_table(score_table([c for c in cells if c.get("variant") == variant["variant"]]))
+        )
+    if not run.get("variants"):
+        print(format_table(score_table(cells)))
     for line in where_to_look(run_id, run.get("report"), project=None, bucket=None):
         print(line)
     return report_failures(cells, run_id)
 
 
 def score_line(run: dict[str, Any], task: str) -> str:
+    """The run's headline score in the task's own measure, beside its chance floor."""
+    line = _score_line(run, task)
+    floor = floor_text(chance_floor(run.get("spec") or {}))
+    return f"{line}; chance floor {floor}" if floor and (run.get("measures") or {}) else line
+
+
+def _score_line(run: dict[str, Any], task: str) -> str:
     """The run's headline score in the task's own measure, or why there is none yet."""
     measures = run.get("measures") or {}
     if not measures and run.get("report_error"):
@@ -95,6 +109,8 @@ def score_line(run: dict[str, Any], task: str) -> str:
     scored = sum(int(outcomes.get(name, 0)) for name in ("correct", "wrong"))
     correct = int(outcomes.get("correct", 0))
     mean = measures.get("mean")
+    if run.get("variants"):  # no mean pooled over the axis: each value's is below
+        return f"{len(run['variants'])} values of the axis, each scored apart (below)"
     if mean is None:
         return "mean not determined (no sample was scored)"
     if task == "single":
@@ -139,9 +155,14 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
     measures = run.get("measures") or {}
     if not measures:
         return []
-    lines = [
+    outcome_line = (
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
-        f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated",
+        f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated"
+    )
+    if run.get("variants"):  # a run with an axis: each value apart, nothing pooled
+        return [outcome_line, *axis_lines(run)]
+    lines = [
+        outcome_line,
         f"mean {_mean(measures)}; "
         f"effective length {effective_length_text(measures.get('effective_length') or {})}; "
         "area under the curve "
@@ -162,14 +183,33 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
                 for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
-    for variant in run.get("variants") or []:  # a run with an axis: each value apart
-        found = variant["measures"]
-        lines.append(
-            f"  {variant['label']}: mean {_mean(found)}"
-            f"; {lookalikes_text(variant)} wrong answers gave a distractor's value"
-        )
     if mrcr := run.get("mrcr"):
         lines += mrcr_table(mrcr)
+    return lines
+
+
+def axis_lines(run: dict[str, Any]) -> list[str]:
+    """A run with an axis: each value's mean and effective length, and its difference.
+
+    The difference is from the first value, sample by sample (``niah compare RUN`` has
+    the per-length tests); the rule is stated once.
+    """
+    differences = {d["second"]: d["text"] for d in run.get("variant_differences") or []}
+    effective = (run.get("measures") or {}).get("effective_length") or {}
+    variants = run["variants"]
+    lines = [
+        f"per value of the axis (effective length {effective.get('rule', 'rule not recorded')}; "
+        f"differences from {variants[0]['label']}, paired by length, depth and sample):"
+    ]
+    for variant in variants:
+        found = variant["measures"]
+        difference = differences.get(variant["variant"])
+        lines.append(
+            f"  {variant['label']}: mean {_mean(found)}"
+            f"; effective length {effective_length_short(found['effective_length'])}"
+            + (f"; {difference}" if difference else "")
+            + f"; {lookalikes_text(variant)} wrong answers gave a distractor's value"
+        )
     return lines
 
 
@@ -227,6 +267,8 @@ def print_status_json(run_id: str, run: dict[str, Any]) -> int:
         "retrieved_share": run.get("retrieved_share"),
         "outcomes": run.get("outcomes"),
         "measures": run.get("measures"),
+        # A run with an axis: each value's measures, and the later values' differences.
+        **{key: run[key] for key in ("variants", "variant_differences") if run.get(key)},
         **({"mrcr": run["mrcr"]} if run.get("mrcr") else {}),
         **(cost_summary(run["totals"]) if run.get("totals") else {}),
         "totals": run.get("totals") or {},

@@ -17,7 +17,13 @@ from typing import Any
 
 from niah.cli.output import usage_error
 from niah.cli.syntax import BooleanFlag, ListOption, TextListOption
-from niah.core.request.request_options import BATCH_TURNAROUND, OPTION_HELP, TaskName
+from niah.core.request.request_options import (
+    BATCH_TURNAROUND,
+    EFFECTIVE_LENGTH_RULE_ALIAS,
+    OPTION_HELP,
+    EffectiveLengthRule,
+    TaskName,
+)
 from niah.core.request.sentinel_request import FIRING_FIELDS
 from niah.core.request.spec import RunRequest
 
@@ -86,6 +92,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the same as --execution batch: Vertex AI batch jobs, half the online price, "
         + BATCH_TURNAROUND,
+    )
+    # The rule's old name, from when only certify had it: scripts that say it keep working.
+    parser.add_argument(
+        f"--{EFFECTIVE_LENGTH_RULE_ALIAS}",
+        f"--{EFFECTIVE_LENGTH_RULE_ALIAS.replace('_', '-')}",
+        dest="effective_length_rule",
+        choices=list(typing.get_args(EffectiveLengthRule)),
+        default=None,
+        help="the old name of --effective_length_rule",
     )
     for name, field in RunRequest.model_fields.items():
         if name in FIRING_FIELDS:

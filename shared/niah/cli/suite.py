@@ -25,6 +25,7 @@ from niah.core.results.context_rot import (
     context_rot_table,
     format_context_rot,
 )
+from niah.core.runs.record import RunRecord
 
 CONTEXT_ROT = "context-rot"
 
@@ -119,13 +120,14 @@ def _context_rot(
         return 0
     if not args.json:
         print(f"{CONTEXT_ROT}: run {run_id}, {count(int(reply['cells']), 'cell')}", flush=True)
-    wait(run_id, args.timeout)
-    rows = context_rot_table(store().list_cells(run_id))
+    run = wait(run_id, args.timeout)
+    rule = RunRecord.from_document(run, run_id).effective_length_rule
+    rows = context_rot_table(store().list_cells(run_id), rule=rule)
     if args.json:
         document = {"suite": args.suite, "runs": {CONTEXT_ROT: run_id}}
         print(json.dumps(document | {"table": [dataclasses.asdict(r) for r in rows]}, indent=2))
     else:
-        print(format_context_rot(rows))
+        print(format_context_rot(rows, rule))
     return 0
 
 

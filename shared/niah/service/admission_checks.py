@@ -112,10 +112,10 @@ def check_certify_budget(spec: RunRequest, most: int) -> None:
         lengths = spec.lengths()
         count, length = (
             (certify_plan(spec, record=plan).base_samples, lengths[0])
-            if spec.certify_rule == NOLIMA
+            if spec.rule() == NOLIMA
             else (FIRST_LOOK, lengths[(len(lengths) - 1) // 2])
         )
-        name = "NoLiMa's base" if spec.certify_rule == NOLIMA else "a first look"
+        name = "NoLiMa's base" if spec.rule() == NOLIMA else "a first look"
         if field == "certify_max_usd":
             has, needs = plan["budget_usd"], count * float(plan["sample_usd"][str(length)])
             amount, need = f"${has:,.4f}", f"${needs:,.4f}"

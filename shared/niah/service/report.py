@@ -19,6 +19,7 @@ from niah.core.interfaces import (
     SpendLedger,
     gs_uri,
 )
+from niah.core.pages.axis_view import panel_title
 from niah.core.pages.heatmap import (
     DIFFERENCE_SCALE,
     ERROR_COLOUR,
@@ -189,8 +190,11 @@ def heatmap_title(summary: dict[str, Any], run: RunRecord) -> str:
     """Two lines: the run's label (model · task); its mean, 95 % interval and its basis.
 
     The basis ("clustered by grid point, 15 points") makes one line too long for the
-    picture's width, so the mean has a line of its own.
+    picture's width, so the mean has a line of its own. A run with an axis: the label
+    alone; each value's panel names its own mean.
     """
+    if summary.get("variants"):
+        return run.label
     measures = summary["measures"]
     mean = with_interval(
         measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
@@ -238,7 +242,7 @@ def render_report_files(
         fraction=fraction,
         notes=heatmap_notes(summary, run_id, run),
         panels=[
-            (v["label"], score_table([c for c in shown if c.get("variant") == v["variant"]]))
+            (panel_title(v), score_table([c for c in shown if c.get("variant") == v["variant"]]))
             for v in summary.get("variants") or []
         ],
     )
@@ -408,8 +412,9 @@ def _render_claimed(
         "mean_score": summary["mean_score"],
         "measures": summary["measures"],
         **({"mrcr": summary["mrcr"]} if "mrcr" in summary else {}),
-        # A run with an axis: each value's measures (niah status shows them).
-        **({"variants": summary["variants"]} if "variants" in summary else {}),
+        # A run with an axis: each value's measures, and the later values against the
+        # first (niah status shows them).
+        **{key: summary[key] for key in ("variants", "variant_differences") if key in summary},
         "outcomes": summary["outcomes"],
         "retrieved_share": summary["retrieved_share"],
         "prompt_token_deviation": summary["prompt_token_deviation"],

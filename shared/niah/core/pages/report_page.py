@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from niah.core.pages.axis_view import axis_pictures, axis_table
+from niah.core.pages.axis_view import axis_headline, axis_pictures, axis_table
 from niah.core.pages.certificate_view import certificate_view
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import (
@@ -24,6 +24,7 @@ from niah.core.pages.heatmap import (
 from niah.core.pages.report_samples import samples_table
 from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.request.spec import run_label
+from niah.core.results.chance import floor_text
 from niah.core.results.curves import Curve, curve_figure, measures_curve
 from niah.core.results.effective import effective_length_text
 from niah.core.results.measures import INDEPENDENT_NOTE, basis_of
@@ -72,6 +73,7 @@ def render_run_page(
         scorer=summary["scorer"],
         status=run.get("status"),
         headline=_headline(run, summary),
+        axis_headline=axis_headline(summary) if summary.get("variants") else None,
         pictures=_pictures(summary, label, cells),
         measure_facts=_measure_facts(summary),
         axis=axis_table(summary) if summary.get("variants") else None,
@@ -122,25 +124,35 @@ def _pictures(summary: dict[str, Any], label: str, cells: list[dict[str, Any]]) 
 
 
 def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The answer first: model, task, mean with its interval, effective length, outcomes."""
+    """The answer first: model, task, mean with its interval, effective length, outcomes.
+
+    A run with an axis has no one mean or length: its values' table (``axis_headline``)
+    follows these facts instead.
+    """
     measures, outcomes = summary["measures"], summary["outcomes"]
     served = summary.get("served_models") or {}
-    facts = [
-        ("model", model_shown(str(summary["model"] or ""), served)),
-        ("task", summary["task"]),
+    answer = [
         (
             # A certify run's samples cluster where the answer was decided: their mean is
-            # not the model's over a grid, and says so; a run with an axis pools its values.
-            "mean of the samples asked (%)"
-            if summary.get("certificate")
-            else "mean over every value of the axis (%)"
-            if summary.get("variants")
-            else "mean (%)",
+            # not the model's over a grid, and says so.
+            "mean of the samples asked (%)" if summary.get("certificate") else "mean (%)",
             with_interval(
                 measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
             ),
         ),
         ("effective length", effective_length_text(measures["effective_length"])),
+    ]
+    if summary.get("chance_floor"):  # beside the score: what guessing gets
+        answer.insert(1, ("chance floor", floor_text(summary["chance_floor"])))
+    facts = [
+        ("model", model_shown(str(summary["model"] or ""), served)),
+        ("task", summary["task"]),
+        *([] if summary.get("variants") else answer),
+        *(
+            [("chance floor", floor_text(summary["chance_floor"]))]
+            if summary.get("variants") and summary.get("chance_floor")
+            else []
+        ),
         (
             "outcomes",
             f"{outcomes['correct']} correct · {outcomes['wrong']} wrong · "
@@ -234,7 +246,8 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     intervals = measures.get("by_length_interval", {})
     outcomes = summary["outcomes"]
     single = summary["task"] == "single"
-    facts = [
+    # A run with an axis: each value's figures are in its table, none pooled here.
+    pooled = [
         *([("mean score (1-10)", _number(summary["mean_score"]))] if single else []),
         (
             "mean (%)",
@@ -256,8 +269,15 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("intervals", measures.get("interval_basis", {}).get("clusters") or INDEPENDENT_NOTE),
         ("effective length (tokens)", effective_length_text(effective)),
-        ("effective length rule", f"{effective['rule']} (threshold {effective['threshold']})"),
-        ("area under the curve (%)", _number(measures["area_under_curve"])),
+    ]
+    facts = [
+        *([] if summary.get("variants") else pooled),
+        ("effective length rule", _rule_text(effective)),
+        *(
+            []
+            if summary.get("variants")
+            else [("area under the curve (%)", _number(measures["area_under_curve"]))]
+        ),
         (
             "outcomes",
             f"{outcomes['correct']} correct, {outcomes['wrong']} wrong, "
@@ -280,6 +300,24 @@ def _measure_facts(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return facts
 
 
+def _rule_text(effective: dict[str, Any]) -> str:
+    """The rule the run chose and the threshold it gave ("none" without NoLiMa's base).
+
+    A run with an axis: under NoLiMa's rule each value has its own base and threshold.
+    """
+    values = effective.get("by_variant") or []
+    if len({one.get("threshold") for one in values}) > 1:  # NoLiMa's: a base per value
+        thresholds = " · ".join(
+            f"{one['label']} {'none' if one.get('threshold') is None else one['threshold']}"
+            for one in values
+        )
+        return f"{effective.get('rule')} (threshold per value: {thresholds})"
+    if values:
+        effective = values[0]
+    threshold = effective.get("threshold")
+    return f"{effective.get('rule')} (threshold {'none' if threshold is None else threshold})"
+
+
 def _mrcr_bins(summary: dict[str, Any]) -> dict[str, Any] | None:
     """MRCR v2's bins in their order, its two headline figures, and whether generated."""
     mrcr = summary.get("mrcr")
@@ -294,6 +332,11 @@ def _mrcr_bins(summary: dict[str, Any]) -> dict[str, Any] | None:
         "headline": [
             ("cumulative to 128K (%)", _number(mrcr["cumulative_128k"])),
             ("at 1M (%)", _number(mrcr["at_1m"])),
+            *(
+                [("chance floor", floor_text(summary["chance_floor"]))]
+                if summary.get("chance_floor")
+                else []
+            ),
         ],
     }
 

@@ -56,6 +56,9 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
     served = run.get("served_models") or {}
     spec = run.get("spec") or {}
     check = run.get(SENTINEL_CHECK) or {}
+    # A run with an axis has no one mean (its pooled figures are for scripts): off the
+    # leaderboards, and its values' lengths in the effective length's sentence.
+    pooled = bool(measures.get("pooled_over_variants"))
     return {
         "run_id": run["run_id"],
         "label": run_label(run),
@@ -66,13 +69,15 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "task": task,
         "status": run.get("status") or "unknown",
         "samples": int(run.get("total", 0)),
-        "mean": measures.get("mean"),
-        "mean_interval": measures.get("mean_interval"),
-        "mean_basis": basis_of(measures, "mean"),
-        "mean_text": _mean_text(run, measures),
+        "mean": None if pooled else measures.get("mean"),
+        "mean_interval": None if pooled else measures.get("mean_interval"),
+        "mean_basis": None if pooled else basis_of(measures, "mean"),
+        "mean_text": "per value of the axis (its report)" if pooled else _mean_text(run, measures),
         "effective_length": effective.get("length") if effective else None,
         "effective_length_text": effective_length_text(effective) if effective else "",
-        "by_length": {int(k): v for k, v in (measures.get("by_length") or {}).items()},
+        "by_length": {}
+        if pooled
+        else {int(k): v for k, v in (measures.get("by_length") or {}).items()},
         "spend_usd": spend.get("usd"),
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
         "report_url": report.get("html_url"),

@@ -14,6 +14,7 @@ from niah.core.request.request_options import (
     DISTRACTOR_TASKS,
     MRCR_NEEDLES,
     NO_HAYSTACK_TASKS,
+    NOLIMA_BASE_MAX_LENGTH,
     RULER_SHORT_LENGTH,
     SINGLE_NEEDLE_OPTIONS,
     TASK_OPTIONS,
@@ -45,6 +46,7 @@ def check_options_together(request: RunRequest) -> None:
         )
     check_tier(request)
     check_certify(request)
+    check_rule(request)
     check_axes(request)
     if request.sentinel is not None and request.is_certify():
         raise ValueError(
@@ -195,11 +197,6 @@ def check_own_needles(request: RunRequest) -> None:
         )
 
 
-# NoLiMa's base lengths: 1,000 tokens or less (adobe-research/NoLiMa README, as
-# niah.core.results.effective reads it).
-NOLIMA_BASE_LENGTH = 1_000
-
-
 def check_certify(request: RunRequest) -> None:
     """What certify cannot do yet, refused with the fix: batch, MRCR, repeats of its own."""
     if not request.is_certify():
@@ -224,19 +221,28 @@ def check_certify(request: RunRequest) -> None:
             "context_lengths: certify needs at least two candidate lengths to choose "
             "between; give more (e.g. context_lengths_min/max/num_intervals)"
         )
-    if request.certify_rule == "nolima":
-        if request.lengths()[0] > NOLIMA_BASE_LENGTH:
-            raise ValueError(
-                f"context_lengths: certify_rule nolima takes the model's base score at the "
-                f"shortest length, which must be {NOLIMA_BASE_LENGTH:,} tokens or less "
-                f"(NoLiMa's); the shortest given is {request.lengths()[0]:,}: add a shorter one"
-            )
-        # By value, not by whether it was given: a stored spec spells every default out.
-        if request.certify_threshold != type(request).model_fields["certify_threshold"].default:
-            raise ValueError(
-                "certify_threshold: certify_rule nolima sets the threshold as 85 % of the "
-                "base score; leave certify_threshold out (or use certify_rule ruler)"
-            )
+    # By value, not by whether it was given: a stored spec spells every default out.
+    if (
+        request.rule() == "nolima"
+        and request.certify_threshold != type(request).model_fields["certify_threshold"].default
+    ):
+        raise ValueError(
+            "certify_threshold: effective_length_rule nolima sets the threshold as 85 % of "
+            "the base score; leave certify_threshold out (or use effective_length_rule ruler)"
+        )
+
+
+def check_rule(request: RunRequest) -> None:
+    """NoLiMa's rule needs its base: a length of 1,000 tokens or less in the grid."""
+    shortest = request.lengths()[0]
+    if request.rule() == "nolima" and shortest > NOLIMA_BASE_MAX_LENGTH:
+        raise ValueError(
+            f"effective_length_rule: nolima judges each length against 85 % of the "
+            f"model's mean at lengths of {NOLIMA_BASE_MAX_LENGTH:,} tokens or less (its "
+            f"base), and the shortest length here is {shortest:,}: add a length of "
+            f"{NOLIMA_BASE_MAX_LENGTH:,} or less to context_lengths, or leave "
+            "effective_length_rule out (RULER's fixed 85.6 %)"
+        )
 
 
 def check_axes(request: RunRequest) -> None:

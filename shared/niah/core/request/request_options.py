@@ -41,6 +41,14 @@ TaskName = Literal[
     "graphwalks",
 ]
 NeedleType = Literal["words", "numbers", "uuids"]
+# How a run's effective length is judged (niah.core.results.effective): RULER's fixed
+# 85.6 % (the default), or NoLiMa's 85 % of the model's own mean at lengths of 1,000
+# tokens or less. The run's choice, never inferred from its grid.
+EffectiveLengthRule = Literal["ruler", "nolima"]
+# The rule's name when only certify had it: still taken from requests and stored runs.
+EFFECTIVE_LENGTH_RULE_ALIAS = "certify_rule"
+# NoLiMa's base lengths: 1,000 tokens or less (adobe-research/NoLiMa README).
+NOLIMA_BASE_MAX_LENGTH = 1_000
 
 # The run options each task reads beyond the grid; any other task option given is a
 # mistake the user hears about (``--num_needles`` means nothing to ``multi_key``).
@@ -90,7 +98,7 @@ ADDED_OPTIONS = (
     "mode",
     "certify_max_tokens",
     "certify_max_usd",
-    "certify_rule",
+    "effective_length_rule",
     "sentinel",
     "scheduled_at",
     "distractors",
@@ -183,8 +191,11 @@ OPTION_HELP: dict[str, str] = {
     "thinking_level": "Gemini 3/4 thinking: minimal, low, medium, high, xhigh (as the model takes)",
     "prompt_template": "a template with {context} and {question} once each (and {answer_lead})",
     "label": 'a name for the run in comparisons and status (default "model · task"); not in its ID',
-    "certify_rule": "certify's threshold: ruler (certify_threshold, 85.6) or nolima (85 "
-    "percent of the score at the shortest length, <= 1,000 tokens)",
+    "effective_length_rule": (
+        "how the effective length is judged: ruler (RULER's fixed 85.6 percent; certify: "
+        "certify_threshold) or nolima (85 percent of the mean at lengths <= 1,000 tokens, "
+        "which the grid must have); --certify_rule is its old name"
+    ),
     "sentinel": "the sentinel whose firing this run is; set by the firing only (niah sentinel run)",
     "scheduled_at": "when the sentinel's firing was due, RFC 3339 UTC; set by the firing only",
     "execution": "online (each cell called as it comes) or batch (Vertex batch, half price)",

@@ -25,6 +25,7 @@ from niah.core.request.request_options import (
     ADDED_OPTIONS,
     ALL_TASK_OPTIONS,
     DEFAULT_NEEDLES,
+    EFFECTIVE_LENGTH_RULE_ALIAS,
     HARNESS_DEFAULT_ANSWER,
     HARNESS_DEFAULT_NEEDLE,
     HARNESS_DEFAULT_QUESTION,
@@ -37,6 +38,7 @@ from niah.core.request.request_options import (
     PLACEHOLDERS,
     RULER_SHORT_LENGTH,
     TASK_OPTIONS,
+    EffectiveLengthRule,
     FreeText,
     IntervalType,
     NeedleType,
@@ -171,9 +173,13 @@ class RunRequest(BaseModel):
     certify_threshold: float = Field(default=85.6, gt=0, lt=100)
     certify_max_tokens: int | None = Field(default=None, ge=1, le=10**12)
     certify_max_usd: float | None = Field(default=None, gt=0, le=1_000_000)
-    # The threshold's rule: RULER's fixed certify_threshold (the default), or NoLiMa's
-    # 85 % of the model's own score at the shortest length (at most 1,000 tokens).
-    certify_rule: Literal["ruler", "nolima"] | None = None
+    # How the effective length is judged (niah.core.results.effective), the run's choice:
+    # RULER's fixed 85.6 % (the default; a certify run's certify_threshold), or NoLiMa's
+    # 85 % of the model's own mean at lengths of 1,000 tokens or less, which the grid
+    # must then have. Certify plans its samples by it, so it names the run (unset or
+    # "ruler", as before it existed). Requests and stored runs that say ``certify_rule``
+    # (its name when only certify had it) mean this.
+    effective_length_rule: EffectiveLengthRule | None = None
     # Sentinels (niah.service.sentinels): a named request asked again on a schedule.
     # Only the dispatcher's sentinel route sets these (a plain request naming them is
     # refused): the name, and when the firing was due (RFC 3339, UTC), so each firing
@@ -201,10 +207,30 @@ class RunRequest(BaseModel):
     def _grid_is_the_default(cls, value: str | None) -> str | None:
         return None if value == "grid" else value
 
-    @field_validator("certify_rule")
+    @model_validator(mode="before")
+    @classmethod
+    def _certify_rule_is_the_old_name(cls, data: Any) -> Any:
+        """``certify_rule`` (stored certify runs, the CLI's old flag) is the rule's old name."""
+        if not isinstance(data, dict) or EFFECTIVE_LENGTH_RULE_ALIAS not in data:
+            return data
+        data = dict(data)
+        old = data.pop(EFFECTIVE_LENGTH_RULE_ALIAS)
+        new = data.setdefault("effective_length_rule", old)
+        if new != old:
+            raise ValueError(
+                f"effective_length_rule: {EFFECTIVE_LENGTH_RULE_ALIAS} is its old name, and "
+                f"the two say {old!r} and {new!r}: give effective_length_rule alone"
+            )
+        return data
+
+    @field_validator("effective_length_rule")
     @classmethod
     def _ruler_is_the_default(cls, value: str | None) -> str | None:
         return None if value == "ruler" else value
+
+    def rule(self) -> EffectiveLengthRule:
+        """The rule the run's effective length is judged by (RULER's unless it says)."""
+        return self.effective_length_rule or "ruler"
 
     def is_certify(self) -> bool:
         """Whether the run certifies an effective length instead of filling the grid."""
@@ -401,6 +427,9 @@ class RunRequest(BaseModel):
         the options that change only bookkeeping.
         """
         fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS | self._unused_options())
+        if self.is_certify() and "effective_length_rule" in fields:
+            # Certify runs were named by the rule under its old name: their IDs stand.
+            fields[EFFECTIVE_LENGTH_RULE_ALIAS] = fields.pop("effective_length_rule")
         fields |= {
             "lengths": self.lengths(),
             "depths": self.depths(),
@@ -423,7 +452,7 @@ class RunRequest(BaseModel):
         if self.samples_per_cell == 1:
             unused.add("samples_per_cell")
         if not self.is_certify():
-            unused |= {"certify_threshold", "certify_max_tokens", "certify_max_usd", "certify_rule"}
+            unused |= {"certify_threshold", "certify_max_tokens", "certify_max_usd"}
         return unused
 
     def run_id(self, haystack_fingerprint: str = "") -> str:

@@ -45,7 +45,7 @@ def certificate_summary(
     costs = {
         "rule": plan.rule,
         "threshold": spec.certify_threshold,
-        "threshold_text": f"threshold {spec.certify_threshold:g} %",
+        "threshold_text": f"threshold {spec.certify_threshold:g} %, rule ruler",
         "confidence": CONFIDENCE,
         "budget_usd": plan.budget,
         "budget_tokens": plan.max_tokens,
@@ -77,7 +77,8 @@ def certificate_summary(
             "threshold": kept["pass_at"],
             "threshold_text": (
                 f"threshold 85 % of the base {base.mean:g} % at {base.length:,} tokens: "
-                f"pass above {kept['pass_at']:g} %, fail below {kept['fail_at']:g} %"
+                f"pass above {kept['pass_at']:g} %, fail below {kept['fail_at']:g} % "
+                "(rule nolima)"
             ),
         }
     grid = grid_usd if grid_usd is not None else costs["grid_tokens"]
@@ -100,6 +101,8 @@ def certified_effective_length(certificate: dict[str, Any]) -> dict[str, Any]:
         "length": certificate["length"],
         "threshold": certificate["threshold"],
         "rule": f"certify: {certificate['threshold']:g}",
+        # The rule the certificate was planned by: what a grid of it is judged by too.
+        "effective_length_rule": certificate.get("rule", "ruler"),
         "threshold_text": certificate.get("threshold_text"),
         "base": None,
         "certified": True,

@@ -23,7 +23,6 @@ from niah.core.results.certify import (
     MAX_SAMPLES,
     NOLIMA,
     NOLIMA_MAX_SAMPLES,
-    RULER,
     CertifyPlan,
     Progress,
     plan_progress,
@@ -100,7 +99,7 @@ def certify_plan(
     return CertifyPlan(
         lengths=tuple(spec.lengths()),
         threshold=spec.certify_threshold,
-        rule=spec.certify_rule or RULER,
+        rule=spec.rule(),
         # The base may take at most half the run's cells (NIAH_MAX_CELLS_PER_RUN; 500 by
         # default gives 250 samples and a wider band than the bench's 1,024).
         base_samples=min(BASE_SAMPLES, kept["max_cells"] // 2)

@@ -19,7 +19,7 @@ from niah.core.request.ruler_suite import RulerTable, ruler_table
 from niah.core.request.spec import run_label
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.curves import curve_figure, measures_curve
-from niah.core.results.effective import effective_length_text
+from niah.core.results.effective import chosen_rule, effective_length_text
 from niah.core.results.measures import basis_of, measures
 from niah.core.results.paired import (
     NO_DIFFERENCE,
@@ -209,7 +209,11 @@ def _side(cell: dict[str, Any]) -> dict[str, Any]:
 def render_comparison_page(comparison: Comparison) -> str:
     """The comparison as one HTML page: heatmaps on one scale, the difference, the table."""
     first, second = comparison.runs[0], comparison.runs[1]
-    measured = {c.run_id: measures(c.cells) for c in comparison.runs}
+    # Each run under the rule it chose; the effective length's text names it.
+    measured = {
+        c.run_id: measures(c.cells, rule=chosen_rule(c.run.get("spec") or {}))
+        for c in comparison.runs
+    }
     overview = table_of(
         comparison.runs,
         [

@@ -20,6 +20,7 @@ from niah.core.results.uncertainty import with_interval
 # first; with a dash pattern of its own each curve stays apart in grey print too.
 CURVE_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 CURVE_DASHES = ("", "7 4", "2 3", "9 3 2 3")
+REFERENCE_STYLE = ("#8c8c8c", "4 3")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class Curve:
     intervals: dict[int, list[float] | None]
     # What each interval rests on (``Interval.basis``); none given: taken as independent.
     bases: dict[int, dict[str, Any] | None] = field(default_factory=dict)
+    # A reference drawn beside another curve (the first value of an axis): a thin grey
+    # line without band or dots, so that no two bands overlap and the curve stays first.
+    reference: bool = False
 
 
 def measures_curve(name: str, measures: dict[str, Any]) -> Curve:
@@ -43,28 +47,43 @@ def measures_curve(name: str, measures: dict[str, Any]) -> Curve:
     )
 
 
-def curve_figure(curves: Sequence[Curve], *, label: str) -> dict[str, Any]:
-    """The curves on one plot: x the lengths (evenly spaced), y 0-100 %, bands behind lines."""
+def curve_figure(
+    curves: Sequence[Curve], *, label: str, width: int | None = None
+) -> dict[str, Any]:
+    """The curves on one plot: x the lengths (evenly spaced), y 0-100 %, bands behind lines.
+
+    ``width``: pixels, narrower for small multiples (one plot per value of an axis).
+    """
+    width = width or WIDTH
+    plot_width = width - LEFT - RIGHT
     lengths = sorted({length for curve in curves for length in curve.means})
-    step = PLOT_WIDTH / max(1, len(lengths) - 1)
+    step = plot_width / max(1, len(lengths) - 1)
 
     def x(length: int) -> float:
         # One length sits in the middle; more are spread edge to edge.
-        return LEFT + (PLOT_WIDTH / 2 if len(lengths) == 1 else lengths.index(length) * step)
+        return LEFT + (plot_width / 2 if len(lengths) == 1 else lengths.index(length) * step)
 
     styles = [
-        (CURVE_COLOURS[index % len(CURVE_COLOURS)], CURVE_DASHES[index % len(CURVE_DASHES)])
-        for index in range(len(curves))
+        REFERENCE_STYLE
+        if curve.reference
+        else (CURVE_COLOURS[index % len(CURVE_COLOURS)], CURVE_DASHES[index % len(CURVE_DASHES)])
+        for index, curve in enumerate(curves)
     ]
-    bands = [_band(curve, colour, x) for curve, (colour, _) in zip(curves, styles, strict=True)]
+    bands = [
+        _band(curve, colour, x)
+        for curve, (colour, _) in zip(curves, styles, strict=True)
+        if not curve.reference
+    ]
+    # The key under the plot: three to a row, one on a narrow plot (a small multiple).
+    columns = 3 if width >= WIDTH else 1
     return {
         "label": label,
-        "width": WIDTH,
-        "height": HEIGHT + 20 * ((len(curves) + 2) // 3) + 6,
+        "width": width,
+        "height": HEIGHT + 20 * ((len(curves) + columns - 1) // columns) + 6,
         "grid": [
             {
                 "x1": LEFT,
-                "x2": WIDTH - RIGHT,
+                "x2": width - RIGHT,
                 "y": f"{_y(p):.1f}",
                 "text_x": LEFT - 6,
                 "text_y": f"{_y(p) + 4:.1f}",
@@ -76,20 +95,20 @@ def curve_figure(curves: Sequence[Curve], *, label: str) -> dict[str, Any]:
             {"x": f"{x(n):.1f}", "y": TOP + PLOT_HEIGHT + 16, "text": f"{n:,}"} for n in lengths
         ],
         "axis": {
-            "x": LEFT + PLOT_WIDTH / 2,
+            "x": LEFT + plot_width / 2,
             "y": TOP + PLOT_HEIGHT + 34,
             "middle": TOP + PLOT_HEIGHT / 2,
         },
         "bands": [band for band in bands if band],
         "runs": [
-            _run(curve, colour, dash, x, index)
+            _run(curve, colour, dash, x, index, plot_width / columns, columns)
             for index, (curve, (colour, dash)) in enumerate(zip(curves, styles, strict=True))
         ],
     }
 
 
 Position = Callable[[int], float]
-WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 300, 52, 16, 14, 44
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 300, 52, 24, 14, 44
 PLOT_WIDTH, PLOT_HEIGHT = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
 
@@ -113,20 +132,31 @@ def _band(curve: Curve, colour: str, x: Position) -> dict[str, Any] | None:
     return band
 
 
-def _run(curve: Curve, colour: str, dash: str, x: Position, index: int) -> dict[str, Any]:
+def _run(
+    curve: Curve,
+    colour: str,
+    dash: str,
+    x: Position,
+    index: int,
+    slot: float,
+    columns: int,
+) -> dict[str, Any]:
     """A curve: its means joined in length order, and a dot for each with its interval.
 
-    Also the curve's key under the plot, three to a row.
+    Also the curve's key under the plot, ``columns`` to a row, each ``slot`` wide.
     """
     points = [(n, m) for n, m in sorted(curve.means.items()) if m is not None]
-    legend_x = LEFT + index % 3 * (PLOT_WIDTH / 3)
-    legend_y = HEIGHT + 14 + 20 * (index // 3)
+    legend_x = LEFT + index % columns * slot
+    legend_y = HEIGHT + 14 + 20 * (index // columns)
     return {
         "name": curve.name,
         "colour": colour,
         "dash": dash,
+        "stroke_width": 1.5 if curve.reference else 2.5,
         "points": " ".join(f"{x(n):.1f},{_y(m):.1f}" for n, m in points),
-        "dots": [
+        "dots": []
+        if curve.reference
+        else [
             {
                 "x": f"{x(n):.1f}",
                 "y": f"{_y(m):.1f}",

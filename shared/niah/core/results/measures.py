@@ -16,6 +16,7 @@ import itertools
 import statistics
 from typing import Any
 
+from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.results.effective import effective_length
 from niah.core.results.uncertainty import CONFIDENCE, Interval, interval
 
@@ -35,16 +36,15 @@ def grid_point(cell: dict[str, Any]) -> tuple[int, float, str]:
     return int(cell["context_length"]), float(cell["depth_percent"]), str(cell.get("variant") or "")
 
 
-def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def measures(cells: list[dict[str, Any]], *, rule: EffectiveLengthRule) -> dict[str, Any]:
     """The run's measures from every sample's ``task_score`` (in [0, 1]), as percents.
 
     Mean per length, per depth and overall, each with its 95 % interval clustered by
     grid point (``niah.core.results.uncertainty``) and what it rests on; effective
-    length (the longest length whose mean is at least the threshold: NoLiMa's 85 % of
-    the base score at lengths of 1,000 tokens or less when the grid has such lengths,
-    else RULER's 85.6) with the lengths its intervals allow; and the area under the
-    mean-vs-length curve (trapezoids over the lengths, divided by their span, so 100 is
-    perfect everywhere).
+    length under the run's ``rule`` (the longest length whose mean is at least RULER's
+    85.6, or NoLiMa's 85 % of the mean at lengths of 1,000 tokens or less) with the
+    lengths its intervals allow; and the area under the mean-vs-length curve
+    (trapezoids over the lengths, divided by their span, so 100 is perfect everywhere).
     """
     scored = [c for c in cells if c.get("task_score") is not None]
     by_length = _means(scored, "context_length")
@@ -79,6 +79,7 @@ def measures(cells: list[dict[str, Any]]) -> dict[str, Any]:
         "effective_length": effective_length(
             {int(k): v for k, v in by_length.items()},
             {int(k): i for k, i in length_intervals.items()},
+            rule=rule,
         ),
         "area_under_curve": area_under_curve({int(k): v for k, v in by_length.items()}),
     }

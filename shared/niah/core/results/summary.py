@@ -16,10 +16,18 @@ from niah.core.money.pricing import run_tier, spend_summary
 from niah.core.prompts.count_fit import fit_note, fit_summary
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.results.certificate import certificate_summary, certified_effective_length
+from niah.core.results.chance import chance_floor
+from niah.core.results.effective import chosen_rule
 from niah.core.results.measures import mean_percent, measures
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.uncertainty import interval
-from niah.core.results.variants import task_rates, variant_summaries
+from niah.core.results.variants import (
+    axis_effective_length,
+    has_axis,
+    task_rates,
+    variant_differences,
+    variant_summaries,
+)
 
 # A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
 # or truncated (the reply hit its output budget: never scored, never wrong).
@@ -175,10 +183,20 @@ def summarize(
     for cell in cells:
         outcomes[str(cell.get("outcome") or "unscored")] += 1
     served = served_versions(cells)
-    measured = measures(cells)
+    rule = chosen_rule(run.get("spec") or {})
+    measured = measures(cells, rule=rule)
     certificate = certificate_summary(run, cells)
     if certificate:  # a certify run: its certificate is the effective length everywhere
         measured["effective_length"] = certified_effective_length(certificate)
+    axis: dict[str, Any] = {}
+    if has_axis(cells):
+        # Each value of the axis apart, and the later ones against the first: a mean or a
+        # length pooled over 0 and 4 distractors is no one's answer. The pooled figures
+        # stay in the JSON for scripts, marked, and no page shows them.
+        variants = variant_summaries(cells, rule=rule)
+        measured["effective_length"] = axis_effective_length(variants, rule)
+        measured["pooled_over_variants"] = True
+        axis = {"variants": variants, "variant_differences": variant_differences(cells)}
     return {
         "run_id": run["run_id"],
         "model": run.get("model"),
@@ -203,8 +221,10 @@ def summarize(
         "measures": measured,
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
+        # What guessing scores on this task (MRCR v2, multi_needle), shown beside the score.
+        **({"chance_floor": floor} if (floor := chance_floor(run.get("spec") or {})) else {}),
         **task_rates(cells),
-        **({"variants": variant_summaries(cells)} if any(c.get("variant") for c in cells) else {}),
+        **axis,
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),

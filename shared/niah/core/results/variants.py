@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from niah.core.request.axes import AXIS_OPTIONS, variant_label, variant_values
+from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.request.spec import run_label
+from niah.core.results.effective import RULE_TEXTS, chosen_rule, effective_length_text
 from niah.core.results.measures import measures
+from niah.core.results.paired import effect_text, paired_comparison
 
 
 def has_axis(cells: list[dict[str, Any]]) -> bool:
@@ -35,7 +38,7 @@ def split_by_variant(
     unsplit = {k: v for k, v in (run.get("spec") or {}).items() if k not in AXIS_OPTIONS}
     label = run_label(run | {"spec": unsplit})
     split = []
-    for summary in variant_summaries(cells):
+    for summary in variant_summaries(cells, rule=chosen_rule(run.get("spec") or {})):
         variant = summary["variant"]
         split.append(
             (
@@ -106,11 +109,14 @@ def lookalikes_text(figures: dict[str, Any]) -> str:
     return f"{figures.get('distractor_answers', 0)} of {figures.get('wrong_answers', 0)}{split}"
 
 
-def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def variant_summaries(
+    cells: list[dict[str, Any]], *, rule: EffectiveLengthRule
+) -> list[dict[str, Any]]:
     """Each value of the run's extra axes apart: its samples, measures and distractor answers.
 
     In the order of the run's variants (``niah.core.request.axes``), so the report's
-    small multiples and curves follow the axis.
+    small multiples and curves follow the axis; each effective length under the run's
+    ``rule``.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for cell in cells:
@@ -120,12 +126,69 @@ def variant_summaries(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "variant": variant,
             "label": variant_label(variant),
             "samples": len(group),
-            "measures": measures(group),
+            "measures": measures(group, rule=rule),
             **task_rates(group),
             **_lookalikes(group),
         }
         for variant, group in sorted(groups.items(), key=lambda item: _variant_order(item[0]))
     ]
+
+
+def axis_effective_length(
+    summaries: list[dict[str, Any]], rule: EffectiveLengthRule
+) -> dict[str, Any]:
+    """The effective length of a run with an axis: each value's, and no pooled one.
+
+    A length pooled over 0 and 4 distractors answers no one's question; the run's rule
+    judges each value apart (under NoLiMa's, against that value's own base).
+    """
+    found = {
+        "length": None,
+        "by_variant": [
+            {"variant": v["variant"], "label": v["label"]} | v["measures"]["effective_length"]
+            for v in summaries
+        ],
+        "effective_length_rule": rule,
+        "rule": RULE_TEXTS[rule],
+    }
+    return found | {"text": effective_length_text(found)}
+
+
+def variant_differences(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each later value of the axis against the first, sample by sample, with its interval.
+
+    The same length, depth and sample index with 0 and with 4 distractors is a pair
+    (``niah.core.results.paired``): the test ``niah compare RUN`` runs, kept with the
+    run so its report leads with it. In points of percent, the later value minus the first.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        variant = str(cell.get("variant") or "")
+        groups.setdefault(variant, []).append({k: v for k, v in cell.items() if k != "variant"})
+    ordered = sorted(groups, key=_variant_order)
+    if len(ordered) < 2:
+        return []
+    first = ordered[0]
+    found = []
+    for variant in ordered[1:]:
+        paired = paired_comparison(
+            (first, groups[first]),
+            (variant, groups[variant]),
+            names=(variant_label(first), variant_label(variant)),
+        )
+        overall = paired.overall
+        found.append(
+            {
+                "first": first,
+                "second": variant,
+                "first_label": variant_label(first),
+                "second_label": variant_label(variant),
+                "unscored_pairs": paired.unscored_pairs,
+                "overall": overall.as_dict() if overall else None,
+                "text": effect_text(overall) if overall else "no sample scored in both",
+            }
+        )
+    return found
 
 
 def _variant_order(variant: str) -> tuple[int, str]:

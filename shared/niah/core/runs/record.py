@@ -18,6 +18,7 @@ from niah.catalog.models import ModelInfo, ProviderName
 from niah.catalog.tiers import Tier
 from niah.core.interfaces.blobs import BlobInfo
 from niah.core.interfaces.result_store import RUN_CANCELLED, RUN_RUNNING, ResultStore
+from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.request.spec import RunRequest, run_label
 
@@ -28,6 +29,7 @@ REPORT_FIGURES = (
     "measures",
     "mrcr",
     "variants",
+    "variant_differences",
     "outcomes",
     "retrieved_share",
     "prompt_token_deviation",
@@ -59,7 +61,8 @@ class RunRecord:
         run_id: the run's ID, a hash of its request and its sources' content.
         stamp: this creation of the run (a later one under the same ID after a delete
             has another); every cell message carries it and a worker drops a stale one.
-        spec: the validated request (``RunRequest``), stored as its JSON dump.
+        spec: the validated request (``RunRequest``), stored as its JSON dump; with it
+            the run's ``effective_length_rule`` (RULER's unless it chose NoLiMa's).
         model: the model's name (``spec.model_name``), for listings without the spec.
         model_notes: Google's lifecycle word on the model and judge when the run began.
         label: the run's name for people (the request's, else one made of model and task).
@@ -156,6 +159,11 @@ class RunRecord:
     def tier(self) -> Tier:
         """The pricing tier the run's calls ask for (standard unless the request says)."""
         return self.spec.tier or "standard"
+
+    @property
+    def effective_length_rule(self) -> EffectiveLengthRule:
+        """How the run's effective length is judged: the run's choice, RULER's by default."""
+        return self.spec.rule()
 
     @property
     def cancelled(self) -> bool:
