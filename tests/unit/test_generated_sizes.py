@@ -1,6 +1,6 @@
 """The least lengths of generated contexts: pinned maxima, and admitted means built.
 
-``niah.core.prompts.generated_sizes`` bounds, without a tokenizer, the least length at
+``niah.tasks.generated_sizes`` bounds, without a tokenizer, the least length at
 which common_words' list and GraphWalks' graph can be built. These tests pin each
 piece's maximum against the real Gemma 3 tokenizer, then build a grid of options,
 lengths and seeds as the worker builds them (``prepare_call``): every admitted cell
@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from niah.core.prompts import generated_sizes as sizes
 from niah.core.prompts.texts import CONTEXT_MARK, LOCAL_TEMPLATE, render
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
@@ -23,6 +22,7 @@ from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.admission_checks import check_budget
 from niah.service.cell_prompt import prepare_call
 from niah.tasks import common_words, get_task, graphwalks
+from niah.tasks import generated_sizes as sizes
 from tests.fakes import MemoryBlobs
 
 
@@ -149,7 +149,7 @@ def test_every_admitted_length_builds_and_every_refusal_names_the_fix(
         for length in lengths:
             spec = RunRequest(context_lengths=[length], seed=seed, **options)
             cell = Cell(length, 50.0)
-            short = sizes.short_length(spec, [cell])
+            short = get_task(spec.task).short_length(spec, [cell])
             if short is None:
                 admitted += 1
                 if not builds(spec, cell, tokenizer):
@@ -217,4 +217,4 @@ def test_admission_refuses_a_length_the_worker_cannot_build(
 def test_what_runs_today_stays_admitted(options: dict[str, Any]) -> None:
     for seed in range(10):
         spec = RunRequest(**{"seed": seed, **options})
-        assert sizes.short_length(spec, spec.cells()) is None, (seed, options)
+        assert get_task(spec.task).short_length(spec, spec.cells()) is None, (seed, options)

@@ -18,6 +18,7 @@ from niah.core.results.scoring import mentions
 from niah.tasks.base import (
     RULER_KIND_NAMES,
     Sample,
+    Task,
     Verdict,
     distinct_values,
     needle_value,
@@ -38,7 +39,7 @@ DECLINES = re.compile(
 )
 
 
-class Absent:
+class Absent(Task):
     """Asks for a key no needle holds; scores declining, counts invented values."""
 
     name = "absent"

@@ -16,8 +16,10 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
+from niah.core.interfaces import BlobStore
+from niah.core.prompts.mrcr_files import RunSource
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.sample import Sample
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
@@ -39,18 +41,46 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(Protocol):
-    """A test kind: how a sample is made and how an answer is scored."""
+@dataclass(frozen=True)
+class ShortLength:
+    """A length too short for the run's generated context: the option to change, and why."""
 
-    name: str
+    field: str
+    message: str
+
+
+class Task:
+    """A test kind: how a sample is made and how an answer is scored.
+
+    ``sample`` and ``score`` are every task's; the other methods are what admission asks
+    of a task whose context or samples are its own, and answer "nothing to say" here.
+    """
+
+    name: ClassVar[str]
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """The sample of ``cell`` (deterministic from the run's seed)."""
-        ...
+        raise NotImplementedError
 
     def score(self, sample: Sample, answer: str) -> Verdict:
         """The verdict on ``answer`` (an answer that exists; unscored ones never get here)."""
-        ...
+        raise NotImplementedError
+
+    def short_length(self, spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+        """The first length of ``cells`` the task's own context cannot be built at, if any.
+
+        Asked at admission, without a tokenizer, so a run is refused before it is paid
+        rather than failed cell by cell (``ContextTooShortError`` at the worker).
+        """
+        return None
+
+    def published_rows(self, spec: RunRequest, blobs: BlobStore) -> RunSource | None:
+        """The published samples the run reads instead of a grid (one cell a row), if any.
+
+        Resolved at admission: their listing's fingerprint is part of the run ID, and an
+        unusable source is the request's error (``RequestError``, a 400).
+        """
+        return None
 
 
 def spread_depths(first: float, count: int) -> list[float]:

@@ -23,15 +23,20 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from niah.core.prompts.generated_context import PieceCounter
-from niah.core.prompts.generated_sizes import SPARE_WORDS, common_words_pool_size
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError
-from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
+from niah.tasks.base import Sample, ShortLength, Task, Verdict, recall_verdict, sample_rng
+from niah.tasks.generated_sizes import (
+    SPARE_WORDS,
+    common_words_pool_size,
+    common_words_short_length,
+)
 
 # RULER's template and answer prefix for common words extraction, in its words.
 TEMPLATE = (
@@ -178,7 +183,7 @@ def _numbered(listed: list[str]) -> str:
     return " ".join(f"{i}. {word}" for i, word in enumerate(listed, 1))
 
 
-class CommonWords:
+class CommonWords(Task):
     """RULER's CWE: name the ``num_cw`` words listed most often."""
 
     name = "common_words"
@@ -207,3 +212,7 @@ class CommonWords:
     def score(self, sample: Sample, answer: str) -> Verdict:
         """RULER's recall: the share of the common words the answer names."""
         return recall_verdict(answer, sample.expected)
+
+    def short_length(self, spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+        """A length whose list of ``num_cw x freq_cw`` entries does not fit (generated_sizes)."""
+        return common_words_short_length(spec, cells)

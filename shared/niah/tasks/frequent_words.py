@@ -28,7 +28,7 @@ from niah.core.prompts.generated_context import PieceCounter
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError
-from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
+from niah.tasks.base import Sample, Task, Verdict, recall_verdict, sample_rng
 
 # RULER's template and answer prefix for frequent words extraction, in its words.
 TEMPLATE = (
@@ -139,7 +139,7 @@ class FrequentWordsText:
             )
 
 
-class FrequentWords:
+class FrequentWords(Task):
     """RULER's FWE: name the three most frequent coded words (after the noise "...")."""
 
     name = "frequent_words"

@@ -32,13 +32,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from niah.core.prompts.graph_plan import plant_question
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.tasks.base import Outcome, Sample, Verdict, sample_rng
+from niah.tasks.base import Outcome, Sample, ShortLength, Task, Verdict, sample_rng
+from niah.tasks.generated_sizes import graphwalks_short_length
 from niah.tasks.graph_edges import GraphEdges
+from niah.tasks.graph_plan import plant_question
 
 # The published prompt: the card's instructions, a worked example, the graph, the
 # operation, the answer's format. One sentence (the second about BFS) is ours.
@@ -121,7 +123,7 @@ def set_f1(sampled: set[str], truth: set[str], *, failed_to_parse: bool) -> SetS
     return SetScore(precision, recall, f1)
 
 
-class GraphWalks:
+class GraphWalks(Task):
     """GraphWalks: the nodes a BFS reaches at a depth, or a node's parents, as a set."""
 
     name = "graphwalks"
@@ -162,3 +164,7 @@ class GraphWalks:
                 "expected_nodes": len(sample.expected),
             },
         )
+
+    def short_length(self, spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+        """A length a cell's planted graph does not fit in (generated_sizes)."""
+        return graphwalks_short_length(spec, cells)

@@ -20,12 +20,20 @@ import difflib
 import random
 import string
 
+from niah.core.interfaces import BlobStore
 from niah.core.prompts.answer_budget import reply_room
+from niah.core.prompts.haystack_files import (
+    check_source_size,
+    content_fingerprint,
+    mrcr_source_prefix,
+)
+from niah.core.prompts.mrcr_files import RunSource, csv_files, index_rows
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.tasks.base import Sample, Verdict, sample_rng, spread_depths
+from niah.errors import HaystackError, RequestError
+from niah.tasks.base import Sample, Task, Verdict, sample_rng, spread_depths
 
 # MRCR v2's request parts (mrcr_utils.py): formats, needle topics, styles.
 FORMATS = ("email", "short story", "blog post", "tweet", "poem", "essay", "riddle")
@@ -121,10 +129,37 @@ def published_sample(row: dict[str, str]) -> Sample:
     )
 
 
-class Mrcr:
+class Mrcr(Task):
     """Generated MRCR v2 samples: the needle turns spread from the cell's depth."""
 
     name = "mrcr"
+
+    def published_rows(self, spec: RunRequest, blobs: BlobStore) -> RunSource | None:
+        """Google's MRCR v2 rows under ``mrcr_source`` (one streaming pass), or None.
+
+        Rows of another needle count than ``num_needles`` (when given) are left out.
+        """
+        if spec.mrcr_source is None:
+            return None
+        try:
+            prefix = mrcr_source_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
+            listed = csv_files(blobs, prefix)
+            check_source_size(listed, option="mrcr_source")
+            files = [info.name for info in listed]
+            refs = index_rows(blobs, files)
+        except (HaystackError, KeyError, ValueError) as error:
+            raise RequestError("mrcr_source", str(error)) from error
+        wanted = spec.num_needles
+        kept = [ref for ref in refs if wanted is None or ref.needles in (None, wanted)]
+        if not kept:
+            raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
+        fingerprint = content_fingerprint(listed, salt="mrcr_v2")
+        return RunSource(
+            files,
+            [(files.index(r.file), r.row, r.context_len, r.offset, r.length) for r in kept],
+            fingerprint,
+            reply_room(max(r.answer_bytes for r in kept)),
+        )
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded conversation: requests, composed needle replies, a prefix, the ask."""

@@ -10,10 +10,18 @@ from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
-from niah.tasks.base import Sample, Verdict, distinct_values, ruler_needle, ruler_sample, sample_rng
+from niah.tasks.base import (
+    Sample,
+    Task,
+    Verdict,
+    distinct_values,
+    ruler_needle,
+    ruler_sample,
+    sample_rng,
+)
 
 
-class MultiKey:
+class MultiKey(Task):
     """One asked key at the cell's depth, ``num_distractors`` other keys anywhere."""
 
     name = "multi_key"

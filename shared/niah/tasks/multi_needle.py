@@ -14,6 +14,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     Sample,
+    Task,
     Verdict,
     distinct_values,
     fraction_found,
@@ -22,7 +23,7 @@ from niah.tasks.base import (
 )
 
 
-class MultiNeedle:
+class MultiNeedle(Task):
     """``num_needles`` "special magic {city} number" needles; every number is asked for."""
 
     name = "multi_needle"

@@ -6,6 +6,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     Sample,
+    Task,
     Verdict,
     distinct_values,
     sample_rng,
@@ -14,7 +15,7 @@ from niah.tasks.base import (
 )
 
 
-class MultiQuery:
+class MultiQuery(Task):
     """``num_queries`` keys with one value each, from the cell's depth to the end."""
 
     name = "multi_query"

@@ -6,6 +6,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     Sample,
+    Task,
     Verdict,
     distinct_values,
     sample_rng,
@@ -14,7 +15,7 @@ from niah.tasks.base import (
 )
 
 
-class MultiValue:
+class MultiValue(Task):
     """``num_values`` needles of one key, from the cell's depth to the end."""
 
     name = "multi_value"

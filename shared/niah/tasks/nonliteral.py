@@ -14,7 +14,7 @@ from niah.core.prompts.vocabulary import CHARACTER_NAMES
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
-from niah.tasks.base import Sample, Verdict, sample_rng
+from niah.tasks.base import Sample, Task, Verdict, sample_rng
 
 # (needle, question): the needle names a landmark, the question its place.
 TEMPLATES: tuple[tuple[str, str], ...] = (
@@ -71,7 +71,7 @@ TEMPLATES: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 
 
-class NonLiteral:
+class NonLiteral(Task):
     """A landmark needle at the cell's depth; the question names only the place."""
 
     name = "nonliteral"

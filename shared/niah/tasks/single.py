@@ -7,10 +7,10 @@ from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
-from niah.tasks.base import Sample, Verdict
+from niah.tasks.base import Sample, Task, Verdict
 
 
-class SingleNeedle:
+class SingleNeedle(Task):
     """One needle at the cell's depth; exact retrieval of its answer (or the judge's)."""
 
     name = "single"

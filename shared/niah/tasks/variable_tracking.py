@@ -27,7 +27,7 @@ import string
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
+from niah.tasks.base import Sample, Task, Verdict, recall_verdict, sample_rng
 
 # RULER's template and answer prefix for variable tracking, in its words.
 TEMPLATE = (
@@ -61,7 +61,7 @@ def chain_lines(names: list[str], value: str) -> list[str]:
     return lines
 
 
-class VariableTracking:
+class VariableTracking(Task):
     """RULER's VT: ``num_chains`` chains of ``num_hops`` hops; the first chain is asked."""
 
     name = "variable_tracking"

@@ -3,7 +3,7 @@
 Drawn from the cell's seeded generator before the graph is sized, as a needle is before
 its haystack (``niah.tasks.graph_edges`` grows the graph around them). On the ground
 floor so that admission can plant a cell's question without the tasks or a tokenizer,
-and refuse a length its planted graph cannot fit (``niah.core.prompts.generated_sizes``).
+and refuse a length its planted graph cannot fit (``niah.tasks.generated_sizes``).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 ``common_words`` lists ``num_cw x freq_cw`` entries whatever the length, and GraphWalks
 writes its planted question's edges and an edge for every node: below some length the
 worker cannot build the prompt (``ContextTooShortError``). Admission refuses such a
-length before anything is reserved; the dispatcher has no tokenizer (its cold start
-stays light), so the bound is built from pieces whose most tokens are pinned against the
-real Gemma 3 tokenizer by tests/unit/test_generated_sizes.py:
+length before anything is reserved (each task's ``short_length``); the dispatcher has no
+tokenizer (its cold start stays light), so the bound is built from pieces whose most
+tokens are pinned against the real Gemma 3 tokenizer by tests/unit/test_generated_sizes.py:
 
 - a numbered entry " 12. amber-anchor": the number's digits + 2 (the space and the dot;
   Gemma writes one token a digit), the word at most ``PAIR_TOKENS`` (every pair is
@@ -24,13 +24,13 @@ seeds as the worker builds them and demands that every admitted one builds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from niah.core.prompts.graph_plan import plant_question
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.axes import at_variant
 from niah.core.request.grid import Cell, sample_rng
 from niah.core.request.spec import RunRequest
+from niah.tasks.base import ShortLength
+from niah.tasks.graph_plan import plant_question
 
 # Tokens of the built-in templates around the context, with their question and answer
 # lead (common_words: any num_cw; GraphWalks: any node ID, BFS or parents).
@@ -120,49 +120,44 @@ def least_graphwalks_length(spec: RunRequest, cell: Cell) -> int:
     )
 
 
-@dataclass(frozen=True)
-class ShortLength:
-    """A length too short for the run's generated context: the option to change, and why."""
-
-    field: str
-    message: str
-
-
-def short_length(spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
-    """The first length of ``cells`` the task's generated context cannot be built at, if any."""
-    if spec.task == "common_words":
-        for length in sorted({cell.context_length for cell in cells}):
-            need = least_common_words_length(spec, length)
-            if length < need:
-                common = spec.common_word_repeats(length)[0]
-                return ShortLength(
-                    "context_lengths",
-                    f"{length:,} tokens cannot hold common_words with freq_cw {common} and "
-                    f"num_cw {spec.num_cw} ({spec.num_cw * common:,} listed entries)"
-                    f"{_buffer(spec)}: "
-                    f"it needs at least ~{need:,}; use a longer length or a smaller freq_cw "
-                    "or num_cw",
-                )
-    if spec.task == "graphwalks":
-        worst: dict[int, int] = {}
-        for cell in cells:
-            need = least_graphwalks_length(at_variant(spec, cell.variant), cell)
-            if cell.context_length < need:
-                worst[cell.context_length] = max(worst.get(cell.context_length, 0), need)
-        if worst:
-            length = min(worst)
-            what, fix = (
-                (f"a BFS to bfs_depth {spec.bfs_depth}", "or a smaller bfs_depth")
-                if spec.graph_problem == "bfs"
-                else ("a parents question", "")
-            )
+def common_words_short_length(spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+    """The first length of ``cells`` common_words' list cannot be built at, if any."""
+    for length in sorted({cell.context_length for cell in cells}):
+        need = least_common_words_length(spec, length)
+        if length < need:
+            common = spec.common_word_repeats(length)[0]
             return ShortLength(
                 "context_lengths",
-                f"{length:,} tokens cannot hold GraphWalks' graph for {what} (the question's "
-                f"own nodes and edges{_buffer(spec)}): its cells need at least "
-                f"~{worst[length]:,}; use a longer length {fix}".rstrip(),
+                f"{length:,} tokens cannot hold common_words with freq_cw {common} and "
+                f"num_cw {spec.num_cw} ({spec.num_cw * common:,} listed entries)"
+                f"{_buffer(spec)}: "
+                f"it needs at least ~{need:,}; use a longer length or a smaller freq_cw "
+                "or num_cw",
             )
     return None
+
+
+def graphwalks_short_length(spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+    """The first length of ``cells`` a cell's GraphWalks graph cannot be built at, if any."""
+    worst: dict[int, int] = {}
+    for cell in cells:
+        need = least_graphwalks_length(at_variant(spec, cell.variant), cell)
+        if cell.context_length < need:
+            worst[cell.context_length] = max(worst.get(cell.context_length, 0), need)
+    if not worst:
+        return None
+    length = min(worst)
+    what, fix = (
+        (f"a BFS to bfs_depth {spec.bfs_depth}", "or a smaller bfs_depth")
+        if spec.graph_problem == "bfs"
+        else ("a parents question", "")
+    )
+    return ShortLength(
+        "context_lengths",
+        f"{length:,} tokens cannot hold GraphWalks' graph for {what} (the question's "
+        f"own nodes and edges{_buffer(spec)}): its cells need at least "
+        f"~{worst[length]:,}; use a longer length {fix}".rstrip(),
+    )
 
 
 def _buffer(spec: RunRequest) -> str:
