@@ -138,7 +138,8 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
 
     try:
         spec = parse_request(payload)
-        source = resolve_published_rows(spec, blob_store()) if spec.mrcr_source else None
+        published = spec.task_options.published_source() is not None
+        source = resolve_published_rows(spec, blob_store()) if published else None
         cells = source_cells(source.rows) if source else spec.cells()
         check_budget(spec, cells)
     except RequestError as error:

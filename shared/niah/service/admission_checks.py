@@ -90,7 +90,7 @@ def check_budget(
         check_certify_budget(spec, settings.max_tokens_per_run)
     check_model(spec, model)
     check_output_budget(spec, reply_tokens)
-    if spec.mrcr_source is None:  # published samples are as long as Google made them
+    if spec.task_options.published_source() is None:  # published samples are as published
         check_lengths(spec, model, cells)
 
 
@@ -354,7 +354,7 @@ def minimum_context_length(spec: RunRequest) -> int:
     """
     own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
     own_text += 0 if spec.dynamic_needle else len(spec.needle)
-    own_text += sum(len(text) for text in spec.needles or [])
+    own_text += sum(len(text) for text in spec.task_options.own_needles() or ())
     return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
 
 
