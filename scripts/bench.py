@@ -49,6 +49,7 @@ def essay_blobs() -> Any:
 
 def measure_builds(lengths: list[int]) -> tuple[dict[int, float], dict[int, float], float]:
     """Seconds to build one cell from cached tokens (median of 5, warm instance)."""
+    import niah.tasks  # noqa: F401  the task registry: a request names a task
     from niah.core.prompts.haystack_tokens import load_haystack, loaded_haystacks
     from niah.core.prompts.needles import needle_for
     from niah.core.prompts.prompt_builder import Insertion, build_prompt
@@ -152,6 +153,7 @@ from niah.core.prompts.texts import HARNESS_TEMPLATE
 from niah.core.request.spec import RunRequest
 from niah.core.request.grid import Cell
 from niah.models.tokenizer import get_tokenizer
+import niah.tasks  # the task registry: a request names a task
 from tests.fakes import MemoryBlobs
 tokenizer = get_tokenizer()
 blobs = MemoryBlobs()

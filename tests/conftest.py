@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import niah.tasks  # noqa: F401  the task registry: every run request names a task
 from niah.core.prompts.haystack_tokens import HaystackTokens, load_haystack
 from niah.models.tokenizer import SentencePieceTokenizer, get_tokenizer
 from tests import REPO

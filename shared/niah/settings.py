@@ -96,8 +96,8 @@ class Settings(BaseSettings):
     # As a haystack is under haystacks_prefix: a run never reads the bucket's other
     # prefixes (saved prompts, reports, batches).
     mrcr_sources_prefix: str = setting(
-        "mrcr_v2/", "", "where MRCR v2's published CSV files are copied (docs/tasks/mrcr.md); a "
-        "run's mrcr_source must be under it"
+        "mrcr_v2/", "", "where MRCR v2's published CSV files are copied (docs/tasks/mrcr.md); "
+        "the mrcr task reads its published samples from under it only"
     )  # fmt: skip
     default_haystack: str = setting(
         "paul_graham_essays", "", "the haystack a run request that names none gets"

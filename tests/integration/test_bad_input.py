@@ -250,8 +250,19 @@ CASES: list[tuple[str, Any, str, str]] = [
         JSON,
         "mrcr_source",
     ),
-    ("a bidi override in needles", {**OK, "needles": ["a\u202eb"]}, JSON, "needles.0"),
-    ("a NUL in an answer", {**OK, "expected_answers": ["\u0000"]}, JSON, "expected_answers.0"),
+    # The options of a task are validated by its model: each with the task that takes it.
+    (
+        "a bidi override in needles",
+        {**OK, "task": "multi_needle", "needles": ["a\u202eb"]},
+        JSON,
+        "needles.0",
+    ),
+    (
+        "a NUL in an answer",
+        {**OK, "task": "multi_needle", "expected_answers": ["\u0000"]},
+        JSON,
+        "expected_answers.0",
+    ),
     ("a zero-width joiner in a model ID", {**OK, "model_name": "gemini\u200d"}, JSON, "model_name"),
     # Past Python's int conversion limit (4,300 digits): a ValueError in json.loads, a 500.
     ("a 5,000-digit seed", '{"seed": ' + "9" * 5000 + "}", JSON, "seed"),

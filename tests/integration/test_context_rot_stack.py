@@ -21,7 +21,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
-from niah.core.request.request_options import DISTRACTOR_TASKS
+from niah.tasks import DISTRACTOR_TASKS
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_report_browser import browser, open_page  # noqa: F401 (fixture)

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from niah.cloud.store import FirestoreStore
-from niah.core.request.ruler_suite import RULER_RUNS
+from niah.tasks.ruler_suite import RULER_RUNS
 from tests.integration.conftest import Stack
 
 pytestmark = pytest.mark.integration

@@ -178,9 +178,9 @@ def test_an_axis_run_leads_with_each_value_and_its_paired_difference_never_a_poo
     table = header.split('id="headline-values"', 1)[1]
     rows = [re.findall(r"<td>([^<]*)</td>", row) for row in table.split("<tr>")[2:]]
     assert [row[:3] for row in rows] == [
-        ["0 distractors", "2", "100 (95 %: 34.2-100)"],
-        ["1 distractor", "2", "50 (95 %: 9.45-90.5)"],
-        ["4 distractors", "2", "0 (95 %: 0-65.8)"],
+        ["0 distractors", "2", "100 (95 %, one sample per grid point: 34.2-100)"],
+        ["1 distractor", "2", "50 (95 %, one sample per grid point: 9.45-90.5)"],
+        ["4 distractors", "2", "0 (95 %, one sample per grid point: 0-65.8)"],
     ]
     assert [row[3] for row in rows] == [
         "not determined (none to 2,000)",

@@ -1,7 +1,8 @@
 """Hostile run requests at the dispatcher's door: each a 400 naming its field.
 
 Numbers past any bound (a 5,000-digit literal included), hidden characters in any free
-text, sources outside their prefixes or above the byte cap.
+text, sources outside their prefixes or above the byte cap. The options are found from
+the request's model and every task's options model, so a new one is covered.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from typing import Any, get_args
 import functions_framework
 import pytest
 
+from niah.cli.run_options import task_option_fields
 from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
+from niah.tasks import TASKS
 from tests import REPO
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher
@@ -30,12 +33,20 @@ def kinds(annotation: Any) -> set[Any]:
     return found
 
 
+# Every option's field: the request's own (its tasks' options apart), and each task's.
+OPTION_FIELDS = {
+    name: info for name, info in RunRequest.model_fields.items() if name != "task_options"
+} | {name: info for name, (info, _) in task_option_fields().items()}
+
+
 def fields_of(*wanted: type) -> list[str]:
-    return [
-        name
-        for name, info in RunRequest.model_fields.items()
-        if kinds(info.annotation) & set(wanted)
-    ]
+    return [name for name, info in OPTION_FIELDS.items() if kinds(info.annotation) & set(wanted)]
+
+
+def asking(name: str, value: Any) -> dict[str, Any]:
+    """A request giving ``value`` to the option ``name`` (with a task that takes it)."""
+    takers = [task for task in TASKS.values() if name in task.options.model_fields]
+    return {name: value, **({"task": takers[0].name} if takers else {})}
 
 
 NUMERIC_FIELDS = fields_of(int, float)
@@ -69,11 +80,11 @@ def test_the_numeric_options_are_found_from_the_model() -> None:
 @pytest.mark.parametrize("name", NUMERIC_FIELDS)
 @pytest.mark.parametrize("value", [10**30, -(10**30), 1e300])
 def test_every_numeric_option_has_bounds(name: str, value: float) -> None:
-    is_list = list in kinds(RunRequest.model_fields[name].annotation)
+    is_list = list in kinds(OPTION_FIELDS[name].annotation)
     with pytest.raises(RequestError) as refused:
-        parse_request({name: [value] if is_list else value})
+        parse_request(asking(name, [value] if is_list else value))
     assert refused.value.field.split(".")[0] == name, refused.value
-    if isinstance(value, int) and float not in kinds(RunRequest.model_fields[name].annotation):
+    if isinstance(value, int) and float not in kinds(OPTION_FIELDS[name].annotation):
         assert any(word in refused.value.message for word in ("at most", "at least", "between"))
 
 
@@ -84,9 +95,11 @@ def test_a_five_thousand_digit_number_is_a_400_naming_its_field(
     """Before: Python's int conversion limit raised ValueError in json.loads, a 500."""
     client, (store, publisher, _) = http_dispatcher(monkeypatch)
     huge = "9" * 5000
+    task = asking(name, None).get("task")
+    given = f'"task": "{task}", ' if task else ""
     for literal in (huge, f"-{huge}", f"[{huge}]"):
         response = client.post(
-            "/", data=f'{{"{name}": {literal}}}', content_type="application/json"
+            "/", data=f'{{{given}"{name}": {literal}}}', content_type="application/json"
         )
         assert response.status_code == 400, response.get_data(as_text=True)[:300]
         error = response.get_json()["error"]
@@ -117,8 +130,9 @@ def test_a_long_number_anywhere_in_the_body_is_refused_not_a_traceback(
 
 
 TEXT_FIELDS = fields_of(str)
-# Names of things, held to a pattern of plain ASCII (their own messages).
+# Names of things, held to a pattern of plain ASCII or a list (their own messages).
 PATTERNED = {
+    "task",
     "model_name",
     "evaluator_model_name",
     "haystack_dir",
@@ -137,7 +151,7 @@ HIDDEN = {
 
 def text_value(name: str, text: str) -> Any:
     value = "{context}" + text + "{question}" if name == "prompt_template" else f"a{text}b"
-    return [value] if list in kinds(RunRequest.model_fields[name].annotation) else value
+    return [value] if list in kinds(OPTION_FIELDS[name].annotation) else value
 
 
 def test_the_text_options_are_found_from_the_model() -> None:
@@ -158,7 +172,7 @@ def test_the_text_options_are_found_from_the_model() -> None:
 def test_every_text_option_refuses_hidden_characters(name: str, hidden: str) -> None:
     """Before: needles and expected_answers took a bidi override that needle refused."""
     with pytest.raises(RequestError) as refused:
-        parse_request({name: text_value(name, HIDDEN[hidden])})
+        parse_request(asking(name, text_value(name, HIDDEN[hidden])))
     assert refused.value.field.split(".")[0] == name
     if name not in PATTERNED | {"label"}:
         assert refused.value.message == (
@@ -176,7 +190,7 @@ def test_free_text_keeps_its_newlines_and_tabs() -> None:
             "prompt_template": "{context}\n\t{question}",
         }
     )
-    assert spec.needles == ["\nThe first.\n", "The\tsecond."]
+    assert spec.model_dump()["needles"] == ["\nThe first.\n", "The\tsecond."]
 
 
 def source_blobs() -> MemoryBlobs:

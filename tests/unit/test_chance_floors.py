@@ -46,7 +46,14 @@ def test_the_multi_needle_floor_is_what_blind_guesses_score_under_its_scorer() -
     floor = chance_floor(spec.model_dump(mode="json"))
     assert floor is not None and floor["percent"] == 0.0
     assert f"g / {SEEDED_NUMBERS:,}" in floor["text"]
-    own = chance_floor({"task": "multi_needle", "needles": ["a.", "b."]})
+    own = chance_floor(
+        {
+            "task": "multi_needle",
+            "needles": ["a.", "b."],
+            "expected_answers": ["a", "b"],
+            "retrieval_question": "What are a and b?",
+        }
+    )
     assert own is not None and own["percent"] is None and "your own needles" in own["text"]
     assert chance_floor({"task": "single"}) is None
 

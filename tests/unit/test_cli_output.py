@@ -472,6 +472,14 @@ def test_a_run_with_an_axis_reads_each_value_and_its_difference_never_a_pooled_m
         "per value of the axis (effective length rule ruler: fixed, as in RULER; "
         "differences from 0 distractors, paired by length, depth and sample):"
     ) in out
-    assert "  0 distractors: mean 100 % (95 %: 61-100 %); effective length not determined" in out
-    assert "  4 distractors: mean 0 % (95 %: 0-39 %); effective length none; -100 points" in out
-    assert "6 pairs: significant" in out
+    # Each value's interval clustered by its 2 grid points (t on 1 degree of freedom):
+    # wide, and a paired difference over 2 points cannot be significant.
+    assert (
+        "  0 distractors: mean 100 % (95 %, clustered by grid point, 2 points: 1.22-100 %); "
+        "effective length not determined"
+    ) in out
+    assert (
+        "  4 distractors: mean 0 % (95 %, clustered by grid point, 2 points: 0-98.8 %); "
+        "effective length none; -100 points"
+    ) in out
+    assert "6 pairs in 2 grid points: no significant difference" in out

@@ -109,7 +109,7 @@ def test_a_run_s_measures_cluster_by_grid_point_and_say_so() -> None:
         for d in (0.0, 50.0, 100.0)
         for s in range(4)
     ]
-    found = measures(cells)
+    found = measures(cells, rule="ruler")
     basis = found["interval_basis"]
     assert basis["mean"] == {"method": "clustered", "samples": 24, "clusters": 6}
     assert basis["by_length"]["1000"] == {"method": "clustered", "samples": 12, "clusters": 3}

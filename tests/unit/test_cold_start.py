@@ -19,7 +19,6 @@ HEAVY = (
     "niah.service.cell_prompt",
     "niah.service.cell_scoring",
     "niah.service.cell_records",
-    "niah.core.prompts.prompt_builder",
     "niah.core.prompts.haystack_tokens",
     "niah.models.tokenizer",
     "niah.models.providers",

@@ -17,12 +17,11 @@ from pydantic import ValidationError
 from niah.core.prompts.texts import LOCAL_TEMPLATE
 from niah.core.request.axes import at_variant, variant_label, variants
 from niah.core.request.grid import Cell
-from niah.core.request.request_options import DISTRACTOR_TASKS
 from niah.core.request.spec import RunRequest
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.cell_prompt import prepare_call
 from niah.service.messages import CellTask
-from niah.tasks import get_task, make_sample, score_answer
+from niah.tasks import DISTRACTOR_TASKS, get_task, make_sample, score_answer
 from niah.tasks.distractors import MIN_GAP
 from niah_devtools.standin_answers import answer_text
 from tests.fakes import MemoryBlobs
@@ -71,7 +70,7 @@ def test_each_retrieval_task_hides_its_distractors_to_the_token(
     assert sample.distractors == count
     listed = sample.details["distractors"]
     assert len(listed) == count
-    needles = [i.depth_percent for i in sample.needles]
+    needles = [i.depth_percent for i in sample.needle_insertions]
     for item, insertion in zip(listed, sample.insertions[-count:], strict=True):
         assert insertion.text.strip() == item["text"]
         assert prompt.context.count(item["text"]) == 1
@@ -245,7 +244,7 @@ def test_no_distractor_holds_the_needle_s_own_phrase(task: str) -> None:
     for seed in range(20):
         spec = RunRequest(task=task, context_lengths=[LENGTH], distractors=10, seed=seed)
         sample = make_sample(spec, Cell(LENGTH, 30.0))
-        for needle in sample.needles:
+        for needle in sample.needle_insertions:
             # The needle's words up to its value: "special magic Lisbon number is"
             # (the old "former special magic Lisbon number" near miss held them).
             phrase = re.split(r":\s", needle.text.strip())[0]

@@ -48,7 +48,11 @@ ACCOUNTED: list[tuple[str, str]] = [
         "test tests/integration/test_cancel_stack.py::"
         "test_cancel_stops_an_online_run_mid_flight_and_resume_finishes_it",
     ),
-    (r"niah run --task \w+ .*--wait", "here, with --estimate for --wait"),
+    (r"niah run --task (?!passphrase )\w+ .*--wait", "here, with --estimate for --wait"),
+    (
+        r"niah run --task passphrase .*--wait",
+        "test tests/unit/test_adding_a_task.py::test_the_page_s_two_steps_make_a_task_that_runs",
+    ),
     (
         r"niah run --suite ruler .*--wait",
         "test tests/integration/test_ruler_suite_run.py::"

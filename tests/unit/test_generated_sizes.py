@@ -1,7 +1,7 @@
 """The least lengths of generated contexts: pinned maxima, and admitted means built.
 
-``niah.core.prompts.generated_sizes`` bounds, without a tokenizer, the least length at
-which common_words' list and GraphWalks' graph can be built. These tests pin each
+The two tasks (with ``niah.tasks.generated_sizes``) bound, without a tokenizer, the least
+length at which common_words' list and GraphWalks' graph can be built. These tests pin each
 piece's maximum against the real Gemma 3 tokenizer, then build a grid of options,
 lengths and seeds as the worker builds them (``prepare_call``): every admitted cell
 builds, and every refusal names ``context_lengths`` and the option to change.
@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from niah.core.prompts import generated_sizes as sizes
 from niah.core.prompts.texts import CONTEXT_MARK, LOCAL_TEMPLATE, render
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
@@ -23,6 +22,7 @@ from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.admission_checks import check_budget
 from niah.service.cell_prompt import prepare_call
 from niah.tasks import common_words, get_task, graphwalks
+from niah.tasks import generated_sizes as sizes
 from tests.fakes import MemoryBlobs
 
 
@@ -43,16 +43,16 @@ def node_ids(count: int) -> list[str]:
 
 def test_every_pair_takes_at_most_pair_tokens(tokenizer: SentencePieceTokenizer) -> None:
     most = max(len(tokenizer.encode(f" {pair}")) for pair in common_words.PAIRS)
-    assert most == sizes.PAIR_TOKENS
-    assert len(common_words.PAIRS) == sizes.PAIR_COUNT
+    assert most == common_words.PAIR_TOKENS
+    assert len(common_words.PAIRS) == common_words.PAIR_COUNT
 
 
 def test_triples_take_at_most_triple_tokens(tokenizer: SentencePieceTokenizer) -> None:
     """A seeded sample of 40,000 of the 1.2M triples, as ``word_pool`` draws them."""
     rng = random.Random(51)
-    words = common_words.word_pool(rng, sizes.PAIR_COUNT + 40_000)
+    words = common_words.word_pool(rng, common_words.PAIR_COUNT + 40_000)
     most = max(len(tokenizer.encode(f" {word}")) for word in words if word.count("-") == 2)
-    assert most == sizes.TRIPLE_TOKENS
+    assert most == common_words.TRIPLE_TOKENS
 
 
 def test_an_entry_number_is_its_digits_and_two(tokenizer: SentencePieceTokenizer) -> None:
@@ -69,7 +69,7 @@ def test_an_edge_line_takes_at_most_edge_line_tokens(tokenizer: SentencePieceTok
     source = max(len(tokenizer.encode(f"{node} ->")) for node in ids)
     target = max(len(tokenizer.encode(f" {node}")) for node in ids)
     assert source == target == 11
-    assert source + target + len(tokenizer.encode("\n")) == sizes.EDGE_LINE_TOKENS
+    assert source + target + len(tokenizer.encode("\n")) == graphwalks.EDGE_LINE_TOKENS
 
 
 def test_the_built_in_templates_take_at_most_their_own_tokens(
@@ -84,14 +84,14 @@ def test_the_built_in_templates_take_at_most_their_own_tokens(
         )
         for count in range(1, 101)
     )
-    assert words == sizes.COMMON_WORDS_OWN_TOKENS
+    assert words == common_words.COMMON_WORDS_OWN_TOKENS
     questions = [
         graphwalks.BFS_QUESTION.format(node=node, depth=depth)
         for node in node_ids(2_000)
         for depth in (1, 10)
     ] + [graphwalks.PARENTS_QUESTION.format(node=node) for node in node_ids(2_000)]
     graph = max(own(tokenizer, graphwalks.TEMPLATE, question) for question in questions)
-    assert graph == sizes.GRAPHWALKS_OWN_TOKENS
+    assert graph == graphwalks.GRAPHWALKS_OWN_TOKENS
     longest = max(
         [
             common_words.QUESTION.format(count=100),
@@ -149,7 +149,7 @@ def test_every_admitted_length_builds_and_every_refusal_names_the_fix(
         for length in lengths:
             spec = RunRequest(context_lengths=[length], seed=seed, **options)
             cell = Cell(length, 50.0)
-            short = sizes.short_length(spec, [cell])
+            short = get_task(spec.task).short_length(spec, [cell])
             if short is None:
                 admitted += 1
                 if not builds(spec, cell, tokenizer):
@@ -160,8 +160,10 @@ def test_every_admitted_length_builds_and_every_refusal_names_the_fix(
                 assert f"{length:,} tokens cannot hold" in short.message
                 fix = "freq_cw" if spec.task == "common_words" else "longer length"
                 assert fix in short.message
-                if spec.graph_problem == "bfs" and spec.task == "graphwalks":
-                    assert f"bfs_depth {spec.bfs_depth}" in short.message
+                if spec.task == "graphwalks":
+                    graph = graphwalks.GraphWalks().options_of(spec)
+                    if graph.graph_problem == "bfs":
+                        assert f"bfs_depth {graph.bfs_depth}" in short.message
     assert failures == []
     assert admitted > 0
     # Each range straddles its bound, but the one around RULER's 4096-token switch
@@ -173,7 +175,7 @@ def test_every_admitted_length_builds_and_every_refusal_names_the_fix(
 def test_ruler_s_default_list_is_admitted_from_under_600_tokens() -> None:
     """It builds from about 485-507 tokens (seeds 0-2): the bound is within ~20 %."""
     spec = RunRequest(task="common_words", context_lengths=[1_000])
-    assert sizes.least_common_words_length(spec, 1_000) < 600
+    assert common_words.least_common_words_length(spec, 1_000) < 600
 
 
 # --- at admission ---------------------------------------------------------------------------
@@ -217,4 +219,4 @@ def test_admission_refuses_a_length_the_worker_cannot_build(
 def test_what_runs_today_stays_admitted(options: dict[str, Any]) -> None:
     for seed in range(10):
         spec = RunRequest(**{"seed": seed, **options})
-        assert sizes.short_length(spec, spec.cells()) is None, (seed, options)
+        assert get_task(spec.task).short_length(spec, spec.cells()) is None, (seed, options)

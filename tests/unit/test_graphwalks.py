@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from niah.core.prompts.answer_budget import ANSWER_SLACK, GRAPH_MAX_ANSWER_NODES, answer_room
+from niah.core.prompts.answer_budget import ANSWER_SLACK, answer_room
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError, RequestError
@@ -22,6 +22,7 @@ from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.request_body import parse_request
 from niah.tasks import Sample, get_task
 from niah.tasks.graph_edges import GraphEdges
+from niah.tasks.graph_plan import GRAPH_MAX_ANSWER_NODES
 from niah.tasks.graphwalks import get_list, set_f1
 from niah_devtools.standin_answers import answer_text
 from tests import HEAVY
@@ -343,5 +344,8 @@ def test_other_tasks_runs_keep_their_ids() -> None:
         canonical = RunRequest(task=task, context_lengths=[1000]).canonical_json()
         assert "graph_problem" not in canonical and "bfs_depth" not in canonical
     bfs = RunRequest(task="graphwalks", context_lengths=[1000])
-    assert bfs.run_id() != bfs.model_copy(update={"bfs_depth": 3}).run_id()
-    assert bfs.run_id() != bfs.model_copy(update={"graph_problem": "parents"}).run_id()
+    assert (
+        bfs.run_id() != RunRequest(task="graphwalks", context_lengths=[1000], bfs_depth=3).run_id()
+    )
+    parents = RunRequest(task="graphwalks", context_lengths=[1000], graph_problem="parents")
+    assert bfs.run_id() != parents.run_id()

@@ -96,7 +96,7 @@ def test_a_generated_transcript_is_exact_and_holds_its_needles_in_order(
 def test_mrcr_takes_two_four_or_eight_needles() -> None:
     with pytest.raises(RequestError, match="2, 4 or 8"):
         parse_request({"task": "mrcr", "num_needles": 3, "context_lengths": [4096]})
-    assert RunRequest(task="mrcr", context_lengths=[4096]).needle_count() == 8
+    assert get_task("mrcr").options_of(RunRequest(task="mrcr")).needle_count() == 8
 
 
 def test_bins_cumulative_to_128k_and_the_point_at_1m() -> None:
@@ -365,7 +365,8 @@ def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> N
     assert "not comparable to model cards" in heatmap_notes(
         summary, "r", RunRecord.from_document(run)
     )
-    published = summarize(run | {"spec": {"task": "mrcr", "mrcr_source": "gs://b/m/"}}, cells)
+    published_run = {"spec": {"task": "mrcr", "mrcr_source": "m/"}, "source_files": ["m/a.csv"]}
+    published = summarize(run | published_run, cells)
     assert published["mrcr"]["samples"] == "Google's published MRCR v2 files"
     assert "not comparable" not in heatmap_notes(published, "r", RunRecord.from_document(run))
 

@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from niah.cli.suite import run_suite
-from niah.core.request.ruler_suite import (
+from niah.core.results.comparison import compare_runs, render_comparison_page
+from niah.core.results.ruler_table import format_ruler_table
+from niah.service.request_body import parse_request
+from niah.tasks.ruler_suite import (
     LEFT_OUT,
     RULER_RUNS,
-    format_ruler_table,
     ruler_table,
     ruler_task_name,
     suite_requests,
 )
-from niah.core.results.comparison import compare_runs, render_comparison_page
-from niah.service.request_body import parse_request
 
 USER = {"model_name": "gemini-2.5-flash", "context_lengths": [4000, 8000], "seed": 3}
 
@@ -107,7 +107,7 @@ def test_the_comparison_page_shows_rulers_table() -> None:
         for cell in cells:
             cell |= {"depth_percent": 50.0, "cell_id": "L00004000-D050000", "outcome": "correct"}
         run |= {"model": "m", "scorer": "task"}
-    page = render_comparison_page(compare_runs(runs))
+    page = render_comparison_page(compare_runs(runs, suite=RULER_RUNS))
     assert 'id="section-ruler"' in page
     assert "83.3" in page  # the average of 100, 50 and 100
 

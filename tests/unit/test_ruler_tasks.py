@@ -63,7 +63,7 @@ def test_variable_chains_resolve_to_exactly_the_expected_names(
     assert len(tokenizer.encode(prompt.prompt)) == length
     value = sample.details["value"]
     assert resolve(prompt.context, value) == set(sample.expected)
-    assert len(sample.expected) == spec.num_hops + 1 == 5
+    assert len(sample.expected) == get_task("variable_tracking").options_of(spec).num_hops + 1 == 5
     assert len(re.findall(r"VAR [A-Z]{5} = ", prompt.context)) == chains * 5
     # RULER's template around it, its question naming the value and the count.
     assert prompt.prompt.startswith("Memorize and track the chain(s) of variable assignment")
@@ -82,7 +82,7 @@ def test_common_words_are_listed_exactly_their_count_and_most_often(
         range(1, len(entries) + 1)
     )
     counts = Counter(entries)
-    common, uncommon = spec.common_word_repeats(length)
+    common, uncommon = get_task("common_words").options_of(spec).repeats(length)
     assert (common, uncommon) == ((6, 1) if length < 4096 else (30, 3))
     assert len(sample.expected) == 10
     for word in sample.expected:

@@ -133,7 +133,7 @@ NOT_YET_MIGRATED: dict[str, str] = {
     "core/pages/report_page.py": "renders the document",
     "core/pages/run_index.py": "lists projections of every run",
     "core/request/spec.py": "run_label of a document or projection",
-    "core/request/ruler_suite.py": "reads listed runs' specs",
+    "core/results/ruler_table.py": "reads listed runs' specs",
     "cli/results.py": "the CLI reads documents and listings",
     "cli/run.py": "the CLI reads documents",
     "cli/sentinel.py": "the CLI reads listings",

@@ -81,7 +81,8 @@ def test_own_needles_name_their_own_run_and_a_plain_multi_needle_run_keeps_its_i
     assert len({plain.run_id(), own.run_id(), other.run_id()}) == 3
     # Options added later, unset, are not in the hash: the ID runs had before them.
     assert {"needles", "expected_answers"}.isdisjoint(json.loads(plain.canonical_json()))
-    assert own.needle_count() == 3 and own.scorer_name() == "task"
+    assert get_task("multi_needle").options_of(own).needle_count() == 3
+    assert own.scorer_name() == "task"
     judged = RunRequest(
         task="multi_needle",
         context_lengths=[1000],

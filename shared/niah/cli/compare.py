@@ -21,6 +21,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     from niah.core.results.variants import split_by_variant
     from niah.errors import ComparisonError, DifferentModelsError
     from niah.service.report import render_comparison_png
+    from niah.tasks.ruler_suite import RULER_RUNS
 
     if len(set(args.run_ids)) != len(args.run_ids):
         usage_error("compare: a run is named twice; name each run once")
@@ -42,7 +43,9 @@ def cmd_compare(args: argparse.Namespace) -> None:
             "or haystack orders)"
         )
     try:
-        comparison = compare_runs(pairs, allow_different_models=args.allow_different_models)
+        comparison = compare_runs(
+            pairs, allow_different_models=args.allow_different_models, suite=RULER_RUNS
+        )
     except DifferentModelsError as error:
         sys.exit(f"niah: compare: {error}. Pass --allow-different-models to compare anyway")
     except ComparisonError as error:

@@ -139,12 +139,13 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
     from niah.models.providers import provider_class
     from niah.service.admission_checks import check_budget
     from niah.service.request_body import parse_request
-    from niah.service.run_sources import resolve_mrcr_source, source_cells
+    from niah.service.run_sources import resolve_published_rows, source_cells
     from niah.tasks import make_sample
 
     try:
         spec = parse_request(payload)
-        source = resolve_mrcr_source(spec, blob_store()) if spec.mrcr_source else None
+        published = spec.task_options.published_source() is not None
+        source = resolve_published_rows(spec, blob_store()) if published else None
         cells = source_cells(source.rows) if source else spec.cells()
         check_budget(spec, cells)
     except RequestError as error:

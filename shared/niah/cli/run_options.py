@@ -1,9 +1,11 @@
 """The run options on the command line: RunRequest's fields, in the harness's syntax.
 
-Each field is an option in both spellings (``--context_lengths``, ``--context-lengths``);
-the harness's options that are spelt otherwise here, or mean nothing to a service, are
-taken and answered. A request the checks refuse is told in the CLI's words (option
-names), the same check the HTTP API answers with the field's name.
+Each field is an option in both spellings (``--context_lengths``, ``--context-lengths``),
+and so is each task's own option (read from the tasks' option models, so a new task's
+options are flags without a line here); the harness's options that are spelt otherwise
+here, or mean nothing to a service, are taken and answered. A request the checks refuse
+is told in the CLI's words (option names), the same check the HTTP API answers with the
+field's name.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import types
 import typing
 from typing import Any
 
+from pydantic.fields import FieldInfo
+
 from niah.cli.output import usage_error
 from niah.cli.syntax import BooleanFlag, ListOption, TextListOption
 from niah.core.request.request_options import (
@@ -22,10 +26,10 @@ from niah.core.request.request_options import (
     EFFECTIVE_LENGTH_RULE_ALIAS,
     OPTION_HELP,
     EffectiveLengthRule,
-    TaskName,
 )
 from niah.core.request.sentinel_request import FIRING_FIELDS
 from niah.core.request.spec import RunRequest
+from niah.tasks import TASKS
 
 # The harness's options that mean nothing to a service, and what takes their place.
 HARNESS_ONLY_OPTIONS = {
@@ -71,8 +75,33 @@ def _option_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def task_option_fields() -> dict[str, tuple[FieldInfo, str]]:
+    """Each task's option by name: its field (the first task's) and its help for every task.
+
+    Tasks that share an option (RULER's needle kinds) say so once; where they differ,
+    each says its own ("multi_needle: ...; mrcr: ...").
+    """
+    fields: dict[str, tuple[FieldInfo, list[str]]] = {}
+    for task in TASKS.values():
+        for name, field in task.options.model_fields.items():
+            said = fields.setdefault(name, (field, []))[1]
+            if field.description and field.description not in said:
+                said.append(field.description)
+    return {name: (field, "; ".join(said)) for name, (field, said) in fields.items()}
+
+
+def _run_option_fields() -> dict[str, tuple[FieldInfo, str]]:
+    """Every run option a flag: the request's fields, then each task's own options."""
+    run = {
+        name: (field, OPTION_HELP[name])
+        for name, field in RunRequest.model_fields.items()
+        if name not in FIRING_FIELDS and name != "task_options"
+    }
+    return run | task_option_fields()
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """One option per RunRequest field (both spellings), and the harness's own ones."""
+    """One option per run option (both spellings), and the harness's own ones."""
     for name in (*HARNESS_ONLY_OPTIONS, *RENAMED_OPTIONS):
         parser.add_argument(
             f"--{name}", dest=f"harness_{name}", nargs="?", const=True, help=argparse.SUPPRESS
@@ -102,12 +131,14 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the old name of --effective_length_rule",
     )
-    for name, field in RunRequest.model_fields.items():
-        if name in FIRING_FIELDS:
-            continue  # set by a sentinel's firing only: `niah sentinel run NAME`
+    # A sentinel's firing sets its own fields only: `niah sentinel run NAME`.
+    for name, (field, said) in _run_option_fields().items():
         flags = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
         kind, many = _option_type(field.annotation)
-        help_text = f"{OPTION_HELP[name]} (default: {field.default!r})"
+        help_text = f"{said} (default: {field.default!r})"
+        if name == "task":
+            parser.add_argument(*flags, dest=name, choices=list(TASKS), help=help_text)
+            continue
         if kind is bool:
             parser.add_argument(*flags, dest=name, action=BooleanFlag, default=None, help=help_text)
         elif many and kind is str:
@@ -145,8 +176,8 @@ def run_payload(args: argparse.Namespace) -> dict[str, Any]:
             print(f"niah: --{name} is not needed here: {instead}; ignored", file=sys.stderr)
     payload = {
         name: getattr(args, name)
-        for name in RunRequest.model_fields
-        if name not in FIRING_FIELDS and getattr(args, name) is not None
+        for name in _run_option_fields()
+        if getattr(args, name) is not None
     }
     if getattr(args, "batch", False):
         if payload.get("execution", "batch") != "batch":
@@ -156,21 +187,23 @@ def run_payload(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _multi_needle(args: argparse.Namespace, payload: dict[str, Any]) -> dict[str, Any]:
-    """The harness's ``--multi_needle True`` and ``--needles [...]``: the multi_needle task.
+    """The harness's ``--multi_needle True`` and its needle list: the multi_needle task.
 
-    The harness's needle list is the needles, asked for by ``--retrieval_question``; the
-    task's own seeded needles are used when only ``--multi_needle True`` is given.
+    The harness's needle list (an option only that task takes) is asked for by
+    ``--retrieval_question``; the task's own seeded needles are used when only
+    ``--multi_needle True`` is given.
     """
-    wanted, texts = args.harness_multi_needle, payload.get("needles")
+    wanted = args.harness_multi_needle
+    own = [name for name in payload if _takers(name) == [MULTI_NEEDLE_TASK]]
     if wanted is False:
-        if texts is not None:
-            usage_error("--needles goes with the multi-needle test; --multi_needle is False")
+        if own:
+            usage_error(f"--{own[0]} goes with the multi-needle test; --multi_needle is False")
         return payload
-    if wanted is None and texts is None:
+    if wanted is None and not own:
         return payload
     task = payload.get("task", MULTI_NEEDLE_TASK)
     if task != MULTI_NEEDLE_TASK:
-        given = "--multi_needle True" if wanted else "--needles"
+        given = "--multi_needle True" if wanted else f"--{own[0]}"
         usage_error(f"{given} means --task {MULTI_NEEDLE_TASK}, not --task {task}; give one")
     if wanted and "task" not in payload:
         print(
@@ -179,22 +212,26 @@ def _multi_needle(args: argparse.Namespace, payload: dict[str, Any]) -> dict[str
     return payload | {"task": MULTI_NEEDLE_TASK}
 
 
+def _takers(name: str) -> list[str]:
+    """The tasks that take the option ``name`` (none: a run option, or none at all)."""
+    return [task.name for task in TASKS.values() if name in task.options.model_fields]
+
+
 # The option names a message may hold: those with an underscore are never plain words
 # ("needle" and "task" are, in the checks' sentences).
+_ALL_NAMES = [*RunRequest.model_fields, *task_option_fields()]
 _OPTION_NAMES = re.compile(
     r"(?<![\w-])("
-    + "|".join(sorted((n for n in RunRequest.model_fields if "_" in n), key=len, reverse=True))
+    + "|".join(sorted((n for n in _ALL_NAMES if "_" in n), key=len, reverse=True))
     + r")\b"
 )
 
 
 # Options named by a plain word ("task", "scorer"), as the checks write them: after
 # "set", "leave" or "use", or before a value ("task mrcr", "scorer 'judge'").
-_PLAIN_NAMES = "|".join(n for n in RunRequest.model_fields if "_" not in n)
+_PLAIN_NAMES = "|".join(n for n in _ALL_NAMES if "_" not in n)
 _AFTER_VERB = re.compile(rf"\b(set|leave|use) ({_PLAIN_NAMES})\b")
-_BEFORE_VALUE = re.compile(
-    rf"(?<![\w-])({_PLAIN_NAMES})(?= '| (?:{'|'.join(typing.get_args(TaskName))})\b)"
-)
+_BEFORE_VALUE = re.compile(rf"(?<![\w-])({_PLAIN_NAMES})(?= '| (?:{'|'.join(TASKS)})\b)")
 
 
 def in_cli_words(field: str, message: str) -> str:
@@ -206,7 +243,7 @@ def in_cli_words(field: str, message: str) -> str:
     option = field.split(".")[0]
     text = _OPTION_NAMES.sub(r"--\1", message)
     text = _BEFORE_VALUE.sub(r"--\1", _AFTER_VERB.sub(r"\1 --\2", text))
-    if option not in RunRequest.model_fields:
+    if option not in _ALL_NAMES:
         return text
     flag = f"--{option}"
     if text.startswith(f"{option} "):

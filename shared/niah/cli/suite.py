@@ -2,7 +2,7 @@
 
 Kept apart from the command line's parser: the CLI hands over its parsed options and its
 own ways to submit a run, wait for one and reach the store; this module knows what a
-suite is (``niah.core.request.ruler_suite``) and what to print. It sits in the CLI's floor
+suite is (``niah.tasks.ruler_suite``) and what to print. It sits in the CLI's floor
 because it prints with ``niah.cli.output``: below it, that import would point up.
 """
 
@@ -16,8 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from niah.cli.output import count
-from niah.core.request.request_options import DISTRACTOR_TASKS
-from niah.core.request.ruler_suite import LEFT_OUT, format_ruler_table, ruler_table, suite_requests
 from niah.core.results.context_rot import (
     CONTEXT_ROT_AXES,
     CONTEXT_ROT_DEPTHS,
@@ -25,7 +23,10 @@ from niah.core.results.context_rot import (
     context_rot_table,
     format_context_rot,
 )
+from niah.core.results.ruler_table import format_ruler_table
 from niah.core.runs.record import RunRecord
+from niah.tasks import DISTRACTOR_TASKS
+from niah.tasks.ruler_suite import LEFT_OUT, ruler_table, suite_requests
 
 CONTEXT_ROT = "context-rot"
 

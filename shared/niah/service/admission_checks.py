@@ -23,8 +23,8 @@ from niah.catalog.models import (
 from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.core.prompts.answer_budget import CallBudget, answer_room, budget_warning, call_budget
-from niah.core.prompts.generated_sizes import short_length
 from niah.core.prompts.haystack_files import content_fingerprint
+from niah.core.prompts.mrcr_files import RunSource
 from niah.core.request.axes import variants
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
@@ -32,13 +32,9 @@ from niah.core.results.certify import FIRST_LOOK, NOLIMA
 from niah.core.results.certify_run import certify_plan, first_samples, plan_record
 from niah.errors import RequestError
 from niah.service.request_body import parse_request
-from niah.service.run_sources import (
-    RunSource,
-    resolve_haystack,
-    resolve_mrcr_source,
-    source_cells,
-)
+from niah.service.run_sources import resolve_haystack, resolve_published_rows, source_cells
 from niah.settings import get_settings
+from niah.tasks import get_task
 
 MIN_CONTEXT_LENGTH = 128
 
@@ -94,7 +90,7 @@ def check_budget(
         check_certify_budget(spec, settings.max_tokens_per_run)
     check_model(spec, model)
     check_output_budget(spec, reply_tokens)
-    if spec.mrcr_source is None:  # published samples are as long as Google made them
+    if spec.task_options.published_source() is None:  # published samples are as published
         check_lengths(spec, model, cells)
 
 
@@ -183,7 +179,8 @@ def check_lengths(spec: RunRequest, model: ModelInfo | None, cells: list[Cell]) 
             f"{shortest} tokens is below the prompt's own size (template, question and "
             f"needle need about {floor}); ask for at least {floor} tokens",
         )
-    short = short_length(spec, cells)  # a generated context (word list, graph) too big
+    # A context the task makes itself (a word list, a graph) too big for a length.
+    short = get_task(spec.task).short_length(spec, cells)
     if short is not None:
         raise RequestError(short.field, short.message)
     output = call_budget(spec, model=model).max_output_tokens
@@ -357,7 +354,7 @@ def minimum_context_length(spec: RunRequest) -> int:
     """
     own_text = len(spec.prompt_template or "") + len(spec.retrieval_question)
     own_text += 0 if spec.dynamic_needle else len(spec.needle)
-    own_text += sum(len(text) for text in spec.needles or [])
+    own_text += sum(len(text) for text in spec.task_options.own_needles() or ())
     return max(MIN_CONTEXT_LENGTH, own_text // 3 + 64) + spec.final_context_length_buffer
 
 
@@ -388,7 +385,7 @@ def check_request(payload: Any, blobs: BlobStore) -> CheckedRequest:
     """
     spec = parse_request(payload)
     model = spec.catalog_model()
-    source = resolve_mrcr_source(spec, blobs)
+    source = resolve_published_rows(spec, blobs)
     sourced = source_cells(source.rows) if source else None
     reply_tokens = source.reply_tokens if source else 0
     check_budget(spec, sourced, reply_tokens, model=model)

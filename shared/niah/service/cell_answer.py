@@ -235,7 +235,7 @@ def _answer_cell(
         fields["distractors"] = [
             item | {"depth_percent": round(depth, 3)}
             for item, depth in zip(
-                sample.details["distractors"], depths[len(sample.needles) :], strict=True
+                sample.details["distractors"], depths[len(sample.needle_insertions) :], strict=True
             )
         ]
     if ratio is not None:

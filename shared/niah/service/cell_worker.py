@@ -227,7 +227,7 @@ def _not_of_the_run(task: CellTask, run: RunView) -> str | None:
         return f"cell_id {task.cell_id!r} does not name its own numbers"
     if task.variant not in variants(spec):
         return f"variant {task.variant[:40]!r} is not one of the run's"
-    if spec.mrcr_source is not None:
+    if spec.task_options.published_source() is not None:
         recorded = (run.published or {}).get(task.cell_id)
         if recorded is None:
             return f"{task.cell_id} is not one of the run's published rows"

@@ -27,6 +27,7 @@ from niah.core.interfaces import (
 )
 from niah.core.money.holds import ADMIT
 from niah.core.prompts.answer_budget import CallBudget, call_budget
+from niah.core.prompts.mrcr_files import RunSource
 from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest, run_label
@@ -39,7 +40,7 @@ from niah.service.admission import REASKS, admit_request
 from niah.service.admission_checks import check_request
 from niah.service.messages import primer_message
 from niah.service.missing_cells import publish_missing, taken_cells
-from niah.service.run_sources import RunSource, listed_files, source_cells
+from niah.service.run_sources import listed_files, source_cells
 from niah.settings import get_settings
 
 # A repeated request within this long of the run's last publish publishes nothing: its

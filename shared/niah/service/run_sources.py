@@ -1,4 +1,4 @@
-"""Where a run's text comes from: the haystack's files and Google's MRCR v2 rows.
+"""Where a run's text comes from: the haystack's files, or the published rows its task reads.
 
 Resolved from the bucket before the run is recorded: their listing's fingerprint is part
 of the run ID, and an unusable source is the request's error (400), not a worker's.
@@ -6,22 +6,15 @@ of the run ID, and an unusable source is the request's error (400), not a worker
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from niah.core.interfaces import BlobInfo, BlobStore
-from niah.core.prompts.answer_budget import reply_room
-from niah.core.prompts.haystack_files import (
-    check_source_size,
-    content_fingerprint,
-    haystack_files,
-    haystack_prefix,
-    mrcr_source_prefix,
-)
-from niah.core.prompts.mrcr_files import csv_files, index_rows
+from niah.core.prompts.haystack_files import check_source_size, haystack_files, haystack_prefix
+from niah.core.prompts.mrcr_files import RunSource
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import HaystackError, RequestError
+from niah.tasks import get_task
 
 # A haystack listing up to this many files rides on the run document, so workers need
 # not list the bucket for every cell (larger ones are listed by each worker instead).
@@ -46,42 +39,9 @@ def listed_files(files: list[BlobInfo]) -> list[dict[str, Any]]:
     return [{"name": f.name, "size": f.size, "fingerprint": f.fingerprint} for f in files]
 
 
-@dataclass(frozen=True)
-class RunSource:
-    """Google's MRCR v2 samples a run reads: the files and the rows kept."""
-
-    files: list[str]
-    rows: list[tuple[int, int, int, int, int]]  # (file index, row, context_len, offset, length)
-    fingerprint: str
-    reply_tokens: int = 0  # the room of the longest expected reply
-
-
-def resolve_mrcr_source(spec: RunRequest, blobs: BlobStore) -> RunSource | None:
-    """The published MRCR v2 rows a run reads (one streaming pass), or None.
-
-    Rows of another needle count than ``num_needles`` (when given) are left out.
-    """
-    if spec.mrcr_source is None:
-        return None
-    try:
-        prefix = mrcr_source_prefix(spec.mrcr_source, blobs.bucket).rstrip("/")
-        listed = csv_files(blobs, prefix)
-        check_source_size(listed, option="mrcr_source")
-        files = [info.name for info in listed]
-        refs = index_rows(blobs, files)
-    except (HaystackError, KeyError, ValueError) as error:
-        raise RequestError("mrcr_source", str(error)) from error
-    wanted = spec.num_needles
-    kept = [ref for ref in refs if wanted is None or ref.needles in (None, wanted)]
-    if not kept:
-        raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
-    fingerprint = content_fingerprint(listed, salt="mrcr_v2")
-    return RunSource(
-        files,
-        [(files.index(r.file), r.row, r.context_len, r.offset, r.length) for r in kept],
-        fingerprint,
-        reply_room(max(r.answer_bytes for r in kept)),
-    )
+def resolve_published_rows(spec: RunRequest, blobs: BlobStore) -> RunSource | None:
+    """The published samples the run's task reads instead of a grid, or None (a grid)."""
+    return get_task(spec.task).published_rows(spec, blobs)
 
 
 def source_cells(source_rows: list[Any]) -> list[Cell]:

@@ -111,7 +111,8 @@ def current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> Ru
 
 def record_view(record: RunRecord) -> RunView:
     """What a delivery needs of the run ``record`` (read by the caller)."""
-    published = _published_cells(record) if record.spec.mrcr_source is not None else None
+    reads_rows = record.spec.task_options.published_source() is not None
+    published = _published_cells(record) if reads_rows else None
     return RunView(record, cancelled=record.cancelled, published=published)
 
 

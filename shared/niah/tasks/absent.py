@@ -12,12 +12,14 @@ import re
 
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
-from niah.core.request.request_options import NeedleType
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
 from niah.tasks.base import (
     RULER_KIND_NAMES,
+    NeedleType,
+    RulerNeedleOptions,
     Sample,
+    Task,
     Verdict,
     distinct_values,
     needle_value,
@@ -38,21 +40,32 @@ DECLINES = re.compile(
 )
 
 
-class Absent:
+class AbsentOptions(RulerNeedleOptions):
+    """RULER's needles: the kinds of the present key and value, and of the asked key."""
+
+    takes_distractors = True
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """A decline that restates a needle line's worth of key and value."""
+        return self.needle_line_bytes()
+
+
+class Absent(Task[AbsentOptions]):
     """Asks for a key no needle holds; scores declining, counts invented values."""
 
     name = "absent"
+    options = AbsentOptions
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """One needle of another key at the cell's depth; the asked key is nowhere."""
+        options = self.options_of(spec)
         rng = sample_rng(spec, cell, self.name)
-        present, asked = distinct_values(rng, spec.needle_key_type, 2)
-        value = needle_value(rng, spec.needle_value_type)
-        kind = RULER_KIND_NAMES[spec.needle_value_type]
+        present, asked = distinct_values(rng, options.needle_key_type, 2)
+        value_kind = options.needle_value_type
+        value = needle_value(rng, value_kind)
+        kind = RULER_KIND_NAMES[value_kind]
         return Sample(
-            insertions=(
-                Insertion(ruler_needle(present, value, spec.needle_value_type), cell.depth_percent),
-            ),
+            insertions=(Insertion(ruler_needle(present, value, value_kind), cell.depth_percent),),
             question=ruler_question(kind, asked, one_value=True)[0],
             expected=(),
             # No answer lead: one would push a base model into giving a value.
@@ -60,7 +73,7 @@ class Absent:
                 "asked_key": asked,
                 "present_key": present,
                 "present_value": value,
-                "value_kind": spec.needle_value_type,
+                "value_kind": value_kind,
             },
         )
 

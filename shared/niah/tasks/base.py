@@ -1,9 +1,10 @@
-"""What a task is: a sample generator and a scorer, behind one small interface.
+"""What a task is: its options, a sample generator and a scorer, behind one small interface.
 
-A task turns (run spec, cell) into a ``Sample``: the insertions into the haystack (text
-and depth), the question, the expected answers. It turns a sample and an answer into a
-``Verdict``: correct or wrong, a score in [0, 1] and what it noticed. The worker, the
-dispatcher and the report know no task's details; they call these two functions.
+A task declares the options it reads (a ``TaskOptions`` model, validated with the run
+request). It turns (run spec, cell) into a ``Sample``: the insertions into the haystack
+(text and depth), the question, the expected answers. It turns a sample and an answer
+into a ``Verdict``: correct or wrong, a score in [0, 1] and what it noticed. The worker,
+the dispatcher and the report know no task's details; they call these functions.
 
 Samples are derived from the run's seed, the cell and the sample index alone (a hash,
 never a shared random generator), so a run is reproducible and no two cells share state.
@@ -16,18 +17,40 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from pydantic import Field
+
+from niah.core.interfaces import BlobStore
+from niah.core.prompts.mrcr_files import RunSource
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.sample import Sample
-from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
+from niah.core.prompts.vocabulary import ADJECTIVES, CITIES, NOUNS
 from niah.core.request.grid import Cell
 from niah.core.request.grid import sample_rng as sample_rng  # admission draws cells too
-from niah.core.request.request_options import NeedleType
 from niah.core.request.spec import RunRequest
+from niah.core.request.task_options import TaskOptions
 from niah.core.results.scoring import mentions
 
 Outcome = Literal["correct", "wrong", "unscored", "truncated"]
+# RULER's kinds of keys and values.
+NeedleType = Literal["words", "numbers", "uuids"]
+Options = TypeVar("Options", bound=TaskOptions)
+
+# The longest right answers, in UTF-8 bytes (``TaskOptions.answer_bytes``; every task's are
+# checked against the real tokenizer by tests/unit/test_answer_budget.py). A restated
+# needle line around its key and value: "One of the special magic numbers for {key} is:
+# {value}." (44 bytes without them), "The special magic {city} number is: ...".
+NEEDLE_LINE = 48
+# A number may come back with separators (7,304,912).
+VALUE_BYTES: dict[NeedleType, int] = {
+    "numbers": 9,
+    "uuids": 36,
+    "words": max(map(len, ADJECTIVES)) + 1 + max(map(len, NOUNS)),
+}
+CITY_BYTES = max(len(city.encode()) for city in CITIES)
+# RULER's answers list their items, each with a number or separator ("1. word, ").
+LISTED_ITEM = 6
 
 
 @dataclass(frozen=True)
@@ -39,18 +62,72 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(Protocol):
-    """A test kind: how a sample is made and how an answer is scored."""
+@dataclass(frozen=True)
+class ShortLength:
+    """A length too short for the run's generated context: the option to change, and why."""
 
-    name: str
+    field: str
+    message: str
+
+
+class Task(Generic[Options]):
+    """A test kind: its options, how a sample is made and how an answer is scored.
+
+    ``name``, ``options``, ``sample`` and ``score`` are every task's; the other methods
+    are what admission asks of a task whose context or samples are its own, and answer
+    "nothing to say" here.
+    """
+
+    name: ClassVar[str]
+    # The model of the task's options (the registry registers it with the request).
+    options: type[Options]
+
+    def options_of(self, spec: RunRequest) -> Options:
+        """The run's options of this task (the request validated them with ``options``)."""
+        given = spec.task_options
+        if not isinstance(given, self.options):
+            raise TypeError(f"task {self.name} was given {type(given).__name__}")
+        return given
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """The sample of ``cell`` (deterministic from the run's seed)."""
-        ...
+        raise NotImplementedError
 
     def score(self, sample: Sample, answer: str) -> Verdict:
         """The verdict on ``answer`` (an answer that exists; unscored ones never get here)."""
-        ...
+        raise NotImplementedError
+
+    def short_length(self, spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+        """The first length of ``cells`` the task's own context cannot be built at, if any.
+
+        Asked at admission, without a tokenizer, so a run is refused before it is paid
+        rather than failed cell by cell (``ContextTooShortError`` at the worker).
+        """
+        return None
+
+    def published_rows(self, spec: RunRequest, blobs: BlobStore) -> RunSource | None:
+        """The published samples the run reads instead of a grid (one cell a row), if any.
+
+        Resolved at admission: their listing's fingerprint is part of the run ID, and an
+        unusable source is the request's error (``RequestError``, a 400).
+        """
+        return None
+
+
+class RulerNeedleOptions(TaskOptions):
+    """The kinds of key and value of RULER's needles (its NIAH tasks' ``type_needle_k/v``)."""
+
+    needle_key_type: NeedleType = Field(
+        default="words", description="RULER-style tasks: words, numbers or uuids as keys"
+    )
+    needle_value_type: NeedleType = Field(
+        default="numbers",
+        description="RULER-style tasks: words, numbers (7 digits) or uuids as values",
+    )
+
+    def needle_line_bytes(self) -> int:
+        """A right answer's restated needle line, with its key and value."""
+        return NEEDLE_LINE + VALUE_BYTES[self.needle_key_type] + VALUE_BYTES[self.needle_value_type]
 
 
 def spread_depths(first: float, count: int) -> list[float]:
@@ -164,13 +241,13 @@ def share_verdict(answer: str, expected: Sequence[str]) -> Verdict:
 
 
 def spread_ruler_sample(
-    spec: RunRequest, cell: Cell, keys: Sequence[str], values: Sequence[str]
+    kind: NeedleType, cell: Cell, keys: Sequence[str], values: Sequence[str]
 ) -> Sample:
-    """RULER needles of ``keys[i]: values[i]`` from the cell's depth to the end, all asked.
+    """RULER needles of ``keys[i]: values[i]`` (of ``kind``) from the cell's depth to the end.
 
-    ``multi_value`` repeats one key; ``multi_query`` gives each value its own key.
+    All are asked. ``multi_value`` repeats one key; ``multi_query`` gives each value its
+    own key.
     """
-    kind = spec.needle_value_type
     depths = spread_depths(cell.depth_percent, len(values))
     insertions = tuple(
         Insertion(ruler_needle(key, value, kind), depth)

@@ -23,15 +23,27 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from niah.core.prompts.generated_context import PieceCounter
-from niah.core.prompts.generated_sizes import SPARE_WORDS, common_words_pool_size
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
+from niah.core.request.task_options import TaskOptions
 from niah.errors import ContextTooShortError
-from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
+from niah.tasks.base import (
+    LISTED_ITEM,
+    Sample,
+    ShortLength,
+    Task,
+    Verdict,
+    recall_verdict,
+    sample_rng,
+)
+from niah.tasks.generated_sizes import buffer_note, number_tokens, own_tokens
 
 # RULER's template and answer prefix for common words extraction, in its words.
 TEMPLATE = (
@@ -44,6 +56,103 @@ ANSWER_LEAD = "The top {count} words that appear most often in the list are:"
 PAIRS = tuple(f"{adjective}-{noun}" for adjective in ADJECTIVES for noun in NOUNS)
 # The most spare words (``SPARE_WORDS`` are drawn) the last tokens may be filled with.
 MAX_FILL_WORDS = 12
+# Below this many tokens RULER's common words extraction lists its words fewer times.
+RULER_SHORT_LENGTH = 4096
+# A right answer's word: an adjective-noun pair, or a triple past the pairs.
+COMMON_WORD_BYTES = 2 * max(map(len, ADJECTIVES)) + max(map(len, NOUNS)) + 2
+
+# How long a list must be, bounded without a tokenizer (niah.tasks.generated_sizes; the
+# figures pinned by tests/unit/test_generated_sizes.py). Tokens of the built-in template
+# around the list, with its question and answer lead (any num_cw):
+COMMON_WORDS_OWN_TOKENS = 65
+# Tokens of a listed word: an adjective-noun pair, or an adjective-adjective-noun triple.
+PAIR_TOKENS = 4
+TRIPLE_TOKENS = 7
+PAIR_COUNT = len(ADJECTIVES) * len(NOUNS)
+# Every entry " 12. amber-anchor" takes at least this many tokens (3 for the number, 2
+# for a pair): how many distinct words a length can ever need.
+MIN_ENTRY_TOKENS = 5
+# Spare words the last tokens of a list may be filled with.
+SPARE_WORDS = 64
+# Room the worker needs to land on the exact length: a few more entries.
+COMMON_WORDS_LANDING = 24
+
+
+class CommonWordsOptions(TaskOptions):
+    """RULER's CWE options, under RULER's names; None where RULER's depends on the length."""
+
+    num_cw: int = Field(
+        default=10, ge=1, le=100, description="common_words: the common words asked for (RULER: 10)"
+    )
+    freq_cw: int | None = Field(
+        default=None,
+        ge=2,
+        le=1000,
+        description="common_words: times each common word is listed (RULER: 30, or 6 below "
+        f"{RULER_SHORT_LENGTH} tokens)",
+    )
+    freq_ucw: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="common_words: times each other word is listed (RULER: 3, or 1 below "
+        f"{RULER_SHORT_LENGTH} tokens)",
+    )
+
+    takes_haystack_order = False  # the list is the whole context
+
+    def repeats(self, context_length: int) -> tuple[int, int]:
+        """How often each common word and each other word is listed.
+
+        RULER's rule when unset: 30 and 3, but 6 and 1 below 4096 tokens (NVIDIA/RULER
+        scripts/data/synthetic/common_words_extraction.py, read 2026-11-26 at c3f5e3b).
+        """
+        short = context_length < RULER_SHORT_LENGTH
+        common = self.freq_cw or (6 if short else 30)
+        uncommon = self.freq_ucw or (1 if short else 3)
+        return common, uncommon
+
+    def pool_size(self, context_length: int) -> int:
+        """How many distinct words a list of ``context_length`` tokens can ever need."""
+        uncommon = self.repeats(context_length)[1]
+        return self.num_cw + context_length // (MIN_ENTRY_TOKENS * uncommon) + SPARE_WORDS
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """The common words, listed."""
+        return self.num_cw * (COMMON_WORD_BYTES + LISTED_ITEM)
+
+    def check(self, request: RunRequest) -> None:
+        """The common words must be listed more often than the others, at every length."""
+        for length in (1, RULER_SHORT_LENGTH):
+            common, uncommon = self.repeats(length)
+            if common <= uncommon:
+                where = "below" if length < RULER_SHORT_LENGTH else "from"
+                raise ValueError(
+                    f"freq_cw ({common}) must exceed freq_ucw ({uncommon}) {where} "
+                    f"{RULER_SHORT_LENGTH} tokens: the common words must be listed more "
+                    "often than the others (set both, or leave both out for RULER's)"
+                )
+
+
+def least_common_words_length(spec: RunRequest, context_length: int) -> int:
+    """The least ``context_length`` at which the run's list surely builds.
+
+    ``context_length`` matters because RULER's repeats (and so the list) change at
+    4096 tokens; the words are pairs unless the length needs more words than pairs.
+    """
+    options = CommonWords().options_of(spec)
+    common, uncommon = options.repeats(context_length)
+    entries = options.num_cw * common
+    pairs = options.pool_size(context_length) <= PAIR_COUNT
+    word = PAIR_TOKENS if pairs else TRIPLE_TOKENS
+    landing = COMMON_WORDS_LANDING + 2 * uncommon * (word + len(str(entries)) + 3)
+    return (
+        own_tokens(spec, COMMON_WORDS_OWN_TOKENS)
+        + number_tokens(entries)
+        + entries * word
+        + landing
+        + spec.final_context_length_buffer
+    )
 
 
 def word_pool(rng: random.Random, needed: int) -> list[str]:
@@ -178,22 +287,22 @@ def _numbered(listed: list[str]) -> str:
     return " ".join(f"{i}. {word}" for i, word in enumerate(listed, 1))
 
 
-class CommonWords:
+class CommonWords(Task[CommonWordsOptions]):
     """RULER's CWE: name the ``num_cw`` words listed most often."""
 
     name = "common_words"
+    options = CommonWordsOptions
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Seeded words: the first ``num_cw`` are the common ones; the list fits the cell."""
+        options = self.options_of(spec)
         rng = sample_rng(spec, cell, self.name)
-        pool = word_pool(rng, common_words_pool_size(spec, cell.context_length))
-        common_repeats, other_repeats = spec.common_word_repeats(cell.context_length)
-        common = tuple(pool[: spec.num_cw])
+        count = options.num_cw
+        pool = word_pool(rng, options.pool_size(cell.context_length))
+        common_repeats, other_repeats = options.repeats(cell.context_length)
+        common = tuple(pool[:count])
         seed = hashlib.sha256(f"{rng.getrandbits(128)}".encode()).hexdigest()[:16]
-        maker = CommonWordsList(
-            common, tuple(pool[spec.num_cw :]), common_repeats, other_repeats, seed
-        )
-        count = spec.num_cw
+        maker = CommonWordsList(common, tuple(pool[count:]), common_repeats, other_repeats, seed)
         return Sample(
             insertions=(),
             question=QUESTION.format(count=count),
@@ -207,3 +316,19 @@ class CommonWords:
     def score(self, sample: Sample, answer: str) -> Verdict:
         """RULER's recall: the share of the common words the answer names."""
         return recall_verdict(answer, sample.expected)
+
+    def short_length(self, spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+        """The first length whose list of ``num_cw x freq_cw`` entries does not fit."""
+        options = self.options_of(spec)
+        for length in sorted({cell.context_length for cell in cells}):
+            need = least_common_words_length(spec, length)
+            if length < need:
+                common = options.repeats(length)[0]
+                return ShortLength(
+                    "context_lengths",
+                    f"{length:,} tokens cannot hold common_words with freq_cw {common} and "
+                    f"num_cw {options.num_cw} ({options.num_cw * common:,} listed entries)"
+                    f"{buffer_note(spec)}: it needs at least ~{need:,}; use a longer length "
+                    "or a smaller freq_cw or num_cw",
+                )
+        return None

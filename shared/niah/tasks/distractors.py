@@ -30,10 +30,17 @@ from niah.core.prompts.needles import needle_for
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import CHARACTER_NAMES, CITIES
 from niah.core.request.grid import Cell
-from niah.core.request.request_options import NeedleType
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
-from niah.tasks.base import Sample, Verdict, needle_value, ruler_needle, sample_rng
+from niah.tasks.base import (
+    NeedleType,
+    RulerNeedleOptions,
+    Sample,
+    Verdict,
+    needle_value,
+    ruler_needle,
+    sample_rng,
+)
 
 # Percent of depth kept free on either side of each needle.
 MIN_GAP = 5.0
@@ -72,12 +79,15 @@ def _ruler_needles(spec: RunRequest, rng: random.Random, sample: Sample, count: 
     """RULER's form: other keys, then the asked key with a near-miss wording, in turn."""
     asked = sample.details.get("keys") or [sample.details.get("key")]
     taken = set(sample.expected) | set(sample.details.get("distractor_values") or ())
-    kind = spec.needle_value_type
+    options = spec.task_options
+    if not isinstance(options, RulerNeedleOptions):
+        raise TypeError(f"task {spec.task} has no RULER needles to imitate")
+    kind = options.needle_value_type
     made: list[Made] = []
     for i in range(count):
         value = _new_value(rng, kind, taken)
         if i % 2 == 0 or sample.details.get("asked_key"):  # absent: other keys only
-            key = _new_value(rng, spec.needle_key_type, set(asked) | _keys_of(sample))
+            key = _new_value(rng, options.needle_key_type, set(asked) | _keys_of(sample))
             made.append((ruler_needle(key, value, kind), value, "key"))
         else:
             near = RULER_NEAR_MISSES[1 + (i // 2) % (len(RULER_NEAR_MISSES) - 1)]

@@ -24,11 +24,14 @@ import random
 import string
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from niah.core.prompts.generated_context import PieceCounter
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
+from niah.core.request.task_options import TaskOptions
 from niah.errors import ContextTooShortError
-from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
+from niah.tasks.base import LISTED_ITEM, Sample, Task, Verdict, recall_verdict, sample_rng
 
 # RULER's template and answer prefix for frequent words extraction, in its words.
 TEMPLATE = (
@@ -48,6 +51,34 @@ RULER_TOKENS_TO_GENERATE = 50
 TOP = 3
 
 
+class FrequentWordsOptions(TaskOptions):
+    """RULER's FWE options, under RULER's names; None where RULER's depends on the length."""
+
+    alpha: float = Field(
+        default=2.0,
+        gt=1.0,
+        le=10.0,
+        description="frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
+    )
+    vocab_size: int | None = Field(
+        default=None,
+        ge=5,
+        le=1_000_000,
+        description="frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
+    )
+
+    takes_haystack_order = False  # the coded text is the whole context
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """The three coded words, listed."""
+        return TOP * (CODED_WORD_LETTERS + LISTED_ITEM)
+
+    def vocabulary_size(self, context_length: int) -> int:
+        """``vocab_size``, or RULER's default for the length."""
+        default = (context_length - RULER_TOKENS_TO_GENERATE) // 50
+        return self.vocab_size or max(TOP + 2, default)
+
+
 def zeta(alpha: float, terms: int = 1000) -> float:
     """Riemann's zeta at ``alpha`` > 1: a partial sum and its Euler-Maclaurin tail.
 
@@ -57,12 +88,6 @@ def zeta(alpha: float, terms: int = 1000) -> float:
     n = float(terms)
     tail = n ** (1 - alpha) / (alpha - 1) + n**-alpha / 2 + alpha * n ** (-alpha - 1) / 12
     return partial + tail
-
-
-def vocabulary_size(spec: RunRequest, context_length: int) -> int:
-    """``vocab_size``, or RULER's default for the length."""
-    default = (context_length - RULER_TOKENS_TO_GENERATE) // 50
-    return spec.vocab_size or max(TOP + 2, default)
 
 
 def coded_words(rng: random.Random, count: int) -> list[str]:
@@ -139,15 +164,17 @@ class FrequentWordsText:
             )
 
 
-class FrequentWords:
+class FrequentWords(Task[FrequentWordsOptions]):
     """RULER's FWE: name the three most frequent coded words (after the noise "...")."""
 
     name = "frequent_words"
+    options = FrequentWordsOptions
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded vocabulary; the text is made to the cell's length when it is built."""
+        options = self.options_of(spec)
         rng = sample_rng(spec, cell, self.name)
-        vocabulary = coded_words(rng, vocabulary_size(spec, cell.context_length))
+        vocabulary = coded_words(rng, options.vocabulary_size(cell.context_length))
         seed = hashlib.sha256(f"{rng.getrandbits(128)}".encode()).hexdigest()[:16]
         expected = tuple(vocabulary[1 : 1 + TOP])
         return Sample(
@@ -155,9 +182,9 @@ class FrequentWords:
             question=QUESTION,
             expected=expected,
             answer_lead=ANSWER_LEAD,
-            details={"alpha": spec.alpha, "vocab_size": len(vocabulary)},
+            details={"alpha": options.alpha, "vocab_size": len(vocabulary)},
             template=None if spec.prompt_template else TEMPLATE,
-            context_maker=FrequentWordsText(tuple(vocabulary), spec.alpha, seed),
+            context_maker=FrequentWordsText(tuple(vocabulary), options.alpha, seed),
         )
 
     def score(self, sample: Sample, answer: str) -> Verdict:

@@ -1,7 +1,7 @@
 """GraphWalks' graphs: a planted question, and random edges around it to the cell's length.
 
 The answer is fixed before the graph is sized, as a needle is before its haystack:
-``plant_bfs`` and ``plant_parents`` (``niah.core.prompts.graph_plan``) draw the few
+``plant_bfs`` and ``plant_parents`` (``niah.tasks.graph_plan``) draw the few
 nodes and edges that decide it, and
 ``GraphEdges`` (the sample's ``ContextMaker``) adds random nodes and edges until the edge
 list fills the prompt to the token. No added edge can change the answer:
@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from niah.core.prompts.generated_context import PieceCounter
-from niah.core.prompts.graph_plan import (
+from niah.errors import ContextTooShortError
+from niah.tasks.graph_plan import (
     Edge,
     NodeIds,
     PlantedGraph,
@@ -42,7 +43,6 @@ from niah.core.prompts.graph_plan import (
     plant_bfs,
     plant_parents,
 )
-from niah.errors import ContextTooShortError
 
 # The planting lives on the ground floor (admission plants a cell's question to size it);
 # these names stay importable from here.

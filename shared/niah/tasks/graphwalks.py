@@ -32,13 +32,25 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from niah.core.prompts.graph_plan import plant_question
+from pydantic import Field
+
+from niah.core.request.axes import at_variant
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.tasks.base import Outcome, Sample, Verdict, sample_rng
+from niah.core.request.task_options import TaskOptions
+from niah.tasks.base import Outcome, Sample, ShortLength, Task, Verdict, sample_rng
+from niah.tasks.generated_sizes import buffer_note, own_tokens
 from niah.tasks.graph_edges import GraphEdges
+from niah.tasks.graph_plan import (
+    GRAPH_MAX_ANSWER_NODES,
+    GRAPH_NODE_BYTES,
+    GraphProblem,
+    PlantedGraph,
+    plant_question,
+)
 
 # The published prompt: the card's instructions, a worked example, the graph, the
 # operation, the answer's format. One sentence (the second about BFS) is ours.
@@ -70,9 +82,76 @@ TEMPLATE = (
 )
 BFS_QUESTION = "Perform a BFS from node {node} with depth {depth}."
 PARENTS_QUESTION = "Find the parents of node {node}."
+NAME = "graphwalks"
 FINAL_ANSWER = "Final Answer:"
 # The card's pattern for the answer list; the group is what the brackets hold.
 FINAL_ANSWER_LIST = re.compile(r"Final Answer: ?(\[.*\])")
+# The deepest BFS asked for (its planted walk grows with the depth).
+MAX_BFS_DEPTH = 10
+# A right answer: "Final Answer: [id, id, ...]", every node with its ", ".
+ANSWER_BYTES = len("Final Answer: []") + GRAPH_MAX_ANSWER_NODES * (GRAPH_NODE_BYTES + 2)
+
+# How long a graph must be, bounded without a tokenizer (niah.tasks.generated_sizes; the
+# figures pinned by tests/unit/test_generated_sizes.py). Tokens of the built-in template
+# around the graph with its question (any node ID, BFS or parents):
+GRAPHWALKS_OWN_TOKENS = 411
+# An edge line "a -> b" with its newline.
+EDGE_LINE_TOKENS = 23
+# Room the worker needs to land on the exact length: a few more lines.
+GRAPHWALKS_LANDING = 2 * EDGE_LINE_TOKENS
+# Below this length GraphWalks' graph has too few nodes and edges for the worker to move
+# its last tokens onto the exact length reliably, though the planted graph fits: built
+# at every length from 450 to 1,800 tokens (3 seeds, bfs_depth 1, 2, 3, 5, parents),
+# admitted lengths failed up to 864 tokens, none from 1,000 (20 seeds, 1,000 to 1,400).
+GRAPHWALKS_LEAST_LENGTH = 1_000
+
+
+class GraphWalksOptions(TaskOptions):
+    """The question each graph asks: a BFS to a depth, or a node's parents."""
+
+    graph_problem: GraphProblem = Field(
+        default="bfs",
+        description="graphwalks: bfs (the nodes at exactly bfs_depth edges) or parents",
+    )
+    bfs_depth: int = Field(
+        default=2,
+        ge=1,
+        le=MAX_BFS_DEPTH,
+        description=f"graphwalks: the BFS's depth in edges (1-{MAX_BFS_DEPTH}, default 2)",
+    )
+
+    takes_haystack_order = False  # the graph is the whole context
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """The card's answer line with every node a planted question can have."""
+        return ANSWER_BYTES
+
+    def check(self, request: RunRequest) -> None:
+        """A depth is a BFS's (by value: a stored spec spells every default out)."""
+        default = type(self).model_fields["bfs_depth"].default
+        if self.graph_problem == "parents" and self.bfs_depth != default:
+            raise ValueError(
+                "bfs_depth applies to graph_problem bfs, not parents; leave bfs_depth out"
+            )
+
+    def plant(self, spec: RunRequest, cell: Cell) -> tuple[PlantedGraph, str, set[str]]:
+        """The cell's question, planted from its seeded generator (as the task and admission do)."""
+        return plant_question(self.graph_problem, self.bfs_depth, sample_rng(spec, cell, NAME))
+
+
+def least_graphwalks_length(spec: RunRequest, cell: Cell) -> int:
+    """The least length at which the cell's graph surely builds.
+
+    The cell's question is planted here as the task plants it (same seed): its edges,
+    and one edge for each node the walk does not close, are the least graph; never
+    below ``GRAPHWALKS_LEAST_LENGTH`` of prompt.
+    """
+    planted = GraphWalks().options_of(spec).plant(spec, cell)[0]
+    lines = len(planted.edges) + sum(1 for node in planted.nodes if node not in planted.closed)
+    graph = own_tokens(spec, GRAPHWALKS_OWN_TOKENS) + lines * EDGE_LINE_TOKENS
+    return max(graph + GRAPHWALKS_LANDING, GRAPHWALKS_LEAST_LENGTH) + (
+        spec.final_context_length_buffer
+    )
 
 
 def get_list(response: str) -> tuple[list[str], bool]:
@@ -121,18 +200,21 @@ def set_f1(sampled: set[str], truth: set[str], *, failed_to_parse: bool) -> SetS
     return SetScore(precision, recall, f1)
 
 
-class GraphWalks:
+class GraphWalks(Task[GraphWalksOptions]):
     """GraphWalks: the nodes a BFS reaches at a depth, or a node's parents, as a set."""
 
-    name = "graphwalks"
+    name = NAME
+    options = GraphWalksOptions
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A planted question and its answer; the graph grows to the cell's length when built."""
+        options = self.options_of(spec)
         rng = sample_rng(spec, cell, self.name)
-        planted, node, answer = plant_question(spec, rng)
-        if spec.graph_problem == "bfs":
-            question = BFS_QUESTION.format(node=node, depth=spec.bfs_depth)
-            details = {"graph_problem": "bfs", "bfs_depth": spec.bfs_depth, "node": node}
+        planted, node, answer = plant_question(options.graph_problem, options.bfs_depth, rng)
+        if options.graph_problem == "bfs":
+            depth = options.bfs_depth
+            question = BFS_QUESTION.format(node=node, depth=depth)
+            details = {"graph_problem": "bfs", "bfs_depth": depth, "node": node}
         else:
             question = PARENTS_QUESTION.format(node=node)
             details = {"graph_problem": "parents", "node": node}
@@ -161,4 +243,27 @@ class GraphWalks:
                 "answered_nodes": len(set(nodes)),
                 "expected_nodes": len(sample.expected),
             },
+        )
+
+    def short_length(self, spec: RunRequest, cells: Sequence[Cell]) -> ShortLength | None:
+        """The first length of ``cells`` a cell's planted graph does not fit in."""
+        worst: dict[int, int] = {}
+        for cell in cells:
+            need = least_graphwalks_length(at_variant(spec, cell.variant), cell)
+            if cell.context_length < need:
+                worst[cell.context_length] = max(worst.get(cell.context_length, 0), need)
+        if not worst:
+            return None
+        length = min(worst)
+        options = self.options_of(spec)
+        what, fix = (
+            (f"a BFS to bfs_depth {options.bfs_depth}", "or a smaller bfs_depth")
+            if options.graph_problem == "bfs"
+            else ("a parents question", "")
+        )
+        return ShortLength(
+            "context_lengths",
+            f"{length:,} tokens cannot hold GraphWalks' graph for {what} (the question's "
+            f"own nodes and edges{buffer_note(spec)}): its cells need at least "
+            f"~{worst[length]:,}; use a longer length {fix}".rstrip(),
         )

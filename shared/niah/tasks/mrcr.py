@@ -19,13 +19,24 @@ from __future__ import annotations
 import difflib
 import random
 import string
+from typing import Any
 
+from pydantic import Field
+
+from niah.core.interfaces import BlobStore
 from niah.core.prompts.answer_budget import reply_room
+from niah.core.prompts.haystack_files import check_source_size, content_fingerprint, source_prefix
+from niah.core.prompts.mrcr_files import RunSource, csv_files, index_rows
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
+from niah.core.request.request_options import MAX_NEEDLES, BucketPath
 from niah.core.request.spec import RunRequest
-from niah.tasks.base import Sample, Verdict, sample_rng, spread_depths
+from niah.core.request.task_options import TaskOptions
+from niah.core.results.chance import mrcr_floor
+from niah.errors import HaystackError, RequestError
+from niah.settings import get_settings
+from niah.tasks.base import Sample, Task, Verdict, sample_rng, spread_depths
 
 # MRCR v2's request parts (mrcr_utils.py): formats, needle topics, styles.
 FORMATS = ("email", "short story", "blog post", "tweet", "poem", "essay", "riddle")
@@ -92,6 +103,61 @@ def mrcr_score(expected: str, answer: str) -> float:
     return difflib.SequenceMatcher(a=reference, b=answer[start + HASH_LENGTH :].strip()).ratio()
 
 
+# MRCR v2 is published for 2, 4 and 8 needles; 8 when num_needles is left out.
+MRCR_NEEDLES = (2, 4, 8)
+DEFAULT_NEEDLES = 8
+# The longest composed reply (``composed_reply``), after its 12-character prefix: "A
+# {format} on {topic}: " (formats and topics under 32 bytes each) and up to 12 pairs.
+MRCR_REPLY = HASH_LENGTH + 64 + 12 * (max(map(len, ADJECTIVES)) + max(map(len, NOUNS)) + 3)
+
+
+class MrcrOptions(TaskOptions):
+    """How many needles, and Google's published files to read instead of generating."""
+
+    num_needles: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_NEEDLES,
+        description="mrcr: 2, 4 or 8 (default 8)",
+    )
+    # MRCR v2's published CSV files in the service's bucket (a gs:// URI or a prefix);
+    # unset, the task generates its samples.
+    mrcr_source: BucketPath | None = Field(
+        default=None,
+        max_length=500,
+        description="mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
+    )
+
+    # The context is a transcript, whose replies are haystack slices in order.
+    takes_haystack_order = False
+
+    def needle_count(self) -> int:
+        """``num_needles``, or the default."""
+        return self.num_needles or DEFAULT_NEEDLES
+
+    def chance_floor(self) -> dict[str, Any] | None:
+        """Google's published noise rate at the run's needles."""
+        return mrcr_floor(self.needle_count(), published_files=self.mrcr_source is not None)
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """The longest composed reply (a published row brings its own: ``answer_tokens``)."""
+        return MRCR_REPLY
+
+    def check(self, request: RunRequest) -> None:
+        """MRCR v2's needle counts; certify cannot draw its samples by length."""
+        if self.needle_count() not in MRCR_NEEDLES:
+            raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
+        if request.is_certify():
+            raise ValueError(
+                "mode: certify draws samples by length; MRCR v2's samples come in bins of "
+                "their own lengths: run task mrcr as a grid (leave mode out)"
+            )
+
+    def published_source(self) -> str | None:
+        """``mrcr_source``: Google's files, when given."""
+        return self.mrcr_source
+
+
 def composed_reply(rng: random.Random, fmt: str, topic: str) -> str:
     """A short reply to the repeated request, on one line, unlike every other one."""
     words = [f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}" for _ in range(rng.randint(8, 12))]
@@ -121,15 +187,48 @@ def published_sample(row: dict[str, str]) -> Sample:
     )
 
 
-class Mrcr:
+class Mrcr(Task[MrcrOptions]):
     """Generated MRCR v2 samples: the needle turns spread from the cell's depth."""
 
     name = "mrcr"
+    options = MrcrOptions
+
+    def published_rows(self, spec: RunRequest, blobs: BlobStore) -> RunSource | None:
+        """Google's MRCR v2 rows under ``mrcr_source`` (one streaming pass), or None.
+
+        Rows of another needle count than ``num_needles`` (when given) are left out.
+        """
+        options = self.options_of(spec)
+        if options.mrcr_source is None:
+            return None
+        try:
+            root = get_settings().mrcr_sources_prefix
+            prefix = source_prefix(
+                options.mrcr_source, blobs.bucket, option="mrcr_source", root=root
+            )
+            prefix = prefix.rstrip("/")
+            listed = csv_files(blobs, prefix)
+            check_source_size(listed, option="mrcr_source")
+            files = [info.name for info in listed]
+            refs = index_rows(blobs, files)
+        except (HaystackError, KeyError, ValueError) as error:
+            raise RequestError("mrcr_source", str(error)) from error
+        wanted = options.num_needles
+        kept = [ref for ref in refs if wanted is None or ref.needles in (None, wanted)]
+        if not kept:
+            raise RequestError("mrcr_source", f"no row of {', '.join(files)} has {wanted} needles")
+        fingerprint = content_fingerprint(listed, salt="mrcr_v2")
+        return RunSource(
+            files,
+            [(files.index(r.file), r.row, r.context_len, r.offset, r.length) for r in kept],
+            fingerprint,
+            reply_room(max(r.answer_bytes for r in kept)),
+        )
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded conversation: requests, composed needle replies, a prefix, the ask."""
         rng = sample_rng(spec, cell, self.name)
-        needles = spec.needle_count()
+        needles = self.options_of(spec).needle_count()
         fmt, topic, style = rng.choice(FORMATS), rng.choice(TOPICS), rng.choice(STYLES)
         needle_request = request(fmt, topic, style)
         others = [

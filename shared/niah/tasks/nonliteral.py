@@ -13,8 +13,11 @@ from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import CHARACTER_NAMES
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
+from niah.core.request.task_options import TaskOptions
 from niah.core.results.scoring import mentions
-from niah.tasks.base import Sample, Verdict, sample_rng
+from niah.tasks.base import NEEDLE_LINE, Sample, Task, Verdict, sample_rng
+
+NAME_BYTES = max(len(name.encode()) for name in CHARACTER_NAMES)
 
 # (needle, question): the needle names a landmark, the question its place.
 TEMPLATES: tuple[tuple[str, str], ...] = (
@@ -71,10 +74,21 @@ TEMPLATES: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 
 
-class NonLiteral:
+class NonLiteralOptions(TaskOptions):
+    """No options of its own; distractors are other characters at other landmarks."""
+
+    takes_distractors = True
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """The character's name, and the needle's line restated."""
+        return NAME_BYTES + NEEDLE_LINE
+
+
+class NonLiteral(Task[NonLiteralOptions]):
     """A landmark needle at the cell's depth; the question names only the place."""
 
     name = "nonliteral"
+    options = NonLiteralOptions
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded template and character."""

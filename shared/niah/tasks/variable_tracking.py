@@ -24,10 +24,13 @@ import itertools
 import random
 import string
 
+from pydantic import Field
+
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.tasks.base import Sample, Verdict, recall_verdict, sample_rng
+from niah.core.request.task_options import TaskOptions
+from niah.tasks.base import LISTED_ITEM, Sample, Task, Verdict, recall_verdict, sample_rng
 
 # RULER's template and answer prefix for variable tracking, in its words.
 TEMPLATE = (
@@ -42,6 +45,8 @@ ANSWER_LEAD = (
 NAME_LETTERS = 5
 # RULER draws np.random.randint(10000, 99999): five digits, 99999 excluded.
 VALUE_RANGE = (10_000, 99_998)
+# A variable name in an answer: its five letters.
+VARIABLE_BYTES = NAME_LETTERS
 
 
 def variable_names(rng: random.Random, count: int) -> list[str]:
@@ -61,18 +66,39 @@ def chain_lines(names: list[str], value: str) -> list[str]:
     return lines
 
 
-class VariableTracking:
+class VariableTrackingOptions(TaskOptions):
+    """RULER's VT options, under RULER's names (synthetic.yaml's ``num_chains``, ``num_hops``)."""
+
+    num_chains: int = Field(
+        default=1, ge=1, le=20, description="variable_tracking: chains of assignments (RULER: 1)"
+    )
+    num_hops: int = Field(
+        default=4,
+        ge=1,
+        le=50,
+        description="variable_tracking: assignments after each chain's value (RULER: 4)",
+    )
+
+    def answer_bytes(self, request: RunRequest) -> int:
+        """The asked chain's variables, listed."""
+        return (self.num_hops + 1) * (VARIABLE_BYTES + LISTED_ITEM)
+
+
+class VariableTracking(Task[VariableTrackingOptions]):
     """RULER's VT: ``num_chains`` chains of ``num_hops`` hops; the first chain is asked."""
 
     name = "variable_tracking"
+    options = VariableTrackingOptions
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Seeded names and values; each chain's lines in order at seeded depths."""
+        options = self.options_of(spec)
         rng = sample_rng(spec, cell, self.name)
-        per_chain = spec.num_hops + 1
-        names = variable_names(rng, per_chain * spec.num_chains)
-        values = rng.sample(range(VALUE_RANGE[0], VALUE_RANGE[1] + 1), spec.num_chains)
-        chains = [names[i * per_chain : (i + 1) * per_chain] for i in range(spec.num_chains)]
+        per_chain = options.num_hops + 1
+        chain_count = options.num_chains
+        names = variable_names(rng, per_chain * chain_count)
+        values = rng.sample(range(VALUE_RANGE[0], VALUE_RANGE[1] + 1), chain_count)
+        chains = [names[i * per_chain : (i + 1) * per_chain] for i in range(chain_count)]
         insertions: list[Insertion] = []
         for chain, value in zip(chains, values, strict=True):
             # Depths below 100 (100 appends at the end), sorted: the chain reads in order.

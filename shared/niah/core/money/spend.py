@@ -113,12 +113,13 @@ def worst_case(
 def judged_texts(spec: RunRequest, cell: Cell) -> tuple[str, str]:
     """The question and the reference needle the judge is shown for ``cell``.
 
-    The judge grades task ``single`` (the cell's needle) and ``multi_needle`` with the
-    user's own needles (``retrieval_question``; the needles, one a line, as the sample's
+    The judge grades task ``single`` (the cell's needle) and the user's own needles where
+    a task takes them (``retrieval_question``; the needles, one a line, as the sample's
     ``needle`` joins them).
     """
-    if spec.needles is not None:
-        return spec.retrieval_question, "\n".join(text.strip() for text in spec.needles)
+    own = spec.task_options.own_needles()
+    if own is not None:
+        return spec.retrieval_question, "\n".join(text.strip() for text in own)
     needle = needle_for(spec, cell)
     return needle.question, needle.text
 

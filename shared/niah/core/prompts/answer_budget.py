@@ -1,7 +1,7 @@
 """How many output tokens a call may spend: the answer's room plus the model's thinking room.
 
 Every task's answer has a size known before the call: so many needles, keys or values of
-a known kind, an MRCR reply of a known length. Thinking counts against
+a known kind, an MRCR reply of a known length; each task says its own. Thinking counts against
 ``max_output_tokens`` too (a model that thinks can spend the whole budget before it
 answers), so the call asks for the answer's room plus the thinking room, capped by the
 model's output limit. A run that sets ``max_output_tokens`` below the answer's room is
@@ -18,73 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from niah.catalog.models import PROVIDER_OUTPUT_TOKENS, THINKING_LEVEL_ROOM, ModelInfo, find_model
-from niah.core.prompts.vocabulary import ADJECTIVES, CHARACTER_NAMES, CITIES, NOUNS
-from niah.core.request.request_options import NeedleType
 from niah.core.request.spec import RunRequest
 
 # Words around the values a right answer writes ("The special magic numbers for X are:
 # ...", a reason for declining): a few dozen tokens, whatever the task.
 ANSWER_SLACK = 48
-# A restated needle line around its key and value: "One of the special magic numbers for
-# {key} is: {value}." (44 bytes without them), "The special magic {city} number is: ..."
-NEEDLE_LINE = 48
-# The longest generated MRCR reply: "A {format} on {topic}: " and up to 12 "adjective noun"
-# pairs (niah.tasks.mrcr.composed_reply), after its 12-character prefix. Formats and
-# topics are under 32 bytes each (the test checks every generated sample fits).
-MRCR_REPLY = 12 + 64 + 12 * (max(map(len, ADJECTIVES)) + max(map(len, NOUNS)) + 3)
-# A number may come back with separators (7,304,912).
-VALUE_BYTES: dict[NeedleType, int] = {
-    "numbers": 9,
-    "uuids": 36,
-    "words": max(map(len, ADJECTIVES)) + 1 + max(map(len, NOUNS)),
-}
-# RULER's answers: variable names of 5 letters, common words (adjective-noun pairs, or
-# triples past the pairs: niah.tasks.common_words), coded words of 6 letters; each with
-# a number or separator around it ("1. word, ").
-LISTED_ITEM = 6
-VARIABLE_BYTES = 5
-COMMON_WORD_BYTES = 2 * max(map(len, ADJECTIVES)) + max(map(len, NOUNS)) + 2
-CODED_WORD_BYTES = 6
-# GraphWalks' answer (niah.tasks.graphwalks): "Final Answer: [id, id, ...]", node IDs
-# of 10 hexadecimal characters, at most GRAPH_MAX_ANSWER_NODES of them (no question is
-# planted with more), each with its ", ".
-GRAPH_NODE_BYTES = 10
-GRAPH_MAX_ANSWER_NODES = 32
-GRAPH_ANSWER_LINE = len("Final Answer: []")
-CITY_BYTES = max(len(city.encode()) for city in CITIES)
-NAME_BYTES = max(len(name.encode()) for name in CHARACTER_NAMES)
 
 
 def answer_room(spec: RunRequest) -> int:
     """Tokens a right answer to any sample of the run takes at most (generated samples).
 
-    A published MRCR v2 row brings its own reply's length (``Sample.answer_tokens``).
+    The task says how long its right answers are (its options' ``answer_bytes``); a
+    published MRCR v2 row brings its own reply's length (``Sample.answer_tokens``).
     """
-    key, value = VALUE_BYTES[spec.needle_key_type], VALUE_BYTES[spec.needle_value_type]
-    ruler_line = NEEDLE_LINE + key + value
-    rooms = {
-        "single": (
-            CITY_BYTES + VALUE_BYTES["numbers"] + NEEDLE_LINE
-            if spec.dynamic_needle
-            else len(spec.needle.encode()) + len((spec.static_expected_answer() or "").encode())
-        ),
-        "multi_needle": (
-            sum(len(t.encode()) for t in [*spec.needles, *(spec.expected_answers or [])])
-            if spec.needles is not None
-            else spec.needle_count() * (NEEDLE_LINE + CITY_BYTES + VALUE_BYTES["numbers"])
-        ),
-        "multi_key": ruler_line,
-        "multi_value": spec.num_values * ruler_line,
-        "multi_query": spec.num_queries * ruler_line,
-        "absent": ruler_line,
-        "nonliteral": NAME_BYTES + NEEDLE_LINE,
-        "mrcr": MRCR_REPLY,
-        "variable_tracking": (spec.num_hops + 1) * (VARIABLE_BYTES + LISTED_ITEM),
-        "common_words": spec.num_cw * (COMMON_WORD_BYTES + LISTED_ITEM),
-        "frequent_words": 3 * (CODED_WORD_BYTES + LISTED_ITEM),
-        "graphwalks": GRAPH_ANSWER_LINE + GRAPH_MAX_ANSWER_NODES * (GRAPH_NODE_BYTES + 2),
-    }
-    return rooms[spec.task] + ANSWER_SLACK
+    return spec.task_options.answer_bytes(spec) + ANSWER_SLACK
 
 
 def reply_room(reply_bytes: int) -> int:

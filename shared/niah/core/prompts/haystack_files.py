@@ -50,12 +50,6 @@ def haystack_prefix(haystack_dir: str | None, bucket: str) -> str:
     return source_prefix(value, bucket, option="haystack_dir", root=settings.haystacks_prefix)
 
 
-def mrcr_source_prefix(mrcr_source: str, bucket: str) -> str:
-    """The object prefix an ``mrcr_source`` option names, under the MRCR sources prefix."""
-    root = get_settings().mrcr_sources_prefix
-    return source_prefix(mrcr_source, bucket, option="mrcr_source", root=root)
-
-
 def source_prefix(value: str, bucket: str, *, option: str, root: str) -> str:
     """The object prefix ``value`` names in ``bucket``, refused unless under ``root``.
 

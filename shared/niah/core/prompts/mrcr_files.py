@@ -32,6 +32,20 @@ FIELD_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
+class RunSource:
+    """Published samples a run reads instead of a grid: the files and the rows kept.
+
+    Resolved at admission (the task's ``published_rows``), recorded on the run, one cell
+    a row.
+    """
+
+    files: list[str]
+    rows: list[tuple[int, int, int, int, int]]  # (file index, row, context_len, offset, length)
+    fingerprint: str
+    reply_tokens: int = 0  # the room of the longest expected reply
+
+
+@dataclass(frozen=True)
 class RowRef:
     """Where one sample is: its file, its row, its size, needle count and reply's size."""
 

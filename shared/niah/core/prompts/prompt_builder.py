@@ -20,11 +20,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from niah.core.interfaces import Tokenizer
-from niah.core.prompts.haystack_tokens import HaystackTokens
 from niah.core.prompts.texts import CONTEXT_MARK, render
 from niah.errors import ContextTooShortError
+
+if TYPE_CHECKING:  # the cached tokens (numpy) are the worker's: the tasks' imports stay light
+    from niah.core.prompts.haystack_tokens import HaystackTokens
 
 # Budget corrections tried before giving up on an exact landing (each one re-counts
 # only the glue, a few hundred tokens).

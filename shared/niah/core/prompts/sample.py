@@ -43,11 +43,11 @@ class Sample:
     distractors: int = 0
 
     @property
-    def needles(self) -> tuple[Insertion, ...]:
+    def needle_insertions(self) -> tuple[Insertion, ...]:
         """The insertions that answer the question: all but the trailing distractors."""
         return self.insertions[: len(self.insertions) - self.distractors]
 
     @property
     def needle(self) -> str:
         """The inserted text, as stored on the cell (the harness's ``needle`` field)."""
-        return "\n".join(insertion.text.strip() for insertion in self.needles)
+        return "\n".join(insertion.text.strip() for insertion in self.needle_insertions)

@@ -121,8 +121,8 @@ Depths = Annotated[list[float], AfterValidator(_depths)]
 def sample_rng(spec: RunRequest, cell: Cell, task: str) -> random.Random:
     """A generator seeded by the run's seed, the task, the grid point and the sample.
 
-    Here, not in ``niah.tasks``, so admission can draw what a task will draw (GraphWalks'
-    planted question) without importing the tasks.
+    With the cells, the one way a sample is seeded: a task draws its sample from it, and
+    admission draws what the task will draw (GraphWalks' planted question) to size it.
     """
     key = f"{spec.seed}:{task}:{cell.context_length}:{cell.depth_percent:.3f}:{cell.sample}"
     return random.Random(hashlib.sha256(key.encode()).digest())

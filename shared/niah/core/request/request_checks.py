@@ -9,16 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from niah.catalog.tiers import offered_tiers, tier_refusal
-from niah.core.request.request_options import (
-    ALL_TASK_OPTIONS,
-    DISTRACTOR_TASKS,
-    MRCR_NEEDLES,
-    NO_HAYSTACK_TASKS,
-    NOLIMA_BASE_MAX_LENGTH,
-    RULER_SHORT_LENGTH,
-    SINGLE_NEEDLE_OPTIONS,
-    TASK_OPTIONS,
-)
+from niah.core.request.request_options import NOLIMA_BASE_MAX_LENGTH, SINGLE_NEEDLE_OPTIONS
+from niah.core.request.task_options import options_model, task_names
 from niah.settings import get_settings
 
 if TYPE_CHECKING:
@@ -109,7 +101,7 @@ def check_tier(request: RunRequest) -> None:
 
 
 def check_task_options(request: RunRequest) -> None:
-    """Refuse options the chosen task does not read, naming what does read them.
+    """The task's own checks, and the harness's needle options where the task takes none.
 
     Only options away from their defaults count: a stored spec holds every option.
     """
@@ -117,99 +109,32 @@ def check_task_options(request: RunRequest) -> None:
     given = {
         name for name in request.model_fields_set if getattr(request, name) != fields[name].default
     }
-    for name in sorted(given & ALL_TASK_OPTIONS - set(TASK_OPTIONS[request.task])):
-        users = [task for task, names in TASK_OPTIONS.items() if name in names]
+    options = request.task_options
+    options.check(request)
+    for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS) - options.needle_options(request)):
         raise ValueError(
-            f"{name} applies to task {' or '.join(users)}, not {request.task}; "
-            f"set task or leave {name} out"
+            f"{name} applies to task single; task {request.task} makes its own needles"
+            + options.needle_options_hint
         )
-    if request.needles is not None or request.expected_answers is not None:
-        check_own_needles(request)
-    if request.task != "single":
-        own = {"retrieval_question"} if request.needles is not None else set()
-        for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS) - own):
-            raise ValueError(
-                f"{name} applies to task single; task {request.task} makes its own needles"
-                + ("" if request.task != "multi_needle" else " (unless you give needles)")
-            )
-        for length in (1, RULER_SHORT_LENGTH) if request.task == "common_words" else ():
-            common, uncommon = request.common_word_repeats(length)
-            if common <= uncommon:
-                where = "below" if length < RULER_SHORT_LENGTH else "from"
-                raise ValueError(
-                    f"freq_cw ({common}) must exceed freq_ucw ({uncommon}) {where} "
-                    f"{RULER_SHORT_LENGTH} tokens: the common words must be listed more "
-                    "often than the others (set both, or leave both out for RULER's)"
-                )
-        if (
-            request.task == "graphwalks"
-            and request.graph_problem == "parents"
-            and ("bfs_depth" in given)
-        ):
-            raise ValueError(
-                "bfs_depth applies to graph_problem bfs, not parents; leave bfs_depth out"
-            )
-        if request.task == "mrcr" and request.needle_count() not in MRCR_NEEDLES:
-            raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
-        # The user's own needles may be graded by the judge (against the needles).
-        own_judged = request.scorer == "judge" and request.needles is not None
-        if request.scorer in ("judge", "both") and not own_judged:
-            raise ValueError(
-                f"task {request.task} scores its own answers; the judge applies to task "
-                "single (leave scorer out)"
-            )
-
-
-def check_own_needles(request: RunRequest) -> None:
-    """The harness's needle list: its question, and how its answers are scored."""
-    if request.needles is None:
+    if request.scorer in ("judge", "both") and options.reported_scorer(request) == "task":
         raise ValueError(
-            "expected_answers go with needles (one per needle); give needles, or leave "
-            "expected_answers out"
-        )
-    count = len(request.needles)
-    if request.num_needles is not None and request.num_needles != count:
-        raise ValueError(
-            f"num_needles ({request.num_needles}) differs from the {count} needles given; "
-            "leave num_needles out"
-        )
-    if "retrieval_question" not in request.model_fields_set:
-        raise ValueError(
-            "retrieval_question: your needles need the question that asks for them "
-            "(as the harness's --retrieval_question)"
-        )
-    if request.expected_answers is not None and len(request.expected_answers) != count:
-        raise ValueError(
-            f"expected_answers has {len(request.expected_answers)} items for {count} needles; "
-            "give one per needle, in order"
-        )
-    if request.scorer == "both":
-        raise ValueError("scorer 'both' applies to task single; use exact or judge")
-    if request.expected_answers is None and request.scorer != "judge":
-        raise ValueError(
-            "expected_answers: say what a right answer names for each needle (one per "
-            "needle, scored exact), or grade with a judge (scorer 'judge' and "
-            "evaluator_model_name)"
-        )
-    if request.scorer == "judge" and not request.evaluator_model_name:
-        raise ValueError(
-            "scorer 'judge' needs evaluator_model_name (the judge model), or give expected_answers"
+            f"task {request.task} scores its own answers; the judge applies to task "
+            "single (leave scorer out)"
         )
 
 
 def check_certify(request: RunRequest) -> None:
-    """What certify cannot do yet, refused with the fix: batch, MRCR, repeats of its own."""
+    """What certify cannot do yet, refused with the fix: batch, repeats of its own.
+
+    A task whose samples certify cannot draw by length refuses it itself (its options'
+    ``check``).
+    """
     if not request.is_certify():
         return
     if request.is_batch():
         raise ValueError(
             "mode: certify asks round by round, each round's answers choosing the next, "
             "which batch jobs (a day each) cannot serve; leave execution out (online)"
-        )
-    if request.task == "mrcr":
-        raise ValueError(
-            "mode: certify draws samples by length; MRCR v2's samples come in bins of "
-            "their own lengths: run task mrcr as a grid (leave mode out)"
         )
     if request.samples_per_cell != 1:
         raise ValueError(
@@ -246,24 +171,18 @@ def check_rule(request: RunRequest) -> None:
 
 
 def check_axes(request: RunRequest) -> None:
-    """Distractors and haystack order: refused where a task has nothing to imitate or shuffle."""
-    if request.distractors is not None:
-        if request.task not in DISTRACTOR_TASKS:
-            raise ValueError(
-                f"distractors imitate a retrieval task's needle ({', '.join(DISTRACTOR_TASKS)}); "
-                f"task {request.task} has none: leave distractors out"
-            )
-        if request.task == "single" and not request.dynamic_needle:
-            raise ValueError(
-                "distractors are made from the seeded needle's form; your own needle "
-                "(dynamic_needle false) has none: use the seeded needle, or leave distractors out"
-            )
-        if request.needles is not None:
-            raise ValueError(
-                "distractors are made from the seeded needles' form; your own needles have "
-                "none: leave needles out (seeded needles), or leave distractors out"
-            )
-    if request.haystack_order is not None and request.task in NO_HAYSTACK_TASKS:
+    """Distractors and haystack order: refused where a task has nothing to imitate or shuffle.
+
+    A task that imitates its needle only sometimes refuses the rest itself (``check``).
+    """
+    options = request.task_options
+    if request.distractors is not None and not options.takes_distractors:
+        takers = [name for name in task_names() if options_model(name).takes_distractors]
+        raise ValueError(
+            f"distractors imitate a retrieval task's needle ({', '.join(takers)}); "
+            f"task {request.task} has none: leave distractors out"
+        )
+    if request.haystack_order is not None and not options.takes_haystack_order:
         raise ValueError(
             f"haystack_order: task {request.task} makes its own context, not from a "
             "haystack, so it has no order to shuffle; leave haystack_order out"

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from niah.core.request.spec import RunRequest
+from niah.core.request.task_options import option_owners
 
 # pydantic error types (pydantic-core's ErrorType) and what they mean for an option.
 _TYPE_MESSAGES = {
@@ -34,18 +35,25 @@ _TYPE_MESSAGES = {
 def describe_validation_error(error: ValidationError) -> tuple[str, str]:
     """The field the first problem is about (``body`` when none) and what to fix."""
     first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "body"
+    # A task's option is named as the user gives it: flat, not under task_options.
+    loc = [str(part) for part in first["loc"]]
+    field = ".".join(loc[1:] if loc[:1] == ["task_options"] and loc[1:] else loc) or "body"
     message = _message(first["type"], first.get("ctx") or {}, str(first["msg"]))
     # A check across options names its field first: "expected_answer: ..." or
-    # "num_needles applies to ...".
-    if field == "body":
+    # "context_lengths_min must not exceed ..." (a task's option as well as the request's).
+    if field in ("body", "task_options"):
         named, separator, rest = message.partition(": ")
-        if named in RunRequest.model_fields and separator and rest:
+        if _is_option(named) and separator and rest:
             return named, rest
         leading = message.split(" ", 1)[0]
-        if leading in RunRequest.model_fields:
+        if _is_option(leading):
             return leading, message
     return field, message
+
+
+def _is_option(name: str) -> bool:
+    """A run option's name: the request's, or a task's."""
+    return name in RunRequest.model_fields or name in option_owners()
 
 
 def _message(kind: str, context: dict[str, Any], text: str) -> str:

@@ -7,6 +7,7 @@ that each reads one definition.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Annotated, Literal
 
@@ -26,21 +27,6 @@ HARNESS_DEFAULT_ANSWER = "Dolores Park"
 ScorerName = Literal["exact", "judge", "both"]
 ReportedScorer = Literal["exact", "judge", "both", "task"]
 IntervalType = Literal["linear", "sigmoid"]
-TaskName = Literal[
-    "single",
-    "multi_needle",
-    "multi_key",
-    "multi_value",
-    "multi_query",
-    "absent",
-    "nonliteral",
-    "mrcr",
-    "variable_tracking",
-    "common_words",
-    "frequent_words",
-    "graphwalks",
-]
-NeedleType = Literal["words", "numbers", "uuids"]
 # How a run's effective length is judged (niah.core.results.effective): RULER's fixed
 # 85.6 % (the default), or NoLiMa's 85 % of the model's own mean at lengths of 1,000
 # tokens or less. The run's choice, never inferred from its grid.
@@ -49,51 +35,12 @@ EffectiveLengthRule = Literal["ruler", "nolima"]
 EFFECTIVE_LENGTH_RULE_ALIAS = "certify_rule"
 # NoLiMa's base lengths: 1,000 tokens or less (adobe-research/NoLiMa README).
 NOLIMA_BASE_MAX_LENGTH = 1_000
-
-# The run options each task reads beyond the grid; any other task option given is a
-# mistake the user hears about (``--num_needles`` means nothing to ``multi_key``).
-TASK_OPTIONS: dict[str, tuple[str, ...]] = {
-    "single": (),
-    "multi_needle": ("num_needles", "needles", "expected_answers"),
-    "multi_key": ("num_distractors", "needle_key_type", "needle_value_type"),
-    "multi_value": ("num_values", "needle_key_type", "needle_value_type"),
-    "multi_query": ("num_queries", "needle_key_type", "needle_value_type"),
-    "absent": ("needle_key_type", "needle_value_type"),
-    "nonliteral": (),
-    "mrcr": ("num_needles", "mrcr_source"),
-    # RULER's options, under RULER's names (NVIDIA/RULER scripts/synthetic.yaml and the
-    # generators' flags in scripts/data/synthetic/, read 2026-11-26 at c3f5e3b).
-    "variable_tracking": ("num_chains", "num_hops"),
-    "common_words": ("num_cw", "freq_cw", "freq_ucw"),
-    "frequent_words": ("alpha", "vocab_size"),
-    # OpenAI's GraphWalks (niah.tasks.graphwalks): the question, and the BFS's depth.
-    "graphwalks": ("graph_problem", "bfs_depth"),
-}
-# The tasks whose needle a distractor can imitate (niah.tasks.distractors), and those
-# whose context is no haystack (no order to shuffle; MRCR's is a transcript).
-DISTRACTOR_TASKS = (
-    "single",
-    "multi_needle",
-    "multi_key",
-    "multi_value",
-    "multi_query",
-    "absent",
-    "nonliteral",
-)
-NO_HAYSTACK_TASKS = ("mrcr", "common_words", "frequent_words", "graphwalks")
-# The deepest BFS graphwalks asks for (its planted walk grows with the depth).
-MAX_BFS_DEPTH = 10
-# Below this many tokens RULER's common words extraction lists its words fewer times.
-RULER_SHORT_LENGTH = 4096
-# Needles per sample when num_needles is left out; MRCR v2 is published for 2, 4 and 8.
-DEFAULT_NEEDLES = {"multi_needle": 3, "mrcr": 8}
-MRCR_NEEDLES = (2, 4, 8)
-ALL_TASK_OPTIONS = frozenset(name for names in TASK_OPTIONS.values() for name in names)
-# Run options added after runs were first named by their options' hash.
+# The test kind a request names when it names none: the harness's one needle.
+DEFAULT_TASK = "single"
+# Run options added after runs were first named by their options' hash (a task's own
+# are its options' ``added_options``).
 ADDED_OPTIONS = (
     "thinking_level",
-    "needles",
-    "expected_answers",
     "execution",
     "mode",
     "certify_max_tokens",
@@ -136,34 +83,8 @@ OPTION_HELP: dict[str, str] = {
     "document_depth_percent_max": "deepest depth of the linspace",
     "document_depth_percent_intervals": "how many depths (the harness used 35)",
     "document_depth_percent_interval_type": "linear, or sigmoid (dense near the ends)",
-    "task": (
-        "single, multi_needle, multi_key, multi_value, multi_query, absent, nonliteral, mrcr, "
-        "variable_tracking, common_words, frequent_words or graphwalks"
-    ),
-    "num_needles": "multi_needle: needles (1-100, default 3); mrcr: 2, 4 or 8 (default 8)",
-    "needles": (
-        "multi_needle: your own needle sentences, as the harness's --needles "
-        '\'["first.", "second."]\' (with retrieval_question)'
-    ),
-    "expected_answers": (
-        "multi_needle with needles: what a right answer names for each needle, in order "
-        "(scored exact); or a judge (scorer judge)"
-    ),
-    "num_distractors": "multi_key: needles of the same form with other keys",
-    "num_values": "multi_value: values of the one key",
-    "num_queries": "multi_query: keys asked in one question",
-    "needle_key_type": "RULER-style tasks: words, numbers or uuids as keys",
-    "needle_value_type": "RULER-style tasks: words, numbers (7 digits) or uuids as values",
-    "num_chains": "variable_tracking: chains of assignments (RULER: 1)",
-    "num_hops": "variable_tracking: assignments after each chain's value (RULER: 4)",
-    "num_cw": "common_words: the common words asked for (RULER: 10)",
-    "freq_cw": "common_words: times each common word is listed (RULER: 30, or 6 below 4096 tokens)",
-    "freq_ucw": "common_words: times each other word is listed (RULER: 3, or 1 below 4096 tokens)",
-    "alpha": "frequent_words: the Zipf (zeta) exponent of word frequencies (RULER: 2.0)",
-    "vocab_size": "frequent_words: coded words drawn from (RULER: (length - 50) // 50)",
-    "graph_problem": "graphwalks: bfs (the nodes at exactly bfs_depth edges) or parents",
-    "bfs_depth": f"graphwalks: the BFS's depth in edges (1-{MAX_BFS_DEPTH}, default 2)",
-    "mrcr_source": "mrcr: MRCR v2's published CSV files under the bucket's mrcr_v2/ (a prefix)",
+    "task": "the test kind: single (the harness's needle) or another task (docs/tasks/)",
+    "task_options": "the task's own options as one object (or each under its own name)",
     "distractors": (
         "retrieval tasks: statements like the needle (another key or value) placed apart "
         "from it: 0, 1 or 4 (Context Rot's), or several (0 1 4) as an axis"
@@ -243,6 +164,30 @@ def plain_text(value: str) -> str:
     return value
 
 
+def bucket_path(value: str) -> str:
+    """Refuse a name, prefix or ``gs://`` URI that could leave the service's bucket layout.
+
+    For ``haystack_dir`` and any task's source of published samples.
+    """
+    if not re.fullmatch(r"(gs://)?[A-Za-z0-9._/-]+", value) or ".." in value.split("/"):
+        raise ValueError(
+            "must be a haystack name, a prefix or a gs:// URI of plain ASCII letters, "
+            "digits, '.', '_', '-' and '/', without '..'"
+        )
+    return value
+
+
+def no_placeholder(value: str) -> str:
+    """Refuse a template placeholder in a text that is not the template."""
+    for name in PLACEHOLDERS:
+        if name in value:
+            raise ValueError(
+                f"must not contain the template placeholder {name}; only prompt_template "
+                "has placeholders"
+            )
+    return value
+
+
 # A model ID: ASCII only. Unicode's \w (pydantic's patterns are Rust regexes) takes the
 # zero-width joiners, so a name could hide one.
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:/-]*$"
@@ -250,6 +195,10 @@ MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:/-]*$"
 # Every free-text option is of this type (a test checks every text field refuses a bidi
 # override), so a new one cannot skip the check.
 FreeText = Annotated[str, AfterValidator(plain_text)]
+# A text put into the prompt as it is (a needle, a question): free text, no placeholder.
+PromptText = Annotated[FreeText, AfterValidator(no_placeholder)]
+# A place in the service's bucket (``bucket_path``).
+BucketPath = Annotated[str, AfterValidator(bucket_path)]
 
 
 # Options that change how a run is carried out or recorded, not what it measures.

@@ -4,6 +4,8 @@ The JSON keys are the harness's option names so users can carry their commands o
 Validation errors are the user's error messages, so every constraint names its field.
 The options' vocabulary is in ``niah.core.request.request_options``, the checks across options
 in ``niah.core.request.request_checks``, the grid of cells in ``niah.core.request.grid``.
+Each task's own options are its own (``niah.core.request.task_options``): the request
+carries the chosen task's, flat on the wire like every other option.
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ import re
 import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from niah.catalog.models import LOCAL_MODEL, ModelInfo, ProviderName, find_model, provider_of
 from niah.catalog.tiers import Tier
@@ -23,30 +35,26 @@ from niah.core.request.grid import Cell, Depths, Lengths, linspace_ints, spread_
 from niah.core.request.request_checks import check_options_together
 from niah.core.request.request_options import (
     ADDED_OPTIONS,
-    ALL_TASK_OPTIONS,
-    DEFAULT_NEEDLES,
+    DEFAULT_TASK,
     EFFECTIVE_LENGTH_RULE_ALIAS,
     HARNESS_DEFAULT_ANSWER,
     HARNESS_DEFAULT_NEEDLE,
     HARNESS_DEFAULT_QUESTION,
-    MAX_BFS_DEPTH,
     MAX_CONTEXT_LENGTH,
     MAX_INTERVALS,
-    MAX_NEEDLES,
     MODEL_ID_PATTERN,
     NOT_RESULT_FIELDS,
     PLACEHOLDERS,
-    RULER_SHORT_LENGTH,
-    TASK_OPTIONS,
+    BucketPath,
     EffectiveLengthRule,
     FreeText,
     IntervalType,
-    NeedleType,
+    PromptText,
     ReportedScorer,
     ScorerName,
-    TaskName,
 )
 from niah.core.request.sentinel_request import SENTINEL_NAME, firing_time
+from niah.core.request.task_options import TaskOptions, lift_task_options, options_model
 
 
 class RunRequest(BaseModel):
@@ -83,52 +91,30 @@ class RunRequest(BaseModel):
     document_depth_percent_intervals: int = Field(default=15, ge=1, le=MAX_INTERVALS)
     document_depth_percent_interval_type: IntervalType = "linear"
 
-    # The test kind (see niah.tasks); "single" is the harness's one needle.
-    task: TaskName = "single"
-    num_needles: int | None = Field(default=None, ge=1, le=MAX_NEEDLES)
-    # The harness's multi-needle list: the user's own sentences, asked for by
-    # retrieval_question, scored by expected_answers (one per needle) or the judge.
-    needles: list[FreeText] | None = Field(default=None, max_length=MAX_NEEDLES)
-    expected_answers: list[FreeText] | None = Field(default=None, max_length=MAX_NEEDLES)
-    num_distractors: int = Field(default=3, ge=0, le=100)
-    num_values: int = Field(default=4, ge=1, le=100)
-    num_queries: int = Field(default=4, ge=1, le=100)
-    needle_key_type: NeedleType = "words"
-    needle_value_type: NeedleType = "numbers"
-    # MRCR v2's published CSV files in the service's bucket (a gs:// URI or a prefix);
-    # unset, the mrcr task generates its samples.
-    mrcr_source: str | None = Field(default=None, max_length=500)
-    # RULER's variable tracking, common and frequent words (niah.tasks): None where
-    # RULER's default depends on the length (freq_cw, freq_ucw, vocab_size).
-    num_chains: int = Field(default=1, ge=1, le=20)
-    num_hops: int = Field(default=4, ge=1, le=50)
-    num_cw: int = Field(default=10, ge=1, le=100)
-    freq_cw: int | None = Field(default=None, ge=2, le=1000)
-    freq_ucw: int | None = Field(default=None, ge=1, le=1000)
-    alpha: float = Field(default=2.0, gt=1.0, le=10.0)
-    vocab_size: int | None = Field(default=None, ge=5, le=1_000_000)
+    # The test kind (see niah.tasks); "single" is the harness's one needle. The task's
+    # own options (a needle count, RULER's, ...) are its ``task_options``, of its model.
+    task: str = DEFAULT_TASK
+    task_options: SerializeAsAny[TaskOptions] = Field(
+        default_factory=TaskOptions, validate_default=True
+    )
     # Context Rot's axes (niah.core.request.axes): statements like the needle but not it,
     # placed apart from it; and the haystack's sentences in a seeded order. One value
     # (a number or a word) for every cell, or a list: an axis, the grid once per value.
     distractors: Distractors | None = None
     haystack_order: HaystackOrders | None = None
-    # --- GraphWalks (niah.tasks.graphwalks): the question each graph asks. ---
-    graph_problem: Literal["bfs", "parents"] = "bfs"
-    bfs_depth: int = Field(default=2, ge=1, le=MAX_BFS_DEPTH)
-    # --- end GraphWalks ---
     # Samples per grid point (other needles and keys, in one haystack and place: not
     # independent, so intervals cluster them by point), each stored apart.
     samples_per_cell: int = Field(default=1, ge=1, le=100)
 
     dynamic_needle: bool = True
-    needle: FreeText = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
-    retrieval_question: FreeText = Field(
+    needle: PromptText = Field(default=HARNESS_DEFAULT_NEEDLE, min_length=1, max_length=2000)
+    retrieval_question: PromptText = Field(
         default=HARNESS_DEFAULT_QUESTION, min_length=1, max_length=2000
     )
-    expected_answer: FreeText | None = Field(default=None, max_length=2000)
+    expected_answer: PromptText | None = Field(default=None, max_length=2000)
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
 
-    haystack_dir: str | None = Field(default=None, max_length=500)
+    haystack_dir: BucketPath | None = Field(default=None, max_length=500)
     results_version: int = Field(default=1, ge=1, le=1_000_000_000)
     final_context_length_buffer: int = Field(default=0, ge=0, le=100_000)
     num_concurrent_requests: int = Field(default=1, ge=1, le=1000)
@@ -261,18 +247,6 @@ class RunRequest(BaseModel):
             raise ValueError("must be a model ID, without '..'")
         return value
 
-    @field_validator("haystack_dir", "mrcr_source")
-    @classmethod
-    def _check_haystack(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not re.fullmatch(r"(gs://)?[A-Za-z0-9._/-]+", value) or ".." in value.split("/"):
-            raise ValueError(
-                "must be a haystack name, a prefix or a gs:// URI of plain ASCII letters, "
-                "digits, '.', '_', '-' and '/', without '..'"
-            )
-        return value
-
     @field_validator("label")
     @classmethod
     def _check_label(cls, value: str | None) -> str | None:
@@ -297,53 +271,42 @@ class RunRequest(BaseModel):
             )
         return value
 
-    @field_validator("needle", "retrieval_question", "expected_answer")
+    @field_validator("task")
     @classmethod
-    def _check_no_placeholder(cls, value: str | None) -> str | None:
-        for name in PLACEHOLDERS:
-            if value is not None and name in value:
-                raise ValueError(
-                    f"must not contain the template placeholder {name}; only prompt_template "
-                    "has placeholders"
-                )
+    def _check_task(cls, value: str) -> str:
+        options_model(value)  # a registered task, or the tasks there are
         return value
 
-    @field_validator("needles", "expected_answers")
+    @field_validator("task_options", mode="before")
     @classmethod
-    def _check_texts(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        if not value:
-            raise ValueError("give at least one, or leave it out")
-        for number, text in enumerate(value, 1):
-            if not text.strip():
-                raise ValueError(f"item {number} is empty; each needs words")
-            if len(text) > 2000:
-                raise ValueError(f"item {number} has {len(text)} characters; at most 2000")
-            cls._check_no_placeholder(text)
-        return value
+    def _options_of_the_task(cls, value: Any, info: ValidationInfo) -> Any:
+        """The task's own model validates its options (a task refused: nothing to check)."""
+        if "task" not in info.data:
+            return TaskOptions()
+        model = options_model(info.data["task"])
+        if isinstance(value, TaskOptions):
+            if type(value) is model:
+                return value
+            value = value.model_dump(exclude_unset=True)
+        return model.model_validate(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_options_by_name(cls, data: Any) -> Any:
+        """The harness's flat names: each task option under its own name, as a field's."""
+        return lift_task_options(data, cls.model_fields) if isinstance(data, dict) else data
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumped flat, as it is read: the task's options beside the run's (stored runs too)."""
+        fields: dict[str, Any] = handler(self)
+        options = fields.pop("task_options", None) or {}
+        return fields | options
 
     @model_validator(mode="after")
     def _check_options_together(self) -> RunRequest:
         check_options_together(self)
         return self
-
-    def needle_count(self) -> int:
-        """The needles given, ``num_needles``, or the task's default (multi_needle 3, mrcr 8)."""
-        if self.needles is not None:
-            return len(self.needles)
-        return self.num_needles or DEFAULT_NEEDLES.get(self.task, 1)
-
-    def common_word_repeats(self, context_length: int) -> tuple[int, int]:
-        """How often common_words lists each common word and each other word.
-
-        RULER's rule when unset: 30 and 3, but 6 and 1 below 4096 tokens (NVIDIA/RULER
-        scripts/data/synthetic/common_words_extraction.py, read 2026-11-26 at c3f5e3b).
-        """
-        short = context_length < RULER_SHORT_LENGTH
-        common = self.freq_cw or (6 if short else 30)
-        uncommon = self.freq_ucw or (1 if short else 3)
-        return common, uncommon
 
     def static_expected_answer(self) -> str | None:
         """What a right answer to the static needle contains, if anything says.
@@ -360,16 +323,16 @@ class RunRequest(BaseModel):
         return HARNESS_DEFAULT_ANSWER if default else None
 
     def scorer_name(self) -> ReportedScorer:
-        """The scorer the run reports (the user's choice, else a default).
+        """The scorer the run reports: the task's own ("task"), or the harness's (its options)."""
+        return self.task_options.reported_scorer(self)
+
+    def harness_scorer(self) -> ScorerName:
+        """The scorer of the harness's needle (the user's choice, else a default).
 
         Exact for dynamic needles, as the Gemini 1.5 report does, for a static needle
         with an ``expected_answer``, and for the harness's default needle unless a judge
-        is named (its known answer); otherwise the LLM judge. Every other task scores its
-        own answers ("task"), but for multi_needle with the user's own needles the judge
-        may grade instead.
+        is named (its known answer); otherwise the LLM judge.
         """
-        if self.task != "single":
-            return "judge" if self.needles is not None and self.scorer == "judge" else "task"
         if self.scorer:
             return self.scorer
         if self.dynamic_needle or self.expected_answer:
@@ -426,7 +389,8 @@ class RunRequest(BaseModel):
         are the same run), the haystack's content rather than its name, and none of
         the options that change only bookkeeping.
         """
-        fields = self.model_dump(mode="json", exclude=NOT_RESULT_FIELDS | self._unused_options())
+        unused = NOT_RESULT_FIELDS | self._unused_options()
+        fields = {k: v for k, v in self.model_dump(mode="json").items() if k not in unused}
         if self.is_certify() and "effective_length_rule" in fields:
             # Certify runs were named by the rule under its old name: their IDs stand.
             fields[EFFECTIVE_LENGTH_RULE_ALIAS] = fields.pop("effective_length_rule")
@@ -444,10 +408,11 @@ class RunRequest(BaseModel):
 
         A single-needle run with one sample is named as before tasks existed.
         """
-        unused = set(ALL_TASK_OPTIONS - set(TASK_OPTIONS[self.task]))
         # Options added since runs were first named: unset, they name nothing.
-        unused |= {name for name in ADDED_OPTIONS if getattr(self, name) is None}
-        if self.task == "single":
+        unused = {name for name in ADDED_OPTIONS if getattr(self, name) is None}
+        options = self.task_options
+        unused |= {name for name in options.added_options if getattr(options, name) is None}
+        if self.task == DEFAULT_TASK:
             unused.add("task")
         if self.samples_per_cell == 1:
             unused.add("samples_per_cell")

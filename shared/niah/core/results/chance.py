@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from niah.core.request.request_options import DEFAULT_NEEDLES
+from niah.core.request.spec import RunRequest
 
 # MRCR v2's noise rates (google-deepmind/eval_hub, eval_hub/mrcr_v2/README.md, "NOISE
 # RATES", commit 67b7fd2 of 2026-02-18, read 2026-12-05): a model that reproduces one of
@@ -50,23 +50,19 @@ MULTI_NEEDLE_FLOOR_SOURCE = (
 def chance_floor(spec: Mapping[str, Any]) -> dict[str, Any] | None:
     """The floor of a run's task from its stored spec: percent, a sentence, its source.
 
-    None for the tasks without one here; ``percent`` None where none can be derived (the
-    user's own needles), with the sentence saying why.
+    The task says its own (its options' ``chance_floor``, from the figures here); None
+    for the tasks without one, ``percent`` None where none can be derived (the user's
+    own needles), with the sentence saying why.
     """
-    task = spec.get("task", "single")
-    if task == "mrcr":
-        return _mrcr_floor(spec)
-    if task == "multi_needle":
-        return _multi_needle_floor(spec)
-    return None
+    return RunRequest.model_validate(dict(spec)).task_options.chance_floor()
 
 
-def _mrcr_floor(spec: Mapping[str, Any]) -> dict[str, Any]:
-    needles = int(spec.get("num_needles") or DEFAULT_NEEDLES["mrcr"])
+def mrcr_floor(needles: int, *, published_files: bool) -> dict[str, Any]:
+    """MRCR v2's floor at ``needles``: Google's figure, approximate on generated samples."""
     percent = MRCR_RELEVANT_FLOOR_PERCENT.get(needles)
     approximate = (
         ""
-        if spec.get("mrcr_source")
+        if published_files
         else "; published for Google's files, so approximate for these generated samples"
     )
     text = (
@@ -79,8 +75,9 @@ def _mrcr_floor(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"percent": percent, "text": text, "source": MRCR_FLOOR_SOURCE}
 
 
-def _multi_needle_floor(spec: Mapping[str, Any]) -> dict[str, Any]:
-    if spec.get("needles") is not None:
+def seeded_needles_floor(*, own_needles: bool) -> dict[str, Any]:
+    """multi_needle's floor: 0 % with the seeded 7-digit needles, none with the user's."""
+    if own_needles:
         return {
             "percent": None,
             "text": "none derived: your own needles and answers",

@@ -15,7 +15,6 @@ from typing import Any
 
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_figure, percent_table
-from niah.core.request.ruler_suite import RulerTable, ruler_table
 from niah.core.request.spec import run_label
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.curves import curve_figure, measures_curve
@@ -29,6 +28,7 @@ from niah.core.results.paired import (
     round_points,
 )
 from niah.core.results.paired_text import METHOD_NAMES, p_figure, points_text
+from niah.core.results.ruler_table import RulerTable, Suite, suite_table
 from niah.core.results.served_models import model_shown, runs_answered_by_others, served_versions
 from niah.core.results.summary import ScoreTable, cost_summary, format_cost, score_table
 from niah.core.results.uncertainty import with_interval
@@ -68,14 +68,20 @@ class Comparison:
     unpaired_samples: int
     # Each later run tested against the first, overall and per length.
     paired: list[PairedComparison]
+    # RULER's table, where the runs are two or more of a suite's (``compare_runs``'s).
+    ruler: RulerTable | None = None
 
 
 def compare_runs(
     runs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
     *,
     allow_different_models: bool = False,
+    suite: Suite | None = None,
 ) -> Comparison:
     """Compare two or more (run, cells) pairs on the grid points they all have.
+
+    ``suite``: the runs of a suite (RULER's, ``niah.tasks.ruler_suite``), whose table the
+    comparison shows where the runs are its.
 
     Raises ``ComparisonError`` naming each run's grid when they share no point, and
     ``DifferentModelsError`` naming the models when a run was answered by a model it
@@ -120,7 +126,9 @@ def compare_runs(
         for c, label in zip(compared, labels, strict=True)
     ]
     first, second = compared[0], compared[1]
+    ruler = suite_table([(c.run, c.cells) for c in compared], suite) if suite else None
     return Comparison(
+        ruler=ruler,
         runs=compared,
         difference=_difference(first.table, second.table),
         disagreements=_disagreements(first, second),
@@ -247,7 +255,7 @@ def render_comparison_page(comparison: Comparison) -> str:
     )
     tested = comparison.paired[0]
     curves = [measures_curve(c.name, measured[c.run_id]) for c in comparison.runs]
-    ruler = ruler_table([(c.run, c.cells) for c in comparison.runs])
+    ruler = comparison.ruler
     return render(
         "comparison.html",
         **page_shell(f"Comparison: {' · '.join(c.name for c in comparison.runs)}"),

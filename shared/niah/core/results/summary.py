@@ -138,10 +138,10 @@ GENERATED_MRCR_NOTE = (
 )
 
 
-def _mrcr_provenance(run: dict[str, Any]) -> dict[str, str]:
+def _mrcr_provenance(run: dict[str, Any]) -> dict[str, Any]:
     """Whose samples these are: Google's files, or generated here (and so not comparable)."""
-    if (run.get("spec") or {}).get("mrcr_source"):
-        return {"samples": "Google's published MRCR v2 files", "source": run["spec"]["mrcr_source"]}
+    if run.get("source_files"):
+        return {"samples": "Google's published MRCR v2 files", "files": run["source_files"]}
     return {"samples": GENERATED_MRCR_NOTE}
 
 

@@ -16,7 +16,8 @@ from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.request.spec import run_label
 from niah.core.results.effective import RULE_TEXTS, chosen_rule, effective_length_text
 from niah.core.results.measures import measures
-from niah.core.results.paired import effect_text, paired_comparison
+from niah.core.results.paired import paired_comparison
+from niah.core.results.paired_text import effect_text
 
 
 def has_axis(cells: list[dict[str, Any]]) -> bool:

@@ -1,9 +1,9 @@
 """GraphWalks' planted questions: the few nodes and edges that decide an answer.
 
 Drawn from the cell's seeded generator before the graph is sized, as a needle is before
-its haystack (``niah.tasks.graph_edges`` grows the graph around them). On the ground
-floor so that admission can plant a cell's question without the tasks or a tokenizer,
-and refuse a length its planted graph cannot fit (``niah.core.prompts.generated_sizes``).
+its haystack (``niah.tasks.graph_edges`` grows the graph around them). Without a
+tokenizer, so that admission can plant a cell's question and refuse a length its planted
+graph cannot fit (``GraphWalks.short_length``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from niah.core.prompts.answer_budget import GRAPH_MAX_ANSWER_NODES, GRAPH_NODE_BYTES
-from niah.core.request.spec import RunRequest
+from typing import Literal
 
 Edge = tuple[str, str]
+GraphProblem = Literal["bfs", "parents"]
+# Node IDs are this many hexadecimal characters; no question is planted with more than
+# GRAPH_MAX_ANSWER_NODES nodes in its answer (the answer budget counts on it).
+GRAPH_NODE_BYTES = 10
+GRAPH_MAX_ANSWER_NODES = 32
 # A planted node's out-edges: 1 to 4; a BFS target is a new node this often (else a node
 # the walk has already met: the "revisited" nodes a BFS does not count again).
 PLANTED_OUT_DEGREE = (1, 4)
@@ -118,8 +121,10 @@ def plant_parents(rng: random.Random) -> tuple[PlantedGraph, str, set[str]]:
     return PlantedGraph((node, *parents), tuple(edges), shut=node), node, parents_of(edges, node)
 
 
-def plant_question(spec: RunRequest, rng: random.Random) -> tuple[PlantedGraph, str, set[str]]:
-    """The run's question planted from ``rng``: a BFS to ``bfs_depth``, or a node's parents."""
-    if spec.graph_problem == "bfs":
-        return plant_bfs(rng, spec.bfs_depth, GRAPH_MAX_ANSWER_NODES)
+def plant_question(
+    problem: GraphProblem, depth: int, rng: random.Random
+) -> tuple[PlantedGraph, str, set[str]]:
+    """A question planted from ``rng``: a BFS to ``depth``, or a node's parents."""
+    if problem == "bfs":
+        return plant_bfs(rng, depth, GRAPH_MAX_ANSWER_NODES)
     return plant_parents(rng)

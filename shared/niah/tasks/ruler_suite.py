@@ -14,20 +14,19 @@ Left out (``LEFT_OUT`` says why): ``niah_multikey_2`` and ``niah_multikey_3``, w
 haystack is made only of needles (no such haystack here), and ``qa_1`` / ``qa_2``, which
 need SQuAD and HotpotQA (datasets the service does not ship or download).
 
-RULER's table: rows tasks, columns lengths, each the task's mean score (recall, percent);
-the average over the tasks per length; the effective length, the longest length up to
-which every average is above Llama-2-7B's 85.6 (RULER's README, read 2026-11-26). The
-average is over the tasks run here, so it is not RULER's 13-task average.
+RULER's table (``niah.core.results.ruler_table``): rows tasks, columns lengths, each the
+task's mean score (recall, percent); the average over the tasks per length; the effective
+length, the longest length up to which every average is above Llama-2-7B's 85.6 (RULER's
+README, read 2026-11-26). The average is over the tasks run here, so it is not RULER's
+13-task average. The suite is here, with the tasks, because it is made of their options.
 """
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
 from typing import Any
 
-from niah.core.request.request_options import ALL_TASK_OPTIONS
-from niah.core.results.effective import RULER_THRESHOLD
+from niah.core.request.task_options import option_owners
+from niah.core.results.ruler_table import RulerTable, suite_run_name, suite_table
 
 ESSAYS = "paul_graham_essays"
 NOISE = "noise"
@@ -89,7 +88,7 @@ LEFT_OUT: dict[str, str] = {
 SUITES: dict[str, dict[str, dict[str, Any]]] = {"ruler": RULER_RUNS}
 # Options a suite sets per run, and every task's own: a request for a suite leaves them
 # out (its runs are of several tasks).
-SUITE_SET = ALL_TASK_OPTIONS | {
+SUITE_SET = set(option_owners()) | {
     name for runs in SUITES.values() for options in runs.values() for name in options
 }
 
@@ -113,83 +112,9 @@ def suite_requests(suite: str, payload: dict[str, Any]) -> list[tuple[str, dict[
 
 def ruler_task_name(spec: dict[str, Any]) -> str | None:
     """Which of RULER's tasks a run's stored spec is, or None."""
-    for name, options in RULER_RUNS.items():
-        if all(spec.get(key) == value for key, value in options.items()):
-            return name
-    return None
-
-
-@dataclass(frozen=True)
-class RulerTable:
-    """RULER's table: per task and length the mean score (percent), the averages, the rule."""
-
-    lengths: list[int]
-    rows: dict[str, dict[int, float | None]]
-    average: dict[int, float | None]
-    effective_length: int | None
-    threshold: float = RULER_THRESHOLD
+    return suite_run_name(spec, RULER_RUNS)
 
 
 def ruler_table(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> RulerTable | None:
-    """RULER's table of the runs that are RULER's tasks; None when fewer than two are.
-
-    Each (task, length) is the mean of its scored samples' ``task_score`` x 100 (RULER's
-    recall averaged over samples); unscored and truncated samples are left out, as in
-    the run's own measures. A task run twice keeps its first run.
-    """
-    named: dict[str, list[dict[str, Any]]] = {}
-    for run, cells in runs:
-        name = ruler_task_name(run.get("spec") or {})
-        if name is not None and name not in named:
-            named[name] = cells
-    if len(named) < 2:
-        return None
-    lengths = sorted({int(c["context_length"]) for cells in named.values() for c in cells})
-    rows = {
-        name: {length: _mean(named[name], length) for length in lengths}
-        for name in RULER_RUNS
-        if name in named
-    }
-    average: dict[int, float | None] = {}
-    for length in lengths:
-        values = [value for row in rows.values() if (value := row[length]) is not None]
-        average[length] = round(statistics.fmean(values), 2) if values else None
-    effective = None
-    for length in lengths:
-        value = average[length]
-        if value is None or value <= RULER_THRESHOLD:
-            break
-        effective = length
-    return RulerTable(lengths, rows, average, effective)
-
-
-def _mean(cells: list[dict[str, Any]], length: int) -> float | None:
-    scores = [
-        float(c["task_score"])
-        for c in cells
-        if int(c["context_length"]) == length and c.get("task_score") is not None
-    ]
-    return round(100 * statistics.fmean(scores), 2) if scores else None
-
-
-def format_ruler_table(table: RulerTable) -> str:
-    """The table as text: a row per task, a column per length, the average, the rule."""
-    width = max(len(name) for name in [*table.rows, "average"])
-
-    def line(label: str, values: dict[int, float | None]) -> str:
-        cells = "".join(
-            f"{'-' if values[length] is None else f'{values[length]:.1f}':>10}"
-            for length in table.lengths
-        )
-        return f"{label:<{width}}{cells}"
-
-    header = f"{'task':<{width}}" + "".join(f"{length:>10,}" for length in table.lengths)
-    lines = [header, *(line(name, row) for name, row in table.rows.items())]
-    lines.append(line("average", table.average))
-    effective = f"{table.effective_length:,}" if table.effective_length else "none"
-    lines.append(
-        f"effective length: {effective} (the longest length up to which every average is "
-        f"above {table.threshold}, Llama-2-7B's; the average of {len(table.rows)} of "
-        "RULER's 13 tasks)"
-    )
-    return "\n".join(lines)
+    """RULER's table of the runs that are RULER's tasks; None when fewer than two are."""
+    return suite_table(runs, RULER_RUNS)
