@@ -13,9 +13,9 @@ tool (docs corpus):
 - Flex PayGo: "supported only in select Gemini 3.8 Flash and earlier models. It is not
   supported in newer Gemini models such as Gemini 4 Argon" and "in the global endpoint
   only"; no stored copy of the page keeps its model list (searched again 2026-12-05).
-  So the stand-in knows no model Vertex serves flex on (``FLEX_MODELS`` is empty) and
-  serves a flex call standard, as for any tier not offered; a test that needs a flex
-  reply sets ``traffic_type`` itself.
+  So the stand-in serves flex on the one model that sentence names, Gemini 3.8 Flash, on
+  the global endpoint (``FLEX_MODELS``), and any other flex call standard, as for any
+  tier not offered.
 - A model or endpoint not offered the tier: Google's pages do not say what Vertex
   answers (docs/cost.md says so); the stand-in serves it Standard PayGo
   (``trafficType: ON_DEMAND``), which the worker records as served standard and bills so.
@@ -55,8 +55,9 @@ PRIORITY_MODELS = frozenset(
         "gemini-2.5-flash-lite",
     ]
 )
-# The models a Vertex page names for Flex PayGo: none read (see above).
-FLEX_MODELS: frozenset[str] = frozenset()
+# The models a Vertex page names for Flex PayGo: "select Gemini 3.8 Flash and earlier
+# models" names 3.8 Flash alone (see above).
+FLEX_MODELS: frozenset[str] = frozenset({"gemini-3.8-flash"})
 
 TIER_MODELS = {"flex": FLEX_MODELS, "priority": PRIORITY_MODELS}
 TIER_LOCATIONS = {"flex": ("global",), "priority": ("global", "us", "eu")}

@@ -25,7 +25,7 @@ def test_a_priority_run_asks_for_priority_and_its_cells_record_and_pay_the_serve
     standin = stack.env["VERTEX_STANDIN_URL"]
     requests.post(f"{standin}/_standin/config", json={}, timeout=5)
     grid = {"context_lengths": [1000, 3000], "document_depth_percents": [50], "seed": 5252}
-    for model in ("gemini-4-argon", "gemini-3.8-flash"):
+    for model in ("gemini-4-argon", "gemini-3.7-flash"):  # 3.8 Flash alone is named: FLEX
         refused = post(stack, grid | {"model_name": model, "tier": "flex"})
         assert refused.status_code == 400
         assert refused.json()["error"]["field"] == "tier"

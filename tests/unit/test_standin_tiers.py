@@ -21,9 +21,11 @@ def test_the_standin_spells_googles_header_and_minimums_itself() -> None:
 
 
 def test_a_tier_asked_where_google_does_not_offer_it_is_served_standard() -> None:
-    # Flex PayGo: no Vertex page read names a model for it (standin_tiers), and "not
-    # supported in newer Gemini models such as Gemini 4 Argon".
-    assert traffic_type_for({}, "flex", "gemini-3.8-flash", "global") == "ON_DEMAND"
+    # Flex PayGo: the Vertex page names 3.8 Flash alone, on the global endpoint
+    # (standin_tiers), and "not supported in newer Gemini models such as Gemini 4 Argon".
+    assert traffic_type_for({}, "flex", "gemini-3.8-flash", "global") == "ON_DEMAND_FLEX"
+    assert traffic_type_for({}, "flex", "gemini-3.8-flash", "us-central1") == "ON_DEMAND"
+    assert traffic_type_for({}, "flex", "gemini-3.7-flash", "global") == "ON_DEMAND"
     assert traffic_type_for({}, "flex", "gemini-4-argon", "global") == "ON_DEMAND"
     assert traffic_type_for({}, "priority", "gemini-4-neon", "eu") == "ON_DEMAND_PRIORITY"
     assert traffic_type_for({}, "priority", "gemini-4-argon", "us-central1") == "ON_DEMAND"

@@ -83,7 +83,7 @@ def test_argon_prices_a_cached_read_at_gemini_4s_rate(argon: dict[str, Any]) -> 
     assert argon["cache_aware"]["cost_usd"] < argon["naive"]["cost_usd"]
 
 
-def test_priority_is_1_8x_the_standard_rate_flex_refused_and_batch_beside_them(
+def test_priority_is_1_8x_and_flex_half_the_standard_rate_and_batch_beside_them(
     flash: dict[str, Any],
 ) -> None:
     from niah.catalog.tiers import FLEX_UNNAMED
@@ -97,14 +97,16 @@ def test_priority_is_1_8x_the_standard_rate_flex_refused_and_batch_beside_them(
     assert tiers["priority"]["naive_usd"] == priority["naive"]["cost_usd"]
     assert tiers["standard"]["cache_aware_usd"] == flash["cache_aware"]["cost_usd"]
     assert tiers["batch"]["naive_usd"] == flash["batch"]["cost_usd"]
-    # No Vertex page names 3.8 Flash for Flex PayGo: its row gives the reason, no price.
-    assert tiers["flex"] == {
-        "offered": False,
-        "reason": f"{FLEX_UNNAMED} (tiers of gemini-3.8-flash here: standard, priority)",
-    }
-    refused = niah("run", *GRID, "--model_name", "gemini-3.8-flash", "--tier", "flex",
+    # Vertex's Flex PayGo page names 3.8 Flash: "a 50% discount compared to Standard".
+    flex = estimate("--model_name", "gemini-3.8-flash", "--tier", "flex")
+    assert flex["tier"] == "flex" and tiers["flex"]["offered"] is True
+    assert flex["naive"]["cost_usd"] == pytest.approx(0.5 * naive, abs=2e-6)
+    assert tiers["flex"]["naive_usd"] == flex["naive"]["cost_usd"]
+    # An earlier model the page selects but never names: refused with the reason.
+    refused = niah("run", *GRID, "--model_name", "gemini-3.7-flash", "--tier", "flex",
                    "--estimate")  # fmt: skip
-    assert refused.returncode == 2 and "names none in any copy read" in refused.stderr
+    assert refused.returncode == 2 and "names no earlier one in any copy read" in refused.stderr
+    assert FLEX_UNNAMED.split(" (")[0] in " ".join(refused.stderr.split())
     # The hold prices the chosen tier: Priority's is 1.8 times the standard's.
     assert priority["held_usd"] == pytest.approx(1.8 * flash["held_usd"], rel=1e-5)
 
@@ -141,7 +143,7 @@ def test_a_tier_is_refused_off_the_global_endpoint_in_batch_and_for_other_provid
         message = refusal(model_name="gemini-3.8-flash", tier="priority")
         assert "tier: priority refused" in message and "global, us, eu endpoints" in message
         message = refusal(model_name="gemini-3.8-flash", tier="flex")
-        assert "tier: flex refused" in message and "names none" in message
+        assert "tier: flex refused" in message and "global endpoint" in message
     finally:
         monkeypatch.undo()
         get_settings.cache_clear()
@@ -246,8 +248,8 @@ def test_niah_models_lists_each_models_tiers_and_cache_minimum() -> None:
     rows = {row["model"]: row for row in model_rows()}
     assert rows["gemini-4-argon"]["tiers"] == ["standard", "priority"]
     assert rows["gemini-4-argon"]["cache_min_tokens"] == 6_144
-    assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "priority"]  # no flex: FLEX
-    assert not any("flex" in row["tiers"] for row in rows.values())
+    assert rows["gemini-3.8-flash"]["tiers"] == ["standard", "flex", "priority"]
+    assert [name for name, row in rows.items() if "flex" in row["tiers"]] == ["gemini-3.8-flash"]
     assert rows["gemini-3.8-flash"]["cache_min_tokens"] == 2_048
 
 
@@ -298,12 +300,12 @@ def test_priority_is_offered_on_every_model_and_endpoint_the_english_page_names(
     assert refusal and "Priority PayGo page does not list gemini-3-pro-preview" in refusal
 
 
-def test_flex_is_offered_on_no_model_until_a_vertex_page_names_one() -> None:
-    """Google's Vertex Flex PayGo page names no model in any copy read (2026-12-05).
+def test_flex_is_offered_only_on_the_model_the_vertex_page_names() -> None:
+    """Google's Vertex Flex PayGo page names Gemini 3.8 Flash alone (read 2026-12-05).
 
-    Before, seven 3.x models were offered flex from the Gemini API's pages
-    (ai.google.dev), which are not Vertex's: a run could ask Vertex for a tier Google
-    never said it serves there. Each refusal gives its reason.
+    "select Gemini 3.8 Flash and earlier models": the earlier ones are named in no copy
+    read. Before, seven 3.x models were offered flex from the Gemini API's pages
+    (ai.google.dev), which are not Vertex's. Each refusal gives its reason.
     """
     from niah.catalog.models import CATALOG
     from niah.catalog.tiers import (
@@ -314,8 +316,12 @@ def test_flex_is_offered_on_no_model_until_a_vertex_page_names_one() -> None:
         tier_refusal,
     )
 
-    assert FLEX_MODELS == ()
+    assert FLEX_MODELS == ("gemini-3.8-flash",)
+    assert tier_refusal("gemini-3.8-flash", "flex", "global") is None
     for info in CATALOG.values():
+        if info.name == "gemini-3.8-flash":
+            assert "flex" in offered_tiers(info.name)
+            continue
         assert "flex" not in offered_tiers(info.name), info.name
         refusal = tier_refusal(info.name, "flex", "global") or ""
         reason = FLEX_NEWER if info.name.startswith("gemini-4") else FLEX_UNNAMED
@@ -332,7 +338,7 @@ def test_the_estimate_marks_the_row_the_run_pays_and_offers_only_the_models_tier
     assert estimate(*args, "--batch")["tier_row"] == "batch"
     assert estimate(*args)["tier_row"] == "standard"
     online = niah("run", *GRID, *args, "--estimate").stdout
-    assert "(--tier standard or priority)" in online  # no flex: FLEX
+    assert "(--tier standard, flex or priority)" in online
     assert [ln.strip()[:8] for ln in online.splitlines() if "(this run)" in ln] == ["standard"]
     argon_text = niah("run", *GRID, "--model_name", "gemini-4-argon", "--estimate").stdout
     assert "(--tier standard or priority)" in argon_text

@@ -15,10 +15,12 @@ copies of its pages (Vertex AI is now named "Gemini Enterprise Agent Platform"):
   2026-12-05) says only "Flex PayGo is supported only in select Gemini 3.8 Flash and
   earlier models. It is not supported in newer Gemini models such as Gemini 4 Argon",
   and its "Supported models" list is cut from every stored copy (English, Spanish,
-  Chinese, Hebrew, German; searched 2026-12-05). No Vertex page read names one model,
-  so flex is offered on none (``FLEX_MODELS``) and refused with that reason
-  (``FLEX_UNNAMED``, ``FLEX_NEWER``). ai.google.dev's model pages list "Flex inference:
-  supported" for the 3.x Flash models, but that is the Gemini API's tier, not Vertex's.
+  Chinese, Hebrew, German; searched 2026-12-05). The one model that sentence names is
+  Gemini 3.8 Flash, so flex is offered on it alone (``FLEX_MODELS``); the "earlier"
+  models it selects are named nowhere, so each is refused with that reason
+  (``FLEX_UNNAMED``), and Gemini 4 with the page's own words (``FLEX_NEWER``).
+  ai.google.dev's model pages list "Flex inference: supported" for the 3.x Flash
+  models, but that is the Gemini API's tier, not Vertex's.
 - PRIORITY: .../models/priority-paygo: "charged per token usage at a higher rate than
   Standard PayGo"; the same header with "priority". Its model list and locations come
   from Google's English page, docs.cloud.google.com/vertex-ai/generative-ai/docs/
@@ -73,14 +75,17 @@ TRAFFIC_TYPES: dict[str, Tier] = {
 }
 TIER_TRAFFIC_TYPE: dict[Tier, str] = {tier: name for name, tier in TRAFFIC_TYPES.items()}
 
-# FLEX's models as a Vertex page names them, with where and when: none (see FLEX).
-# A model goes here only with the page that names it beside it.
-FLEX_MODELS: tuple[str, ...] = ()
+# FLEX's models as a Vertex page names them, with where and when (FLEX): "supported
+# only in select Gemini 3.8 Flash and earlier models" (docs.cloud.google.com/gemini-
+# enterprise-agent-platform/models/flex-paygo, read 2026-12-05) names 3.8 Flash. A model
+# goes here only with the page that names it beside it.
+FLEX_MODELS: tuple[str, ...] = ("gemini-3.8-flash",)
 # Why flex is refused on a model no Vertex page names, and on Gemini 4 (FLEX).
 FLEX_UNNAMED = (
     'Google\'s Flex PayGo page offers it on "select Gemini 3.8 Flash and earlier models" '
-    "and names none in any copy read (docs.cloud.google.com/gemini-enterprise-agent-"
-    "platform/models/flex-paygo, 2026-12-05), so no model is offered flex here"
+    "and names no earlier one in any copy read (docs.cloud.google.com/gemini-enterprise-"
+    "agent-platform/models/flex-paygo, 2026-12-05), so only gemini-3.8-flash is offered "
+    "flex here"
 )
 FLEX_NEWER = (
     "Google's Flex PayGo page: \"It is not supported in newer Gemini models such as "
