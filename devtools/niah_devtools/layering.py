@@ -96,6 +96,7 @@ DISPATCHER_FORBIDDEN = (
     "niah.service.cell_records",
     "niah.service.run_view",
     "niah.service.report",
+    "niah.service.report_png",
 )
 # The tasks are not on the list: admission validates a request's task options with the
 # task's model (docs/tasks/adding-a-task.md) and asks the task what only it knows (a

@@ -345,7 +345,7 @@ def test_a_run_over_published_files_has_one_cell_per_row(
 
 def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> None:
     from niah.core.results.summary import GENERATED_MRCR_NOTE, summarize
-    from niah.service.report import heatmap_notes
+    from niah.service.report_png import heatmap_notes
 
     cells = [
         {

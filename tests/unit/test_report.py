@@ -7,7 +7,8 @@ from PIL import Image
 
 from niah.core.results.summary import format_table, score_table
 from niah.core.runs import RunRecord
-from niah.service.report import ERROR_COLOUR, render_heatmap, render_report
+from niah.service.report import render_report
+from niah.service.report_png import ERROR_COLOUR, render_heatmap
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
 
@@ -86,7 +87,7 @@ def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
 
 def test_the_picture_s_title_names_the_run_then_its_mean_and_its_notes_never_cut_a_uri() -> None:
     from niah.core.results.summary import summarize
-    from niah.service.report import heatmap_notes, heatmap_title, wrap_notes
+    from niah.service.report_png import heatmap_notes, heatmap_title, wrap_notes
 
     cells = [c | {"task_score": 1.0 if c["score"] == 10 else 0.0} for c in CELLS if c["score"]]
     uri = "gs://a-rather-long-bucket-name-for-needles/haystacks/paul_graham_essays/"

@@ -68,7 +68,7 @@ def test_no_text_matplotlib_draws_is_parsed_as_math(monkeypatch: pytest.MonkeyPa
 
     from niah.core.results.comparison import ComparedRun, Comparison
     from niah.core.results.summary import score_table
-    from niah.service import report
+    from niah.service import report_png as report
 
     texts: list[Text] = []
     real_png = report._png

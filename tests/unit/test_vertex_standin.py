@@ -297,7 +297,7 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
     from niah.core.results.summary import summarize
-    from niah.service.report import heatmap_notes
+    from niah.service.report_png import heatmap_notes
 
     store, run_id, _ = run_one_gemini_cell(essay_blobs, model_name="gemini-9-ultra")
     [cell] = store.list_cells(run_id)
