@@ -68,11 +68,7 @@ def axis_curves(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def panel_title(variant: dict[str, Any]) -> str:
     """A value's heatmap in the PNG: the value, and its mean with the interval."""
-    measures = variant["measures"]
-    mean = with_interval(
-        measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
-    )
-    return f"{variant['label']} · mean (%) {mean}"
+    return f"{variant['label']} · mean (%) {_mean(variant['measures'])}"
 
 
 def axis_headline(summary: dict[str, Any]) -> dict[str, Any]:
@@ -99,11 +95,7 @@ def axis_headline(summary: dict[str, Any]) -> dict[str, Any]:
             [
                 variant["label"],
                 str(variant["samples"]),
-                with_interval(
-                    measures["mean"],
-                    measures.get("mean_interval"),
-                    basis=basis_of(measures, "mean"),
-                ),
+                _mean(measures),
                 effective_length_short(measures["effective_length"]),
                 "the baseline" if index == 0 else difference["text"] if difference else "-",
             ]
@@ -151,11 +143,7 @@ def axis_table(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 variant["label"],
                 str(variant["samples"]),
                 *(_figure(means.get(str(n))) for n in lengths),
-                with_interval(
-                    measures["mean"],
-                    measures.get("mean_interval"),
-                    basis=basis_of(measures, "mean"),
-                ),
+                _mean(measures),
                 effective_length_short(measures["effective_length"]),
                 str(variant.get("wrong_answers", "")),
                 lookalikes_text(variant).split(" of ")[0] + _kinds(variant),
@@ -172,3 +160,10 @@ def _kinds(variant: dict[str, Any]) -> str:
 
 def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
+
+def _mean(measures: dict[str, Any]) -> str:
+    """A value's mean with its 95 % interval and what the interval rests on."""
+    return with_interval(
+        measures["mean"], measures.get("mean_interval"), basis=basis_of(measures, "mean")
+    )
