@@ -7,11 +7,13 @@
 #   integration  the local stack: real emulators, functions-framework processes, the
 #                real small model; fault tests also on a stack with a deployment's sweep
 #                (production_stack)
-# Five pytest processes run side by side, each with its own temporary directory and
+# Seven pytest processes run side by side, each with its own temporary directory and
 # stack: the unit (and system) tier; the stack tests that keep the local model busy; the
 # stack tests whose model is the Vertex stand-in (side_stack, on base + 200), which
 # mostly wait on freezes, leases and a slow stand-in; the fault tests on the stack with
-# a deployment's sweep (production_stack); the tests that start stacks of their own
+# a deployment's sweep (production_stack). Those two groups each wait about 800 s, so
+# each is split in two processes on stacks of their own (second_process: the recovery
+# tests, on base + 300 and base + 400); the tests that start stacks of their own
 # (own_stack: the quickstart, the benchmark's smoke run) and the deploy tier (Terraform,
 # checkov, the scripts: together about the others' length; own_stack alone ended at 496 s
 # of the 994-s run at 4d96e1b). Lint, types and the layering
@@ -58,8 +60,10 @@ base=${NIAH_TEST_BASE_PORT:-8570}
 tiers=(
   "unit or system"
   "integration and not production_stack and not side_stack and not own_stack"
-  "side_stack"
-  "production_stack"
+  "side_stack and not second_process"
+  "side_stack and second_process"
+  "production_stack and not second_process"
+  "production_stack and second_process"
   "own_stack or deploy"
 )
 # The folders each tier's tests live in (their marker comes from the folder), so a
@@ -69,9 +73,13 @@ folders=(
   "tests/integration"
   "tests/integration"
   "tests/integration"
+  "tests/integration"
+  "tests/integration"
   "tests/integration tests/deploy"
 )
-ports=("$base" "$base" "$((base + 200))" "$base" "$base")
+# Each process's stacks apart: the side group's on base + 200 and + 300, the production
+# group's second one on base + 400 (its production stack on base + 410).
+ports=("$base" "$base" "$((base + 200))" "$((base + 300))" "$base" "$((base + 400))" "$base")
 pids=()
 for i in "${!tiers[@]}"; do
   # shellcheck disable=SC2086 # the folders are words

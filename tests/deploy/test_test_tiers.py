@@ -20,7 +20,11 @@ from pathlib import Path
 from _pytest.mark.expression import Expression
 
 from tests import REPO
-from tests.integration.conftest import OWN_STACK_MODULES, SIDE_STACK_MODULES
+from tests.integration.conftest import (
+    OWN_STACK_MODULES,
+    SECOND_PROCESS_MODULES,
+    SIDE_STACK_MODULES,
+)
 
 
 def script_array(name: str) -> list[str]:
@@ -86,7 +90,7 @@ def test_every_side_stack_module_is_a_test_file() -> None:
     """A renamed module would fall back to the local model's stack unnoticed."""
     missing = {
         name
-        for name in SIDE_STACK_MODULES | OWN_STACK_MODULES
+        for name in SIDE_STACK_MODULES | OWN_STACK_MODULES | SECOND_PROCESS_MODULES
         if not (REPO / "tests" / "integration" / f"{name}.py").exists()
     }
     assert missing == set()
