@@ -32,7 +32,8 @@ The outcome model (assumptions a plan states in its output and docs/planning.md)
 - a pair (one sample asked of both runs) is answered alike wherever the two chances
   allow with probability ``coupling`` (one draw decides both answers), else its two
   answers are independent given the point's chances. 0 is the cautious end (the most
-  discordant pairs, the most samples); two runs of one model at temperature 0 sit near 1;
+  discordant pairs, the most samples); runs asked the same prompts agree more, which
+  two pilot runs' discordant pairs measure;
 - the samples of a point are independent given its chances; scores are right or wrong
   (a graded score has no more variance than a right/wrong one of the same mean, so a
   plan for graded scores errs on the side of more samples).
