@@ -40,7 +40,8 @@ def test_the_plan_is_the_power_model_s_on_the_grid_s_points(planned: dict[str, A
     # A length's 3 points: the flip test cannot reach p < 0.05 there.
     assert planned["power_per_length"] == {"power": 0.0, "test": "clustered"}
     assert planned["assumptions"] == {
-        "icc": 0.3, "coupling": 0.0, "changed_points": 100.0, "scores": "right or wrong"
+        "icc": 0.3, "coupling": 0.0, "changed_points": 100.0, "scores": "right or wrong",
+        "from": {"expected_score": "given", "icc": "default", "coupling": "default"},
     }  # fmt: skip
 
 

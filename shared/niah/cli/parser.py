@@ -113,22 +113,32 @@ def _add_plan_command(commands: Any) -> None:
         help="the chance to call the change significant (default %(default)g %%)",
     )
     _add_expected_score(
-        plan, "the first run's expected mean (default: 50 %%, about the worst case)", 50.0
+        plan,
+        "the first run's expected mean (default: the pilot's, else 50 %%, about the worst case)",
+        None,
+    )
+    plan.add_argument(
+        "--pilot",
+        nargs="+",
+        metavar="RUN_ID",
+        help="one run (or two over the same grid) to measure the score, icc and coupling on, "
+        "where not given",
     )
     plan.add_argument(
         "--icc",
         type=_number(
             "an intra-cluster correlation, at least 0 and less than 1", 0, 1, open_high=True
         ),
-        default=power.DEFAULT_ICC,
-        help="how alike a grid point's samples are, 0-1 (default %(default)g)",
+        default=None,
+        help=f"how alike a grid point's samples are, 0-1 (default: the pilot's, else "
+        f"{power.DEFAULT_ICC:g})",
     )
     plan.add_argument(
         "--coupling",
         type=_number("a coupling between 0 and 1", 0, 1, open_high=False),
-        default=power.DEFAULT_COUPLING,
+        default=None,
         help="how often a pair is answered alike where both runs' chances allow, 0-1 "
-        "(default %(default)g: independently, the cautious end)",
+        f"(default: two pilots', else {power.DEFAULT_COUPLING:g}: independently, the cautious end)",
     )
     plan.add_argument(
         "--changed_points",

@@ -17,6 +17,9 @@ from niah.cli.estimate import check_request, estimate_figures
 from niah.cli.output import count, to_json, usage_error
 from niah.cli.run_options import run_payload
 from niah.core.results.power import (
+    DEFAULT_COUPLING,
+    DEFAULT_EXPECTED_SCORE,
+    DEFAULT_ICC,
     LEAST_CLUSTERED_POINTS,
     MOST_SAMPLES_PER_POINT,
     PlanAssumptions,
@@ -67,12 +70,13 @@ def plan_figures(args: argparse.Namespace) -> dict[str, Any]:
     _admitted(parse_request(payload | {"samples_per_cell": 1}), refuse=True)
     depths = len(spec.depths()) * len(variants(spec))
     points = len(spec.lengths()) * depths
+    assumed, sources, pilot_notes = resolve_assumptions(args)
     assumptions = PlanAssumptions(
-        expected_score=args.expected_score,
+        expected_score=assumed["expected_score"],
         detect=args.detect,
         change=args.change,
-        icc=args.icc,
-        coupling=args.coupling,
+        icc=assumed["icc"],
+        coupling=assumed["coupling"],
         changed_points=args.changed_points,
     )
     given = payload.get("samples_per_cell")
@@ -97,17 +101,19 @@ def plan_figures(args: argparse.Namespace) -> dict[str, Any]:
         "question": {
             "detect_points": args.detect,
             "change": args.change,
-            "expected_score": args.expected_score,
+            "expected_score": assumptions.expected_score,
             "second_score": assumptions.second_score,
             "target_power": args.power,
             "significance": 0.05,
             "samples_per_point_given": given is not None,
         },
         "assumptions": {
-            "icc": args.icc,
-            "coupling": args.coupling,
+            "icc": assumptions.icc,
+            "coupling": assumptions.coupling,
             "changed_points": args.changed_points,
             "scores": "right or wrong",
+            # Where each came from: "given", "default", or the pilot run it was measured on.
+            "from": sources,
         },
         "grid": {
             "points": points,
@@ -127,9 +133,67 @@ def plan_figures(args: argparse.Namespace) -> dict[str, Any]:
             "cache_aware_usd": estimate["total"]["cache_aware_usd"],
             "batch_usd": estimate["batch"]["cost_usd"] if estimate["tier_row"] == "batch" else None,
         },
-        "notes": _notes(points, per_point, reached) + limits,
+        "notes": _notes(points, per_point, reached) + limits + pilot_notes,
         "estimate": estimate,
     }
+
+
+def resolve_assumptions(
+    args: argparse.Namespace,
+) -> tuple[dict[str, float], dict[str, str], list[str]]:
+    """The score, icc and coupling: as given, else the pilot's, else the defaults.
+
+    Also where each came from and what a pilot could not measure (and why).
+    """
+    defaults = {
+        "expected_score": DEFAULT_EXPECTED_SCORE, "icc": DEFAULT_ICC, "coupling": DEFAULT_COUPLING
+    }  # fmt: skip
+    measured: dict[str, float | None] = {}
+    notes: list[str] = []
+    if args.pilot:
+        measured, notes = _pilot(args.pilot)
+    values, sources = {}, {}
+    for name, default in defaults.items():
+        given, found = getattr(args, name), measured.get(name)
+        values[name] = given if given is not None else found if found is not None else default
+        pilots = list(args.pilot or [])
+        pilot = " and ".join(pilots) if name == "coupling" else pilots[0] if pilots else ""
+        sources[name] = "given" if given is not None else pilot if found is not None else "default"
+    return values, sources, notes
+
+
+def _pilot(run_ids: list[str]) -> tuple[dict[str, float | None], list[str]]:
+    """What one or two stored runs measure of the plan's assumptions (``core.results.pilot``)."""
+    import sys
+
+    from niah.cli.backend import result_store
+    from niah.core.results.pilot import pilot_figures
+
+    if len(run_ids) > 2:
+        usage_error("--pilot takes one run, or two over the same grid")
+    store = result_store()
+    cells = []
+    for run_id in run_ids:
+        if store.get_run(run_id) is None:
+            sys.exit(f"niah: no run {run_id}; `niah list` shows recent runs")
+        cells.append(store.list_cells(run_id))
+    found = pilot_figures(cells[0], cells[1] if len(cells) > 1 else None)
+    score = found.expected_score
+    if score is not None and not 0 < score < 100:
+        usage_error(
+            f"--pilot {run_ids[0]} scores {score:g} %, where no run can move one way: "
+            "give --expected_score (e.g. 99 or 1)"
+        )
+    measured = {
+        "expected_score": found.expected_score,
+        "icc": found.icc,
+        "coupling": found.coupling,
+    }
+    said = f"pilot {' and '.join(run_ids)}: {count(found.samples, 'scored sample')} in " + count(
+        found.points, "point"
+    )
+    said += f", {count(found.pairs, 'pair')}" if len(run_ids) > 1 else ""
+    return measured, [said] + [f"pilot: {why}" for why in found.why_not]
 
 
 def _admitted(spec: Any, *, refuse: bool) -> list[str]:
@@ -179,6 +243,12 @@ def _notes(points: int, per_point: int, reached: bool) -> list[str]:
     return notes
 
 
+def _source(assumed: dict[str, Any], name: str) -> str:
+    """The pilot a figure was measured on, as " (measured on run-...)"; else nothing."""
+    source = assumed["from"][name]
+    return "" if source in ("given", "default") else f" (measured on {source})"
+
+
 def _usd(value: float | None) -> str:
     return "unknown (no price in the catalog)" if value is None else f"${value:.4f}"
 
@@ -210,8 +280,9 @@ def format_plan(figures: dict[str, Any]) -> str:
         + (f", batch {_usd(cost['batch_usd'])}" if cost["batch_usd"] is not None else "")
         + f" (`niah run --estimate --samples_per_cell {per_point}`'s figures); the comparison "
         "is two such runs (one, if the first is already run with these samples)",
-        f"assumes: intra-cluster correlation {assumed['icc']:g} (how alike a point's samples "
-        f"are); coupling {assumed['coupling']:g} (0: the two runs answer a pair independently "
+        f"assumes: intra-cluster correlation {assumed['icc']:.2g}{_source(assumed, 'icc')} (how "
+        f"alike a point's samples are); coupling {assumed['coupling']:.2g}"
+        f"{_source(assumed, 'coupling')} (0: the two runs answer a pair independently "
         "given its point's chance, the cautious end; 1: alike wherever they can); the change "
         f"on {assumed['changed_points']:g} % of the points, each in proportion to its room; "
         "right/wrong scores (docs/planning.md)",

@@ -56,6 +56,9 @@ LEAST_CLUSTERED_POINTS = 6
 # The most samples a point a run takes (RunRequest.samples_per_cell's own bound).
 MOST_SAMPLES_PER_POINT = 100
 DEFAULT_POWER = 80.0
+# The first run's score when neither the user nor a pilot says it: about the worst case
+# (the most discordant pairs), as ``niah run --estimate --margin`` takes 50 %.
+DEFAULT_EXPECTED_SCORE = 50.0
 DEFAULT_ICC = 0.3
 DEFAULT_COUPLING = 0.0
 DEFAULT_CHANGED_POINTS = 100.0
@@ -155,11 +158,10 @@ def pair_moments(assumptions: PlanAssumptions) -> PairMoments:
     share, target = (first, second) if assumptions.change == "drop" else (1 - first, 1 - second)
     changed, kappa = assumptions.changed_points / 100, assumptions.coupling
     ratio = 1 - (share - target) / (changed * share)  # a, on a changed point
-    variance = assumptions.icc * share * (1 - share)
-    square = variance + share * share  # E[q²]
-    falling_only = changed * (kappa * (1 - ratio) * share + (1 - kappa) * (share - ratio * square))
-    falling_only += (1 - changed) * (1 - kappa) * (share - square)
-    rising_only = (1 - kappa) * (share - square) * (changed * ratio + 1 - changed)
+    square = assumptions.icc * share * (1 - share) + share * share  # E[q²]
+    moved, still = _one_way(share, ratio, square, kappa), _one_way(share, 1.0, square, kappa)
+    falling_only = changed * moved[0] + (1 - changed) * still[0]
+    rising_only = changed * moved[1] + (1 - changed) * still[1]
     moved_square = changed * (1 - ratio) ** 2 * square  # E[(point's difference)²]
     return PairMoments(
         effect=share - target,
@@ -168,6 +170,30 @@ def pair_moments(assumptions: PlanAssumptions) -> PairMoments:
         within=falling_only + rising_only - moved_square,
         between=max(0.0, moved_square - (share - target) ** 2),  # 0, not -1e-18
     )
+
+
+def _one_way(share: float, ratio: float, square: float, kappa: float) -> tuple[float, float]:
+    """A point's pairs right in the first run only, and in the second only, on average.
+
+    E over ``q`` of ``κ (1 - a) q + (1 - κ) q (1 - a q)`` and ``(1 - κ) (1 - q) a q``.
+    """
+    return (
+        kappa * (1 - ratio) * share + (1 - kappa) * (share - ratio * square),
+        (1 - kappa) * ratio * (share - square),
+    )
+
+
+def discordance(first: float, second: float, icc: float, coupling: float) -> float:
+    """The share of pairs the model expects discordant, the change on every point.
+
+    ``first`` and ``second``: the runs' shares (0-1). What a pilot's pairs are weighed
+    against to measure ``coupling`` (``niah.core.results.pilot``).
+    """
+    share, target = (first, second) if second <= first else (1 - first, 1 - second)
+    if share <= 0:
+        return 0.0  # never right (or never wrong) in either run: every pair agrees
+    square = icc * share * (1 - share) + share * share
+    return sum(_one_way(share, target / share, square, coupling))
 
 
 def comparison_power(
