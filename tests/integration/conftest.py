@@ -116,6 +116,7 @@ SIDE_STACK_MODULES = frozenset(
         "test_gemini_run",
         "test_google_errors_stack",
         "test_limits_stack",
+        "test_plan_stack",
         "test_recovery",
         "test_standin_tasks_run",
         "test_store",

@@ -39,6 +39,10 @@ ACCOUNTED: list[tuple[str, str]] = [
     ),
     (r"niah run (?!.*gs://).*--estimate", "here"),
     (
+        r"niah plan .*",
+        "test tests/unit/test_plan_cli.py::test_the_documented_plan_prints_what_the_page_shows",
+    ),
+    (
         r"niah killswitch (status|lift)",
         "test tests/integration/test_limits_stack.py::"
         "test_a_budget_alert_stops_new_runs_until_an_operator_lifts_the_switch",

@@ -131,8 +131,12 @@ def tier_lines(figures: dict[str, Any]) -> list[str]:
     return lines
 
 
-def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
-    """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them."""
+def estimate_figures(payload: dict[str, Any], *, within_limits: bool = True) -> dict[str, Any]:
+    """What ``estimate`` says, as figures: ``niah run --estimate --json`` prints them.
+
+    ``within_limits`` False: priced even where admission would refuse the grid (``niah
+    plan`` prices the samples a question needs, and says where the limits stand).
+    """
     from niah.core.money import estimate as estimating
     from niah.core.prompts.sample import Sample
     from niah.errors import ConfigurationError, RequestError
@@ -147,7 +151,8 @@ def estimate_figures(payload: dict[str, Any]) -> dict[str, Any]:
         published = spec.task_options.published_source() is not None
         source = resolve_published_rows(spec, blob_store()) if published else None
         cells = source_cells(source.rows) if source else spec.cells()
-        check_budget(spec, cells)
+        if within_limits:
+            check_budget(spec, cells)
     except RequestError as error:
         usage_error(in_cli_words(error.field, error.message))
     if source:

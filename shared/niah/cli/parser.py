@@ -9,6 +9,7 @@ from typing import Any
 from niah.cli.compare import cmd_compare
 from niah.cli.limits import cmd_killswitch, cmd_limits
 from niah.cli.models import cmd_models
+from niah.cli.plan import cmd_plan
 from niah.cli.run import TIMEOUT_HELP, cmd_cancel, cmd_run, cmd_wait
 from niah.cli.run_options import add_run_options
 from niah.cli.sentinel import cmd_sentinel
@@ -43,18 +44,7 @@ def _at_least_one(word: str) -> int:
 
 def _points(low: float, high: float, what: str) -> Any:
     """An argparse type: a number above ``low`` and up to ``high`` (below 100 for a score)."""
-
-    def parse(word: str) -> float:
-        try:
-            value = float(word)
-        except ValueError:
-            value = float("nan")
-        inside = low < value < high if high == 100 else low < value <= high
-        if not inside:
-            raise argparse.ArgumentTypeError(f"{word!r}: give {what}")
-        return value
-
-    return parse
+    return _number(what, low, high, open_low=True, open_high=high == 100)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +78,108 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare even runs answered by another model than they asked for (a routed ID)",
     )
     compare.set_defaults(handler=cmd_compare)
+    _add_plan_command(commands)
     return parser
+
+
+def _add_plan_command(commands: Any) -> None:
+    """``plan``: the run options, then the change to detect and what it assumes."""
+    from niah.core.results import power
+
+    plan = commands.add_parser(
+        "plan",
+        help="samples per point to detect a change between two runs, its power and its cost "
+        "(docs/planning.md); calls nothing",
+    )
+    add_run_options(plan)
+    plan.add_argument(
+        "--detect",
+        type=_points(0, 100, "the change to detect in points of percent, between 0 and 100"),
+        required=True,
+        metavar="POINTS",
+        help="the change between the two runs' means to detect, in points of percent",
+    )
+    plan.add_argument(
+        "--change",
+        choices=("drop", "rise"),
+        default="drop",
+        help="the second run below the first (drop, default) or above it (rise)",
+    )
+    plan.add_argument(
+        "--power",
+        type=_points(0, 100, "a power in percent, more than 0 and less than 100"),
+        default=power.DEFAULT_POWER,
+        metavar="PERCENT",
+        help="the chance to call the change significant (default %(default)g %%)",
+    )
+    _add_expected_score(
+        plan,
+        "the first run's expected mean (default: the pilot's, else 50 %%, about the worst case)",
+        None,
+    )
+    plan.add_argument(
+        "--pilot",
+        nargs="+",
+        metavar="RUN_ID",
+        help="one run (or two over the same grid) to measure the score, icc and coupling on, "
+        "where not given",
+    )
+    plan.add_argument(
+        "--icc",
+        type=_number(
+            "an intra-cluster correlation, at least 0 and less than 1", 0, 1, open_high=True
+        ),
+        default=None,
+        help=f"how alike a grid point's samples are, 0-1 (default: the pilot's, else "
+        f"{power.DEFAULT_ICC:g})",
+    )
+    plan.add_argument(
+        "--coupling",
+        type=_number("a coupling between 0 and 1", 0, 1, open_high=False),
+        default=None,
+        help="how often a pair is answered alike where both runs' chances allow, 0-1 "
+        f"(default: two pilots', else {power.DEFAULT_COUPLING:g}: independently, the cautious end)",
+    )
+    plan.add_argument(
+        "--changed_points",
+        "--changed-points",
+        # More than 0: the power model refuses 0 itself, naming the option.
+        type=_number("a share of the grid points in percent, 0 to 100", 0, 100, open_high=False),
+        default=power.DEFAULT_CHANGED_POINTS,
+        metavar="PERCENT",
+        help="the share of grid points the change falls on (default %(default)g %%: all)",
+    )
+    plan.add_argument("--json", action=BooleanFlag, default=False, help="print JSON for scripts")
+    plan.set_defaults(handler=cmd_plan)
+
+
+def _add_expected_score(parser: Any, said: str, default: float | None) -> None:
+    """``--expected_score``: the score a margin (``run``) or a plan's first run expects."""
+    parser.add_argument(
+        "--expected_score",
+        "--expected-score",
+        type=_points(0, 100, "a score in percent, more than 0 and less than 100"),
+        default=default,
+        metavar="PERCENT",
+        help=said,
+    )
+
+
+def _number(what: str, low: float, high: float, *, open_low: bool = False, open_high: bool) -> Any:
+    """An argparse type: a number from ``low`` to ``high``, each end left out if open."""
+
+    def parse(word: str) -> float:
+        try:
+            value = float(word)
+        except ValueError:
+            value = float("nan")
+        above = low < value if open_low else low <= value
+        below = value < high if open_high else value <= high
+        if not (above and below):
+            raise argparse.ArgumentTypeError(f"{word!r}: give {what}")
+        return value
+
+    return parse
 
 
 def _add_run_commands(commands: Any) -> None:
@@ -144,12 +235,8 @@ def _add_run_flags(run: Any) -> None:
         metavar="POINTS",
         help="with --estimate: the samples per point a 95 %% interval of ± POINTS needs",
     )
-    run.add_argument(
-        "--expected_score",
-        "--expected-score",
-        type=_points(0, 100, "a score in percent, more than 0 and less than 100"),
-        metavar="PERCENT",
-        help="with --margin: the score you expect (default: the worst case, 50 %%)",
+    _add_expected_score(
+        run, "with --margin: the score you expect (default: the worst case, 50 %%)", None
     )
     run.add_argument("--timeout", type=float, default=None, help=TIMEOUT_HELP)
     run.add_argument(
