@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,11 @@ def test_when_every_pair_agrees_the_interval_is_wilsons_lower_gap_both_ways() ->
 
 def test_graded_pairs_get_an_exact_sign_flip_p_and_a_bootstrap_interval() -> None:
     # Five pairs each 50 points up: of the 2^5 sign flips only all-up and all-down reach
-    # |mean| 50, so p = 2/32.
+    # |mean| 50, so p = 2/32. Five pairs can refuse no difference at all (the best p is
+    # 1/16), so the interval is the whole range; the bootstrap's alone read 50 to 50.
     five = paired_test([(0.5, 1.0)] * 5, binary=False)
     assert five.p_value == pytest.approx(2 / 32)
-    assert (five.effect, five.low, five.high) == (50.0, 50.0, 50.0)
+    assert (five.effect, five.low, five.high) == (50.0, -100.0, 100.0)
     assert five.verdict == NO_DIFFERENCE
     # Differences 0.3, 0 and 1/3: the zero's sign is free, the others must agree: 4 of 8.
     three = paired_test([(0.2, 0.5), (0.5, 0.5), (1 / 3, 2 / 3)], binary=False)
@@ -146,8 +148,10 @@ def test_graded_clustered_pairs_get_a_t_interval_on_the_clustered_error() -> Non
 
 def test_an_effect_reads_with_its_interval_and_p() -> None:
     test = paired_test([(1.0, 0.0)] * 7 + [(1.0, 1.0)], binary=True)
-    # b = 7, c = 0: p = 2/128; Newcombe's interval for 1/8 - 8/8.
-    low, high = newcombe_paired_interval(1, 0, 7, 0)
+    # b = 7, c = 0: p = 2/128. The interval is Newcombe's for 1/8 - 8/8 (its low end)
+    # and exact McNemar's inverted: c/7 within Clopper-Pearson's [0, 0.410], times 7/8.
+    low, _ = newcombe_paired_interval(1, 0, 7, 0)
+    high = (2 * (1 - 0.025 ** (1 / 7)) - 1) * 7 / 8
     assert effect_text(test) == (
         f"-87.5 points (95 %: {100 * low:.1f} to {100 * high:.1f}), p = 0.016, 8 pairs: significant"
     )
@@ -255,3 +259,61 @@ def test_the_page_overlays_one_curve_per_run_with_its_interval_band() -> None:
         ("100", "2,000", "100 % (95 %, clustered by grid point, 2 points: 1.22-100 %)"),
         ("0", "4,000", "0 % (95 %, clustered by grid point, 2 points: 0-98.8 %)"),
     ]
+
+
+def _random_pairs(
+    rng: random.Random, binary: bool
+) -> tuple[list[tuple[float, float]], list[tuple[int, float, str]]]:
+    """A small comparison: 2-12 points of 1-6 pairs, a random shift between the runs."""
+    points, per_point = rng.randint(2, 12), rng.randint(1, 6)
+    base, shift = rng.random(), rng.uniform(-0.5, 0.5)
+    pairs, where = [], []
+    for point in range(points):
+        first_share = min(1.0, max(0.0, base + rng.uniform(-0.3, 0.3)))
+        second_share = min(1.0, max(0.0, first_share + shift))
+        for _ in range(per_point):
+            if binary:
+                pairs.append(
+                    (float(rng.random() < first_share), float(rng.random() < second_share))
+                )
+            else:
+                pairs.append(
+                    (round(first_share * rng.random(), 2), round(second_share * rng.random(), 2))
+                )
+            where.append((1000, float(point), ""))
+    return pairs, where
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_the_interval_leaves_0_out_only_where_p_is_below_5_percent(binary: bool) -> None:
+    """Never "significant" with an interval through 0, never an interval past 0 at p >= 5 %.
+
+    1,200 small random comparisons (few pairs and few points, where the methods used to
+    disagree), each tested with its pairs independent and clustered by point.
+    """
+    rng = random.Random(54)
+    disagreements, tested, refused = [], 0, 0
+    for _ in range(600):
+        pairs, where = _random_pairs(rng, binary)
+        for clusters in (None, where):
+            test = paired_test(pairs, binary=binary, clusters=clusters)
+            assert test.low is not None and test.high is not None
+            leaves_0_out = not test.low <= 0 <= test.high
+            tested += 1
+            refused += test.significant
+            if leaves_0_out != test.significant or (leaves_0_out and test.p_value >= 0.05):
+                disagreements.append((pairs, clusters, test))
+    assert disagreements == []
+    assert tested == 1200 and refused > 100  # the cases include real differences
+
+
+def test_the_two_reported_contradictions_now_read_no_difference() -> None:
+    """2 pairs both lost (McNemar p = 0.5) and 5 points x 10 pairs all one way (p = 1/16)."""
+    two = paired_test([(1.0, 0.0), (1.0, 0.0)], binary=True)
+    assert two.p_value == 0.5 and two.verdict == NO_DIFFERENCE
+    assert two.low is not None and two.high is not None and two.low <= 0 <= two.high
+    pairs = [(1.0, 0.0)] * 50
+    points = [(1000, float(depth), "") for depth in range(5) for _ in range(10)]
+    five = paired_test(pairs, binary=True, clusters=points)
+    assert five.p_value == pytest.approx(1 / 16) and five.verdict == NO_DIFFERENCE
+    assert (five.low, five.high) == (-100.0, 100.0)

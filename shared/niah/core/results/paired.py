@@ -43,6 +43,12 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from niah.core.results.inverted import (
+    RESAMPLES,
+    FlipTest,
+    hull,
+    mcnemar_conditional_interval,
+)
 from niah.core.results.measures import grid_point
 from niah.core.results.uncertainty import (
     CONFIDENCE,
@@ -56,12 +62,8 @@ from niah.core.results.uncertainty import (
 SIGNIFICANCE_LEVEL = 0.05
 NO_DIFFERENCE = "no significant difference"
 # Exact sign-flip permutations up to 2**13 = 8,192 arrangements; beyond, this many
-# seeded random ones (scipy uses the exact distribution whenever it is no larger).
-PERMUTATION_RESAMPLES = 9_999
-PERMUTATION_SEED = 0
-# Resamples computed at once: 200 x 10,000 pairs of float64 is 16 MB, where all 9,999 at
-# once would be 800 MB (scipy's default is every resample in one array).
-RESAMPLE_BATCH = 200
+# seeded random ones (``niah.core.results.inverted``).
+PERMUTATION_RESAMPLES = RESAMPLES
 
 Method = Literal["mcnemar", "permutation", "clustered"]
 
@@ -85,13 +87,23 @@ class PairedTest:
 
     @property
     def significant(self) -> bool:
-        """A p-value below 5 %: a difference the samples show, not one noise could make."""
+        """A p-value below 5 % and an interval that leaves 0 out: the two always agree.
+
+        The interval holds its test's inversion (``niah.core.results.inverted``), so it
+        leaves 0 out only where p < 5 %: significant exactly when 0 is outside it.
+        """
+        if self.low is not None and self.high is not None and self.low <= 0 <= self.high:
+            return False
         return self.p_value < SIGNIFICANCE_LEVEL
 
     @property
     def verdict(self) -> str:
-        """Either "significant" or "no significant difference"."""
-        return "significant" if self.significant else NO_DIFFERENCE
+        """ "significant" or "no significant difference" (saying why, where p alone is < 5 %)."""
+        if self.significant:
+            return "significant"
+        if self.p_value < SIGNIFICANCE_LEVEL:
+            return f"{NO_DIFFERENCE} (the interval holds 0)"
+        return NO_DIFFERENCE
 
     def as_dict(self) -> dict[str, Any]:
         """The test as JSON holds it (figures rounded to what they can say)."""
@@ -233,7 +245,10 @@ def paired_test(
     if binary:
         return replace(_mcnemar(pairs, mean_first, mean_second), clusters=count)
     differences = [b - a for a, b in pairs]
+    flips = FlipTest(differences, [1] * n)
     found = bootstrap_interval(differences)
+    if found is not None:
+        found = hull(found, flips.interval(SIGNIFICANCE_LEVEL))
     return PairedTest(
         pairs=n,
         mean_first=mean_first,
@@ -241,7 +256,7 @@ def paired_test(
         effect=mean_second - mean_first,
         low=None if found is None else 100 * found[0],
         high=None if found is None else 100 * found[1],
-        p_value=_permutation_p(differences),
+        p_value=flips.p_value(),
         method="permutation",
         clusters=count,
     )
@@ -257,8 +272,11 @@ def _clustered(
     """The pairs tested with each grid point's pairs together (the module's docstring)."""
     differences = [b - a for a, b in pairs]
     sums: dict[Hashable, float] = {}
+    sizes: dict[Hashable, int] = {}
     for difference, cluster in zip(differences, clusters, strict=True):
         sums[cluster] = sums.get(cluster, 0.0) + difference
+        sizes[cluster] = sizes.get(cluster, 0) + 1
+    flips = FlipTest(list(sums.values()), [sizes[point] for point in sums])
     naive, clustered, count = cluster_variances(differences, clusters)
     n, effect = len(pairs), math.fsum(differences) / len(pairs)
     discordant = None
@@ -280,6 +298,7 @@ def _clustered(
     else:
         half = t_value(count - 1) * math.sqrt(max(naive, clustered))
         low, high = max(-1.0, effect - half), min(1.0, effect + half)
+    low, high = hull((low, high), flips.interval(SIGNIFICANCE_LEVEL))
     return PairedTest(
         pairs=n,
         mean_first=mean_first,
@@ -287,7 +306,7 @@ def _clustered(
         effect=mean_second - mean_first,
         low=100 * low,
         high=100 * high,
-        p_value=_permutation_p(list(sums.values())),
+        p_value=flips.p_value(),
         method="clustered",
         discordant=discordant,
         clusters=count,
@@ -301,7 +320,10 @@ def _mcnemar(
     second_only = sum(1 for a, b in pairs if a == 0.0 and b == 1.0)
     both = sum(1 for a, b in pairs if a == 1.0 and b == 1.0)
     neither = len(pairs) - first_only - second_only - both
-    low, high = newcombe_paired_interval(both, second_only, first_only, neither)
+    low, high = hull(
+        newcombe_paired_interval(both, second_only, first_only, neither),
+        mcnemar_conditional_interval(first_only, second_only, len(pairs), SIGNIFICANCE_LEVEL),
+    )
     return PairedTest(
         pairs=len(pairs),
         mean_first=mean_first,
@@ -356,27 +378,3 @@ def newcombe_paired_interval(
     below = math.sqrt(max(0.0, (p2 - l2) ** 2 + (u1 - p1) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1)))
     above = math.sqrt(max(0.0, (p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2)))
     return max(-1.0, estimate - below), min(1.0, estimate + above)
-
-
-def _permutation_p(differences: Sequence[float]) -> float:
-    """Two-sided p of the mean difference under random swaps within each pair.
-
-    Given each grid point's summed differences, the swaps are of whole points.
-    """
-    if len(differences) < 2 or all(d == 0 for d in differences):
-        # One pair's swap gives the same |mean|, as do swaps of zeros: no evidence.
-        return 1.0
-    import numpy as np
-    from scipy.stats import permutation_test
-
-    values = np.asarray(differences, dtype=float)
-    result = permutation_test(
-        (values,),
-        np.mean,
-        permutation_type="samples",
-        n_resamples=PERMUTATION_RESAMPLES,
-        alternative="two-sided",
-        rng=np.random.default_rng(PERMUTATION_SEED),
-        batch=RESAMPLE_BATCH,
-    )
-    return float(min(1.0, result.pvalue))

@@ -50,7 +50,7 @@ METHOD_NAMES = {
     "permutation": "paired permutation test on graded scores, each pair independent",
     "clustered": (
         "paired permutation test over grid points, a point's pairs swapped together, "
-        "with intervals clustered by grid point"
+        "with intervals clustered by grid point and holding the test's own"
     ),
 }
 
