@@ -98,7 +98,7 @@ class PairedTest:
 
     @property
     def verdict(self) -> str:
-        """ "significant" or "no significant difference" (saying why, where p alone is < 5 %)."""
+        """The verdict: significant, or no significant difference (and why, where p < 5 %)."""
         if self.significant:
             return "significant"
         if self.p_value < SIGNIFICANCE_LEVEL:
