@@ -92,7 +92,8 @@ def measure_random(
         "families": [{"family": f} | t for f, t in families.items()],
         "all": overall,
         "worst_family_within_share": min(
-            t["within_one_length_share"] for t in families.values() if t["reachable"]
+            (t["within_one_length_share"] for t in families.values() if t["reachable"]),
+            default=None,
         ),
         "curves": rows,
         "seconds": round(time.perf_counter() - started, 1),
