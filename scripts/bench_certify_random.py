@@ -17,7 +17,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from niah_devtools.curve_families import FAMILY_COUNTS, draw_curves, reach, steps_off, truth
+from niah_devtools.curve_families import (
+    FAMILY_COUNTS,
+    certify_curve,
+    draw_curves,
+    reach,
+    steps_off,
+    truth,
+)
 
 # The draw's seed: fixed so the table is reproducible, and never tuned (the first one
 # tried, the issue's number).
@@ -36,7 +43,7 @@ def measure_random(
     seed: int = SEED,
 ) -> dict[str, Any]:
     """Per family and per curve: reach, the answer, whether it is safe, and its cost."""
-    from niah.core.results.certify import CertifyPlan, plan_progress
+    from niah.core.results.certify import CertifyPlan
 
     plan = CertifyPlan(lengths, threshold, budget=budget, zone=ZONE)
     started = time.perf_counter()
@@ -45,15 +52,7 @@ def measure_random(
         shares = [curve.length_share(n) for n in lengths]
         known = truth(shares, threshold, ZONE)
         reached = reach(shares, lambda i: price(lengths[i]), threshold, ZONE, budget=budget)
-        scores: dict[int, list[float]] = {}
-        while (progress := plan_progress(plan, scores, price)).next_round:
-            asked = progress.next_round
-            have = scores.setdefault(asked.length, [])
-            have += [
-                float(curve.answers_right(asked.length, k)) for k in range(len(have), asked.samples)
-            ]
-        found = progress.certificate
-        assert found is not None
+        found = certify_curve(plan, curve, price)
         index = lengths.index(found.length) if found.length is not None else -1
         rows.append(
             {

@@ -27,6 +27,10 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from niah.core.results.certify import Certificate, CertifyPlan
 
 # How many curves of each family a draw holds: 230 in all.
 FAMILY_COUNTS = {
@@ -268,3 +272,20 @@ def reach(
         if cost <= budget and (best is None or cost < best):
             best = cost
     return best
+
+
+def certify_curve(
+    plan: CertifyPlan, curve: DrawnCurve, cost: Callable[[int], float]
+) -> Certificate:
+    """Run ``plan`` to its certificate, each sample it asks for drawn from ``curve``."""
+    from niah.core.results.certify import plan_progress
+
+    scores: dict[int, list[float]] = {}
+    while (progress := plan_progress(plan, scores, cost)).next_round:
+        asked = progress.next_round
+        have = scores.setdefault(asked.length, [])
+        have += [
+            float(curve.answers_right(asked.length, k)) for k in range(len(have), asked.samples)
+        ]
+    assert progress.certificate is not None  # no next round: the certificate
+    return progress.certificate

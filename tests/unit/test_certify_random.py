@@ -14,10 +14,11 @@ import math
 import pytest
 
 from niah.core.money.pricing import cost_of
-from niah.core.results.certify import CertifyPlan, Progress, plan_progress
+from niah.core.results.certify import Certificate, CertifyPlan
 from niah.core.results.certify_tests import length_alphas
 from niah_devtools.curve_families import (
     DrawnCurve,
+    certify_curve,
     draw_curves,
     fixed_test_samples,
     reach,
@@ -34,16 +35,9 @@ BUDGET = 0.25 * GRID_USD
 PLAN = CertifyPlan(LENGTHS, 85.6, budget=BUDGET)
 
 
-def certify(curve: DrawnCurve, plan: CertifyPlan = PLAN) -> Progress:
+def certify(curve: DrawnCurve, plan: CertifyPlan = PLAN) -> Certificate:
     """Run ``plan`` to its certificate, each asked sample drawn from ``curve``."""
-    scores: dict[int, list[float]] = {}
-    while (progress := plan_progress(plan, scores, PRICE.__getitem__)).next_round:
-        asked = progress.next_round
-        have = scores.setdefault(asked.length, [])
-        have += [
-            float(curve.answers_right(asked.length, k)) for k in range(len(have), asked.samples)
-        ]
-    return progress
+    return certify_curve(plan, curve, PRICE.__getitem__)
 
 
 def index(length: int | None) -> int:
@@ -57,8 +51,7 @@ def test_drawn_curves_are_never_claimed_longer_than_the_truth_beyond_the_zone() 
     for curve in curves:
         shares = [curve.length_share(n) for n in LENGTHS]
         known = truth(shares, 85.6, 5.0)
-        found = certify(curve).certificate
-        assert found is not None
+        found = certify(curve)
         longer += index(found.length) > known.longest_safe
         overspent += found.cost > BUDGET + 1e-9
         if reach(shares, lambda i: PRICE[LENGTHS[i]], 85.6, 5.0, budget=BUDGET) is not None:
@@ -79,8 +72,7 @@ def test_a_model_just_below_the_zone_is_never_certified_at_any_length() -> None:
     claims = overspent = 0
     for seed in range(12):
         flat = DrawnCurve("plateau", {"top": 0.80, "midpoint": 1e12, "width": 1.0}, seed=seed)
-        found = certify(flat).certificate
-        assert found is not None
+        found = certify(flat)
         claims += found.length is not None
         overspent += found.cost > BUDGET + 1e-9
     assert (claims, overspent) == (0, 0)
@@ -89,11 +81,10 @@ def test_a_model_just_below_the_zone_is_never_certified_at_any_length() -> None:
 def test_a_model_always_right_is_certified_within_one_length_of_1m_and_never_right_below() -> None:
     """The issue's 0 of 20: a model right on every sample stopped at "at least 251,189"."""
     for seed in range(3):
-        found = certify(DrawnCurve("always_right", seed=seed)).certificate
-        assert found is not None and found.length is not None and found.below is None
+        found = certify(DrawnCurve("always_right", seed=seed))
+        assert found.length is not None and found.below is None
         assert found.length >= 501_187 and found.cost <= BUDGET
-        never = certify(DrawnCurve("never_right", seed=seed)).certificate
-        assert never is not None
+        never = certify(DrawnCurve("never_right", seed=seed))
         assert (never.length, never.below, never.determined) == (None, 1000, True)
         assert never.cost < 0.01 * GRID_USD
 
@@ -150,3 +141,19 @@ def test_the_truth_and_the_reach_follow_their_definitions() -> None:
     edge = [0.80] * 11  # the only allowed answer is "below the shortest": fail 1,000
     assert truth(edge, 85.6, 5.0).allowed == (-1,)
     assert reach(edge, lambda i: PRICE[LENGTHS[i]], 85.6, 5.0, budget=BUDGET) is not None
+
+
+def test_a_token_budget_alone_is_never_exceeded_and_no_claim_passes_the_zone() -> None:
+    """An unpriced model (the local one): budgeted in prompt tokens, ``max_tokens`` alone.
+
+    The price split, first looks and deferral then weigh tokens; the same safety holds.
+    """
+    grid_tokens = 55 * sum(LENGTHS)
+    plan = CertifyPlan(LENGTHS, 85.6, max_tokens=int(0.25 * grid_tokens))
+    longer = over = 0
+    for curve in draw_curves(11, dict.fromkeys(("logistic", "shelf", "always_right"), 3)):
+        shares = [curve.length_share(n) for n in LENGTHS]
+        found = certify_curve(plan, curve, float)
+        longer += index(found.length) > truth(shares, 85.6, 5.0).longest_safe
+        over += found.tokens > 0.25 * grid_tokens
+    assert (longer, over) == (0, 0)

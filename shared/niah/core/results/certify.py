@@ -157,12 +157,13 @@ def plan_progress(
         extra = (wanted - have) * cost(lengths[current])
         others = [i for i in inside if i != current]
         hard, asked_enough = settles_at is None, have >= DEFER_AFTER * plan.first_look
-        if plan.by_price() and settles_at is not None and plan.budget is not None:
+        if plan.by_price() and settles_at is not None and (plan.budget or plan.max_tokens):
             # Design 2: dear to settle counts as hard, judged after a second look, where
             # a cheaper candidate inside the bracket might settle the answer instead.
-            left, price = plan.budget - spent, cost(lengths[current])
+            price_of, left = _budget_left(plan, cost, seen, spent)
+            price = price_of(lengths[current])
             dear = (settles_at - have) * price > DEAR_SHARE * left and any(
-                cost(lengths[i]) < price for i in others
+                price_of(lengths[i]) < price for i in others
             )
             hard, asked_enough = hard or dear, asked_enough or (dear and have > first)
         if hard and asked_enough and others and (current not in revisited):
@@ -206,6 +207,20 @@ def plan_progress(
         elif wanted >= plan.max_samples:
             open_at_cap.add(current)
             current = None
+
+
+def _budget_left(
+    plan: CertifyPlan, cost: Callable[[int], float], seen: Mapping[int, int], spent: float
+) -> tuple[Callable[[int], float], float]:
+    """A sample's price at a length and what is left, in the budget's unit.
+
+    Dollars (``cost``) where the plan has a budget in them; else prompt tokens (an
+    unpriced model's ``max_tokens``).
+    """
+    if plan.budget is not None:
+        return cost, plan.budget - spent
+    used = sum(plan.lengths[i] * n for i, n in seen.items())
+    return float, (plan.max_tokens or 0) - used
 
 
 def _base(
