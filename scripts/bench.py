@@ -285,7 +285,9 @@ SMOKE_SCALE = (100,)
 def smoke_parts(stack: Stack) -> dict[str, Any]:
     """The parts that run only alone (``--only``), at tiny sizes; ``stack`` is shared."""
     return {
-        "certify": measure_certify(seeds=2, curves=((64_000, 0.3),)),
+        "certify": measure_certify(
+            seeds=2, curves=((64_000, 0.3),), family_counts={"logistic": 2, "always_right": 1}
+        ),
         "certify_nolima": measure_certify_nolima(seeds=2, curves=((64_000, 0.3, 0.9),)),
         "grid_cost": measure_grid_cost(SMOKE_GRID, latency=0.5),
         "local_reuse": measure_local_reuse(SMOKE_DEMO),

@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from bench_certify_random import measure_random
+
 from niah_devtools.standin_curve import KnownCurve
 
 if TYPE_CHECKING:
@@ -70,11 +72,14 @@ def measure_certify(
     curves: tuple[tuple[int, float], ...] | tuple[tuple[int, float, float], ...] = CURVES,
     *,
     rule: EffectiveLengthRule = "ruler",
+    family_counts: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Per curve: how often the certificate is within one length of the truth, its cost.
 
     A curve is (midpoint, width) or (midpoint, width, top). Under NoLiMa's rule the
-    truth is the longest length at 85 % of the share at the shortest.
+    truth is the longest length at 85 % of the share at the shortest. Under RULER's, the
+    randomized families too (``random``: ``bench_certify_random``; ``family_counts``
+    curves of each family, the module's 230 by default).
     """
     from niah.core.money.pricing import cost_of
     from niah.core.results.certify import NOLIMA, CertifyPlan, plan_progress
@@ -158,7 +163,16 @@ def measure_certify(
             f"cost {max(shares):.3f} of the grid's at most; the grid itself determined it "
             f"{grid_determined}/{seeds}"
         )
+    random = (
+        measure_random(
+            LENGTHS, price.__getitem__, plan.budget or 0.0, grid_usd, THRESHOLD,
+            counts=family_counts,
+        )
+        if rule != NOLIMA
+        else None
+    )  # fmt: skip
     return {
+        **({"random": random} if random is not None else {}),
         "model": MODEL,
         "lengths": list(LENGTHS),
         "length_count": len(LENGTHS),

@@ -338,6 +338,60 @@ CERTIFY_KEYS = (
 )
 
 
+def _certify_random(certify: dict[str, Any]) -> list[str]:
+    """The randomized families' table (issue 54): per family, and all curves."""
+    drawn = certify["random"]
+    rows = [
+        [
+            str(name),
+            f"{t['curves']:.0f}",
+            f"{t['reachable']:.0f}",
+            f"{t['within_one_length']:.0f} ({percent(t['within_one_length_share'])})",
+            f"{t['longer_beyond_zone']:.0f}",
+            f"{t['unreachable_budget_spent']:.0f} of {t['curves'] - t['reachable']:.0f}",
+            f"{percent(t['share_of_grid_usd']['mean'])} / {percent(t['share_of_grid_usd']['max'])}",
+        ]
+        for name, t in [(f["family"], f) for f in drawn["families"]] + [("all", drawn["all"])]
+    ]
+    head = [
+        "family",
+        "curves",
+        "reachable",
+        "within one length (of the reachable)",
+        "longer than the truth beyond the zone",
+        "unreachable ending 'budget spent'",
+        "model cost, share of the grid's (mean / max)",
+    ]
+    return [
+        *table(head, rows),
+        "",
+        f"{drawn['all']['curves']:.0f} curves drawn with seed {drawn['seed']:.0f}; zone "
+        f"{drawn['zone']:g} points around {certify['threshold']:g} %; the budget "
+        f"{percent(certify['budget_share'])} of the {usd(certify['grid_usd'])} grid.",
+    ]
+
+
+TALLY_KEYS = (
+    "curves",
+    "reachable",
+    "within_one_length",
+    "within_one_length_share",
+    "longer_beyond_zone",
+    "unreachable_budget_spent",
+    "share_of_grid_usd.mean",
+    "share_of_grid_usd.max",
+)
+CERTIFY_RANDOM_KEYS = (
+    "random.families.*.family",
+    *(f"random.{rows}.{key}" for rows in ("families.*", "all") for key in TALLY_KEYS),
+    "random.seed",
+    "random.zone",
+    "threshold",
+    "budget_share",
+    "grid_usd",
+)
+
+
 def _certify_figures(part: str) -> Figures:
     """A certify table (RULER's rule, or NoLiMa's: the same shape, bench part ``part``)."""
     keys = (*(f"curves.*.{key}" for key in CERTIFY_CURVE_KEYS), *CERTIFY_KEYS)
@@ -410,6 +464,9 @@ FIGURES: dict[str, Figures] = {
         "scripts/bench.sh --only batch_ingest",
     ),
     **{part: _certify_figures(part) for part in ("certify", "certify_nolima")},
+    "certify_random": Figures(
+        "certify", CERTIFY_RANDOM_KEYS, _certify_random, "scripts/bench.sh --only certify"
+    ),
     "local_reuse": Figures(
         "local_reuse",
         (

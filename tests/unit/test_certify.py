@@ -96,11 +96,29 @@ def test_each_bound_is_wider_than_wilsons_at_the_same_one_sided_level() -> None:
 
 
 def test_all_right_samples_pass_exactly_at_samples_to_pass_and_not_one_before() -> None:
-    plan = CertifyPlan(LENGTHS, 85.6)
+    """Design 1 (runs admitted before 2026-12-05): 48 in a row, against 85.6 % itself."""
+    plan = CertifyPlan(LENGTHS, 85.6, design=1)
     n = samples_to_pass(plan)
     alpha = 0.05 / len(LENGTHS)
     assert shows_above(n, n, 0.856, alpha) and not shows_above(n - 1, n - 1, 0.856, alpha)
-    assert n == 48  # what docs/certify.md says it costs over 11 candidate lengths
+    assert n == 48  # what docs/certify.md says it cost over 11 candidate lengths
+
+
+def test_design_2_passes_an_always_right_1m_length_in_28_against_the_zone() -> None:
+    """Issue 54: against 85.6 - 5 %, at 1M's share of alpha (its price's), 28 in a row.
+
+    Dollars on Gemini 3.1 Pro: 28 at 1M are $112, over the bench's $103 budget, so a
+    model right on every sample is certified "at least 501,187" (31 in a row there).
+    """
+    from niah.core.money.pricing import cost_of
+    from niah.core.results.certify_tests import length_alphas
+
+    price = {n: cost_of("gemini-3.1-pro-preview", n, 20).usd for n in LENGTHS}
+    plan = CertifyPlan(LENGTHS, 85.6, budget=103.0)
+    alpha = length_alphas(plan, price.__getitem__)[-1]
+    n = samples_to_pass(plan, price.__getitem__)
+    assert shows_above(n, n, 0.806, alpha) and not shows_above(n - 1, n - 1, 0.806, alpha)
+    assert (n, samples_to_pass(plan, price.__getitem__, 501_187)) == (28, 31)
 
 
 def test_the_one_sided_mixture_is_the_integral_it_is_defined_by() -> None:
@@ -327,8 +345,8 @@ def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
     summary = summarize(run, list(stored.values()))
     effective = summary["measures"]["effective_length"]
     assert effective["text"] == (
-        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 %, "
-        "rule ruler, certified)"
+        "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 % "
+        "give or take 5 points, rule ruler, certified)"
     )
     assert summary["certificate"]["length"] == 2000
 
@@ -425,17 +443,18 @@ def test_a_length_whose_calls_keep_failing_is_asked_no_more_and_the_run_ends() -
             break
         run["certify"] = {"samples": {str(n): c for n, c in samples.items()}}
         for cell in certify_cells(spec, samples):
-            broken = cell.context_length == 4000
-            stored.setdefault(
-                cell.cell_id,
-                {"cell_id": cell.cell_id, "task_score": None if broken else 1.0},
-            )
+            # 8,000 always wrong: passing it would settle 4,000 without asking it (since
+            # the zone, design 2, 8,000 all right passes within the budget).
+            score = {4000: None, 8000: 0.0}.get(cell.context_length, 1.0)
+            stored.setdefault(cell.cell_id, {"cell_id": cell.cell_id, "task_score": score})
     found = progress.certificate
     assert found is not None and found.reason == "failing" and 4000 in found.open_lengths
     # An unscored sample is never counted right or wrong: 4,000 was never looked at.
     assert [look for look in found.looks if look.length == 4000] == []
     asked_at_4000 = stored_samples(run.get("certify")).get(4000, 0)
-    assert asked_at_4000 == UNSCORED_LIMIT  # a first look's 8, none asked again
+    # First looks of 3 (design 2: 8 samples at 4,000 are 8 % of the 400,000-token
+    # budget), each replaced while it fails: stopped at the first count past the limit.
+    assert asked_at_4000 == 9 and asked_at_4000 - 3 < UNSCORED_LIMIT <= asked_at_4000
 
 
 def test_compare_shows_a_certify_runs_certificate_as_its_own_report_does() -> None:
@@ -461,8 +480,11 @@ def test_a_budget_too_small_for_a_first_look_or_a_threshold_of_100_is_refused() 
     with pytest.raises(RequestError) as refused:
         check_certify_budget(certify_spec(certify_max_tokens=1000), 10**9)
     assert refused.value.field == "certify_max_tokens"
-    assert "cannot pay for a first look (8 samples at 2,000 tokens: 16,000)" in str(refused.value)
-    assert "set certify_max_tokens to at least 16,000" in str(refused.value)
+    # 3 samples, not 8: 8 at 2,000 tokens would be more than 4 % of the budget, so the
+    # first look is the fewest that, all wrong, fail 2,000 (design 2, issue 54).
+    assert "cannot pay for a first look (3 samples at 2,000 tokens: 6,000)" in str(refused.value)
+    assert "set certify_max_tokens to at least 6,000" in str(refused.value)
+    check_certify_budget(certify_spec(certify_max_tokens=6000), 10**9)  # the amount named
     with pytest.raises(ValidationError, match="certify_threshold"):
         certify_spec(certify_threshold=100)
 

@@ -22,8 +22,13 @@ from niah.core.prompts.mrcr_files import RunSource
 from niah.core.request.axes import variants
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.certify import FIRST_LOOK, NOLIMA
-from niah.core.results.certify_run import certify_plan, first_samples, plan_record
+from niah.core.results.certify import NOLIMA
+from niah.core.results.certify_run import (
+    certify_plan,
+    first_look_size,
+    first_samples,
+    plan_record,
+)
 from niah.errors import RequestError
 from niah.service.model_checks import check_model, model_warnings
 from niah.service.request_body import parse_request
@@ -101,10 +106,11 @@ def check_certify_budget(spec: RunRequest, most: int) -> None:
     if not first_samples(spec, plan):
         field = binding_certify_budget(spec, plan)
         lengths = spec.lengths()
+        middle = lengths[(len(lengths) - 1) // 2]  # the first length a certification asks
         count, length = (
             (certify_plan(spec, record=plan).base_samples, lengths[0])
             if spec.rule() == NOLIMA
-            else (FIRST_LOOK, lengths[(len(lengths) - 1) // 2])
+            else (first_look_size(spec, plan, middle), middle)
         )
         name = "NoLiMa's base" if spec.rule() == NOLIMA else "a first look"
         if field == "certify_max_usd":

@@ -20,6 +20,13 @@ METHOD = (
     "side of the threshold; Howard, Ramdas, McAuliffe and Sekhon 2021) at 1 - 0.05 / K "
     "for K candidate lengths"
 )
+# Design 2 (issue 54): the zone, and the 5 % split by price.
+METHOD_ZONE = (
+    "an always-valid test per length, each side (Robbins' beta-binomial mixture over one "
+    "side; Howard, Ramdas, McAuliffe and Sekhon 2021): a pass shows the share above the "
+    "threshold less the zone, a fail below it plus the zone; the 5 % split over the K "
+    "candidate lengths in proportion to a sample's price at each"
+)
 
 
 def certificate_summary(
@@ -45,14 +52,17 @@ def certificate_summary(
     costs = {
         "rule": plan.rule,
         "threshold": spec.certify_threshold,
-        "threshold_text": f"threshold {spec.certify_threshold:g} %, rule ruler",
+        "threshold_text": f"threshold {spec.certify_threshold:g} %"
+        + (f" give or take {plan.zone:g} points" if plan.zone else "")
+        + ", rule ruler",
+        "zone": plan.zone,
         "confidence": CONFIDENCE,
         "budget_usd": plan.budget,
         "budget_tokens": plan.max_tokens,
         "grid_tokens": grid_tokens(spec),
         "grid_usd": round(grid_usd, 4) if grid_usd is not None else None,
         "unscored_samples": unscored,
-        "method": METHOD,
+        "method": METHOD_ZONE if plan.by_price() else METHOD,
     }
     found = progress.certificate
     if found is None:  # rounds were still to come: what the stored ones say

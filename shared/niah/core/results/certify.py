@@ -14,12 +14,15 @@ effective length is then the longest length certified to pass.
 when it clears the threshold is optional stopping: a fixed-n 95 % interval checked that
 way covers less than 95 % of the time. Each length's verdict is therefore an always-valid
 test (``niah.core.results.confidence_sequence``: Robbins' beta-binomial mixture, Howard
-et al. 2021, mixed on one side): "pass" shows the share above the threshold, "fail"
-below it, each at level ``1 - alpha / K`` for the ``K`` candidate lengths, and each
-holds at every sample size at once whatever the planner does. Of a length's two
-verdicts only one can be wrong (at or above the threshold, only "fail"; below, only
-"pass"), so the union bound over the ``K`` lengths (a set fixed in advance) makes every
-verdict right together with probability at least ``1 - alpha``. Then, if the score does
+et al. 2021, mixed on one side): "pass" shows the share above the threshold less the
+indifference zone, "fail" below it plus the zone (``certify_plan.ZONE``: a share
+within the zone may be called either way), each at its length's share ``alpha_i`` of
+``alpha`` (``certify_tests``: in proportion to a sample's price there), and each holds
+at every sample size at once whatever the planner does. Of a length's two
+verdicts only one can be wrong (at or above threshold + zone, only "fail"; below
+threshold - zone, only "pass"), so the union bound over the ``K`` lengths (a set and a
+split fixed in advance) makes every verdict right, give or take the zone, together with
+probability at least ``1 - alpha``. Then, if the score does
 not rise with length (the assumption bisection rests on), so is the bracket. The
 samples at a length are independent draws of a right/wrong outcome with the length's
 mean over depths as its chance (a random depth each; a graded score is turned into
@@ -33,217 +36,65 @@ the same round, and the cells it asks for have the same IDs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from niah.core.results.confidence_sequence import (
-    bounds,
-    fixed_bounds,
-    shows_above,
-    shows_below,
+from niah.core.results.certify_plan import (
+    BASE,
+    BASE_SAMPLES,
+    CONFIDENCE,
+    DEFER_AFTER,
+    FAIL,
+    FIRST_LOOK,
+    MAX_SAMPLES,
+    NOLIMA,
+    NOLIMA_MAX_SAMPLES,
+    NOLIMA_SHARE,
+    OPEN,
+    PASS,
+    RULER,
+    ZONE,
+    Certificate,
+    CertifyPlan,
+    Look,
+    Progress,
+    Round,
+    Thresholds,
 )
+from niah.core.results.certify_tests import (
+    DEAR_SHARE,
+    base_alpha,
+    first_look,
+    length_alphas,
+    look_at,
+    look_plan,
+    ruler_thresholds,
+    samples_to_pass,
+)
+from niah.core.results.confidence_sequence import fixed_bounds
 
-# The service's 95 % (niah.core.results.uncertainty.CONFIDENCE), kept here so the
-# dispatcher, which plans a run's first round, never loads the interval code's numpy.
-CONFIDENCE = 0.95
-
-
-PASS, FAIL, OPEN, BASE = "pass", "fail", "open", "base"
-# The rules a threshold is set by (niah.core.results.effective): RULER's fixed 85.6 %,
-# or NoLiMa's share of the model's own base score at a short length.
-RULER, NOLIMA = "ruler", "nolima"
-NOLIMA_SHARE = 0.85
-# NoLiMa's base: the first look at the shortest candidate (at most 1,000 tokens), this
-# many samples, once; its bounds make the threshold a band (see ``Thresholds``). Many:
-# at the shortest length a sample is cheap (512 at 1,000 tokens are 0.3 % of an 11 x 11
-# x 5 grid's tokens over 1K-1M), and with 48 the band of a base near 80 % reached the
-# base itself, so nothing could pass.
-BASE_SAMPLES = 1024
-# Under NoLiMa's rule a length's share is tested against a band below the base, often
-# near 80 % where right/wrong varies most: it is given up to this many samples (with
-# 256, a model right 80 % of the time at best was within one length in 5 of 10 seeds,
-# with 512 in 9; scripts/bench.sh --only certify_nolima).
-NOLIMA_MAX_SAMPLES = 512
-# A length's first look (small: a clear failure costs little) and the most samples it
-# is given before it is left open.
-FIRST_LOOK = 8
-MAX_SAMPLES = 256
-# A look at most this many times the samples of the last: an early, noisy mean never
-# commits the budget to one length at once.
-GROWTH = 4
-# A length is judged too close to call (and waits for its neighbours) only once it has
-# this many first looks' worth of samples: 8 samples say little of a share near 86 %.
-DEFER_AFTER = 4
-
-
-@dataclass(frozen=True)
-class CertifyPlan:
-    """What a certification may do: its lengths, threshold, confidence and budget.
-
-    ``lengths``: the candidate lengths, ascending (a grid's lengths over the range).
-    ``threshold``: the mean score (percent) a length must reach. ``first_look``: the
-    samples of a length's first round, small so a clear failure costs little.
-    ``max_samples``: a length is left open past this many samples. ``budget``: the
-    most the rounds may cost, in the unit of ``cost`` (a sample at a length), None for
-    no limit; ``max_total_samples`` the most samples over all lengths (the service's
-    cells-per-run limit) and ``max_tokens`` the most prompt tokens (a sample at a length
-    is that many), None for no limit.
-    """
-
-    lengths: tuple[int, ...]
-    threshold: float
-    confidence: float = CONFIDENCE
-    first_look: int = FIRST_LOOK
-    max_samples: int = 0  # 0: MAX_SAMPLES, or NOLIMA_MAX_SAMPLES under NoLiMa's rule
-    budget: float | None = None
-    max_total_samples: int | None = None
-    max_tokens: int | None = None
-    rule: str = RULER
-    base_samples: int = BASE_SAMPLES
-
-    def __post_init__(self) -> None:
-        if not self.max_samples:
-            cap = NOLIMA_MAX_SAMPLES if self.rule == NOLIMA else MAX_SAMPLES
-            object.__setattr__(self, "max_samples", cap)
-        if list(self.lengths) != sorted(set(self.lengths)) or not self.lengths:
-            raise ValueError("certify lengths must be distinct and ascending")
-        if not 0 < self.threshold <= 100:
-            raise ValueError("certify threshold is a percent in (0, 100]")
-
-
-@dataclass(frozen=True)
-class Look:
-    """One round's look at one length: its samples so far, mean and verdict."""
-
-    round: int
-    length: int
-    samples: int
-    mean: float  # percent
-    low: float  # the sequence's bounds, percent
-    high: float
-    level: float  # the sequence's confidence at this length (1 - alpha / K)
-    verdict: str  # PASS, FAIL or OPEN
-
-
-@dataclass(frozen=True)
-class Certificate:
-    """The answer: the longest length certified to pass, and what it took.
-
-    ``length``: the longest candidate whose mean is at or above the threshold with the
-    plan's confidence (None: not even the shortest). ``below``: the shortest candidate
-    certified to fail (None: none failed, so the answer is "at least ``length``").
-    ``determined``: no untried candidate lies between them. ``reason``: why it stopped.
-    """
-
-    length: int | None
-    below: int | None
-    determined: bool
-    reason: str  # "determined", "budget", "failing", "undecided" (open at max_samples)
-    open_lengths: tuple[int, ...]
-    samples: int
-    tokens: int  # the prompt tokens of the samples looked at
-    cost: float  # the same in the plan's unit (dollars, or tokens)
-    looks: tuple[Look, ...]
-    # The shares (percent) a length had to be shown above to pass and below to fail:
-    # one number under RULER's rule, a band under NoLiMa's.
-    pass_at: float = 0.0
-    fail_at: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """As stored on the run and written to results."""
-        return {
-            "pass_at": round(self.pass_at, 2),
-            "fail_at": round(self.fail_at, 2),
-            "length": self.length,
-            "below": self.below,
-            "determined": self.determined,
-            "reason": self.reason,
-            "open_lengths": list(self.open_lengths),
-            "samples": self.samples,
-            "tokens": self.tokens,
-            "cost": self.cost,
-            "looks": [look.__dict__ for look in self.looks],
-        }
-
-
-@dataclass(frozen=True)
-class Round:
-    """The next round: bring ``length`` to ``samples`` samples (it has fewer)."""
-
-    round: int
-    length: int
-    samples: int
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The shares (fractions) a length must be shown above to pass, and below to fail.
-
-    RULER's rule: one number. NoLiMa's: 85 % of the base share, which is itself known
-    only within its bounds, so a pass must clear 85 % of the base's upper bound and a
-    fail fall under 85 % of its lower one; a length between is left open.
-    """
-
-    pass_at: float
-    fail_at: float
-
-
-@dataclass
-class Progress:
-    """Where a certification stands: the next round, or the certificate."""
-
-    looks: list[Look] = field(default_factory=list)
-    next_round: Round | None = None
-    certificate: Certificate | None = None
-    thresholds: Thresholds | None = None
-
-
-def length_alpha(plan: CertifyPlan) -> float:
-    """Each test's share of ``1 - confidence``: the union bound over the candidates.
-
-    Under NoLiMa's rule the base's two bounds are tests too: K + 1 in all (the base
-    length's own verdict is not asked).
-    """
-    tests = len(plan.lengths) + (1 if plan.rule == NOLIMA else 0)
-    return (1 - plan.confidence) / tests
-
-
-def fixed_thresholds(plan: CertifyPlan) -> Thresholds:
-    """RULER's rule: the plan's threshold, both ways."""
-    return Thresholds(plan.threshold / 100, plan.threshold / 100)
-
-
-def samples_to_pass(plan: CertifyPlan) -> int:
-    """The fewest samples, all right, whose sequence clears the threshold."""
-    alpha, threshold = length_alpha(plan), fixed_thresholds(plan).pass_at
-    n = 1
-    while not shows_above(n, n, threshold, alpha):
-        n += 1
-    return n
-
-
-def _look_size(looked: Sequence[float], plan: CertifyPlan, limits: Thresholds) -> tuple[int, bool]:
-    """How many samples the next look at a length takes, given those already looked at.
-
-    A first look is small (``first_look``): a clear failure costs little. After that,
-    the fewest samples at which, if the share seen so far held, the sequence would clear
-    the threshold (above it, or below it): at least half as many again as before, at
-    most ``GROWTH`` times as many (an early, noisy mean never commits the budget to one
-    length at once). Any size is valid: the sequence holds at every size. With it,
-    whether ``max_samples`` would settle the length if the share held.
-    """
-    have = len(looked)
-    if not have:
-        return plan.first_look, True
-    share, alpha = sum(looked) / have, length_alpha(plan)
-    least, most = math.ceil(1.5 * have), GROWTH * have
-    for n in range(least, max(most, plan.max_samples) + 1):
-        if _settled(share * n, n, limits, alpha):
-            # Settled within the cap if the share held; past it, the length is open.
-            return min(n, most), n <= plan.max_samples
-    return most, False
+# What callers import from here: the plan's names live in certify_plan, the tests' in
+# certify_tests; this module is the planner's one entry point.
+__all__ = [
+    "BASE_SAMPLES",
+    "CONFIDENCE",
+    "FAIL",
+    "FIRST_LOOK",
+    "MAX_SAMPLES",
+    "NOLIMA",
+    "NOLIMA_MAX_SAMPLES",
+    "OPEN",
+    "PASS",
+    "RULER",
+    "ZONE",
+    "Certificate",
+    "CertifyPlan",
+    "Look",
+    "Progress",
+    "Round",
+    "Thresholds",
+    "plan_progress",
+    "samples_to_pass",
+]
 
 
 def plan_progress(
@@ -271,7 +122,8 @@ def plan_progress(
     revisited: set[int] = set()
     progress = Progress()
     spent = 0.0
-    limits = fixed_thresholds(plan)
+    limits = ruler_thresholds(plan)
+    alphas = length_alphas(plan, cost)
     if plan.rule == NOLIMA:  # the base first: the threshold is a share of it
         base = _base(plan, scores, cost, failing, progress)
         if base is None:  # to be asked, or it cannot be: ``progress`` says which
@@ -299,16 +151,22 @@ def plan_progress(
             current = inside[(len(inside) - 1) // 2]
         have = seen.get(current, 0)
         stored = scores.get(lengths[current], ())
-        wanted, settles = _look_size(stored[:have], plan, limits)
+        first = first_look(plan, lengths[current], cost, alphas[current], limits)
+        wanted, settles_at = look_plan(stored[:have], plan, limits, alphas[current], first)
         wanted = min(wanted, plan.max_samples)
         extra = (wanted - have) * cost(lengths[current])
         others = [i for i in inside if i != current]
-        if (
-            not settles
-            and have >= DEFER_AFTER * plan.first_look
-            and others
-            and (current not in revisited)
-        ):
+        hard, asked_enough = settles_at is None, have >= DEFER_AFTER * plan.first_look
+        if plan.by_price() and settles_at is not None and (plan.budget or plan.max_tokens):
+            # Design 2: dear to settle counts as hard, judged after a second look, where
+            # a cheaper candidate inside the bracket might settle the answer instead.
+            price_of, left = _budget_left(plan, cost, seen, spent)
+            price = price_of(lengths[current])
+            dear = (settles_at - have) * price > DEAR_SHARE * left and any(
+                price_of(lengths[i]) < price for i in others
+            )
+            hard, asked_enough = hard or dear, asked_enough or (dear and have > first)
+        if hard and asked_enough and others and (current not in revisited):
             # A length near the threshold takes many samples to settle; its neighbours
             # may settle the answer for less, so it waits while they are asked first,
             # and is asked again, with what is left, once they are.
@@ -338,15 +196,31 @@ def plan_progress(
             return progress
         spent += extra
         seen[current] = wanted
-        look = _look(len(progress.looks) + 1, lengths[current], stored[:wanted], plan, limits)
-        progress.looks.append(look)
-        if look.verdict == PASS:
+        seen_now = look_at(
+            len(progress.looks) + 1, lengths[current], stored[:wanted], limits, alphas[current]
+        )
+        progress.looks.append(seen_now)
+        if seen_now.verdict == PASS:
             lo, current = current, None
-        elif look.verdict == FAIL:
+        elif seen_now.verdict == FAIL:
             hi, current = current, None
         elif wanted >= plan.max_samples:
             open_at_cap.add(current)
             current = None
+
+
+def _budget_left(
+    plan: CertifyPlan, cost: Callable[[int], float], seen: Mapping[int, int], spent: float
+) -> tuple[Callable[[int], float], float]:
+    """A sample's price at a length and what is left, in the budget's unit.
+
+    Dollars (``cost``) where the plan has a budget in them; else prompt tokens (an
+    unpriced model's ``max_tokens``).
+    """
+    if plan.budget is not None:
+        return cost, plan.budget - spent
+    used = sum(plan.lengths[i] * n for i, n in seen.items())
+    return float, (plan.max_tokens or 0) - used
 
 
 def _base(
@@ -380,38 +254,12 @@ def _base(
         return None
     right = sum(stored[:need])
     # One look of a size fixed in advance: Wilson's bounds hold (no sequence is needed).
-    low, high = fixed_bounds(right, need, length_alpha(plan))
-    level = 1 - length_alpha(plan)
+    low, high = fixed_bounds(right, need, base_alpha(plan))
+    level = 1 - base_alpha(plan)
     progress.looks.append(
         Look(1, length, need, round(100 * right / need, 2), 100 * low, 100 * high, level, BASE)
     )
     return Thresholds(NOLIMA_SHARE * high, NOLIMA_SHARE * low)
-
-
-def _settled(right: float, n: int, limits: Thresholds, alpha: float) -> bool:
-    """Whether ``right`` of ``n`` would give a verdict: above the threshold, or below."""
-    share = right / n
-    if share > limits.pass_at:
-        return shows_above(right, n, limits.pass_at, alpha)
-    if share < limits.fail_at:
-        return shows_below(right, n, limits.fail_at, alpha)
-    return False
-
-
-def _look(
-    t: int, length: int, scores: Sequence[float], plan: CertifyPlan, limits: Thresholds
-) -> Look:
-    """Round ``t``'s verdict on ``length`` from its first samples."""
-    alpha = length_alpha(plan)
-    right, n = sum(scores), len(scores)
-    low, high = bounds(right, n, alpha)
-    if right / n >= limits.pass_at and shows_above(right, n, limits.pass_at, alpha):
-        verdict = PASS
-    elif right / n < limits.fail_at and shows_below(right, n, limits.fail_at, alpha):
-        verdict = FAIL
-    else:
-        verdict = OPEN
-    return Look(t, length, n, round(100 * right / n, 2), 100 * low, 100 * high, 1 - alpha, verdict)
 
 
 def _finish(
@@ -435,7 +283,7 @@ def _finish(
         else:
             reason = "undecided"  # a length still open at max_samples
     last = _last_looks(progress.looks)
-    limits = progress.thresholds or fixed_thresholds(plan)
+    limits = progress.thresholds or ruler_thresholds(plan)
     progress.certificate = Certificate(
         length=plan.lengths[lo] if lo >= 0 else None,
         below=plan.lengths[hi] if hi < len(plan.lengths) else None,

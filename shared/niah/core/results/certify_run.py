@@ -23,10 +23,13 @@ from niah.core.results.certify import (
     MAX_SAMPLES,
     NOLIMA,
     NOLIMA_MAX_SAMPLES,
+    ZONE,
     CertifyPlan,
     Progress,
     plan_progress,
 )
+from niah.core.results.certify_plan import DESIGN
+from niah.core.results.certify_tests import first_look, length_alphas, ruler_thresholds
 
 # The grid a certification is measured against: every length and depth, 5 samples each.
 GRID_SAMPLES = 5
@@ -73,7 +76,8 @@ def plan_record(spec: RunRequest, max_cells: int | None) -> dict[str, Any]:
     The budget is in dollars of model cost (the prompts') where the catalog prices the
     model: ``certify_max_usd``, else a quarter of the grid's; for an unpriced model (the
     local one) in prompt tokens, a quarter of the grid's. ``certify_max_tokens`` caps
-    the prompt tokens besides.
+    the prompt tokens besides. ``design`` and ``zone``: the planner's (``certify_plan``),
+    kept so a run replays by the design it was admitted under.
     """
     usd = sample_usd(spec)
     grid = grid_usd(spec, usd)
@@ -88,6 +92,8 @@ def plan_record(spec: RunRequest, max_cells: int | None) -> dict[str, Any]:
         "max_tokens": tokens,
         "max_cells": max_cells,
         "sample_usd": {str(n): cost for n, cost in usd.items()} if usd is not None else None,
+        "design": DESIGN,
+        "zone": ZONE,
     }
 
 
@@ -108,6 +114,9 @@ def certify_plan(
         budget=kept["budget_usd"],
         max_total_samples=kept["max_cells"],
         max_tokens=kept["max_tokens"],
+        # A plan kept before design 2 (2026-12-05) has neither: it replays as it ran.
+        design=int(kept.get("design", 1)),
+        zone=float(kept.get("zone", 0.0)),
     )
 
 
@@ -218,6 +227,14 @@ def kept_plan(
 ) -> dict[str, Any]:
     """The plan the run was admitted with (``plan_record`` for a run that kept none)."""
     return (certify or {}).get("plan") or plan_record(spec, max_cells)
+
+
+def first_look_size(spec: RunRequest, record: Mapping[str, Any], length: int) -> int:
+    """The samples of a first look at ``length`` under the plan ``record`` (by its price)."""
+    plan = certify_plan(spec, record=record)
+    cost = sample_cost(record)
+    alpha = length_alphas(plan, cost)[plan.lengths.index(length)]
+    return first_look(plan, length, cost, alpha, ruler_thresholds(plan))
 
 
 def first_samples(spec: RunRequest, record: Mapping[str, Any]) -> dict[int, int]:
