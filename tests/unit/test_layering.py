@@ -102,7 +102,7 @@ def test_a_wrong_import_is_caught(
     assert any(expected in problem for problem in problems), problems
 
 
-def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
+def test_type_checking_imports_break_no_layer_rule(tmp_path: Path) -> None:
     root = copy_of_the_tree(tmp_path)
     target = root / "shared" / "niah" / "core" / "request" / "spec.py"
     target.write_text(
@@ -110,6 +110,26 @@ def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
         + "\nif TYPE_CHECKING:\n    from niah.cloud.store import FirestoreStore\n"
     )
     assert check(root) == []
+
+
+@pytest.mark.parametrize(
+    "back_import",
+    [
+        # Naming each other's types is one concern in two files, run or not.
+        "if TYPE_CHECKING:\n    from niah.core.request.spec import RunRequest",
+        # A lazy import closes the loop on the path that runs it.
+        "def f():\n    from niah.core.request.spec import RunRequest",
+    ],
+)
+def test_an_import_circle_is_caught(tmp_path: Path, back_import: str) -> None:
+    root = copy_of_the_tree(tmp_path)
+    target = root / "shared" / "niah" / "core" / "request" / "request_options.py"
+    target.write_text(
+        target.read_text() + "\nfrom typing import TYPE_CHECKING\n" + back_import + "\n"
+    )
+    problems = check(root)
+    circles = [p for p in problems if p.startswith("import circle")]
+    assert any("niah.core.request.request_options" in circle for circle in circles), problems
 
 
 def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:
