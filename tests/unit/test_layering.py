@@ -199,13 +199,31 @@ def test_every_service_module_is_named_in_the_architecture_page() -> None:
     assert [module for module in modules if f"`{module}`" not in text] == []
 
 
-def test_no_shipped_module_is_over_500_lines() -> None:
-    """STYLE rule 12: a module a newcomer reads in one sitting (most stay under 400)."""
-    sizes = {
+# Over the limit while another change to them is under way; each leaves when split.
+OVER_THE_LIMIT: dict[str, str] = {
+    "shared/niah/core/results/certify.py": "being changed for the certificate (issue 53)",
+}
+MAX_LINES = 400
+
+
+def shipped_module_sizes() -> dict[str, int]:
+    """Lines of every module that ships: the library and the functions' entry points."""
+    return {
         str(path.relative_to(REPO)): len(path.read_text().splitlines())
         for path in [
             *(REPO / "shared" / "niah").rglob("*.py"),
             *(REPO / "functions").glob("*/*.py"),
         ]
     }
-    assert {path: lines for path, lines in sizes.items() if lines > 500} == {}
+
+
+def test_no_shipped_module_is_over_400_lines() -> None:
+    """STYLE rule 12: a module a newcomer reads in one sitting; past 400 it holds two jobs."""
+    over = {path: n for path, n in shipped_module_sizes().items() if n > MAX_LINES}
+    assert {path: n for path, n in over.items() if path not in OVER_THE_LIMIT} == {}
+
+
+def test_the_modules_over_the_limit_still_are() -> None:
+    """A module split under the limit leaves OVER_THE_LIMIT: the list only shrinks."""
+    sizes = shipped_module_sizes()
+    assert [path for path in OVER_THE_LIMIT if sizes.get(path, 0) <= MAX_LINES] == []

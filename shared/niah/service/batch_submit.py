@@ -39,7 +39,7 @@ from niah.service.run_completion import request_report_if_complete
 from niah.service.run_view import run_view
 from niah.service.token_counts import run_token_ratio
 from niah.service.worker_deps import ProviderFactory, TokenizerFactory
-from niah.settings import get_settings
+from niah.settings import BATCHES_PREFIX, get_settings
 
 
 def submit_batch(
@@ -171,7 +171,7 @@ def _submit_parts(
             size = 0
         parts[-1].append(line)
         size += len(line.json) + 1
-    base = f"{settings.batches_prefix}{run_id}/r{batch_round:03d}"
+    base = f"{BATCHES_PREFIX}{run_id}/r{batch_round:03d}"
     # The output folder names the run's creation too: a run made again under its ID
     # (deleted, then asked again) must not find the first one's predictions there.
     created = f"-{run['stamp'][:8]}" if run.get("stamp") else ""

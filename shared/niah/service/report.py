@@ -31,7 +31,7 @@ from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.service.sentinels import check_sentinel_run, publish_sentinel_alert
 from niah.service.spend_settlement import settle_run_spend, settle_spent, settled_usd
-from niah.settings import get_settings
+from niah.settings import REPORTS_PREFIX, get_settings
 
 ReportFile = tuple[str, bytes, str]  # name, data, content type
 
@@ -75,7 +75,7 @@ def write_report_files(
     run_id: str, files: dict[str, ReportFile], blobs: BlobStore
 ) -> dict[str, str]:
     """Store the rendered files; where each is (gs:// and https)."""
-    prefix = f"{get_settings().reports_prefix}{run_id}/"
+    prefix = f"{REPORTS_PREFIX}{run_id}/"
     location = {}
     for key, (name, data, content_type) in files.items():
         blobs.write(prefix + name, data, content_type=content_type)
