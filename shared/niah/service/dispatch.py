@@ -264,8 +264,7 @@ def dispatch_run(
         budget=checked.budget,
         haystack_files=checked.haystack_files,
     ).with_fields(sentinel_key=checked.request_key)
-    # niah.service.messages reads the run's document (its own migration is to come).
-    primer = primer_message(run_id, spec, record.to_document())
+    primer = primer_message(record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress
         record = record.with_fields(primer_cell=primer["cell_id"])
     admitted = admit_request(

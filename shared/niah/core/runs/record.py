@@ -9,6 +9,7 @@ is named in one place (this module) and docs/architecture.md points here.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -181,6 +182,14 @@ class RunRecord:
         kept = (self.certify or {}).get("samples") or {}
         return {int(length): int(count) for length, count in kept.items()}
 
+    def batch_job_entries(self) -> list[dict[str, Any]]:
+        """Its batch jobs as fresh copies: a step changes them, then saves what changed."""
+        return [copy.deepcopy(dict(job)) for job in self.batch_jobs]
+
+    def batch_job(self, name: str) -> dict[str, Any] | None:
+        """Its batch job called ``name``, as a copy to change and save back (None: none)."""
+        return next((job for job in self.batch_job_entries() if job.get("name") == name), None)
+
     def stamped(self, name: str) -> dt.datetime | None:
         """One of its lifecycle times (``STAMPS``), or None where not set."""
         return self.stamps.get(name)
@@ -295,6 +304,19 @@ class RunRecord:
             sentinel_check=get(SENTINEL_CHECK) or None,
             admitted=bool(get("spec")),
         )
+
+
+def with_job_documents(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run document with each batch job's own document merged over its ``batch_jobs`` entry.
+
+    The store's part of reading a batch run: the list holds what each job was submitted
+    as, its own document what its poll, ingest and settle made of it (its fields win), so
+    a settle never rewrites the list another job's settle is writing.
+    """
+    by_name = {job.get("name"): job for job in jobs}
+    listed = doc.get("batch_jobs") or []
+    merged = [{**job, **by_name.get(job.get("name"), {})} for job in listed]
+    return doc | {"batch_jobs": merged} if merged else doc
 
 
 def stored_run(store: ResultStore, run_id: str, *, counts: bool = True) -> RunRecord | None:
