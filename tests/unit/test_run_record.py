@@ -119,7 +119,6 @@ NOT_YET_MIGRATED: dict[str, str] = {
     "core/money/pricing.py": "run_tier of a document, for the summary and the CLI",
     "core/pages/report_page.py": "renders the document",
     "core/pages/run_index.py": "lists projections of every run",
-    "core/request/spec.py": "run_label of a document or projection",
     "core/results/ruler_table.py": "reads listed runs' specs",
     "cli/results.py": "the CLI reads documents and listings",
     "cli/run.py": "the CLI reads documents",

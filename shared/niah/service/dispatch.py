@@ -30,10 +30,10 @@ from niah.core.prompts.answer_budget import CallBudget, call_budget
 from niah.core.prompts.mrcr_files import RunSource
 from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.grid import Cell
-from niah.core.request.spec import RunRequest, run_label
+from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import certify_cells, first_samples, plan_record
 from niah.core.results.counters import shard_totals, shards_for
-from niah.core.runs import RunRecord, stored_run
+from niah.core.runs import RunRecord, run_label, stored_run
 from niah.errors import RequestError
 from niah.logs import log
 from niah.service.admission import REASKS, admit_request

@@ -117,7 +117,7 @@ class RunOptions(BaseModel):
     prompt_template: FreeText | None = Field(default=None, max_length=20_000)
     # A name for people (compare, status): it measures nothing, so it is not part of the
     # run's ID (NOT_RESULT_FIELDS), and the same run asked again with another label is
-    # relabelled. None: "model · task" (``niah.core.results.summary.run_label``).
+    # relabelled. None: "model · task" (``niah.core.runs.run_label``).
     label: FreeText | None = Field(default=None, min_length=1, max_length=120)
     # How the model is called: online, each cell as its message comes (the default), or
     # batch, the whole grid as Vertex AI batch jobs at half the online price. Part of

@@ -24,7 +24,6 @@ from pydantic import (
     model_validator,
 )
 
-from niah.core.request.axes import axes_label
 from niah.core.request.request_checks import check_options_together
 from niah.core.request.request_options import (
     ADDED_OPTIONS,
@@ -144,20 +143,3 @@ class RunRequest(RunOptions):
 
 # What ``RunRequest.run_id`` names: anything else names no run.
 RUN_ID_PATTERN = re.compile(r"run-[0-9a-f]{16}")
-
-
-def run_label(run: dict[str, Any]) -> str:
-    """What a person calls a stored run: its ``--label``, else "model · task".
-
-    A sentinel's run, unlabelled, is called by its sentinel and firing.
-
-    Runs stored before labels existed have none, and read as the default.
-    """
-    if run.get("label"):
-        return str(run["label"])
-    spec = run.get("spec") or {}
-    if spec.get("sentinel"):  # one of a sentinel's runs: which, and when it was due
-        when = str(spec.get("scheduled_at") or "")[:16].replace("T", " ")
-        return f"sentinel {spec['sentinel']} · {when} UTC"
-    task = spec.get("task", "single")
-    return f"{run.get('model') or 'model not recorded'} · {task}{axes_label(spec)}"

@@ -3,10 +3,19 @@
 from niah.core.runs.record import (
     RunRecord,
     RunState,
+    run_label,
     run_owner,
     run_state,
     stored_run,
     with_job_documents,
 )
 
-__all__ = ["RunRecord", "RunState", "run_owner", "run_state", "stored_run", "with_job_documents"]
+__all__ = [
+    "RunRecord",
+    "RunState",
+    "run_label",
+    "run_owner",
+    "run_state",
+    "stored_run",
+    "with_job_documents",
+]

@@ -19,9 +19,10 @@ from niah.catalog.models import ModelInfo, ProviderName
 from niah.catalog.tiers import Tier
 from niah.core.interfaces.blobs import BlobInfo
 from niah.core.interfaces.result_store import RUN_CANCELLED, RUN_RUNNING, ResultStore
+from niah.core.request.axes import axes_label
 from niah.core.request.request_options import EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
-from niah.core.request.spec import RunRequest, run_label
+from niah.core.request.spec import RunRequest
 
 # What the report writes on the run when it is done (``niah.service.report``): the
 # summary's figures, kept on the run so the index and the CLI list runs without cells.
@@ -267,7 +268,7 @@ class RunRecord:
             model_notes=tuple(get("model_notes") or ()),
             # Every run is labelled at admission; a document made by hand (a test, the
             # docs' demo run) is called as a run's default label is.
-            label=str(get("label") or run_label(dict(doc))),
+            label=str(get("label") or run_label(doc)),
             version=int(get("version") or 1),
             scorer=str(get("scorer") or ""),
             haystack_uri=str(get("haystack_uri") or ""),
@@ -317,6 +318,25 @@ def with_job_documents(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[
     listed = doc.get("batch_jobs") or []
     merged = [{**job, **by_name.get(job.get("name"), {})} for job in listed]
     return doc | {"batch_jobs": merged} if merged else doc
+
+
+def run_label(doc: Mapping[str, Any]) -> str:
+    """What a person calls a stored run (its document, or a listing's projection of it).
+
+    Its ``--label``, else "model · task".
+
+    A sentinel's run, unlabelled, is called by its sentinel and firing.
+
+    Runs stored before labels existed have none, and read as the default.
+    """
+    if doc.get("label"):
+        return str(doc["label"])
+    spec = doc.get("spec") or {}
+    if spec.get("sentinel"):  # one of a sentinel's runs: which, and when it was due
+        when = str(spec.get("scheduled_at") or "")[:16].replace("T", " ")
+        return f"sentinel {spec['sentinel']} · {when} UTC"
+    task = spec.get("task", "single")
+    return f"{doc.get('model') or 'model not recorded'} · {task}{axes_label(spec)}"
 
 
 def stored_run(store: ResultStore, run_id: str, *, counts: bool = True) -> RunRecord | None:
