@@ -109,7 +109,6 @@ def test_the_document_written_reads_back_as_the_record(essay_blobs: MemoryBlobs)
 NOT_YET_MIGRATED: dict[str, str] = {
     # The read side: the report's summary, the pages and the CLI read documents and
     # projections of many runs (listings, comparisons, sentinels); next step.
-    "service/sentinels.py": "hands documents to core.results.sentinel_check",
     "core/results/summary.py": "the report's summary reads the document",
     "core/results/certificate.py": "called with the document by summary",
     "core/results/comparison.py": "compares documents of several runs",
