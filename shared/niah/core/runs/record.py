@@ -20,7 +20,7 @@ from niah.catalog.tiers import Tier
 from niah.core.interfaces.blobs import BlobInfo
 from niah.core.interfaces.result_store import RUN_CANCELLED, RUN_RUNNING, ResultStore
 from niah.core.request.axes import axes_label
-from niah.core.request.request_options import EffectiveLengthRule
+from niah.core.request.request_options import DEFAULT_TASK, EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.request.spec import RunRequest
 
@@ -335,7 +335,7 @@ def run_label(doc: Mapping[str, Any]) -> str:
     if spec.get("sentinel"):  # one of a sentinel's runs: which, and when it was due
         when = str(spec.get("scheduled_at") or "")[:16].replace("T", " ")
         return f"sentinel {spec['sentinel']} · {when} UTC"
-    task = spec.get("task", "single")
+    task = spec.get("task", DEFAULT_TASK)
     return f"{doc.get('model') or 'model not recorded'} · {task}{axes_label(spec)}"
 
 
