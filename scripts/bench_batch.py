@@ -73,6 +73,7 @@ def measure_batch_ingest(cells: int = 20_000) -> dict[str, Any]:
 
 
 def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict[str, Any]:
+    from niah.core.runs import stored_run
     from niah.models.providers.gemini import GeminiProvider
     from niah.models.tokenizer import get_tokenizer
     from niah.service.batch_runs import handle_batch_message
@@ -122,7 +123,9 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
     tracemalloc.stop()
 
     published = len(publisher.cells)
-    step(batch_message(run.run_id, BATCH_POLL, {}))
+    record = stored_run(store, run.run_id, counts=False)
+    assert record is not None
+    step(batch_message(record, BATCH_POLL))
     pieces = 0
     piece_seconds: list[float] = []
     piece_peaks: list[int] = []

@@ -29,6 +29,7 @@ def essay_blobs() -> Any:
 def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str, str]]:
     """Every cell's (ID, prompt) for run request ``grid``; the dispatcher's primer first."""
     from niah.core.request.spec import RunRequest
+    from niah.core.runs import RunRecord
     from niah.models.tokenizer import get_tokenizer
     from niah.service.cell_prompt import prepare_call
     from niah.service.messages import primer_message
@@ -36,7 +37,7 @@ def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str,
 
     blobs = essay_blobs()
     spec = RunRequest.model_validate(grid)
-    primer = primer_message("bench", spec, {})
+    primer = primer_message(RunRecord("bench", spec))
     assert primer is not None, "cache-aware dispatch picks a primer for every grid here"
     cells = sorted(spec.cells(), key=lambda cell: cell.cell_id != primer["cell_id"])
     tokenizer = get_tokenizer()

@@ -21,9 +21,9 @@ from niah.core.interfaces import (
     CancelOutcome,
     Recorded,
     ReportClaim,
-    add_job_states,
     lapses_before_claim,
 )
+from niah.core.runs import with_job_documents
 
 
 def firestore_value(value: Any, *, in_array: bool = False) -> None:
@@ -86,7 +86,7 @@ class MemoryStore:
             return None
         run = {k: v for k, v in run.items() if k in fields} if fields else dict(run)
         states = list(self.batch_jobs.get(run_id, {}).values())
-        return add_job_states(run, copy.deepcopy(states)) if run.get("batch_jobs") else run
+        return with_job_documents(run, copy.deepcopy(states)) if run.get("batch_jobs") else run
 
     def update_batch_job(self, run_id: str, job_name: str, fields: dict[str, Any]) -> None:
         firestore_value(fields)

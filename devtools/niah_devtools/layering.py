@@ -1,9 +1,12 @@
 """The layering check: who may import whom, read from the source's import graph.
 
 Run as ``python -m niah_devtools.layering`` (``scripts/test.sh`` does); it prints every
-import that breaks a rule and exits 1, or says the graph is clean. Every ``import``
-statement counts, at module level or inside a function: a lazy import still runs on
-the path that reaches it.
+import that breaks a rule and every import circle and exits 1, or says the graph is
+clean. Every ``import`` statement counts, at module level or inside a function: a lazy
+import still runs on the path that reaches it. An import under ``if TYPE_CHECKING:``
+runs for the type checker alone, so it breaks no layer rule; it still counts for
+circles, since two modules that name each other's types are one concern in two files
+(issue 53: ``spec`` with ``axes``, ``grid``, ``request_checks`` and ``task_options``).
 
 The rules (DESIGN.md, "Target layout"):
 - ``niah.catalog`` (the model catalog and prices) is plain data on the ground floor: it
@@ -21,6 +24,7 @@ The rules (DESIGN.md, "Target layout"):
 - Nothing shipped (``niah``, ``functions``) imports the developer tooling.
 - The dispatcher's whole import closure holds no tokenizer, numpy, model or plotting:
   its cold start stays light.
+- No import circle: no module reaches itself through the imports of others.
 """
 
 from __future__ import annotations
@@ -114,6 +118,8 @@ class Import:
     imported: str
     path: Path
     line: int
+    # Under ``if TYPE_CHECKING:``: seen by the type checker, never run.
+    typing_only: bool = False
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -143,10 +149,10 @@ def imports_of(path: Path, module: str, known: set[str]) -> Iterator[Import]:
     except SyntaxError as error:
         error.filename = str(path)
         raise
-    for line, level, source, names in statements:
+    for line, level, source, names, typing_only in statements:
         if source is None:
             for name in names:
-                yield Import(module, name, path, line)
+                yield Import(module, name, path, line, typing_only)
         else:
             base = source
             if level:
@@ -157,40 +163,44 @@ def imports_of(path: Path, module: str, known: set[str]) -> Iterator[Import]:
                 # take it as a submodule, so ``from google import genai`` is google.genai.
                 candidate = f"{base}.{name}"
                 inside = base in known or candidate in known
-                yield Import(
-                    module, base if inside and candidate not in known else candidate, path, line
-                )
+                imported = base if inside and candidate not in known else candidate
+                yield Import(module, imported, path, line, typing_only)
 
 
-Statement = tuple[int, int, str | None, tuple[str, ...]]
+Statement = tuple[int, int, str | None, tuple[str, ...], bool]
 
 
 @functools.lru_cache(maxsize=4096)
 def _statements(source: str) -> tuple[Statement, ...]:
-    """Each import of a module's source that can run: (line, level, from-module, names).
+    """Each import of a module's source: (line, level, from-module, names, typing-only).
 
-    ``from-module`` is None for ``import a, b``. Kept by source text: the layering tests
+    ``from-module`` is None for ``import a, b``; typing-only is True under
+    ``if TYPE_CHECKING:``. Kept by source text: the layering tests
     check many copies of the tree that differ in one file, and parsing every module
     again was most of each check's second.
     """
     statements: list[Statement] = []
-    for node in _runtime_nodes(ast.parse(source)):
+    for node, typing_only in _nodes(ast.parse(source), typing_only=False):
         if isinstance(node, ast.Import):
-            statements.append((node.lineno, 0, None, tuple(a.name for a in node.names)))
+            names = tuple(a.name for a in node.names)
+            statements.append((node.lineno, 0, None, names, typing_only))
         elif isinstance(node, ast.ImportFrom):
             names = tuple(a.name for a in node.names)
-            statements.append((node.lineno, node.level, node.module or "", names))
+            statements.append((node.lineno, node.level, node.module or "", names, typing_only))
     return tuple(statements)
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node that can run: ``if TYPE_CHECKING:`` blocks are for the type checker."""
+def _nodes(tree: ast.AST, *, typing_only: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node, each with whether only the type checker sees it (``if TYPE_CHECKING:``)."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
+            for branch, typing in ((node.body, True), (node.orelse, typing_only)):
+                for child in branch:
+                    yield child, typing
+                    yield from _nodes(child, typing_only=typing)
             continue
-        yield node
-        yield from _runtime_nodes(node)
+        yield node, typing_only
+        yield from _nodes(node, typing_only=typing_only)
 
 
 def read_graph(roots: Iterable[tuple[Path, Path]]) -> list[Import]:
@@ -209,7 +219,7 @@ def layer_of(module: str) -> str | None:
 def rule_violations(graph: list[Import]) -> list[str]:
     """Imports that cross a layer the wrong way or come from none, or reach a restricted package."""
     problems = []
-    for imp in graph:
+    for imp in (imp for imp in graph if not imp.typing_only):
         where = f"{imp.path.relative_to(REPO) if imp.path.is_relative_to(REPO) else imp.path}"
         where += f":{imp.line}: {imp.importer} imports {imp.imported}"
         layer = layer_of(imp.importer)
@@ -231,7 +241,8 @@ def closure(graph: list[Import], start: str) -> dict[str, list[str]]:
     """Every module reachable from ``start``, each with the chain that reaches it."""
     edges: dict[str, set[str]] = {}
     for imp in graph:
-        edges.setdefault(imp.importer, set()).add(imp.imported)
+        if not imp.typing_only:
+            edges.setdefault(imp.importer, set()).add(imp.imported)
     chains = {start: [start]}
     frontier = [start]
     while frontier:
@@ -262,10 +273,77 @@ def dispatcher_violations(
     ]
 
 
+def circles(graph: list[Import]) -> list[tuple[list[str], list[str]]]:
+    """Each group of modules that reach one another through their imports, with one loop.
+
+    The groups are the import graph's strongly connected components of more than one
+    module (Tarjan's algorithm); the loop runs through the group's first module,
+    ``a -> b -> a``, a place to start cutting. Imports of names outside the tree (the
+    standard library, packages) cannot close a loop and are left out.
+    """
+    modules = {imp.importer for imp in graph}
+    edges: dict[str, set[str]] = {module: set() for module in modules}
+    for imp in graph:
+        target = imp.imported
+        while target and target not in modules:  # a name of a module is that module
+            target = target.rpartition(".")[0]
+        if target and target != imp.importer:
+            edges[imp.importer].add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(edges[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while (member := stack.pop()) != module:
+                group.append(member)
+            if group:
+                groups.append(sorted([module, *group]))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return [(group, _loop(group, edges)) for group in sorted(groups)]
+
+
+def _loop(group: list[str], edges: dict[str, set[str]]) -> list[str]:
+    """The shortest loop from the group's first module back to it, inside the group."""
+    start = group[0]
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        current = frontier.pop(0)
+        for target in sorted(edges[current] & set(group)):
+            if target == start:
+                return [*paths[current], start]
+            if target not in paths:
+                paths[target] = [*paths[current], target]
+                frontier.append(target)
+    raise AssertionError(f"{group} is no circle")  # a component always loops back
+
+
+def circle_problems(graph: list[Import]) -> list[str]:
+    """Every import circle, its modules and one loop to cut, as a line of the check's report."""
+    return [
+        f"import circle of {len(group)} modules ({', '.join(group)}): {' -> '.join(loop)}"
+        for group, loop in circles(graph)
+    ]
+
+
 def check(repo: Path = REPO) -> list[str]:
     """Every layering problem of the shipped code under ``repo``."""
     graph = read_graph([(repo / "shared", repo / "shared" / "niah"), (repo, repo / "functions")])
-    return rule_violations(graph) + dispatcher_violations(graph)
+    return rule_violations(graph) + circle_problems(graph) + dispatcher_violations(graph)
 
 
 def main() -> None:
@@ -276,7 +354,10 @@ def main() -> None:
     if problems:
         print(f"layering: {len(problems)} problem(s)", file=sys.stderr)
         sys.exit(1)
-    print("layering: ok (catalog, core, tasks, models, cloud, service, cli; dispatcher light)")
+    print(
+        "layering: ok (catalog, core, tasks, models, cloud, service, cli; dispatcher light; "
+        "0 import circles)"
+    )
 
 
 if __name__ == "__main__":

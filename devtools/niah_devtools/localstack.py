@@ -26,7 +26,7 @@ from pathlib import Path
 
 from niah.catalog.models import GEMMA3_TOKENIZER, tokenizer_object
 from niah.models.tokenizer import tokenizer_model_bytes
-from niah.settings import get_settings
+from niah.settings import DEAD_LETTER_TOPIC, get_settings
 from niah_devtools import local_identity, sentinel_schedule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -374,7 +374,7 @@ def _create_topics(ports: Ports, ack_deadline_seconds: int) -> None:
     subscriber = pubsub_v1.SubscriberClient()
     topic = lambda name: publisher.topic_path(PROJECT, name)  # noqa: E731
     settings = get_settings()
-    cells, reports, dead = settings.cells_topic, settings.reports_topic, settings.dead_letter_topic
+    cells, reports, dead = settings.cells_topic, settings.reports_topic, DEAD_LETTER_TOPIC
     for name in (cells, reports, dead, settings.alerts_topic):
         publisher.create_topic(name=topic(name))
     # Deployed, users subscribe to the alerts topic themselves; locally one subscription

@@ -1,9 +1,9 @@
 """docs/settings.md's tables, generated from ``niah.settings``: the one definition.
 
-Run ``python -m niah_devtools.settings_table`` after adding or changing a setting (or a
-``DEVELOPER_VARIABLES`` entry): it rewrites the part of docs/settings.md between its
-markers. ``--check`` exits 1 if the page differs (tests/unit/test_settings_table.py
-does the same).
+Run ``python -m niah_devtools.settings_table`` after adding or changing a setting (or an
+entry of ``niah_devtools.developer_variables``): it rewrites the part of docs/settings.md
+between its markers. ``--check`` exits 1 if the page differs
+(tests/unit/test_settings_table.py does the same).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from niah.settings import DEVELOPER_VARIABLES, Settings
+from niah.settings import Settings
+from niah_devtools.developer_variables import DEVELOPER_VARIABLES
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "settings.md"
@@ -85,7 +86,8 @@ def render() -> str:
     """The generated part of docs/settings.md, markers included."""
     lines = [BEGIN, "", "### The service's settings (`niah.settings.Settings`)", ""]
     lines += _table(setting_rows())
-    lines += ["", "### Tests', scripts' and the local stack's (`DEVELOPER_VARIABLES`)", ""]
+    developers = "### Tests', scripts' and the local stack's (`niah_devtools.developer_variables`)"
+    lines += ["", developers, ""]
     lines += _table(developer_rows())
     return "\n".join([*lines, "", END])
 

@@ -3,15 +3,15 @@
 Every setting has the prefix ``NIAH_`` (for example ``NIAH_BUCKET``); the project also
 falls back to ``GOOGLE_CLOUD_PROJECT``, which the Google client libraries and Cloud
 Functions already set. Nothing else in the service calls ``os.getenv``. Each setting
-carries its default, unit and meaning, and ``DEVELOPER_VARIABLES`` names the ``NIAH_*``
-variables only tests, scripts and the local stack read: docs/settings.md is generated
-from both (``python -m niah_devtools.settings_table``), and tests/unit/test_settings_table.py
-fails on any ``NIAH_*`` read anywhere that is not here.
+carries its default, unit and meaning. The ``NIAH_*`` variables only tests, scripts and
+the local stack read are not the service's: ``niah_devtools.developer_variables`` names
+them. docs/settings.md is generated from both (``python -m niah_devtools.settings_table``),
+and tests/unit/test_settings_table.py fails on any ``NIAH_*`` read anywhere that is in
+neither.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -64,10 +64,10 @@ def setting(default: Any, unit: str, meaning: str, **field: Any) -> Any:
 # Where the service writes in the bucket. Not settings: the deployment's IAM conditions
 # (infra/iam.tf, ``bucket_writes``) let each function write under exactly these
 # prefixes, so any other value would be refused on every write.
-CONTEXTS_PREFIX = "contexts/"
-KEPT_ANSWERS_PREFIX = "kept-answers/"
-BATCHES_PREFIX = "batches/"
-REPORTS_PREFIX = "reports/"
+CONTEXTS_PREFIX = "contexts/"  # prompts and whole long answers
+KEPT_ANSWERS_PREFIX = "kept-answers/"  # paid answers the store could not take yet
+BATCHES_PREFIX = "batches/"  # batch runs' input and output JSONL (batches/RUN_ID/...)
+REPORTS_PREFIX = "reports/"  # each run's heatmap, page and summary, and the runs index
 # The dead-letter topic is the subscriptions' (infra/pubsub.tf); no function reads it,
 # so a setting would change nothing deployed. The local stack names its own the same.
 DEAD_LETTER_TOPIC = "niah-dead-letter"
@@ -375,77 +375,6 @@ class Settings(BaseSettings):
     batch_fail_cells: int = setting(
         500, "cells", "a job's unanswered cells are stored failed this many a time", ge=1
     )
-
-    # Fixed, not settings (see their constants above); kept as attributes for readers.
-    @property
-    def contexts_prefix(self) -> str:
-        """Where prompts and whole long answers are saved."""
-        return CONTEXTS_PREFIX
-
-    @property
-    def kept_answers_prefix(self) -> str:
-        """Where paid answers the store could not take wait for the next delivery."""
-        return KEPT_ANSWERS_PREFIX
-
-    @property
-    def batches_prefix(self) -> str:
-        """Where batch runs' input and output JSONL live (batches/RUN_ID/...)."""
-        return BATCHES_PREFIX
-
-    @property
-    def reports_prefix(self) -> str:
-        """Where each run's heatmap, page and summary go, and the runs index."""
-        return REPORTS_PREFIX
-
-    @property
-    def dead_letter_topic(self) -> str:
-        """The dead-letter topic's name (the local stack's; infra/pubsub.tf deploys it)."""
-        return DEAD_LETTER_TOPIC
-
-
-@dataclass(frozen=True)
-class DeveloperVariable:
-    """A ``NIAH_*`` variable the service never reads: the tests', scripts' and stack's."""
-
-    name: str
-    default: str
-    unit: str
-    meaning: str
-
-
-DEVELOPER_VARIABLES = (
-    DeveloperVariable(
-        "NIAH_TEST_BASE_PORT", "8570", "port",
-        "the first of the test stack's nine ports (scripts/test.sh, tests/integration); on a "
-        "shared machine each engineer takes their own",
-    ),
-    DeveloperVariable(
-        "NIAH_LOCAL_BASE_PORT", "8470", "port",
-        "the default first port of `niah_devtools.localstack up` (the quickstart test moves it)",
-    ),
-    DeveloperVariable(
-        "NIAH_DEMO_BASE_PORT", "8470", "port", "the first of scripts/demo.sh's stack's nine ports"
-    ),
-    DeveloperVariable(
-        "NIAH_SYSTEM_PROJECT", "", "",
-        "a Google Cloud project: with it tests/system call real Vertex AI; unset, they skip",
-    ),
-    DeveloperVariable(
-        "NIAH_SYSTEM_LOCATION", "global", "", "the Vertex AI location the system tests call"
-    ),
-    DeveloperVariable(
-        "NIAH_SYSTEM_MODEL", "gemini-3.8-flash", "", "the model the system tests call"
-    ),
-    DeveloperVariable(
-        "NIAH_TEST_FREEZE_SECONDS", "40", "s",
-        "how long tests/integration/test_recovery.py freezes a worker",
-    ),
-    DeveloperVariable(
-        "NIAH_MARKERS_OUT", "", "",
-        "set by tests/deploy/test_test_tiers.py for the pytest it starts: where that run "
-        "writes its tests' markers (not for hand use)",
-    ),
-)  # fmt: skip
 
 
 @lru_cache(maxsize=1)

@@ -18,6 +18,7 @@ from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.interfaces import ModelAnswer
 from niah.core.money.pricing import answer_cost
+from niah.core.runs import stored_run
 from niah.service.batch_output import lines_in_range
 from niah.service.messages import BATCH_POLL, batch_message
 from tests.integration.conftest import Stack, drain, wait_for
@@ -91,7 +92,9 @@ def test_a_batch_grid_completes_one_cell_per_line_at_the_batch_rate(stack: Stack
     unread = {k: v for k, v in job.items() if k != "ingest"} | {"ingested": False}
     store._batch_job(run_id, job["name"]).delete()  # the job's own state (issue 52) forgotten
     store.update_run(run_id, {"batch_jobs": [unread]})
-    poll = batch_message(run_id, BATCH_POLL, {})
+    record = stored_run(store, run_id, counts=False)
+    assert record is not None
+    poll = batch_message(record, BATCH_POLL)
     publish(stack, "niah-cells", poll, copies=1)
     wait_for(
         lambda: (store.get_run(run_id) or {})["batch_jobs"][0].get("ingested"),

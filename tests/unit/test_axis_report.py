@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from niah.core.pages.report_page import render_run_page
-from niah.core.request.spec import RunRequest, run_label
+from niah.core.request.spec import RunRequest
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.summary import summarize
 from niah.core.results.variants import split_by_variant
+from niah.core.runs import run_label
 from niah.errors import RequestError
 from niah.memo import ProcessCache
 from tests.unit.test_report_page import cell, run_doc

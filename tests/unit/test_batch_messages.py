@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.errors import BatchJobError
 from niah.service.batch_settle import fail_cells
 from niah.service.messages import BATCH_FAIL, fail_request
@@ -33,7 +33,7 @@ def test_a_large_failure_is_handed_on_in_steps_reading_the_stored_cells_once(
     get_settings.cache_clear()
     store, publisher = CountingStore(), RecordingPublisher()
     store.cells["run-0123456789abcdef"] = {"c0": {"status": "answered"}}
-    run: dict[str, Any] = {"batch_round": 1, "stamp": "s"}
+    run = RunRecord("run-0123456789abcdef", RunRequest(), batch_round=1, stamp="s")
     cells = ["c0", "c1", "c2", "c3", "c4"]
     fail_cells(
         "run-0123456789abcdef",

@@ -206,11 +206,12 @@ def test_the_primer_is_the_one_the_dispatcher_picks() -> None:
     """One pick (spec.primer_cell) for both; the dispatcher's message is that cell's."""
     from niah.core.money.estimate import estimate_figures
     from niah.core.request.spec import RunRequest
+    from niah.core.runs import RunRecord
     from niah.service.messages import primer_message
 
     for grid in (SMALL_GRID, {**SMALL_GRID, "samples_per_cell": 2}):
         spec = RunRequest.model_validate(grid)
-        message = primer_message("run-x", spec, {})
+        message = primer_message(RunRecord("run-x", spec))
         assert message is not None and message["primer"] is True
         estimated = estimate_figures(_estimate(grid))["cache_aware"]
         assert estimated["primer_cell_id"] == message["cell_id"]

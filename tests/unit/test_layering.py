@@ -102,14 +102,35 @@ def test_a_wrong_import_is_caught(
     assert any(expected in problem for problem in problems), problems
 
 
-def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
+def test_type_checking_imports_break_no_layer_rule(tmp_path: Path) -> None:
     root = copy_of_the_tree(tmp_path)
     target = root / "shared" / "niah" / "core" / "request" / "spec.py"
     target.write_text(
         target.read_text()
         + "\nif TYPE_CHECKING:\n    from niah.cloud.store import FirestoreStore\n"
     )
-    assert check(root) == []
+    # The store reads runs through the request (niah.core.runs): that loop is a circle.
+    assert [p for p in check(root) if not p.startswith("import circle")] == []
+
+
+@pytest.mark.parametrize(
+    "back_import",
+    [
+        # Naming each other's types is one concern in two files, run or not.
+        "if TYPE_CHECKING:\n    from niah.core.request.spec import RunRequest",
+        # A lazy import closes the loop on the path that runs it.
+        "def f():\n    from niah.core.request.spec import RunRequest",
+    ],
+)
+def test_an_import_circle_is_caught(tmp_path: Path, back_import: str) -> None:
+    root = copy_of_the_tree(tmp_path)
+    target = root / "shared" / "niah" / "core" / "request" / "request_options.py"
+    target.write_text(
+        target.read_text() + "\nfrom typing import TYPE_CHECKING\n" + back_import + "\n"
+    )
+    problems = check(root)
+    circles = [p for p in problems if p.startswith("import circle")]
+    assert any("niah.core.request.request_options" in circle for circle in circles), problems
 
 
 def test_a_module_outside_every_layer_is_caught(tmp_path: Path) -> None:
@@ -179,13 +200,31 @@ def test_every_service_module_is_named_in_the_architecture_page() -> None:
     assert [module for module in modules if f"`{module}`" not in text] == []
 
 
-def test_no_shipped_module_is_over_500_lines() -> None:
-    """STYLE rule 12: a module a newcomer reads in one sitting (most stay under 400)."""
-    sizes = {
+# Over the limit while another change to them is under way; each leaves when split.
+OVER_THE_LIMIT: dict[str, str] = {
+    "shared/niah/core/results/certify.py": "being changed for the certificate (issue 53)",
+}
+MAX_LINES = 400
+
+
+def shipped_module_sizes() -> dict[str, int]:
+    """Lines of every module that ships: the library and the functions' entry points."""
+    return {
         str(path.relative_to(REPO)): len(path.read_text().splitlines())
         for path in [
             *(REPO / "shared" / "niah").rglob("*.py"),
             *(REPO / "functions").glob("*/*.py"),
         ]
     }
-    assert {path: lines for path, lines in sizes.items() if lines > 500} == {}
+
+
+def test_no_shipped_module_is_over_400_lines() -> None:
+    """STYLE rule 12: a module a newcomer reads in one sitting; past 400 it holds two jobs."""
+    over = {path: n for path, n in shipped_module_sizes().items() if n > MAX_LINES}
+    assert {path: n for path, n in over.items() if path not in OVER_THE_LIMIT} == {}
+
+
+def test_the_modules_over_the_limit_still_are() -> None:
+    """A module split under the limit leaves OVER_THE_LIMIT: the list only shrinks."""
+    sizes = shipped_module_sizes()
+    assert [path for path in OVER_THE_LIMIT if sizes.get(path, 0) <= MAX_LINES] == []

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.errors import MalformedMessageError
 from niah.service.messages import (
     KIND,
@@ -81,16 +83,16 @@ RUN = "run-0123456789abcdef"
 
 
 def test_every_message_parses_back_to_its_kind() -> None:
-    run = {"stamp": "s1", "batch_round": 2}
+    run = RunRecord(RUN, RunRequest(), stamp="s1", batch_round=2)
     cell = CellTask(RUN, "L00001000-D050000", 1000, 50.0, run_stamp="s1")
     assert parse_message(cell.message(), delivery_attempt=3) == cell.__class__(
         **{**cell.__dict__, "delivery_attempt": 3}
     )
-    assert parse_message(batch_message(RUN, "poll", run)) == BatchStep(RUN, "poll", 2, "s1")
-    assert parse_message(certify_step_message(RUN, run)) == CertifyStep(RUN, "s1")
+    assert parse_message(batch_message(run, "poll")) == BatchStep(RUN, "poll", 2, "s1")
+    assert parse_message(certify_step_message(run)) == CertifyStep(RUN, "s1")
     attributes = {"CloudPubSubDeadLetterSourceDeliveryCount": "5"}
     assert parse_message(report_message(RUN), attributes=attributes) == ReportRequest(RUN, 5)
-    kinds = [m[KIND] for m in (cell.message(), batch_message(RUN, "poll", run))]
+    kinds = [m[KIND] for m in (cell.message(), batch_message(run, "poll"))]
     assert kinds == ["cell", "batch"]
 
 

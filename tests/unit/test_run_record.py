@@ -107,22 +107,8 @@ def test_the_document_written_reads_back_as_the_record(essay_blobs: MemoryBlobs)
 # Files still reading the run's document by key, each with why; this list only
 # shrinks. Listed by path under shared/niah (or functions/).
 NOT_YET_MIGRATED: dict[str, str] = {
-    # Being changed by other engineers now (completionStats, per-job documents; message
-    # kinds and short handlers): migrated in a later step, after theirs lands.
-    "core/interfaces/batch_jobs.py": "the per-job documents merged into the run: batch's step",
-    "service/batch_wait.py": "batch output and per-job documents, in progress",
-    "service/batch_ingest.py": "batch output and per-job documents, in progress",
-    "service/batch_jobs.py": "batch output and per-job documents, in progress",
-    "service/batch_manifest.py": "batch output and per-job documents, in progress",
-    "service/batch_output.py": "batch output and per-job documents, in progress",
-    "service/batch_pieces.py": "batch output and per-job documents, in progress",
-    "service/batch_runs.py": "batch output and per-job documents, in progress",
-    "service/batch_settle.py": "batch output and per-job documents, in progress",
-    "service/batch_submit.py": "batch output and per-job documents, in progress",
-    "service/messages.py": "message kinds, in progress",
     # The read side: the report's summary, the pages and the CLI read documents and
     # projections of many runs (listings, comparisons, sentinels); next step.
-    "service/sentinels.py": "hands documents to core.results.sentinel_check",
     "core/results/summary.py": "the report's summary reads the document",
     "core/results/certificate.py": "called with the document by summary",
     "core/results/comparison.py": "compares documents of several runs",
@@ -132,7 +118,6 @@ NOT_YET_MIGRATED: dict[str, str] = {
     "core/money/pricing.py": "run_tier of a document, for the summary and the CLI",
     "core/pages/report_page.py": "renders the document",
     "core/pages/run_index.py": "lists projections of every run",
-    "core/request/spec.py": "run_label of a document or projection",
     "core/results/ruler_table.py": "reads listed runs' specs",
     "cli/results.py": "the CLI reads documents and listings",
     "cli/run.py": "the CLI reads documents",

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from niah.settings import DEVELOPER_VARIABLES, Settings
+from niah.settings import Settings
 from niah_devtools import settings_table
+from niah_devtools.developer_variables import DEVELOPER_VARIABLES
 from tests import REPO
 
 FIX = f"run {settings_table.COMMAND} (then commit docs/settings.md)"

@@ -107,11 +107,11 @@ def test_released_cells_lost_are_published_again_and_only_they(essay_blobs: Memo
 
 
 def cells_of(store: MemoryStore, run_id: str) -> list[str]:
-    from niah.core.request.spec import RunRequest
+    from niah.core.runs import RunRecord
     from niah.service.messages import cell_messages
 
-    spec = RunRequest.model_validate(store.runs[run_id]["spec"])
-    return [str(m["cell_id"]) for m in cell_messages(run_id, spec, store.runs[run_id])]
+    run = RunRecord.from_document(store.runs[run_id], run_id)
+    return [str(m["cell_id"]) for m in cell_messages(run)]
 
 
 def released_and_idle(essay_blobs: MemoryBlobs, seed: int = 0) -> tuple[Any, Any, str, list[str]]:

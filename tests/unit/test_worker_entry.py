@@ -125,9 +125,12 @@ def test_a_dead_lettered_batch_step_is_acknowledged_for_the_sweep_to_ask_again()
     client = functions_framework.create_app(
         target="handle_dead_letter", source=SOURCE
     ).test_client()
+    from niah.core.request.spec import RunRequest
+    from niah.core.runs import RunRecord
     from niah.service.messages import BATCH_SUBMIT, batch_message
 
-    body = push(batch_message("run-0123456789abcdef", BATCH_SUBMIT, {}))
+    run = RunRecord("run-0123456789abcdef", RunRequest())
+    body = push(batch_message(run, BATCH_SUBMIT))
     response = client.post("/", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 204
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from niah.cli.output import usage_error
 from niah.cli.run_options import in_cli_words
-from niah.settings import get_settings
+from niah.settings import REPORTS_PREFIX, get_settings
 
 
 def dispatcher_url(args: argparse.Namespace) -> str:
@@ -210,7 +210,7 @@ def where_to_look(
         if report.get("html_url"):
             lines.append(f"report: {report['html_url']}")
     else:
-        page = f"{settings.reports_prefix}{run_id}/{REPORT_PAGE_FILE}"
+        page = f"{REPORTS_PREFIX}{run_id}/{REPORT_PAGE_FILE}"
         lines.append(
             f"report (written when the last cell is in): "
             f"{browser_url(bucket or settings.bucket, page)}"

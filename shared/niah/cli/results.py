@@ -11,7 +11,6 @@ from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
 from niah.core.prompts.count_fit import fit_note
 from niah.core.prompts.token_fit import token_count_note
-from niah.core.request.spec import run_label
 from niah.core.results.chance import chance_floor, floor_text
 from niah.core.results.effective import effective_length_short, effective_length_text
 from niah.core.results.measures import basis_of
@@ -28,6 +27,7 @@ from niah.core.results.summary import (
 )
 from niah.core.results.uncertainty import with_interval
 from niah.core.results.variants import lookalikes_text
+from niah.core.runs import run_label
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5

@@ -39,10 +39,10 @@ from typing import Any
 
 from niah.core.interfaces import CLAIM_HELD, BlobInfo, BlobStore, Publisher, ResultStore
 from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.errors import CellInFlightError
 from niah.logs import log
 from niah.models.providers import get_provider
-from niah.service.batch_manifest import job_named
 from niah.service.batch_markers import covered, marker_ranges, uncovered, write_marker
 from niah.service.batch_output import OutputReader
 from niah.service.batch_pieces import piece_lease, piece_messages
@@ -54,14 +54,14 @@ from niah.settings import get_settings
 
 
 def start_ingest(
-    run_id: str, run: dict[str, Any], job: dict[str, Any], files: list[BlobInfo]
+    run_id: str, run: RunRecord, job: dict[str, Any], files: list[BlobInfo]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The fields the job records of its ingest, and a message per piece of ``files``.
 
     The caller saves the fields before it publishes: a piece that finds no ingest on
     its job is redelivered, so publishing first only costs redeliveries.
     """
-    messages = piece_messages(run_id, run, job["name"], files)
+    messages = piece_messages(run, job["name"], files)
     log("batch output ingest started", run_id=run_id, job=job["name"], files=len(files),
         pieces=len(messages))  # fmt: skip
     # Firestore holds no array in an array: each file as a map.
@@ -70,7 +70,7 @@ def start_ingest(
 
 
 def tend_ingest(
-    run_id: str, run: dict[str, Any], job: dict[str, Any], *, store: ResultStore,
+    run_id: str, run: RunRecord, job: dict[str, Any], *, store: ResultStore,
     blobs: BlobStore, publisher: Publisher, provider_for: ProviderFactory = get_provider,
 ) -> bool:  # fmt: skip
     """A job being ingested, as a poll finds it: settled once read, its lost pieces re-asked.
@@ -100,9 +100,7 @@ def tend_ingest(
     since = ingest.get("progress_at") or ingest.get("started_at") or now
     if (now - since).total_seconds() < 2 * get_settings().batch_ingest_seconds:
         return False
-    publisher.publish_cells(
-        [ingest_message(run_id, run, job["name"], name, a, b) for name, a, b in gaps]
-    )
+    publisher.publish_cells([ingest_message(run, job["name"], name, a, b) for name, a, b in gaps])
     log("lost batch ingest pieces published again", severity="WARNING", run_id=run_id,
         job=job["name"], pieces=len(gaps))  # fmt: skip
     ingest["progress_at"] = now
@@ -111,7 +109,7 @@ def tend_ingest(
 
 def ingest_piece(
     body: dict[str, Any],
-    run: dict[str, Any],
+    run: RunRecord,
     spec: RunRequest,
     *,
     store: ResultStore,
@@ -126,7 +124,7 @@ def ingest_piece(
     once the lease lapses. A delivery that finds the lease held backs off (redelivered).
     """
     run_id = str(body["run_id"])
-    job = job_named(run, str(body["job"]))
+    job = run.batch_job(str(body["job"]))
     if job is None or job.get("ingested") or job.get("ended"):
         return "nothing to ingest"
     if "ingest" not in job:  # published just before the poll recorded the ingest
@@ -144,7 +142,7 @@ def ingest_piece(
             stop = piece.read(name, start, end)
             write_marker(run_id, job, name, start, stop, piece.seen, blobs)
             if stop < end:
-                rest = ingest_message(run_id, run, job["name"], name, stop, end)
+                rest = ingest_message(run, job["name"], name, stop, end)
                 publisher.publish_cells([rest])
     finally:
         store.release_cell(run_id, key, claim)

@@ -21,6 +21,7 @@ from niah.core.interfaces import (
     ResultStore,
 )
 from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.errors import BatchJobError, CellInFlightError
 from niah.logs import log
 from niah.models.providers import get_provider
@@ -35,7 +36,7 @@ from niah.settings import get_settings
 
 def poll_batch(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     spec: RunRequest,
     *,
     store: ResultStore,
@@ -45,7 +46,7 @@ def poll_batch(
     provider_for: ProviderFactory,
 ) -> str:
     """Read each open job's state; ingest what ended with output, fail the cells of the rest."""
-    before = copy.deepcopy(run.get("batch_jobs") or [])
+    before = run.batch_job_entries()
     jobs = copy.deepcopy(before)
     changed = 0
     pieces: list[dict[str, Any]] = []
@@ -81,7 +82,7 @@ def poll_batch(
 
 def _ended(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     spec: RunRequest,
     job: dict[str, Any],
     now: BatchJob,
@@ -161,7 +162,7 @@ def _save_jobs(
 
 def earlier_output_pending(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     batch_round: int,
     *,
     store: ResultStore,
@@ -175,7 +176,7 @@ def earlier_output_pending(
     A resumed round asks only what no earlier job answered: a job cancelled after half
     its lines were written keeps those lines, and they are not bought twice.
     """
-    before = copy.deepcopy(run.get("batch_jobs") or [])
+    before = run.batch_job_entries()
     jobs = copy.deepcopy(before)
     pending = False
     late: list[str] = []
@@ -216,7 +217,7 @@ def earlier_output_pending(
 
 def cancel_jobs(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     *,
     store: ResultStore,
     blobs: BlobStore,
@@ -231,7 +232,7 @@ def cancel_jobs(
     resume. Until it has ended, the poll is redelivered (``CellInFlightError``); a
     resume ingests it too, before it submits anything.
     """
-    before = copy.deepcopy(run.get("batch_jobs") or [])
+    before = run.batch_job_entries()
     jobs = copy.deepcopy(before)
     cancelled = ending = 0
     pieces: list[dict[str, Any]] = []
@@ -269,7 +270,7 @@ def cancel_jobs(
         still_ending=ending)  # fmt: skip
     if cancelled:
         # Asked again at once: the next delivery waits (redelivered) until they end.
-        publisher.publish_cells([batch_message(run_id, BATCH_POLL, run)])
+        publisher.publish_cells([batch_message(run, BATCH_POLL)])
     elif ending:
         raise CellInFlightError(f"{ending} batch job(s) of {run_id} are still being cancelled")
     return "cancelled"

@@ -11,20 +11,18 @@ import json
 from typing import Any, NamedTuple
 
 from niah.core.interfaces import BlobInfo, BlobStore
-from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.service.messages import CellTask, cell_messages
 
 MANIFEST_TYPE = "application/json"
 
 
-def run_tasks(
-    run_id: str, spec: RunRequest, run: dict[str, Any], skip: set[str] | None = None
-) -> list[CellTask]:
+def run_tasks(run: RunRecord, skip: set[str] | None = None) -> list[CellTask]:
     """The run's cells as tasks, those in ``skip`` left out."""
     skip = skip or set()
     return [
         CellTask.from_message(message)
-        for message in cell_messages(run_id, spec, run)
+        for message in cell_messages(run)
         if message["cell_id"] not in skip
     ]
 
@@ -86,8 +84,3 @@ def output_files(output_dir: str, blobs: BlobStore) -> list[BlobInfo]:
     """The JSONL files a job wrote under ``output_dir`` (none: it wrote nothing)."""
     prefix = _object(output_dir, blobs).rstrip("/") + "/"
     return [info for info in blobs.list(prefix) if info.name.endswith(".jsonl")]
-
-
-def job_named(run: dict[str, Any], name: str) -> dict[str, Any] | None:
-    """The run's job called ``name``, as a copy to change and save back (None: no such job)."""
-    return next((dict(j) for j in run.get("batch_jobs") or [] if j.get("name") == name), None)

@@ -14,12 +14,12 @@ from typing import Any
 from niah.core.interfaces import BlobInfo, BlobStore
 from niah.service.batch_manifest import MANIFEST_TYPE
 from niah.service.batch_pieces import file_key, job_key
-from niah.settings import get_settings
+from niah.settings import BATCHES_PREFIX
 
 
 def _ingest_prefix(run_id: str, job: dict[str, Any]) -> str:
     """The job's ingest folder in the bucket (its markers, its line claims)."""
-    return f"{get_settings().batches_prefix}{run_id}/ingest/{job_key(str(job['name']))}/"
+    return f"{BATCHES_PREFIX}{run_id}/ingest/{job_key(str(job['name']))}/"
 
 
 def write_marker(

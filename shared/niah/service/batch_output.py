@@ -26,6 +26,7 @@ from niah.core.money.pricing import answer_cost
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.prompts.token_fit import cell_token_fields
 from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord
 from niah.errors import CellInFlightError, NiahError, RetryableError
 from niah.logs import log
 from niah.models.providers.gemini import answer_from_json
@@ -37,7 +38,7 @@ from niah.service.cell_records import harness_timestamp, store_cell
 from niah.service.cell_scoring import scored_answer
 from niah.service.lease import LeaseKeeper
 from niah.service.messages import CellTask
-from niah.service.run_view import run_view
+from niah.service.run_view import record_view
 from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
 
@@ -69,7 +70,7 @@ class OutputReader:
     def __init__(
         self,
         run_id: str,
-        run: dict[str, Any],
+        run: RunRecord,
         spec: RunRequest,
         job: dict[str, Any],
         *,
@@ -81,8 +82,8 @@ class OutputReader:
         self.run_id, self.spec, self.job = run_id, spec, job
         self.store, self.blobs, self.publisher = store, blobs, publisher
         self.provider_for = provider_for
-        self.view = run_view(run_id, run)
-        self.tasks = {task.cell_id: task for task in run_tasks(run_id, spec, run)}
+        self.view = record_view(run)
+        self.tasks = {task.cell_id: task for task in run_tasks(run)}
         self.groups, self.planned = prompt_groups(job, blobs)
         self.stored = store.cell_ids(run_id)
         self.seen: dict[str, Any] = {

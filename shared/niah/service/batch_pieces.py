@@ -32,6 +32,7 @@ import hashlib
 from typing import Any
 
 from niah.core.interfaces import BlobInfo, Publisher, ResultStore
+from niah.core.runs import RunRecord
 from niah.logs import log
 from niah.service.messages import ingest_message
 from niah.settings import get_settings
@@ -45,13 +46,11 @@ def job_key(job_name: str) -> str:
     return hashlib.sha256(job_name.encode()).hexdigest()[:16]
 
 
-def piece_messages(
-    run_id: str, run: dict[str, Any], job_name: str, files: list[BlobInfo]
-) -> list[dict[str, Any]]:
+def piece_messages(run: RunRecord, job_name: str, files: list[BlobInfo]) -> list[dict[str, Any]]:
     """A message per ``batch_ingest_piece_bytes`` range of each of ``files``."""
     step = get_settings().batch_ingest_piece_bytes
     return [
-        ingest_message(run_id, run, job_name, info.name, start, min(start + step, info.size))
+        ingest_message(run, job_name, info.name, start, min(start + step, info.size))
         for info in files
         for start in range(0, info.size, step)
     ]
@@ -67,9 +66,7 @@ def piece_lease(job_name: str, file: str, start: int, end: int) -> str:
     return f"{PIECE_LEASE}{job_key(job_name)}-{file_key(file)}-{start:013d}-{end:013d}"
 
 
-def hand_on_dead_pieces(
-    run_id: str, run: dict[str, Any], *, store: ResultStore, publisher: Publisher
-) -> int:
+def hand_on_dead_pieces(run: RunRecord, *, store: ResultStore, publisher: Publisher) -> int:
     """Publish again each piece of the run whose holder died (its lease lapsed); how many.
 
     Only for jobs still being read. The run's other lapsed leases are left as they
@@ -78,11 +75,12 @@ def hand_on_dead_pieces(
     """
     reading = {
         job_key(job["name"]): job
-        for job in run.get("batch_jobs") or []
+        for job in run.batch_jobs
         if "ingest" in job and not (job.get("ingested") or job.get("ended"))
     }
     if not reading:
         return 0
+    run_id = run.run_id
     messages = []
     for lease in store.hand_on_lapsed(run_id):
         if not lease.startswith(PIECE_LEASE):
@@ -92,7 +90,7 @@ def hand_on_dead_pieces(
         files = {file_key(f["name"]): f["name"] for f in job["ingest"]["files"]} if job else {}
         if job is not None and file_part in files:
             messages.append(
-                ingest_message(run_id, run, job["name"], files[file_part], int(start), int(end))
+                ingest_message(run, job["name"], files[file_part], int(start), int(end))
             )
     if not messages:
         return 0

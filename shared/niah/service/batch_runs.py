@@ -28,8 +28,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from niah.core.interfaces import RUN_CANCELLED, BatchClient, BlobStore, Publisher, ResultStore
-from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
+from niah.core.interfaces import BatchClient, BlobStore, Publisher, ResultStore
+from niah.core.request.spec import RUN_ID_PATTERN
+from niah.core.runs import stored_run
 from niah.errors import BatchJobError
 from niah.logs import log
 from niah.models.providers import get_provider
@@ -81,11 +82,11 @@ def handle_batch_message(
     if not RUN_ID_PATTERN.fullmatch(run_id):
         log("batch message of no possible run rejected", severity="ERROR", run_id=run_id[:80])
         return "rejected"
-    run = store.get_run(run_id, counts=False)
+    run = stored_run(store, run_id, counts=False)
     stamp = step.run_stamp
-    if run is None or (stamp is not None and run.get("stamp") not in (None, stamp)):
+    if run is None or (stamp is not None and run.stamp not in ("", stamp)):
         return "orphan"
-    spec = RunRequest.model_validate(run["spec"])
+    spec = run.spec
     action = step.action
     # Before the cancelled check: rows a cancelled job wrote are paid for, and kept.
     if action == BATCH_INGEST:
@@ -95,20 +96,20 @@ def handle_batch_message(
         return settle_job(run_id, settle_job_name(body), store=store, blobs=blobs,
                           publisher=publisher, provider_for=provider_for)  # fmt: skip
     if action == BATCH_FAIL:
-        if run.get("status") == RUN_CANCELLED:
+        if run.cancelled:
             return "cancelled"  # its cells wait for a resume
         cells, reason = fail_request(body)
         store_failed(run_id, spec, run, cells, BatchJobError(reason),
                      store=store, blobs=blobs, publisher=publisher)  # fmt: skip
         return "failed cells stored"
     batches = batches_for(spec.model_name)
-    if run.get("status") == RUN_CANCELLED:
+    if run.cancelled:
         return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
                            batches=batches, provider_for=provider_for)  # fmt: skip
     if action == BATCH_SUBMIT:
-        if step.batch_round != int(run.get("batch_round", 0)):
+        if step.batch_round != run.batch_round:
             log("batch submit of another round rejected", severity="WARNING", run_id=run_id,
-                asked=step.batch_round, current=run.get("batch_round", 0))  # fmt: skip
+                asked=step.batch_round, current=run.batch_round)  # fmt: skip
             return "rejected"
         return submit_batch(
             run_id,

@@ -15,17 +15,17 @@ from niah.core.interfaces import (
     BATCH_PARTIAL,
     BATCH_SUCCEEDED,
     CLAIM_HELD,
-    RUN_CANCELLED,
     BlobStore,
     Publisher,
     ResultStore,
 )
 from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord, stored_run
 from niah.errors import BatchJobError, CellInFlightError, NiahError
 from niah.logs import log
 from niah.models.providers import get_provider
 from niah.models.providers.gemini import answer_from_json
-from niah.service.batch_manifest import job_cells, job_named, prompt_groups, run_tasks
+from niah.service.batch_manifest import job_cells, prompt_groups, run_tasks
 from niah.service.batch_markers import tally_markers
 from niah.service.batch_output import OutputReader, reason_key
 from niah.service.batch_pieces import job_key
@@ -39,7 +39,7 @@ from niah.service.messages import (
     settle_message,
 )
 from niah.service.run_completion import request_report_if_complete
-from niah.service.run_view import RunView, run_view
+from niah.service.run_view import RunView, record_view
 from niah.service.worker_deps import ProviderFactory
 from niah.settings import get_settings
 
@@ -66,11 +66,11 @@ def settle_job(
         raise CellInFlightError(f"job {job_name} of {run_id} is being settled")
     try:
         with LeaseKeeper(store, run_id, key, claim, settings.cell_lease_seconds):
-            run = store.get_run(run_id, counts=False)
-            job = job_named(run or {}, job_name)
+            run = stored_run(store, run_id, counts=False)
+            job = run.batch_job(job_name) if run is not None else None
             if run is None or job is None or job.get("ingested") or job.get("ended"):
                 return "settled already"
-            spec = RunRequest.model_validate(run["spec"])
+            spec = run.spec
             seen = tally_markers(run_id, job, blobs)
             later = late_output(run_id, run, job, seen["lines"], store=store, blobs=blobs,
                                 publisher=publisher)  # fmt: skip
@@ -79,7 +79,7 @@ def settle_job(
             piece = OutputReader(run_id, run, spec, job, store=store, blobs=blobs,
                            publisher=publisher, provider_for=provider_for)  # fmt: skip
             if not _store_shared(piece, seen["shared"], settings.batch_settle_lines):
-                publisher.publish_cells([settle_message(run_id, run, job_name)])
+                publisher.publish_cells([settle_message(run, job_name)])
                 return "settling"
             fields = _settle(run_id, run, spec, job, seen, store=store, blobs=blobs,
                              publisher=publisher)  # fmt: skip
@@ -90,8 +90,8 @@ def settle_job(
     finally:
         store.release_cell(run_id, key, claim)
     then = job.get("then_submit")
-    if then is not None and int(run.get("batch_round", 0)) == int(then):
-        publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, run)])
+    if then is not None and run.batch_round == int(then):
+        publisher.publish_cells([batch_message(run, BATCH_SUBMIT)])
     request_report_if_complete(run_id, store=store, publisher=publisher)
     return "settled"
 
@@ -138,7 +138,7 @@ def _line_order(line_id: str) -> tuple[str, int]:
 
 def _settle(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     spec: RunRequest,
     job: dict[str, Any],
     seen: dict[str, Any],
@@ -181,7 +181,7 @@ def _settle(
     never_seen = max(0, int(job.get("expected_lines") or 0) - seen["lines"])
     if never_seen:  # the wait for late output is over (``batch_wait``)
         counts["lines_never_seen"] = never_seen
-    waiting = job.get("superseded") or run.get("status") == RUN_CANCELLED
+    waiting = job.get("superseded") or run.cancelled
     if waiting or not missing:
         # A cancelled or superseded run's other cells wait for its next round.
         return counts | {"ingested": True}
@@ -240,7 +240,7 @@ def _settle(
                          "run_fields": {"batch_stopped": message}}  # fmt: skip
     cap = settings.batch_online_fallback_max
     online, over = missing[:cap], missing[cap:]
-    tasks = {task.cell_id: task for task in run_tasks(run_id, spec, run, stored)}
+    tasks = {task.cell_id: task for task in run_tasks(run, stored)}
     publisher.publish_cells([tasks[cell].message() for cell in online if cell in tasks])
     if over:
         fail_cells(run_id, spec, run, over, BatchJobError(
@@ -285,7 +285,7 @@ def _systemic(reasons: list[str], lines: int) -> tuple[str, int] | None:
 def fail_cells(
     run_id: str,
     spec: RunRequest,
-    run: dict[str, Any],
+    run: RunRecord,
     cell_ids: list[str],
     error: BatchJobError,
     *,
@@ -302,7 +302,7 @@ def fail_cells(
     wanted = [cell for cell in cell_ids if cell not in stored]
     step = get_settings().batch_fail_cells
     if len(wanted) > step:
-        publisher.publish_cells(fail_messages(run_id, run, wanted, str(error), step=step))
+        publisher.publish_cells(fail_messages(run, wanted, str(error), step=step))
         return
     store_failed(run_id, spec, run, wanted, error, store=store, blobs=blobs, publisher=publisher)
 
@@ -310,7 +310,7 @@ def fail_cells(
 def store_failed(
     run_id: str,
     spec: RunRequest,
-    run: dict[str, Any],
+    run: RunRecord,
     cell_ids: list[str],
     error: BatchJobError,
     *,
@@ -320,8 +320,8 @@ def store_failed(
 ) -> None:
     """Store each of ``cell_ids`` (cells of the run, not yet stored) failed with ``error``."""
     wanted = set(cell_ids)
-    view: RunView = run_view(run_id, run)
-    for task in run_tasks(run_id, spec, run, store.cell_ids(run_id)):
+    view: RunView = record_view(run)
+    for task in run_tasks(run, store.cell_ids(run_id)):
         if task.cell_id in wanted:
             store_cell(task, failed_cell(task, spec, error), {}, store=store, blobs=blobs,
                        publisher=publisher, run=view)  # fmt: skip

@@ -16,7 +16,6 @@ from niah.core.interfaces import (
     BATCH_ENDED_WITHOUT_OUTPUT,
     CLAIM_HELD,
     BatchClient,
-    BlobInfo,
     BlobStore,
     Publisher,
     ResultStore,
@@ -24,6 +23,7 @@ from niah.core.interfaces import (
 )
 from niah.core.prompts.token_fit import TokenCountRatio
 from niah.core.request.spec import RunRequest
+from niah.core.runs import RunRecord, stored_run
 from niah.errors import CellInFlightError, PromptOverLimitError
 from niah.logs import log
 from niah.models.providers import get_provider
@@ -36,15 +36,15 @@ from niah.service.cell_records import failed_cell, store_cell
 from niah.service.lease import LeaseKeeper
 from niah.service.messages import CellTask
 from niah.service.run_completion import request_report_if_complete
-from niah.service.run_view import run_view
+from niah.service.run_view import record_view
 from niah.service.token_counts import run_token_ratio
 from niah.service.worker_deps import ProviderFactory, TokenizerFactory
-from niah.settings import get_settings
+from niah.settings import BATCHES_PREFIX, get_settings
 
 
 def submit_batch(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     spec: RunRequest,
     batch_round: int,
     *,
@@ -60,8 +60,7 @@ def submit_batch(
     A cell whose prompt the model would count over its input limit is stored failed
     (``PromptOverLimitError``) instead of going into a job.
     """
-    jobs = list(run.get("batch_jobs") or [])
-    if any(job.get("round") == batch_round for job in jobs):
+    if any(job.get("round") == batch_round for job in run.batch_jobs):
         return "duplicate"
     settings = get_settings()
     key = f"batch-submit-r{batch_round:03d}"
@@ -75,8 +74,8 @@ def submit_batch(
                                        provider_for=provider_for):  # fmt: skip
                 return "ingesting an earlier round's output first"
             # As that step left them (it may have marked earlier jobs ended).
-            jobs = list((store.get_run(run_id, counts=False) or run).get("batch_jobs") or [])
-            tasks = run_tasks(run_id, spec, run, store.cell_ids(run_id))
+            jobs = (stored_run(store, run_id, counts=False) or run).batch_job_entries()
+            tasks = run_tasks(run, store.cell_ids(run_id))
             if not tasks:
                 request_report_if_complete(run_id, store=store, publisher=publisher)
                 return "nothing to submit"
@@ -100,7 +99,7 @@ def submit_batch(
 def _lines(
     run_id: str,
     spec: RunRequest,
-    run: dict[str, Any],
+    run: RunRecord,
     tasks: list[CellTask],
     *,
     store: ResultStore,
@@ -117,11 +116,11 @@ def _lines(
     """
     provider = provider_for(spec.provider(), spec.model_name)
     tokenizer = tokenizer_for(provider.tokenizer_name)
-    files = haystack_files(run)
+    files = list(run.haystack_files) if run.haystack_files is not None else None
 
     def ratio() -> TokenCountRatio:
         return run_token_ratio(
-            run_id, spec, run.get("token_count") or None, stamp=run.get("stamp"),
+            run_id, spec, dict(run.token_count or {}) or None, stamp=run.stamp or None,
             haystack=run_haystack(spec, tokenizer, blobs, files), tokenizer=tokenizer,
             provider=provider, store=store,
         )  # fmt: skip
@@ -141,7 +140,7 @@ def _lines(
         digest = str(request_digest(built.line["request"]))
         encoded = json.dumps(built.line).encode()
         lines.append(ManifestLine(task.cell_id, digest, built.planned_prompt_tokens, encoded))
-    view = run_view(run_id, run)
+    view = record_view(run)
     for task, why in refused:
         store_cell(task, failed_cell(task, spec, why), {}, store=store, blobs=blobs,
                    publisher=publisher, run=view)  # fmt: skip
@@ -150,7 +149,7 @@ def _lines(
 
 def _submit_parts(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     batch_round: int,
     lines: list[ManifestLine],
     *,
@@ -171,10 +170,10 @@ def _submit_parts(
             size = 0
         parts[-1].append(line)
         size += len(line.json) + 1
-    base = f"{settings.batches_prefix}{run_id}/r{batch_round:03d}"
+    base = f"{BATCHES_PREFIX}{run_id}/r{batch_round:03d}"
     # The output folder names the run's creation too: a run made again under its ID
     # (deleted, then asked again) must not find the first one's predictions there.
-    created = f"-{run['stamp'][:8]}" if run.get("stamp") else ""
+    created = f"-{run.stamp[:8]}" if run.stamp else ""
     submitted = []
     for number, part in enumerate(parts):
         name = f"{base}-input-{number:03d}.jsonl"
@@ -200,13 +199,3 @@ def _submit_parts(
             }
         )
     return submitted
-
-
-def haystack_files(run: dict[str, Any]) -> list[BlobInfo] | None:
-    """The haystack listing the run was created with (None: the worker lists)."""
-    listed = run.get("haystack_files") or None
-    return (
-        [BlobInfo(str(f["name"]), int(f["size"]), str(f["fingerprint"])) for f in listed]
-        if listed
-        else None
-    )

@@ -18,6 +18,7 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import BatchJob, BlobStore, Publisher, ResultStore
+from niah.core.runs import RunRecord
 from niah.logs import log
 from niah.service.batch_manifest import output_files
 from niah.service.batch_pieces import piece_messages
@@ -60,7 +61,7 @@ def never_seen_reason(job: dict[str, Any], read: int) -> str:
 
 def late_output(
     run_id: str,
-    run: dict[str, Any],
+    run: RunRecord,
     job: dict[str, Any],
     lines_read: int,
     *,
@@ -83,7 +84,7 @@ def late_output(
     if fresh:
         files = job["ingest"]["files"] + [{"name": i.name, "size": i.size} for i in fresh]
         store.update_batch_job(run_id, job["name"], {"ingest": {"files": files}})
-        publisher.publish_cells(piece_messages(run_id, run, job["name"], fresh))
+        publisher.publish_cells(piece_messages(run, job["name"], fresh))
         log("late batch output found", run_id=run_id, job=job["name"], files=len(fresh))
         return "reading late output"
     waiting = still_waiting(job)

@@ -94,8 +94,7 @@ def cancel_run(
 
             note_settled_cover(run, store=store)
     if run is not None and publisher is not None and run.batch_jobs:
-        # niah.service.messages reads the run's document (its own migration is to come).
-        publisher.publish_cells([batch_message(run_id, BATCH_POLL, run.to_document())])
+        publisher.publish_cells([batch_message(run, BATCH_POLL)])
     if run is None:
         return Cancelled(run_id, outcome, None, 0, 0, 0, {})
     return Cancelled(run_id, outcome, run.status, run.total, run.done, run.failed, dict(run.totals))

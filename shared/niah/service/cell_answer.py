@@ -48,7 +48,7 @@ from niah.service.messages import CellTask
 from niah.service.run_view import RunView
 from niah.service.token_counts import run_token_ratio
 from niah.service.worker_deps import WorkerDeps
-from niah.settings import get_settings
+from niah.settings import CONTEXTS_PREFIX, get_settings
 from niah.tasks import Sample
 
 
@@ -304,6 +304,6 @@ def _answer_cell(
 
 def _save_prompt(task: CellTask, prompt: str, blobs: BlobStore) -> str:
     """Store the cell's prompt (``save_contexts``); where it went."""
-    name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.txt"
+    name = f"{CONTEXTS_PREFIX}{task.run_id}/{task.cell_id}.txt"
     blobs.write(name, prompt.encode(), content_type="text/plain", if_absent=True)
     return gs_uri(blobs.bucket, name)

@@ -19,7 +19,7 @@ from niah.logs import log
 from niah.service.messages import CellTask
 from niah.service.run_completion import request_report_if_complete
 from niah.service.run_view import RunView
-from niah.settings import get_settings
+from niah.settings import KEPT_ANSWERS_PREFIX
 
 # What became of a delivery (the worker function logs it and acknowledges).
 Outcome = Literal[
@@ -132,7 +132,7 @@ def _may_be_last(task: CellTask, run: RunView, counted: int | None, store: Resul
 
 
 def _kept_answer_name(task: CellTask) -> str:
-    return f"{get_settings().kept_answers_prefix}{task.run_id}/{task.cell_id}.json"
+    return f"{KEPT_ANSWERS_PREFIX}{task.run_id}/{task.cell_id}.json"
 
 
 def keep_answer(

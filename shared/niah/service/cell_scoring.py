@@ -28,7 +28,7 @@ from niah.errors import NiahError
 from niah.logs import log
 from niah.service.messages import CellTask
 from niah.service.worker_deps import ProviderFactory
-from niah.settings import get_settings
+from niah.settings import CONTEXTS_PREFIX
 from niah.tasks import Sample, get_task, score_answer
 
 # Of an answer, what a cell document keeps (Firestore's limit is 1 MiB per document).
@@ -103,7 +103,7 @@ def _keep_whole_answer(task: CellTask, text: str, blobs: BlobStore) -> dict[str,
     data = text.encode()
     if len(data) <= MAX_STORED_ANSWER_BYTES:
         return {}
-    name = f"{get_settings().contexts_prefix}{task.run_id}/{task.cell_id}.answer.txt"
+    name = f"{CONTEXTS_PREFIX}{task.run_id}/{task.cell_id}.answer.txt"
     blobs.write(name, data, content_type="text/plain")
     kept = data[:MAX_STORED_ANSWER_BYTES].decode("utf-8", errors="ignore")
     return {

@@ -93,9 +93,8 @@ def handle_certify_step(
         },
     )
     stored = {str(c["cell_id"]) for c in cells}
-    # niah.service.messages reads the run's document (its own migration is to come).
-    grown = run.with_fields(certify=kept | {"samples": samples}).to_document()
-    messages = [m for m in cell_messages(run_id, spec, grown) if m["cell_id"] not in stored]
+    grown = run.with_fields(certify=kept | {"samples": samples})
+    messages = [m for m in cell_messages(grown) if m["cell_id"] not in stored]
     # Let go before publishing: the new round's last cell, however soon it lands, asks
     # again (the run's total is already the new round's, so nothing asks early).
     store.clear_report_request(run_id)

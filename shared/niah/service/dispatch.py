@@ -30,10 +30,10 @@ from niah.core.prompts.answer_budget import CallBudget, call_budget
 from niah.core.prompts.mrcr_files import RunSource
 from niah.core.request.callers import LOCAL_CALLER
 from niah.core.request.grid import Cell
-from niah.core.request.spec import RunRequest, run_label
+from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import certify_cells, first_samples, plan_record
 from niah.core.results.counters import shard_totals, shards_for
-from niah.core.runs import RunRecord, stored_run
+from niah.core.runs import RunRecord, run_label, stored_run
 from niah.errors import RequestError
 from niah.logs import log
 from niah.service.admission import REASKS, admit_request
@@ -264,8 +264,7 @@ def dispatch_run(
         budget=checked.budget,
         haystack_files=checked.haystack_files,
     ).with_fields(sentinel_key=checked.request_key)
-    # niah.service.messages reads the run's document (its own migration is to come).
-    primer = primer_message(run_id, spec, record.to_document())
+    primer = primer_message(record)
     if primer is not None:  # until it is answered, the run's dispatch is in progress
         record = record.with_fields(primer_cell=primer["cell_id"])
     admitted = admit_request(

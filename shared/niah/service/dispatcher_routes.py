@@ -47,7 +47,7 @@ from niah.service.route_owners import (
 from niah.service.sentinel_firing import SCHEDULE_TIME_HEADER, refused_alert, sentinel_payload
 from niah.service.spend_settlement import settle_ended
 from niah.service.sweep import sweep_stalled_runs
-from niah.settings import get_settings
+from niah.settings import REPORTS_PREFIX, get_settings
 
 MAX_BODY_BYTES = 1_000_000
 CANCEL_PATH = "/cancel"
@@ -206,7 +206,7 @@ def start_run(
         "warnings": result.warnings,
         "firestore_document": f"runs/{result.run_id}",
         "project": settings.project,  # for the console link clients print
-        "report_prefix": f"gs://{settings.bucket}/{settings.reports_prefix}{result.run_id}/",
+        "report_prefix": f"gs://{settings.bucket}/{REPORTS_PREFIX}{result.run_id}/",
     }
     return body, 200 if result.already_complete else 202
 

@@ -23,8 +23,9 @@ from typing import Any, Literal, get_args
 
 from niah.core.request.cache_primer import primer_pays
 from niah.core.request.grid import Cell, primer_cell
-from niah.core.request.spec import RUN_ID_PATTERN, RunRequest
+from niah.core.request.spec import RUN_ID_PATTERN
 from niah.core.results.certify_run import certify_cells, stored_samples
+from niah.core.runs import RunRecord
 from niah.errors import MalformedMessageError
 from niah.service.run_sources import source_cells
 from niah.settings import get_settings
@@ -113,18 +114,17 @@ class CellTask:
         return Cell(self.context_length, self.depth_percent, self.sample, self.variant)
 
 
-def run_cell_tasks(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[CellTask]:
+def run_cell_tasks(run: RunRecord) -> list[CellTask]:
     """Every cell of the run as its message says it: the grid's, or one per published row."""
-    stamp = str(run["stamp"]) if run.get("stamp") else None
-    rows = run.get("source_rows")
+    run_id, spec, stamp, rows = run.run_id, run.spec, run.stamp or None, run.source_rows
     if spec.is_certify():  # the rounds asked for so far
         return [
             _cell_task(run_id, cell, stamp)
-            for cell in certify_cells(spec, stored_samples(run.get("certify")))
+            for cell in certify_cells(spec, stored_samples(run.certify))
         ]
     if not rows:
         return [_cell_task(run_id, cell, stamp) for cell in spec.cells()]
-    files = run["source_files"]
+    files = run.source_files or ()
     cells = source_cells([(row["file"], row["row"], row["tokens"]) for row in rows])
     return [
         # Its byte span where the dispatcher kept one: the worker reads the row alone.
@@ -153,12 +153,12 @@ def _cell_task(run_id: str, cell: Cell, stamp: str | None, **source: Any) -> Cel
     )
 
 
-def cell_messages(run_id: str, spec: RunRequest, run: dict[str, Any]) -> list[dict[str, Any]]:
+def cell_messages(run: RunRecord) -> list[dict[str, Any]]:
     """One message per cell of the run: the grid's, or one per published row."""
-    return [task.message() for task in run_cell_tasks(run_id, spec, run)]
+    return [task.message() for task in run_cell_tasks(run)]
 
 
-def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[str, Any] | None:
+def primer_message(run: RunRecord) -> dict[str, Any] | None:
     """The message of a new run's primer cell, published alone; None to publish all.
 
     Every prompt of a grid is the template's head and the haystack from its start up
@@ -169,9 +169,10 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     MRCR samples share no haystack, one-cell runs have nothing to gain, and a grid whose
     prefixes cannot reach the model's minimum cached prefix none either (``primer_pays``).
     """
+    spec = run.spec
     if (
         get_settings().dispatch_order != "cache_aware"
-        or run.get("source_rows")
+        or run.source_rows
         or spec.is_batch()
         or spec.is_certify()  # a round is one length: its cells share no longest prefix
     ):
@@ -180,7 +181,7 @@ def primer_message(run_id: str, spec: RunRequest, run: dict[str, Any]) -> dict[s
     first = primer_cell(cells)
     if first is None or not primer_pays(spec, cells, first):
         return None  # no prefix the cache would serve: nothing to hold the grid for
-    return cell_messages(run_id, spec, run)[cells.index(first)] | {"primer": True}
+    return cell_messages(run)[cells.index(first)] | {"primer": True}
 
 
 # What a batch message asks of the worker: submit the run's missing cells as batch
@@ -191,27 +192,27 @@ BATCH_SUBMIT, BATCH_POLL, BATCH_INGEST = "submit", "poll", "ingest"
 BATCH_SETTLE, BATCH_FAIL = "settle", "fail"
 
 
-def batch_message(run_id: str, action: str, run: dict[str, Any]) -> dict[str, Any]:
+def batch_message(run: RunRecord, action: str) -> dict[str, Any]:
     """A message on the cells topic for a batch run's worker-side step.
 
     ``batch_round``: which submission (0, then one more per resume), so a redelivered
     submit of a round submits nothing again.
     """
-    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
+    stamp = {"run_stamp": run.stamp} if run.stamp else {}
     return {
         KIND: BATCH,
-        "run_id": run_id,
+        "run_id": run.run_id,
         "batch_action": action,
-        "batch_round": int(run.get("batch_round", 0)),
+        "batch_round": run.batch_round,
         **stamp,
     }
 
 
 def ingest_message(
-    run_id: str, run: dict[str, Any], job_name: str, file: str, start: int, end: int
+    run: RunRecord, job_name: str, file: str, start: int, end: int
 ) -> dict[str, Any]:
     """The message that asks a worker to ingest bytes ``[start, end)`` of ``file``."""
-    return batch_message(run_id, BATCH_INGEST, run) | {
+    return batch_message(run, BATCH_INGEST) | {
         "job": job_name,
         "file": file,
         "start": start,
@@ -219,9 +220,9 @@ def ingest_message(
     }
 
 
-def settle_message(run_id: str, run: dict[str, Any], job_name: str) -> dict[str, Any]:
+def settle_message(run: RunRecord, job_name: str) -> dict[str, Any]:
     """The message that asks a worker to go on settling ``job_name``."""
-    return batch_message(run_id, BATCH_SETTLE, run) | {"job": job_name}
+    return batch_message(run, BATCH_SETTLE) | {"job": job_name}
 
 
 def settle_job_name(body: dict[str, Any]) -> str:
@@ -230,11 +231,11 @@ def settle_job_name(body: dict[str, Any]) -> str:
 
 
 def fail_messages(
-    run_id: str, run: dict[str, Any], cell_ids: list[str], reason: str, *, step: int
+    run: RunRecord, cell_ids: list[str], reason: str, *, step: int
 ) -> list[dict[str, Any]]:
     """Messages that each ask a worker to store ``step`` of ``cell_ids`` failed."""
     return [
-        batch_message(run_id, BATCH_FAIL, run) | {"cells": cell_ids[i : i + step], "reason": reason}
+        batch_message(run, BATCH_FAIL) | {"cells": cell_ids[i : i + step], "reason": reason}
         for i in range(0, len(cell_ids), step)
     ]
 
@@ -249,14 +250,14 @@ def report_message(run_id: str) -> dict[str, Any]:
     return {KIND: REPORT, "run_id": run_id}
 
 
-def certify_step_message(run_id: str, run: dict[str, Any]) -> dict[str, Any]:
+def certify_step_message(run: RunRecord) -> dict[str, Any]:
     """A certify run's round is in: a worker plans the next round or asks for the report.
 
     On the cells topic, as a batch run's steps are: the planner's interval code is the
     worker's, never the dispatcher's (``niah.service.certify_rounds``).
     """
-    stamp = {"run_stamp": run["stamp"]} if run.get("stamp") else {}
-    return {KIND: CERTIFY_STEP, "run_id": run_id, **stamp}
+    stamp = {"run_stamp": run.stamp} if run.stamp else {}
+    return {KIND: CERTIFY_STEP, "run_id": run.run_id, **stamp}
 
 
 @dataclass(frozen=True)

@@ -53,13 +53,11 @@ def publish_missing(
     A batch run's missing cells go as one message: submit them as batch jobs (the
     worker does; it submits a round once).
     """
-    # niah.service.messages reads the run's document (its own migration is to come).
-    doc = run.to_document()
-    messages = [m for m in cell_messages(run.run_id, run.spec, doc) if m["cell_id"] not in stored]
+    messages = [m for m in cell_messages(run) if m["cell_id"] not in stored]
     if not messages:
         # Every cell is stored but the report may never have been asked for.
         request_report_if_complete(run.run_id, store=store, publisher=publisher)
         return 0
     if run.spec.is_batch():
-        return publisher.publish_cells([batch_message(run.run_id, BATCH_SUBMIT, doc)])
+        return publisher.publish_cells([batch_message(run, BATCH_SUBMIT)])
     return publisher.publish_cells(messages)

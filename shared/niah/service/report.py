@@ -31,7 +31,7 @@ from niah.service.run_completion import record_report_failure
 from niah.service.runs_index import refresh_index
 from niah.service.sentinels import check_sentinel_run, publish_sentinel_alert
 from niah.service.spend_settlement import settle_run_spend, settle_spent, settled_usd
-from niah.settings import get_settings
+from niah.settings import REPORTS_PREFIX, get_settings
 
 ReportFile = tuple[str, bytes, str]  # name, data, content type
 
@@ -75,7 +75,7 @@ def write_report_files(
     run_id: str, files: dict[str, ReportFile], blobs: BlobStore
 ) -> dict[str, str]:
     """Store the rendered files; where each is (gs:// and https)."""
-    prefix = f"{get_settings().reports_prefix}{run_id}/"
+    prefix = f"{REPORTS_PREFIX}{run_id}/"
     location = {}
     for key, (name, data, content_type) in files.items():
         blobs.write(prefix + name, data, content_type=content_type)
@@ -134,7 +134,7 @@ def render_report(
         if done is None:  # deleted since the claim
             return {}
         if sentinel and alerts is not None:
-            publish_sentinel_alert(run_id, done.to_document(), store=store, alerts=alerts)
+            publish_sentinel_alert(done, store=store, alerts=alerts)
         return dict(done.report or {})
     if claim == "failed":
         log("report failed before; not rendered until the run is reopened", run_id=run_id)
@@ -167,8 +167,9 @@ def render_report(
     # After the claim is let go: a publish that fails raises to be delivered again,
     # which finds the report done and publishes then (the report stays written).
     if location is not None and sentinel and alerts is not None:
-        reported = store.get_run(run_id, counts=False) or {}  # the check, as stored
-        publish_sentinel_alert(run_id, reported, store=store, alerts=alerts)
+        reported = stored_run(store, run_id, counts=False)  # the check, as stored
+        if reported is not None:
+            publish_sentinel_alert(reported, store=store, alerts=alerts)
     return location
 
 
@@ -197,7 +198,7 @@ def _render_claimed(
         # The summary and the sentinel check read the run's document (the read side's
         # migration to RunRecord is to come).
         summary = summarize(run.to_document(), cells, calls)
-        check = check_sentinel_run(run_id, run.to_document(), cells, store=store)
+        check = check_sentinel_run(run, cells, store=store)
         if check is not None:
             run = run.with_fields(sentinel_check=check)
         files = render_report_files(run_id, run, cells, summary)

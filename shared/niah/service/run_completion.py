@@ -48,7 +48,7 @@ def request_report_if_complete(
             # A certify run's round is in: a worker plans the next round, or asks for
             # the report once the certificate is reached (niah.service.certify_rounds).
             # niah.service.messages reads the run's document (its migration is to come).
-            publisher.publish_cells([certify_step_message(run_id, run.to_document())])
+            publisher.publish_cells([certify_step_message(run)])
             log("certify round in; next step asked", run_id=run_id)
             return True
         publisher.publish_report(report_message(run_id))

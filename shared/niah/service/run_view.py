@@ -9,9 +9,7 @@ entry once per run view, not per call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from niah.catalog.models import ProviderName
 from niah.core.interfaces import RUN_CANCELLED, BlobInfo, ResultStore
@@ -116,21 +114,11 @@ def record_view(record: RunRecord) -> RunView:
     return RunView(record, cancelled=record.cancelled, published=published)
 
 
-def run_view(run_id: str, doc: Mapping[str, Any]) -> RunView:
-    """``record_view`` of a run document the caller read itself.
-
-    For the batch modules (niah.service.batch_*), which read the run's document until
-    their own migration to ``RunRecord`` (tests/unit/test_run_record.py lists them).
-    """
-    return record_view(RunRecord.from_document(doc, run_id))
-
-
 def _published_cells(record: RunRecord) -> dict[str, CellTask]:
     """The cells of a run over published rows, as the dispatcher publishes them."""
     if not record.source_rows:
         return {}  # none recorded: no message can be of it
-    # niah.service.messages reads the run's document (its own migration is to come).
-    tasks = run_cell_tasks(record.run_id, record.spec, record.to_document())
+    tasks = run_cell_tasks(record)
     return {task.cell_id: task for task in tasks}
 
 

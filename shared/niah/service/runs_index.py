@@ -24,7 +24,7 @@ from niah.core.pages.run_index import (
 )
 from niah.errors import NiahError
 from niah.logs import log
-from niah.settings import get_settings
+from niah.settings import REPORTS_PREFIX
 
 # Rebuilds after a lost race before giving up (the next report, or `niah index`, mends it).
 INDEX_ATTEMPTS = 6
@@ -35,7 +35,7 @@ def refresh_index(store: ResultStore, blobs: BlobStore, attempts: int = INDEX_AT
 
     Never raises: a report is done whether or not the index could follow it.
     """
-    prefix = get_settings().reports_prefix
+    prefix = REPORTS_PREFIX
     json_name, html_name = prefix + INDEX_JSON, prefix + INDEX_HTML
     try:
         for attempt in range(1, attempts + 1):

@@ -155,20 +155,18 @@ def republish_lost(
     (``lost_republished_at``, which is also its progress), so deaths before it are not
     counted again and the quiet rule waits another quiet spell.
     """
-    run_id, spec, primer = run.run_id, run.spec, run.primer_cell
-    # niah.service.messages reads the run's document (its own migration is to come).
-    doc = run.to_document()
+    run_id, primer = run.run_id, run.primer_cell
     if primer and not run.primer_released:
         if primer in store.cell_ids(run_id):
             count = release_after_primer(run_id, store=store, publisher=publisher)
         elif primer in store.leased_cells(run_id) or primer in skip:
             count = 0
         else:
-            message = primer_message(run_id, spec, doc)
+            message = primer_message(run)
             count = publisher.publish_cells([message]) if message else 0
     else:
         taken = taken_cells(run_id, store) | set(skip)
-        messages = [m for m in cell_messages(run_id, spec, doc) if m["cell_id"] not in taken]
+        messages = [m for m in cell_messages(run) if m["cell_id"] not in taken]
         count = publisher.publish_cells(messages) if messages else 0
     store.update_run(
         run_id, {"lost_republished_at": dt.datetime.now(dt.UTC), "lost_republished": count}
@@ -184,8 +182,7 @@ def _hand_on_lapsed(run: RunRecord, *, store: ResultStore, publisher: Publisher)
     lapsed = set(store.hand_on_lapsed(run_id))
     if not lapsed:
         return []
-    doc = run.to_document()  # as niah.service.messages reads it
-    messages = [m for m in cell_messages(run_id, run.spec, doc) if m["cell_id"] in lapsed]
+    messages = [m for m in cell_messages(run) if m["cell_id"] in lapsed]
     if messages:
         publisher.publish_cells(messages)
     log("cells of dead holders handed on", severity="WARNING", run_id=run_id, cells=len(messages))
@@ -201,28 +198,25 @@ def _sweep_batch(run: RunRecord, *, store: ResultStore, publisher: Publisher, st
     is. Messages published.
     """
     run_id, jobs = run.run_id, run.batch_jobs
-    # niah.service.batch_pieces and messages read the run's document (their migration
-    # is to come).
-    doc = run.to_document()
     if any(
         not (j.get("ingested") or j.get("ended")) and (not j.get("superseded") or "ingest" in j)
         for j in jobs
     ):
         # An open job, or a superseded one whose output is still being read (a resume
         # waits on it): the poll tends both.
-        dead = hand_on_dead_pieces(run_id, doc, store=store, publisher=publisher)
-        return dead + publisher.publish_cells([batch_message(run_id, BATCH_POLL, doc)])
+        dead = hand_on_dead_pieces(run, store=store, publisher=publisher)
+        return dead + publisher.publish_cells([batch_message(run, BATCH_POLL)])
     if run.done + run.failed >= run.total:
         request_report_if_complete(run_id, store=store, publisher=publisher)
         return 0
     if not stalled:
         return 0
     if not any(j.get("round") == run.batch_round for j in jobs):
-        return publisher.publish_cells([batch_message(run_id, BATCH_SUBMIT, doc)])
+        return publisher.publish_cells([batch_message(run, BATCH_SUBMIT)])
     # Every job is done, yet cells are missing: failed lines sent online whose message
     # was lost. They go online again.
     taken = taken_cells(run_id, store)
-    missing = [m for m in cell_messages(run_id, run.spec, doc) if m["cell_id"] not in taken]
+    missing = [m for m in cell_messages(run) if m["cell_id"] not in taken]
     count = publisher.publish_cells(missing) if missing else 0
     store.update_run(run_id, {"swept": count})
     return count

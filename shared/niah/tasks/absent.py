@@ -12,6 +12,7 @@ import re
 
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
 from niah.tasks.base import (
@@ -45,7 +46,7 @@ class AbsentOptions(RulerNeedleOptions):
 
     takes_distractors = True
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """A decline that restates a needle line's worth of key and value."""
         return self.needle_line_bytes()
 
@@ -59,7 +60,7 @@ class Absent(Task[AbsentOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """One needle of another key at the cell's depth; the asked key is nowhere."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         present, asked = distinct_values(rng, options.needle_key_type, 2)
         value_kind = options.needle_value_type
         value = needle_value(rng, value_kind)

@@ -31,6 +31,7 @@ from pydantic import Field
 from niah.core.prompts.generated_context import PieceCounter
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.errors import ContextTooShortError
@@ -117,11 +118,11 @@ class CommonWordsOptions(TaskOptions):
         uncommon = self.repeats(context_length)[1]
         return self.num_cw + context_length // (MIN_ENTRY_TOKENS * uncommon) + SPARE_WORDS
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The common words, listed."""
         return self.num_cw * (COMMON_WORD_BYTES + LISTED_ITEM)
 
-    def check(self, request: RunRequest) -> None:
+    def check(self, request: RunOptions) -> None:
         """The common words must be listed more often than the others, at every length."""
         for length in (1, RULER_SHORT_LENGTH):
             common, uncommon = self.repeats(length)
@@ -296,7 +297,7 @@ class CommonWords(Task[CommonWordsOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Seeded words: the first ``num_cw`` are the common ones; the list fits the cell."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         count = options.num_cw
         pool = word_pool(rng, options.pool_size(cell.context_length))
         common_repeats, other_repeats = options.repeats(cell.context_length)

@@ -182,7 +182,7 @@ def spaced_depths(rng: random.Random, needles: list[float], count: int) -> list[
 
 def with_distractors(spec: RunRequest, cell: Cell, sample: Sample, count: int) -> Sample:
     """``sample`` with ``count`` distractors after its insertions, and them in its details."""
-    rng = sample_rng(spec, cell, f"{spec.task}:distractors")
+    rng = sample_rng(spec.seed, cell, f"{spec.task}:distractors")
     made = _made(spec, cell, sample, rng, count)
     depths = spaced_depths(rng, [i.depth_percent for i in sample.insertions], count)
     added = tuple(Insertion(text, depth) for (text, _, _), depth in zip(made, depths, strict=True))

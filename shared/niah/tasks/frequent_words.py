@@ -28,6 +28,7 @@ from pydantic import Field
 
 from niah.core.prompts.generated_context import PieceCounter
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.errors import ContextTooShortError
@@ -69,7 +70,7 @@ class FrequentWordsOptions(TaskOptions):
 
     takes_haystack_order = False  # the coded text is the whole context
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The three coded words, listed."""
         return TOP * (CODED_WORD_LETTERS + LISTED_ITEM)
 
@@ -173,7 +174,7 @@ class FrequentWords(Task[FrequentWordsOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded vocabulary; the text is made to the cell's length when it is built."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         vocabulary = coded_words(rng, options.vocabulary_size(cell.context_length))
         seed = hashlib.sha256(f"{rng.getrandbits(128)}".encode()).hexdigest()[:16]
         expected = tuple(vocabulary[1 : 1 + TOP])

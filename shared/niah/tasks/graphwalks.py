@@ -39,6 +39,7 @@ from pydantic import Field
 
 from niah.core.request.axes import at_variant
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.tasks.base import Outcome, Sample, ShortLength, Task, Verdict, sample_rng
@@ -122,11 +123,11 @@ class GraphWalksOptions(TaskOptions):
 
     takes_haystack_order = False  # the graph is the whole context
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The card's answer line with every node a planted question can have."""
         return ANSWER_BYTES
 
-    def check(self, request: RunRequest) -> None:
+    def check(self, request: RunOptions) -> None:
         """A depth is a BFS's (by value: a stored spec spells every default out)."""
         default = type(self).model_fields["bfs_depth"].default
         if self.graph_problem == "parents" and self.bfs_depth != default:
@@ -136,7 +137,7 @@ class GraphWalksOptions(TaskOptions):
 
     def plant(self, spec: RunRequest, cell: Cell) -> tuple[PlantedGraph, str, set[str]]:
         """The cell's question, planted from its seeded generator (as the task and admission do)."""
-        return plant_question(self.graph_problem, self.bfs_depth, sample_rng(spec, cell, NAME))
+        return plant_question(self.graph_problem, self.bfs_depth, sample_rng(spec.seed, cell, NAME))
 
 
 def least_graphwalks_length(spec: RunRequest, cell: Cell) -> int:
@@ -209,7 +210,7 @@ class GraphWalks(Task[GraphWalksOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A planted question and its answer; the graph grows to the cell's length when built."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         planted, node, answer = plant_question(options.graph_problem, options.bfs_depth, rng)
         if options.graph_problem == "bfs":
             depth = options.bfs_depth

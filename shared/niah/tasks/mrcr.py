@@ -31,6 +31,7 @@ from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import ADJECTIVES, NOUNS
 from niah.core.request.grid import Cell
 from niah.core.request.request_options import MAX_NEEDLES, BucketPath
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.core.results.chance import mrcr_floor
@@ -139,11 +140,11 @@ class MrcrOptions(TaskOptions):
         """Google's published noise rate at the run's needles."""
         return mrcr_floor(self.needle_count(), published_files=self.mrcr_source is not None)
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The longest composed reply (a published row brings its own: ``answer_tokens``)."""
         return MRCR_REPLY
 
-    def check(self, request: RunRequest) -> None:
+    def check(self, request: RunOptions) -> None:
         """MRCR v2's needle counts; certify cannot draw its samples by length."""
         if self.needle_count() not in MRCR_NEEDLES:
             raise ValueError("num_needles for task mrcr must be 2, 4 or 8, as MRCR v2 has")
@@ -227,7 +228,7 @@ class Mrcr(Task[MrcrOptions]):
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded conversation: requests, composed needle replies, a prefix, the ask."""
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         needles = self.options_of(spec).needle_count()
         fmt, topic, style = rng.choice(FORMATS), rng.choice(TOPICS), rng.choice(STYLES)
         needle_request = request(fmt, topic, style)

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import mentions
 from niah.tasks.base import (
@@ -33,7 +34,7 @@ class MultiKeyOptions(RulerNeedleOptions):
 
     takes_distractors = True
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The asked key's needle line."""
         return self.needle_line_bytes()
 
@@ -47,7 +48,7 @@ class MultiKey(Task[MultiKeyOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Distinct keys and values; distractors at seeded depths."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         count = 1 + options.num_distractors
         keys = distinct_values(rng, options.needle_key_type, count)
         values = distinct_values(rng, options.needle_value_type, count)

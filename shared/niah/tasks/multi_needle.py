@@ -16,6 +16,7 @@ from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import CITIES
 from niah.core.request.grid import Cell
 from niah.core.request.request_options import MAX_NEEDLES, PromptText, ReportedScorer
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.core.results.chance import seeded_needles_floor
@@ -92,13 +93,13 @@ class MultiNeedleOptions(TaskOptions):
         """0 % with the seeded needles (``niah.core.results.chance``); none with your own."""
         return seeded_needles_floor(own_needles=self.needles is not None)
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The user's needles and answers, or every seeded needle's line and number."""
         if self.needles is not None:
             return sum(len(t.encode()) for t in [*self.needles, *(self.expected_answers or [])])
         return self.needle_count() * (NEEDLE_LINE + CITY_BYTES + VALUE_BYTES["numbers"])
 
-    def check(self, request: RunRequest) -> None:
+    def check(self, request: RunOptions) -> None:
         """The harness's list: its question, its answers, its scorer; no distractors of it."""
         if self.needles is not None or self.expected_answers is not None:
             self._check_own_needles(request)
@@ -108,7 +109,7 @@ class MultiNeedleOptions(TaskOptions):
                 "none: leave needles out (seeded needles), or leave distractors out"
             )
 
-    def _check_own_needles(self, request: RunRequest) -> None:
+    def _check_own_needles(self, request: RunOptions) -> None:
         if self.needles is None:
             raise ValueError(
                 "expected_answers go with needles (one per needle); give needles, or leave "
@@ -144,11 +145,11 @@ class MultiNeedleOptions(TaskOptions):
                 "expected_answers"
             )
 
-    def needle_options(self, request: RunRequest) -> frozenset[str]:
+    def needle_options(self, request: RunOptions) -> frozenset[str]:
         """The question that asks for the user's own needles."""
         return frozenset({"retrieval_question"}) if self.needles is not None else frozenset()
 
-    def reported_scorer(self, request: RunRequest) -> ReportedScorer:
+    def reported_scorer(self, request: RunOptions) -> ReportedScorer:
         """The judge may grade the user's own needles (against them); else the share found."""
         return "judge" if self.needles is not None and request.scorer == "judge" else "task"
 
@@ -168,7 +169,7 @@ class MultiNeedle(Task[MultiNeedleOptions]):
         options = self.options_of(spec)
         if options.needles is not None:
             return self._own_sample(spec, options, cell)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         count = options.needle_count()
         cities = rng.sample(CITIES, count)
         numbers = distinct_values(rng, "numbers", count)

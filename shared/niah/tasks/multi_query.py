@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     RulerNeedleOptions,
@@ -27,7 +28,7 @@ class MultiQueryOptions(RulerNeedleOptions):
 
     takes_distractors = True
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """A needle line for each asked key."""
         return self.num_queries * self.needle_line_bytes()
 
@@ -41,7 +42,7 @@ class MultiQuery(Task[MultiQueryOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Distinct keys and values; every key is asked for."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         keys = distinct_values(rng, options.needle_key_type, options.num_queries)
         values = distinct_values(rng, options.needle_value_type, options.num_queries)
         return spread_ruler_sample(options.needle_value_type, cell, keys, values)

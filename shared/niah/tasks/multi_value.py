@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.tasks.base import (
     RulerNeedleOptions,
@@ -27,7 +28,7 @@ class MultiValueOptions(RulerNeedleOptions):
 
     takes_distractors = True
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """A needle line for each value."""
         return self.num_values * self.needle_line_bytes()
 
@@ -41,7 +42,7 @@ class MultiValue(Task[MultiValueOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """One key, distinct values; every value is asked for."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         key = distinct_values(rng, options.needle_key_type, 1)[0]
         values = distinct_values(rng, options.needle_value_type, options.num_values)
         keys = [key] * options.num_values

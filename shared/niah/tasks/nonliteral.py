@@ -12,6 +12,7 @@ from __future__ import annotations
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.prompts.vocabulary import CHARACTER_NAMES
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.core.results.scoring import mentions
@@ -79,7 +80,7 @@ class NonLiteralOptions(TaskOptions):
 
     takes_distractors = True
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The character's name, and the needle's line restated."""
         return NAME_BYTES + NEEDLE_LINE
 
@@ -92,7 +93,7 @@ class NonLiteral(Task[NonLiteralOptions]):
 
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """A seeded template and character."""
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         needle, question = rng.choice(TEMPLATES)
         character = rng.choice(CHARACTER_NAMES)
         return Sample(

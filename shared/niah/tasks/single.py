@@ -10,6 +10,7 @@ from niah.core.prompts.needles import needle_for
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
 from niah.core.request.request_options import SINGLE_NEEDLE_OPTIONS, ReportedScorer
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.core.results.scoring import mentions
@@ -21,14 +22,14 @@ class SingleOptions(TaskOptions):
 
     takes_distractors = True
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The seeded needle's line and number, or the static needle and its answer."""
         if request.dynamic_needle:
             return CITY_BYTES + VALUE_BYTES["numbers"] + NEEDLE_LINE
         expected = request.static_expected_answer() or ""
         return len(request.needle.encode()) + len(expected.encode())
 
-    def check(self, request: RunRequest) -> None:
+    def check(self, request: RunOptions) -> None:
         """Distractors are made from the seeded needle's form."""
         if request.distractors is not None and not request.dynamic_needle:
             raise ValueError(
@@ -36,11 +37,11 @@ class SingleOptions(TaskOptions):
                 "(dynamic_needle false) has none: use the seeded needle, or leave distractors out"
             )
 
-    def needle_options(self, request: RunRequest) -> frozenset[str]:
+    def needle_options(self, request: RunOptions) -> frozenset[str]:
         """Every one of the harness's needle options."""
         return frozenset(SINGLE_NEEDLE_OPTIONS)
 
-    def reported_scorer(self, request: RunRequest) -> ReportedScorer:
+    def reported_scorer(self, request: RunOptions) -> ReportedScorer:
         """The harness's: exact or the judge, as the request asks or its needle allows."""
         return request.harness_scorer()
 

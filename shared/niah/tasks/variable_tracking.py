@@ -28,6 +28,7 @@ from pydantic import Field
 
 from niah.core.prompts.prompt_builder import Insertion
 from niah.core.request.grid import Cell
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import TaskOptions
 from niah.tasks.base import LISTED_ITEM, Sample, Task, Verdict, recall_verdict, sample_rng
@@ -79,7 +80,7 @@ class VariableTrackingOptions(TaskOptions):
         description="variable_tracking: assignments after each chain's value (RULER: 4)",
     )
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The asked chain's variables, listed."""
         return (self.num_hops + 1) * (VARIABLE_BYTES + LISTED_ITEM)
 
@@ -93,7 +94,7 @@ class VariableTracking(Task[VariableTrackingOptions]):
     def sample(self, spec: RunRequest, cell: Cell) -> Sample:
         """Seeded names and values; each chain's lines in order at seeded depths."""
         options = self.options_of(spec)
-        rng = sample_rng(spec, cell, self.name)
+        rng = sample_rng(spec.seed, cell, self.name)
         per_chain = options.num_hops + 1
         chain_count = options.num_chains
         names = variable_names(rng, per_chain * chain_count)

@@ -14,7 +14,8 @@ from niah.cloud import metering
 from niah.cloud.google_errors import raises_service_errors
 from niah.cloud.metering import FIRESTORE_WRITES
 from niah.cloud.store.paths import COUNTED, FirestoreDocuments
-from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, CancelOutcome, add_job_states
+from niah.core.interfaces import RUN_CANCELLED, RUN_COMPLETE, CancelOutcome
+from niah.core.runs import with_job_documents
 from niah.errors import StoreUnavailableError
 
 
@@ -80,7 +81,7 @@ class RunRecords(FirestoreDocuments):
             return run
         states = [doc.to_dict() or {} for doc in self._batch_jobs(run_id).stream()]
         metering.reads(max(1, len(states)))
-        return add_job_states(run, states)
+        return with_job_documents(run, states)
 
     def update_batch_job(self, run_id: str, job_name: str, fields: dict[str, Any]) -> None:
         """Merge ``fields`` into the batch job's own document (created if absent).

@@ -17,7 +17,6 @@ from niah.core.interfaces.batch_jobs import (
     BatchClient,
     BatchJob,
     CompletionStats,
-    add_job_states,
 )
 from niah.core.interfaces.blobs import BlobInfo, BlobStore, gs_uri
 from niah.core.interfaces.models import ModelAnswer, Provider, Role, Tokenizer, Turn
@@ -74,7 +73,6 @@ __all__ = [
     "SpendLedger",
     "Tokenizer",
     "Turn",
-    "add_job_states",
     "gs_uri",
     "lapses_before_claim",
 ]

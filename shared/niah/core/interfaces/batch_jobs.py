@@ -7,7 +7,7 @@ The Gemini provider (``niah.models.providers.gemini``) implements it; batch runs
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 # A batch job's states that end it (Vertex's JobState). PARTIALLY_SUCCEEDED is "The job
 # is partially succeeded, some results may be missing due to errors" (google-genai
@@ -69,14 +69,3 @@ class BatchClient(Protocol):
     def cancel(self, name: str) -> None:
         """Ask for the job to be cancelled."""
         ...
-
-
-def add_job_states(run: dict[str, Any], states: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with each batch job's own document merged over its entry in ``batch_jobs``.
-
-    The list holds what a job was submitted as; its document what its poll, ingest and
-    settle made of it (its fields win). A run stored before job documents keeps its list.
-    """
-    by_name = {state.get("name"): state for state in states}
-    jobs = [{**job, **by_name.get(job.get("name"), {})} for job in run.get("batch_jobs") or []]
-    return run | {"batch_jobs": jobs} if jobs else run

@@ -23,7 +23,6 @@ from niah.core.pages.heatmap import (
 )
 from niah.core.pages.report_samples import samples_table
 from niah.core.request.sentinel_request import SENTINEL_CHECK
-from niah.core.request.spec import run_label
 from niah.core.results.chance import floor_text
 from niah.core.results.curves import Curve, curve_figure, measures_curve
 from niah.core.results.effective import effective_length_text
@@ -41,6 +40,7 @@ from niah.core.results.summary import (
 from niah.core.results.uncertainty import figure as _number
 from niah.core.results.uncertainty import with_interval
 from niah.core.results.variants import lookalikes_text
+from niah.core.runs import run_label
 
 # The page's file name under the run's report prefix (the CLI links it before it exists).
 REPORT_PAGE_FILE = "report.html"

@@ -18,11 +18,11 @@ from niah.core.interfaces import RUN_CANCELLED
 from niah.core.pages.environment import content_security_policy, render
 from niah.core.pages.sentinel_trend import sentinel_trends
 from niah.core.request.sentinel_request import SENTINEL_CHECK
-from niah.core.request.spec import run_label
 from niah.core.results.effective import effective_length_text
 from niah.core.results.measures import basis_of
 from niah.core.results.served_models import answered_by_text
 from niah.core.results.uncertainty import with_interval
+from niah.core.runs import run_label
 
 # The run document's fields the index reads (a Firestore projection: nothing else).
 INDEX_FIELDS = (

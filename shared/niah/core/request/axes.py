@@ -7,17 +7,17 @@ has it) or several (an axis: the grid is made once per value). Each cell of an a
 carries its *variant*, a short code of its values (``d4``, ``shuffled``,
 ``d4.shuffled``), in its ID and its message; the worker asks the task with the run's
 options at that variant (``at_variant``), so no task knows about axes.
+
+A request's two axis options are read through ``AxisOptions``: the request's type is
+built on this module's, so it cannot name that type back.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator
-
-if TYPE_CHECKING:
-    from niah.core.request.spec import RunRequest
+from pydantic import AfterValidator, BaseModel, BeforeValidator
 
 HaystackOrder = Literal["coherent", "shuffled"]
 HAYSTACK_ORDERS: tuple[HaystackOrder, ...] = ("coherent", "shuffled")
@@ -28,7 +28,22 @@ MAX_DISTRACTORS = 10
 NO_VARIANT = ""
 
 
-def axis_values(spec: RunRequest, option: str) -> list[Any]:
+class AxisOptions(Protocol):
+    """What the axes read of a run request: the two options that may be an axis."""
+
+    @property
+    def distractors(self) -> list[int] | None:
+        """Distractors per sample: one count, several (an axis), or None (none)."""
+
+    @property
+    def haystack_order(self) -> list[HaystackOrder] | None:
+        """The haystack's order: one, both (an axis), or None (coherent)."""
+
+
+Request = TypeVar("Request", bound=BaseModel)
+
+
+def axis_values(spec: AxisOptions, option: str) -> list[Any]:
     """The values an axis option takes in this run (its default alone when unset)."""
     given = getattr(spec, option)
     if given:
@@ -36,7 +51,7 @@ def axis_values(spec: RunRequest, option: str) -> list[Any]:
     return [0] if option == "distractors" else ["coherent"]
 
 
-def run_axes(spec: RunRequest) -> list[tuple[str, list[Any]]]:
+def run_axes(spec: AxisOptions) -> list[tuple[str, list[Any]]]:
     """The options with more than one value, with their values: the run's extra axes."""
     return [
         (option, values) for option in AXIS_OPTIONS if len(values := axis_values(spec, option)) > 1
@@ -47,7 +62,7 @@ def _code(option: str, value: Any) -> str:
     return f"d{value}" if option == "distractors" else str(value)
 
 
-def variants(spec: RunRequest) -> list[str]:
+def variants(spec: AxisOptions) -> list[str]:
     """Every variant of the run, in the axes' order; ``[""]`` for a run without axes."""
     axes = run_axes(spec)
     if not axes:
@@ -97,7 +112,7 @@ def axes_label(spec: dict[str, Any]) -> str:
     return "".join(f" · {part}" for part in parts)
 
 
-def at_variant(spec: RunRequest, variant: str) -> RunRequest:
+def at_variant(spec: Request, variant: str) -> Request:
     """The run's options as one variant's cells see them: each axis at its one value."""
     if not variant:
         return spec
@@ -105,7 +120,7 @@ def at_variant(spec: RunRequest, variant: str) -> RunRequest:
     return spec.model_copy(update={option: [value] for option, value in values.items()})
 
 
-def distractor_count(spec: RunRequest) -> int:
+def distractor_count(spec: AxisOptions) -> int:
     """Distractors per sample of a run (or of one variant, ``at_variant``'s) without an axis."""
     values = axis_values(spec, "distractors")
     if len(values) > 1:
@@ -113,7 +128,7 @@ def distractor_count(spec: RunRequest) -> int:
     return int(values[0])
 
 
-def haystack_order(spec: RunRequest) -> HaystackOrder:
+def haystack_order(spec: AxisOptions) -> HaystackOrder:
     """The haystack's order of a run (or of one variant) without an axis."""
     values = axis_values(spec, "haystack_order")
     if len(values) > 1:

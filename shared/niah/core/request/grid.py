@@ -11,14 +11,11 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator
 
 from niah.core.request.request_options import MAX_CONTEXT_LENGTH, MAX_INTERVALS
-
-if TYPE_CHECKING:
-    from niah.core.request.spec import RunRequest
 
 # Depths carry this many decimals (the harness's sigmoid precision), in cell IDs too.
 DEPTH_DECIMALS = 3
@@ -118,11 +115,11 @@ Lengths = Annotated[list[int], AfterValidator(_lengths)]
 Depths = Annotated[list[float], AfterValidator(_depths)]
 
 
-def sample_rng(spec: RunRequest, cell: Cell, task: str) -> random.Random:
-    """A generator seeded by the run's seed, the task, the grid point and the sample.
+def sample_rng(seed: int, cell: Cell, task: str) -> random.Random:
+    """A generator seeded by the run's ``seed``, the task, the grid point and the sample.
 
     With the cells, the one way a sample is seeded: a task draws its sample from it, and
     admission draws what the task will draw (GraphWalks' planted question) to size it.
     """
-    key = f"{spec.seed}:{task}:{cell.context_length}:{cell.depth_percent:.3f}:{cell.sample}"
+    key = f"{seed}:{task}:{cell.context_length}:{cell.depth_percent:.3f}:{cell.sample}"
     return random.Random(hashlib.sha256(key.encode()).digest())

@@ -1,7 +1,9 @@
 """The run request's checks that span options: what no single field's validator can see.
 
 Each error names the options it is about, since it is the user's error message
-(a 400 from the dispatcher, a line from the CLI).
+(a 400 from the dispatcher, a line from the CLI). They read the run's own options and the
+task's apart (``RunOptions``, ``TaskOptions``): the request that holds both validates with
+them, so they cannot name its type.
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from typing import TYPE_CHECKING
 
 from niah.catalog.tiers import offered_tiers, tier_refusal
 from niah.core.request.request_options import NOLIMA_BASE_MAX_LENGTH, SINGLE_NEEDLE_OPTIONS
-from niah.core.request.task_options import options_model, task_names
+from niah.core.request.task_options import TaskOptions, options_model, task_names
 from niah.settings import get_settings
 
 if TYPE_CHECKING:
-    from niah.core.request.spec import RunRequest
+    from niah.core.request.run_options import RunOptions
 
 
-def check_options_together(request: RunRequest) -> None:
+def check_options_together(request: RunOptions, options: TaskOptions) -> None:
     """The checks that span options: ranges, the task's options, batch, the scorer."""
     if (
         request.context_lengths is None
@@ -29,7 +31,7 @@ def check_options_together(request: RunRequest) -> None:
         and request.document_depth_percent_min > request.document_depth_percent_max
     ):
         raise ValueError("document_depth_percent_min must not exceed document_depth_percent_max")
-    check_task_options(request)
+    check_task_options(request, options)
     if request.is_batch() and request.provider() != "gemini":
         raise ValueError(
             "execution: batch is Vertex AI's batch prediction, for gemini-* models; "
@@ -39,7 +41,7 @@ def check_options_together(request: RunRequest) -> None:
     check_tier(request)
     check_certify(request)
     check_rule(request)
-    check_axes(request)
+    check_axes(request, options)
     if request.sentinel is not None and request.is_certify():
         raise ValueError(
             "mode: a sentinel tests each run against the one before it sample by sample "
@@ -61,7 +63,7 @@ def check_options_together(request: RunRequest) -> None:
             "expected_answer, the text a right answer contains (scored exact), or "
             "evaluator_model_name, a judge"
         )
-    if request.scorer_name() in ("judge", "both") and not request.evaluator_model_name:
+    if options.reported_scorer(request) in ("judge", "both") and not request.evaluator_model_name:
         raise ValueError(
             "scorer 'judge' needs evaluator_model_name (the judge model), or use scorer 'exact'"
         )
@@ -76,7 +78,7 @@ def check_options_together(request: RunRequest) -> None:
         )
 
 
-def check_tier(request: RunRequest) -> None:
+def check_tier(request: RunOptions) -> None:
     """A tier is Vertex's, for online calls of a model Google offers on it (at its endpoint)."""
     if request.tier is None:
         return
@@ -100,7 +102,7 @@ def check_tier(request: RunRequest) -> None:
         raise ValueError(f"tier: {request.tier} refused: {refusal}; {fix}")
 
 
-def check_task_options(request: RunRequest) -> None:
+def check_task_options(request: RunOptions, options: TaskOptions) -> None:
     """The task's own checks, and the harness's needle options where the task takes none.
 
     Only options away from their defaults count: a stored spec holds every option.
@@ -109,7 +111,6 @@ def check_task_options(request: RunRequest) -> None:
     given = {
         name for name in request.model_fields_set if getattr(request, name) != fields[name].default
     }
-    options = request.task_options
     options.check(request)
     for name in sorted(given & set(SINGLE_NEEDLE_OPTIONS) - options.needle_options(request)):
         raise ValueError(
@@ -123,7 +124,7 @@ def check_task_options(request: RunRequest) -> None:
         )
 
 
-def check_certify(request: RunRequest) -> None:
+def check_certify(request: RunOptions) -> None:
     """What certify cannot do yet, refused with the fix: batch, repeats of its own.
 
     A task whose samples certify cannot draw by length refuses it itself (its options'
@@ -157,7 +158,7 @@ def check_certify(request: RunRequest) -> None:
         )
 
 
-def check_rule(request: RunRequest) -> None:
+def check_rule(request: RunOptions) -> None:
     """NoLiMa's rule needs its base: a length of 1,000 tokens or less in the grid."""
     shortest = request.lengths()[0]
     if request.rule() == "nolima" and shortest > NOLIMA_BASE_MAX_LENGTH:
@@ -170,12 +171,11 @@ def check_rule(request: RunRequest) -> None:
         )
 
 
-def check_axes(request: RunRequest) -> None:
+def check_axes(request: RunOptions, options: TaskOptions) -> None:
     """Distractors and haystack order: refused where a task has nothing to imitate or shuffle.
 
     A task that imitates its needle only sometimes refuses the rest itself (``check``).
     """
-    options = request.task_options
     if request.distractors is not None and not options.takes_distractors:
         takers = [name for name in task_names() if options_model(name).takes_distractors]
         raise ValueError(

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict
 
 from niah.core.request.request_options import DEFAULT_TASK, ReportedScorer
 
-if TYPE_CHECKING:
-    from niah.core.request.spec import RunRequest
+if TYPE_CHECKING:  # the request holds a task's options: they read the run's own alone
+    from niah.core.request.run_options import RunOptions
 
 
 class TaskOptions(BaseModel):
@@ -48,7 +48,7 @@ class TaskOptions(BaseModel):
     # options only sometimes (``needle_options``).
     needle_options_hint: ClassVar[str] = ""
 
-    def answer_bytes(self, request: RunRequest) -> int:
+    def answer_bytes(self, request: RunOptions) -> int:
         """The most UTF-8 bytes a right answer to a sample of the run takes.
 
         An upper bound on its tokens (every character of an ASCII answer is at most one
@@ -61,18 +61,18 @@ class TaskOptions(BaseModel):
         """What guessing scores on the task (``niah.core.results.chance``); None: none here."""
         return None
 
-    def check(self, request: RunRequest) -> None:
+    def check(self, request: RunOptions) -> None:
         """Refuse what the options cannot do with the rest of the request.
 
         Raise ``ValueError`` whose message starts with the option at fault (the user's
         error message: a 400 from the dispatcher, a line from the command line).
         """
 
-    def needle_options(self, request: RunRequest) -> frozenset[str]:
+    def needle_options(self, request: RunOptions) -> frozenset[str]:
         """Which of the harness's needle options (``SINGLE_NEEDLE_OPTIONS``) the task reads."""
         return frozenset()
 
-    def reported_scorer(self, request: RunRequest) -> ReportedScorer:
+    def reported_scorer(self, request: RunOptions) -> ReportedScorer:
         """The scorer the run reports: the task's own ("task") unless it takes the judge."""
         return "task"
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_figure, percent_table
-from niah.core.request.spec import run_label
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.curves import curve_figure, measures_curve
 from niah.core.results.effective import chosen_rule, effective_length_text
@@ -32,6 +31,7 @@ from niah.core.results.ruler_table import RulerTable, Suite, suite_table
 from niah.core.results.served_models import model_shown, runs_answered_by_others, served_versions
 from niah.core.results.summary import ScoreTable, cost_summary, format_cost, score_table
 from niah.core.results.uncertainty import with_interval
+from niah.core.runs import run_label
 from niah.errors import ComparisonError, DifferentModelsError
 
 Point = tuple[int, float]

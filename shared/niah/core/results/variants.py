@@ -13,11 +13,11 @@ from typing import Any
 
 from niah.core.request.axes import AXIS_OPTIONS, variant_label, variant_values
 from niah.core.request.request_options import EffectiveLengthRule
-from niah.core.request.spec import run_label
 from niah.core.results.effective import RULE_TEXTS, chosen_rule, effective_length_text
 from niah.core.results.measures import measures
 from niah.core.results.paired import paired_comparison
 from niah.core.results.paired_text import effect_text
+from niah.core.runs import run_label
 
 
 def has_axis(cells: list[dict[str, Any]]) -> bool:

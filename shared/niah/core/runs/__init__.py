@@ -1,5 +1,21 @@
 """The stored run: ``RunRecord``, built once at admission, its document's one reader and writer."""
 
-from niah.core.runs.record import RunRecord, RunState, run_owner, run_state, stored_run
+from niah.core.runs.record import (
+    RunRecord,
+    RunState,
+    run_label,
+    run_owner,
+    run_state,
+    stored_run,
+    with_job_documents,
+)
 
-__all__ = ["RunRecord", "RunState", "run_owner", "run_state", "stored_run"]
+__all__ = [
+    "RunRecord",
+    "RunState",
+    "run_label",
+    "run_owner",
+    "run_state",
+    "stored_run",
+    "with_job_documents",
+]

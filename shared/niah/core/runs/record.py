@@ -9,6 +9,7 @@ is named in one place (this module) and docs/architecture.md points here.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -18,9 +19,10 @@ from niah.catalog.models import ModelInfo, ProviderName
 from niah.catalog.tiers import Tier
 from niah.core.interfaces.blobs import BlobInfo
 from niah.core.interfaces.result_store import RUN_CANCELLED, RUN_RUNNING, ResultStore
-from niah.core.request.request_options import EffectiveLengthRule
+from niah.core.request.axes import axes_label
+from niah.core.request.request_options import DEFAULT_TASK, EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
-from niah.core.request.spec import RunRequest, run_label
+from niah.core.request.spec import RunRequest
 
 # What the report writes on the run when it is done (``niah.service.report``): the
 # summary's figures, kept on the run so the index and the CLI list runs without cells.
@@ -181,6 +183,14 @@ class RunRecord:
         kept = (self.certify or {}).get("samples") or {}
         return {int(length): int(count) for length, count in kept.items()}
 
+    def batch_job_entries(self) -> list[dict[str, Any]]:
+        """Its batch jobs as fresh copies: a step changes them, then saves what changed."""
+        return [copy.deepcopy(dict(job)) for job in self.batch_jobs]
+
+    def batch_job(self, name: str) -> dict[str, Any] | None:
+        """Its batch job called ``name``, as a copy to change and save back (None: none)."""
+        return next((job for job in self.batch_job_entries() if job.get("name") == name), None)
+
     def stamped(self, name: str) -> dt.datetime | None:
         """One of its lifecycle times (``STAMPS``), or None where not set."""
         return self.stamps.get(name)
@@ -258,7 +268,7 @@ class RunRecord:
             model_notes=tuple(get("model_notes") or ()),
             # Every run is labelled at admission; a document made by hand (a test, the
             # docs' demo run) is called as a run's default label is.
-            label=str(get("label") or run_label(dict(doc))),
+            label=str(get("label") or run_label(doc)),
             version=int(get("version") or 1),
             scorer=str(get("scorer") or ""),
             haystack_uri=str(get("haystack_uri") or ""),
@@ -295,6 +305,38 @@ class RunRecord:
             sentinel_check=get(SENTINEL_CHECK) or None,
             admitted=bool(get("spec")),
         )
+
+
+def with_job_documents(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run document with each batch job's own document merged over its ``batch_jobs`` entry.
+
+    The store's part of reading a batch run: the list holds what each job was submitted
+    as, its own document what its poll, ingest and settle made of it (its fields win), so
+    a settle never rewrites the list another job's settle is writing.
+    """
+    by_name = {job.get("name"): job for job in jobs}
+    listed = doc.get("batch_jobs") or []
+    merged = [{**job, **by_name.get(job.get("name"), {})} for job in listed]
+    return doc | {"batch_jobs": merged} if merged else doc
+
+
+def run_label(doc: Mapping[str, Any]) -> str:
+    """What a person calls a stored run (its document, or a listing's projection of it).
+
+    Its ``--label``, else "model · task".
+
+    A sentinel's run, unlabelled, is called by its sentinel and firing.
+
+    Runs stored before labels existed have none, and read as the default.
+    """
+    if doc.get("label"):
+        return str(doc["label"])
+    spec = doc.get("spec") or {}
+    if spec.get("sentinel"):  # one of a sentinel's runs: which, and when it was due
+        when = str(spec.get("scheduled_at") or "")[:16].replace("T", " ")
+        return f"sentinel {spec['sentinel']} · {when} UTC"
+    task = spec.get("task", DEFAULT_TASK)
+    return f"{doc.get('model') or 'model not recorded'} · {task}{axes_label(spec)}"
 
 
 def stored_run(store: ResultStore, run_id: str, *, counts: bool = True) -> RunRecord | None:
