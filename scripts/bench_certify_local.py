@@ -141,11 +141,9 @@ def compare(
             "determined": bool(certificate["determined"]),
             "reason": certificate["reason"],
             "text": certify["summary"]["measures"]["effective_length"]["text"],
-            # Each length's last look: the samples it was given, their mean, its verdict.
-            "by_length": [
-                {key: look[key] for key in ("length", "samples", "mean", "verdict")}
-                for look in last_looks(certificate["looks"])
-            ],
+            # Each length's last look: the samples it was given, their mean, its verdict
+            # (0 samples: not asked).
+            "by_length": last_looks(certificate["looks"], lengths),
             "rounds": len(certificate["looks"]),
             "wall_seconds": certify["wall_seconds"],
             **certify_cost,
@@ -186,7 +184,14 @@ def samples(cells: list[dict[str, Any]], length: int) -> int:
     return sum(1 for cell in cells if cell["length"] == length)
 
 
-def last_looks(looks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each length's last look, by length: what the certificate ended on there."""
-    last: dict[int, dict[str, Any]] = {look["length"]: look for look in looks}
-    return [last[length] for length in sorted(last)]
+def last_looks(looks: list[dict[str, Any]], lengths: list[int]) -> list[dict[str, Any]]:
+    """Each candidate length's last look: what the certificate ended on there."""
+    last = {look["length"]: look for look in looks}
+    fields = ("samples", "mean", "verdict")
+    return [
+        {"length": n, **({key: last[n][key] for key in fields} if n in last else NOT_ASKED)}
+        for n in lengths
+    ]
+
+
+NOT_ASKED: dict[str, Any] = {"samples": 0, "mean": None, "verdict": "not asked"}

@@ -349,16 +349,21 @@ def _length(n: float | None) -> str:
     return "none (below the shortest)" if n is None else f"{n:,.0f}"
 
 
+def _share(mean: float | None) -> str:
+    """A length's mean score, or that none of its samples was scored."""
+    return "none scored" if mean is None else f"{mean:.1f} %"
+
+
 def _certify_local(local: dict[str, Any]) -> list[str]:
     grid, certify = local["grid"], local["certify"]
     looks = {look["length"]: look for look in certify["by_length"]}
     rows = [
         [
             f"{point['length']:,.0f}",
-            f"{maybe(point['mean'], '.1f')} % of {point['samples']:.0f}",
+            f"{_share(point['mean'])} ({point['samples']:.0f})",
             (
-                f"{look['mean']:.1f} % of {look['samples']:.0f} ({look['verdict']})"
-                if (look := looks.get(point["length"]))
+                f"{_share(look['mean'])} ({look['samples']:.0f}, {look['verdict']})"
+                if (look := looks.get(point["length"])) and look["samples"]
                 else "not asked"
             ),
         ]
@@ -377,7 +382,7 @@ def _certify_local(local: dict[str, Any]) -> list[str]:
     request = local["request"]
     return [
         *table(
-            ["length (tokens)", "the grid: mean of its samples", "certify: its last look"], rows
+            ["length (tokens)", "the grid: mean score (samples)", "certify: its last look"], rows
         ),
         "",
         *table(["run", "effective length", "samples", "model seconds", "prompt tokens"], costs),

@@ -74,7 +74,8 @@ def test_the_comparison_counts_lengths_apart_and_the_costs_from_the_cells() -> N
     assert figures["tokens_share_of_grid"] == round(3_500 / 11_250, 4)
     # Each length's last look, and the grid's mean where no sample was scored: none.
     assert figures["certify"]["by_length"] == [
-        {"length": 250, "samples": 12, "mean": 91.7, "verdict": "OPEN"}
+        {"length": 250, "samples": 12, "mean": 91.7, "verdict": "OPEN"},
+        {"length": 500, "samples": 0, "mean": None, "verdict": "not asked"},
     ]
     assert figures["grid"]["by_length"][1] == {"length": 500, "mean": None, "samples": 15}
 
@@ -88,6 +89,7 @@ def test_the_docs_table_renders_the_recorded_run() -> None:
         "grid_samples_per_point": 5,
     }
     text = block("certify_local", {"certify_local": local})
-    assert "| 500 | n/a % of 15 | not asked |" in text
+    assert "| 250 | 93.8 % (15) | 91.7 % (12, OPEN) |" in text
+    assert "| 500 | none scored (15) | not asked |" in text
     assert "| certify | none (below the shortest) | 14 (4 unscored) | 140.0 | 3,500 |" in text
     assert "31.1 % of the grid's model seconds" in text and "(within one: yes)" in text
