@@ -5,6 +5,7 @@ in the same run. Not a test: figures depend on the machine.
 
     scripts/bench.sh [--lengths 1000 8000 ...] [--baseline-limit 60] [--skip-stack]
     scripts/bench.sh --only stack [--base-port 8670]   # the local-stack part alone
+    scripts/bench.sh --only certify_local [--base-port 8670]   # the local model certified
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from bench_batch import measure_batch_ingest
 from bench_cache import measure_grid_cost
 from bench_certify import measure_certify, measure_certify_nolima
+from bench_certify_local import measure_certify_local
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
 from bench_pipeline import Stack, bench_stack, measure_stack
@@ -218,6 +220,13 @@ PARTS = {
 
 # The local-stack part (``measure_stack``): its figures are top-level keys of bench.json.
 STACK_PART = "stack"
+# Parts with a stack of their own, on ``--base-port``'s ports (the scale part's: +20).
+# certify_local is not in the smoke run: its smallest real run is minutes of the CPU model
+# (tests/unit/test_bench_certify_local.py holds its comparison and table).
+STACK_PARTS = {
+    "scale": lambda base_port: measure_scale(base_port=base_port + SCALE_PORT_OFFSET),
+    "certify_local": lambda base_port: measure_certify_local(base_port=base_port),
+}
 
 
 def update_part(name: str, *, base_port: int, latency: float, results: Path) -> None:
@@ -228,9 +237,7 @@ def update_part(name: str, *, base_port: int, latency: float, results: Path) -> 
         merge_results(stack, results)
         print(f"updated the stack part's keys in {results}")
         return
-    figures = (
-        measure_scale(base_port=base_port + SCALE_PORT_OFFSET) if name == "scale" else PARTS[name]()
-    )
+    figures = STACK_PARTS[name](base_port) if name in STACK_PARTS else PARTS[name]()
     print(json.dumps(figures, indent=2))
     top = {"grid_cost_usd": figures["grid_cost_usd"]} if "grid_cost_usd" in figures else {}
     merge_results({name: figures, **top}, results)  # the issue's key at the top, as asked
@@ -322,7 +329,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=sorted([*PARTS, STACK_PART]),
+        choices=sorted([*PARTS, *STACK_PARTS, STACK_PART]),
         help="run one part and update its key in results/bench.json, keeping the rest",
     )
     parser.add_argument(

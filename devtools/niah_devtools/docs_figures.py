@@ -398,6 +398,85 @@ def _certify_figures(part: str) -> Figures:
     return Figures(part, keys, _certify, f"scripts/bench.sh --only {part}")
 
 
+def _length(n: float | None) -> str:
+    """An effective length in tokens, or that none reached the threshold."""
+    return "none (below the shortest)" if n is None else f"{n:,.0f}"
+
+
+def _share(mean: float | None) -> str:
+    """A length's mean score, or that none of its samples was scored."""
+    return "none scored" if mean is None else f"{mean:.1f} %"
+
+
+def _certify_local(local: dict[str, Any]) -> list[str]:
+    grid, certify = local["grid"], local["certify"]
+    looks = {look["length"]: look for look in certify["by_length"]}
+    rows = [
+        [
+            f"{point['length']:,.0f}",
+            f"{_share(point['mean'])} ({point['samples']:.0f})",
+            (
+                f"{_share(look['mean'])} ({look['samples']:.0f}, {look['verdict']})"
+                if (look := looks.get(point["length"])) and look["samples"]
+                else "not asked"
+            ),
+        ]
+        for point in grid["by_length"]
+    ]
+    costs = [
+        [
+            name,
+            _length(run["length"]),
+            f"{run['samples']:,.0f} ({run['unscored']:,.0f} unscored)",
+            f"{run['model_seconds']:,.1f}",
+            f"{run['prompt_tokens']:,.0f}",
+        ]
+        for name, run in (("the full grid", grid), ("certify", certify))
+    ]
+    request = local["request"]
+    return [
+        *table(
+            ["length (tokens)", "the grid: mean score (samples)", "certify: its last look"], rows
+        ),
+        "",
+        *table(["run", "effective length", "samples", "model seconds", "prompt tokens"], costs),
+        "",
+        f"The grid: {grid['text']}. The certificate: {certify['text']}; "
+        f"{certify['rounds']:.0f} rounds, stopped: {certify['reason']}.",
+        "",
+        f"Certify took {percent(local['model_seconds_share_of_grid'])} of the grid's model "
+        f"seconds and {percent(local['tokens_share_of_grid'])} of its prompt tokens; its "
+        f"length is {local['lengths_apart']:.0f} candidate lengths from the grid's "
+        f"(within one: {'yes' if local['within_one_length'] else 'no'}). Task "
+        f"{request['task']}, depths "
+        f"{', '.join(f'{d:g}' for d in request['document_depth_percents'])} %, seed "
+        f"{request['seed']:.0f}, rule {local['rule']}, the grid at "
+        f"{local['grid_samples_per_point']:.0f} samples a point.",
+    ]
+
+
+CERTIFY_LOCAL_KEYS = (
+    *(f"grid.by_length.*.{key}" for key in ("length", "mean", "samples")),
+    *(f"certify.by_length.*.{key}" for key in ("length", "mean", "samples", "verdict")),
+    *(
+        f"{run}.{key}"
+        for run in ("grid", "certify")
+        for key in ("length", "samples", "unscored", "model_seconds", "prompt_tokens", "text")
+    ),
+    "certify.rounds",
+    "certify.reason",
+    "model_seconds_share_of_grid",
+    "tokens_share_of_grid",
+    "lengths_apart",
+    "within_one_length",
+    "request.task",
+    "request.document_depth_percents.*",
+    "request.seed",
+    "rule",
+    "grid_samples_per_point",
+)
+
+
 GRID_WAYS = ("naive", "cache_aware")
 WAY_KEYS = ("input_usd", "cached_share", "calls_with_cache_hits", "calls")
 FIGURES: dict[str, Figures] = {
@@ -466,6 +545,12 @@ FIGURES: dict[str, Figures] = {
     **{part: _certify_figures(part) for part in ("certify", "certify_nolima")},
     "certify_random": Figures(
         "certify", CERTIFY_RANDOM_KEYS, _certify_random, "scripts/bench.sh --only certify"
+    ),
+    "certify_local": Figures(
+        "certify_local",
+        CERTIFY_LOCAL_KEYS,
+        _certify_local,
+        "scripts/bench.sh --only certify_local",
     ),
     "local_reuse": Figures(
         "local_reuse",

@@ -23,7 +23,9 @@ from tests.integration.conftest import BASE_PORT
 
 pytestmark = pytest.mark.integration
 
-NOT_IN_SMOKE = {"batch_ingest"}  # docs tables whose section --smoke does not write
+# Docs tables whose section --smoke does not write: certify_local's smallest real run is
+# minutes of the CPU model (tests/unit/test_bench_certify_local.py holds its table).
+NOT_IN_SMOKE = {"batch_ingest", "certify_local"}
 
 
 def bench(
