@@ -201,9 +201,8 @@ def test_every_service_module_is_named_in_the_architecture_page() -> None:
 
 
 # Over the limit while another change to them is under way; each leaves when split.
-OVER_THE_LIMIT: dict[str, str] = {
-    "shared/niah/core/results/certify.py": "being changed for the certificate (issue 53)",
-}
+# Empty: certify.py, the last one over, was split (certify_plan, certify_tests, certify).
+OVER_THE_LIMIT: dict[str, str] = {}
 MAX_LINES = 400
 
 
