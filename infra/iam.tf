@@ -87,7 +87,7 @@ resource "time_sleep" "build_roles" {
 # What each function's account may do, and why:
 # - dispatcher: writes runs, publishes cells, lists haystacks; asks for the report of a
 #   run it finds answered already (a resumed or repeated request:
-#   niah.service.dispatch);
+#   niah.service.runs.dispatch);
 # - worker: reads haystacks and the tokenizer, writes token caches, contexts and kept
 #   answers, submits and reads batch jobs and their files, calls Vertex AI (a custom
 #   role, below), writes cells, publishes the rest of a run's cells after its primer
@@ -96,7 +96,7 @@ resource "time_sleep" "build_roles" {
 #   releases a primer's run, asks for the report; no Vertex AI;
 # - sweep: reads stalled runs and republishes their missing cells; asks for the report of
 #   a run whose cells are all stored but whose report request was lost
-#   (niah.service.sweep);
+#   (niah.service.runs.sweep);
 # - report: reads cells, writes the run's report fields, the report objects and the runs
 #   index (reports/index.html, index.json); publishes a sentinel run's alert to
 #   niah-alerts (sentinels.tf), and nothing else.

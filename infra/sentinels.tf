@@ -3,7 +3,7 @@
 # request, and a Cloud Scheduler job that POSTs {"sentinel": NAME} to the dispatcher's
 # /sentinel route as niah-pusher. The dispatcher reads the document, starts the run and
 # names it by the sentinel and the firing's due time (Scheduler's
-# X-CloudScheduler-ScheduleTime header: niah.service.sentinel_firing), so a retried
+# X-CloudScheduler-ScheduleTime header: niah.service.sentinel.firing), so a retried
 # firing is the same run, not a second one paid for. When the run's report is done,
 # the report function publishes to niah-alerts with the attributes sentinel, run_id and
 # flagged ("true" when the run found the model changed, else "false"). Nothing here

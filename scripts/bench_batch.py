@@ -3,7 +3,7 @@
 A batch run of N cells (default 20,000: a 20-length x 50-depth grid, 20 samples a point,
 at 200-390 tokens) is submitted to the Vertex stand-in at zero latency, which answers
 every line and writes the output as Vertex does. Its output is then ingested as the
-worker does, piece by piece (``niah.service.batch_ingest``), each piece delivered in turn
+worker does, piece by piece (``niah.service.batch.ingest``), each piece delivered in turn
 as Pub/Sub would, on in-memory fakes of the store and the bucket, so what is measured is
 the ingest's own work: each piece's wall seconds, against the worker's 540 s timeout,
 and the memory the first piece allocates at its peak (``tracemalloc``, which slows what
@@ -76,8 +76,7 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
     from niah.core.runs import stored_run
     from niah.models.providers.gemini import GeminiProvider
     from niah.models.tokenizer import get_tokenizer
-    from niah.service.batch_runs import handle_batch_message
-    from niah.service.dispatch import dispatch_run
+    from niah.service.batch.runs import handle_batch_message
     from niah.service.messages import (
         BATCH_INGEST,
         BATCH_POLL,
@@ -85,6 +84,7 @@ def _run(cells: int, state: Any, blobs: Any, store: Any, publisher: Any) -> dict
         batch_message,
         parse_message,
     )
+    from niah.service.runs.dispatch import dispatch_run
 
     class Files:  # the stand-in's gs:// reads and writes, on the bench's bucket
         def read(self, uri: str) -> bytes:

@@ -31,7 +31,7 @@ def grid_prompts(grid: dict[str, Any], default_template: str) -> list[tuple[str,
     from niah.core.request.spec import RunRequest
     from niah.core.runs import RunRecord
     from niah.models.tokenizer import get_tokenizer
-    from niah.service.cell_prompt import prepare_call
+    from niah.service.cells.prompt import prepare_call
     from niah.service.messages import primer_message
     from niah.tasks import make_sample
 

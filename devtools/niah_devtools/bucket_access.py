@@ -10,11 +10,11 @@ the token cache's ``CACHE_PREFIX``. Which function writes under which prefix fol
 - worker (``handle_cell``): the haystack's token cache (niah.core.prompts.haystack_tokens), the
   cell's prompt and a whole long answer (``CONTEXTS_PREFIX``), an answer the store
   refused (``KEPT_ANSWERS_PREFIX``), and a batch run's input, manifests, line claims
-  and ingest markers (``BATCHES_PREFIX``, niah.service.batch_submit and batch_markers);
+  and ingest markers (``BATCHES_PREFIX``, niah.service.batch.submit and batch_markers);
 - dead-letter handler (``handle_dead_letter``): an answer kept again when the store
   still refuses it (``KEPT_ANSWERS_PREFIX``, through ``store_cell``);
 - report (``handle_report``): each run's heatmap, page and summary, and the runs index
-  (``REPORTS_PREFIX``, niah.service.report and runs_index);
+  (``REPORTS_PREFIX``, niah.service.reports.render and runs_index);
 - Vertex AI's service agent: a batch job's predictions beside its input
   (``BATCHES_PREFIX``), through the project-wide role Google names for it
   (``PROJECT_WIDE``; infra/iam.tf says why it is not narrowed);

@@ -2,7 +2,7 @@
 
 The README's heatmap was a screenshot of one demo run, and it kept the old four-line
 title long after the report drew one line: a picture copied by hand goes stale unseen.
-This draws it with the report's own renderer (``niah.service.report``) from a fixed
+This draws it with the report's own renderer (``niah.service.reports.render``) from a fixed
 demo-shaped run (4 lengths x 5 depths on the local model, every needle found), so the
 same code gives the same bytes and a changed picture in a diff means the report changed.
 No stack, emulator or model is needed.
@@ -61,7 +61,7 @@ def demo_heatmap() -> bytes:
     """The demo run's heatmap PNG, drawn as the report function draws a run's."""
     from niah.core.results.summary import summarize
     from niah.core.runs import RunRecord
-    from niah.service.report import render_report_files
+    from niah.service.reports.render import render_report_files
 
     run, cells = demo_run()
     _, png, _ = render_report_files(

@@ -78,7 +78,7 @@ RESTRICTED_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 # What the dispatcher's cold start must never load, whichever path imports it.
 # Prices are not on the list: admission prices a run's worst case against the spend
-# ceilings (niah.service.admission). niah.catalog.prices imports genai_prices inside
+# ceilings (niah.service.runs.admission). niah.catalog.prices imports genai_prices inside
 # its functions, so the library loads on an instance's first dispatch, not at cold start
 # (0.17 s and 0.05 s for the first price, measured 2026-11-27).
 DISPATCHER_FORBIDDEN = (
@@ -93,14 +93,14 @@ DISPATCHER_FORBIDDEN = (
     "niah.models.gemma_assets",
     "niah.models.providers",
     "niah.core.prompts.haystack_tokens",
-    "niah.service.cell_worker",
-    "niah.service.cell_answer",
-    "niah.service.cell_prompt",
-    "niah.service.cell_scoring",
-    "niah.service.cell_records",
-    "niah.service.run_view",
-    "niah.service.report",
-    "niah.service.report_png",
+    "niah.service.cells.worker",
+    "niah.service.cells.answer",
+    "niah.service.cells.prompt",
+    "niah.service.cells.scoring",
+    "niah.service.cells.records",
+    "niah.service.cells.run_view",
+    "niah.service.reports.render",
+    "niah.service.reports.png",
 )
 # The tasks are not on the list: admission validates a request's task options with the
 # task's model (docs/tasks/adding-a-task.md) and asks the task what only it knows (a

@@ -1,7 +1,7 @@
 """Dispatcher (HTTP): validate a run request, record the run, publish its cells.
 
 Its routes (``/``, ``/sentinel``, ``/cancel``, ``/budget-alert``), their owners and jobs:
-``niah.service.dispatcher_routes``. Here: Flask's request in, a status out.
+``niah.service.routes.dispatcher``. Here: Flask's request in, a status out.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from niah.cloud.bus import PubSubPublisher
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
 from niah.errors import MalformedMessageError, RequestError
-from niah.service import dispatcher_routes as routes
+from niah.service.routes import dispatcher as routes
 from niah.settings import get_settings
 
 

@@ -1,7 +1,7 @@
 """Report (Pub/Sub push, CloudEvent): render a finished run's heatmap and summary.
 
 Raise to retry (Pub/Sub redelivers), return to acknowledge; what a request asks and
-how it is checked: ``niah.service.report_requests``.
+how it is checked: ``niah.service.routes.report``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
-from niah.service.report_requests import handle_report_request
+from niah.service.routes.report import handle_report_request
 from niah.settings import get_settings
 
 

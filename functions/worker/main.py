@@ -1,4 +1,4 @@
-"""Worker (Pub/Sub push, HTTP): one message per push (``niah.service.worker_pushes``).
+"""Worker (Pub/Sub push, HTTP): one message per push (``niah.service.routes.worker``).
 
 HTTP, not CloudEvent: Pub/Sub puts ``deliveryAttempt`` at the top of a push body, and
 functions-framework's CloudEvent conversion of a push rebuilds the event from the
@@ -17,7 +17,7 @@ from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher
 from niah.cloud.store import FirestoreStore
 from niah.errors import NiahError, RetryableError
-from niah.service.worker_pushes import Route, handle_push
+from niah.service.routes.worker import Route, handle_push
 from niah.settings import get_settings
 
 

@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     )
 
     # Checked at dispatch against each new run's worst case plus what runs admitted in
-    # the same UTC day (month) hold (niah.service.admission; docs/limits.md). $300 a day
+    # the same UTC day (month) hold (niah.service.runs.admission; docs/limits.md). $300 a day
     # admits one 10-length x 10-depth sweep to 1M tokens on gemini-3.8-flash ($219 at
     # worst with every retry; about $44 if each call succeeds at once) or to 128K on
     # gemini-3.1-pro-preview ($262), and refuses the review's 200-cell 1M-token Pro grid
@@ -149,7 +149,7 @@ class Settings(BaseSettings):
     )  # fmt: skip
     sentinel_scheduler: str | None = setting(
         None, "", "the account Cloud Scheduler's sentinel jobs call as (infra/sentinels.tf); only "
-        "it or an operator may call /sentinel (niah.service.route_owners)"
+        "it or an operator may call /sentinel (niah.service.routes.owners)"
     )  # fmt: skip
     # docs/sentinels.md states what these give at the recommended sentinel (simulated).
     sentinel_false_alarms_per_year: float = setting(
@@ -274,7 +274,7 @@ class Settings(BaseSettings):
     # lease lapses within cell_lease_seconds, so this need not be longer than one lease.
     sweep_quiet_after_seconds: float = setting(
         30.0, "s", "a quiet run's missing cells are published again by the sweep after this "
-        "(niah.service.sweep)", ge=1
+        "(niah.service.runs.sweep)", ge=1
     )  # fmt: skip
     sweep_retry_backoff_seconds: float = setting(
         600.0, "s", "the subscriptions' maximum_backoff (infra/pubsub.tf): a run with a cell failed"

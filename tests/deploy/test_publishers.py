@@ -58,8 +58,8 @@ def test_the_call_graph_finds_a_publish_however_it_is_reached(graph: CallGraph) 
     """A publish added to a function is found: directly, through imports, through a method."""
     extra = {
         "functions.probe.main": (
-            "from niah.service import run_completion\n"
-            "from niah.service.missing_cells import publish_missing\n"
+            "from niah.service.runs import completion as run_completion\n"
+            "from niah.service.runs.missing_cells import publish_missing\n"
             "def quiet(store):\n"
             "    return store.get_run('r')\n"
             "def direct(publisher):\n"

@@ -5,7 +5,7 @@ terraform_plan.SENTINELS); two more plans here, without a budget, show the dispa
 invoker grant to niah-pusher following the sentinels alone, and nothing of them when
 there are none. What Terraform writes is read back with the service's own code: the
 route's path, the Firestore collection and the firing's request
-(niah.service.sentinel_firing).
+(niah.service.sentinel.firing).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from niah.cloud.store.paths import SENTINELS as COLLECTION
-from niah.service.request_body import parse_request
-from niah.service.route_owners import SENTINEL_PATH
-from niah.service.sentinel_firing import sentinel_payload
+from niah.service.routes.owners import SENTINEL_PATH
+from niah.service.runs.request_body import parse_request
+from niah.service.sentinel.firing import sentinel_payload
 from niah_devtools.deploy_plan import first, resources, text
 from niah_devtools.tfoffline.workdir import OfflineTerraform
 from tests.deploy.terraform_plan import (
@@ -257,7 +257,7 @@ def test_sentinels_a_firing_would_refuse_stop_the_plan(
 
 
 def test_the_dispatcher_knows_the_account_the_sentinel_jobs_call_as(planned: Planned) -> None:
-    """/sentinel takes only that account (or an operator): niah.service.route_owners."""
+    """/sentinel takes only that account (or an operator): niah.service.routes.owners."""
     import re
 
     plan, _ = planned

@@ -19,7 +19,7 @@ from niah.cloud.store import FirestoreStore
 from niah.core.interfaces import ModelAnswer
 from niah.core.money.pricing import answer_cost
 from niah.core.runs import stored_run
-from niah.service.batch_output import lines_in_range
+from niah.service.batch.output import lines_in_range
 from niah.service.messages import BATCH_POLL, batch_message
 from tests.integration.conftest import Stack, drain, wait_for
 from tests.integration.test_faults import assert_finished_once, publish, standin

@@ -24,7 +24,7 @@ from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.bus import PubSubPublisher
 from niah.cloud.store import FirestoreStore
 from niah.errors import CellInFlightError
-from niah.service.cell_worker import process_cell
+from niah.service.cells.worker import process_cell
 from niah.service.messages import CellTask
 from niah.settings import get_settings
 from niah_devtools import localstack

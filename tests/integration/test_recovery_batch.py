@@ -3,7 +3,7 @@
 Before, a piece of a job's output whose worker died was asked again only once a poll
 found its coverage not grown for 2 x ``batch_ingest_seconds`` (8 minutes deployed). A
 piece now holds a lease while it reads, and the sweep asks again a piece whose lease
-lapsed (``niah.service.batch_pieces``). Measured with a deployment's sweep settings and
+lapsed (``niah.service.batch.pieces``). Measured with a deployment's sweep settings and
 leases (``production_stack``), so the figure is the one production gets: a dead
 piece waits for its lease to lapse (30 s) and the next sweep (every 60 s,
 ``PRODUCTION_SWEEP_EVERY_SECONDS``), then its unread lines are read again.

@@ -11,7 +11,7 @@ flight to a killed worker are held by the Pub/Sub emulator until their ack deadl
 backoff that grows with each nack. Now a delivery that finds a lease watches it and
 takes a dead holder's cell over (``niah.service.lease.watch_holder``) and publishes
 again the run's cells nothing holds; the sweep does the same for a death it finds, and
-for a quiet run (``niah.service.sweep``).
+for a quiet run (``niah.service.runs.sweep``).
 
 Each test prints ``FAULT-FIGURES`` with the seconds from the restart to the run's
 completion.

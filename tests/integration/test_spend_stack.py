@@ -16,7 +16,7 @@ import requests
 
 from niah.cloud.spend_ledger import FirestoreSpendLedger
 from niah.cloud.store import FirestoreStore
-from niah.service.spend_settlement import settle_ended
+from niah.service.runs.spend_settlement import settle_ended
 from tests.integration.conftest import Stack, wait_for
 from tests.integration.test_tasks_run import submit
 

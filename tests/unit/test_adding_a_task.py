@@ -34,8 +34,8 @@ RUN = """
 import json, re, sys
 from pathlib import Path
 from niah.models.tokenizer import get_tokenizer
-from niah.service.cell_worker import process_cell
-from niah.service.dispatch import dispatch_run
+from niah.service.cells.worker import process_cell
+from niah.service.runs.dispatch import dispatch_run
 from niah.service.messages import CellTask
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher, ScriptedProvider
@@ -141,7 +141,8 @@ def test_the_page_s_two_steps_make_a_task_that_runs(tmp_path: Path) -> None:
     refused = in_copy(
         shared,
         "-c",
-        "from niah.service.request_body import parse_request; parse_request({'pass_words': 4})",
+        "from niah.service.runs.request_body import parse_request; "
+        "parse_request({'pass_words': 4})",
     )
     assert "pass_words applies to task passphrase, not single" in refused.stderr
 
@@ -167,7 +168,7 @@ def test_each_step_is_needed(tmp_path: Path, step: str) -> None:
     ran = in_copy(
         shared,
         "-c",
-        "from niah.service.request_body import parse_request; "
+        "from niah.service.runs.request_body import parse_request; "
         "parse_request({'task': 'passphrase'})",
     )
     assert ran.returncode != 0

@@ -22,8 +22,8 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.tokenizer import get_tokenizer
-from niah.service.admission_checks import check_budget, model_warnings
-from niah.service.dispatch import run_record
+from niah.service.runs.admission_checks import check_budget, model_warnings
+from niah.service.runs.dispatch import run_record
 from niah.tasks import TASKS, get_task
 
 # Options that make each task's answers longest: more needles, UUIDs, words.

@@ -235,7 +235,7 @@ def test_the_report_and_the_index_show_who_answered() -> None:
 
 
 def test_the_heatmap_notes_say_who_answered_so_a_shared_picture_does() -> None:
-    from niah.service.report_png import heatmap_notes
+    from niah.service.reports.png import heatmap_notes
 
     run = run_doc("run-a", "gemini-3.5-flash")
     routed = heatmap_notes(

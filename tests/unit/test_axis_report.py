@@ -112,7 +112,7 @@ def test_a_run_s_name_says_its_axes() -> None:
 
 
 def test_every_value_of_an_axis_counts_against_the_cell_cap() -> None:
-    from niah.service.admission_checks import check_budget
+    from niah.service.runs.admission_checks import check_budget
 
     spec = RunRequest(
         context_lengths_min=1000, context_lengths_max=2000, context_lengths_num_intervals=15,

@@ -16,7 +16,7 @@ import pytest
 from niah.cli.run_options import task_option_fields
 from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 from niah.tasks import TASKS
 from tests import REPO
 from tests.fake_store import MemoryStore

@@ -5,7 +5,7 @@ import pytest
 from niah.catalog.prices import Prices, prices_for
 from niah.core.money.pricing import call_cost, cost_of
 from niah.errors import RequestError
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 
 GEMINI = {
     "model_name": "gemini-3.1-pro-preview",

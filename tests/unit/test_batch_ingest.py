@@ -19,8 +19,8 @@ import pytest
 import requests
 
 from niah.errors import CellInFlightError
-from niah.service.cancel import cancel_run
-from niah.service.dispatch import dispatch_run
+from niah.service.runs.cancel import cancel_run
+from niah.service.runs.dispatch import dispatch_run
 from niah.settings import get_settings
 from niah_devtools.standin import StandinState
 from tests.fakes import MemoryBlobs
@@ -294,7 +294,7 @@ def test_pieces_lost_with_their_worker_are_asked_again_only_once_progress_stops(
 def test_ranges_of_every_size_yield_each_line_once() -> None:
     import io
 
-    from niah.service.batch_output import lines_in_range
+    from niah.service.batch.output import lines_in_range
 
     lines = [b"a\n", b"\n", b"bbbbbbbbbb\n", b"cc\n", b"d" * 40 + b"\n", b"e"]  # no final newline
     data = b"".join(lines)

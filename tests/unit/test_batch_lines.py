@@ -13,10 +13,10 @@ import pytest
 from niah.core.request.spec import RunRequest
 from niah.models.providers.gemini_request import request_digest
 from niah.models.tokenizer import get_tokenizer
-from niah.service.batch_lines import cell_batch_line
-from niah.service.cell_worker import process_cell
-from niah.service.dispatch import dispatch_run
+from niah.service.batch.lines import cell_batch_line
+from niah.service.cells.worker import process_cell
 from niah.service.messages import CellTask
+from niah.service.runs.dispatch import dispatch_run
 from niah_devtools.standin import StandinState
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher

@@ -7,7 +7,7 @@ import pytest
 from niah.core.request.spec import RunRequest
 from niah.core.runs import RunRecord
 from niah.errors import BatchJobError
-from niah.service.batch_settle import fail_cells
+from niah.service.batch.settle import fail_cells
 from niah.service.messages import BATCH_FAIL, fail_request
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore

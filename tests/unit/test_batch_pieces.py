@@ -2,7 +2,7 @@
 
 Before, only a poll that found coverage not grown for twice ``batch_ingest_seconds``
 (8 minutes deployed) asked a dead piece again. A piece now holds a lease while it
-reads (``niah.service.batch_pieces``): the sweep asks again a piece whose lease lapsed
+reads (``niah.service.batch.pieces``): the sweep asks again a piece whose lease lapsed
 unreleased, and never one that is reading, queued or done.
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from niah.core.interfaces import Recorded
 from niah.errors import CellInFlightError
-from niah.service.sweep import sweep_stalled_runs
+from niah.service.runs.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 from niah_devtools.standin import StandinState
 from tests.fake_store import MemoryStore

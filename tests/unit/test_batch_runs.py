@@ -17,9 +17,9 @@ from niah.core.interfaces import ModelAnswer
 from niah.core.money.pricing import answer_cost
 from niah.models.providers.gemini import GeminiProvider
 from niah.models.tokenizer import get_tokenizer
-from niah.service.batch_runs import handle_batch_message
-from niah.service.cancel import cancel_run
-from niah.service.dispatch import dispatch_run
+from niah.service.batch.runs import handle_batch_message
+from niah.service.runs.cancel import cancel_run
+from niah.service.runs.dispatch import dispatch_run
 from niah_devtools.standin import StandinState
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher

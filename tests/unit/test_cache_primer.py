@@ -21,7 +21,7 @@ from niah.core.request.cache_primer import (
     shared_prefix_at_most,
 )
 from niah.core.request.grid import Cell, primer_cell
-from niah.service.dispatch import dispatch_run
+from niah.service.runs.dispatch import dispatch_run
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher

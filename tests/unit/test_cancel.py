@@ -5,11 +5,11 @@ from typing import Any
 import pytest
 
 from niah.errors import RequestError
-from niah.service.cancel import cancel_run, parse_cancel
-from niah.service.cell_worker import record_dead_letter
-from niah.service.dispatch import dispatch_run
+from niah.service.cells.worker import record_dead_letter
 from niah.service.messages import CellTask
-from niah.service.sweep import sweep_stalled_runs
+from niah.service.runs.cancel import cancel_run, parse_cancel
+from niah.service.runs.dispatch import dispatch_run
+from niah.service.runs.sweep import sweep_stalled_runs
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_work import cache_aware_world, dispatch_task, echo_needle_number, run_cell
 

@@ -22,8 +22,8 @@ from niah.catalog.prices import library_prices, prices_for
 from niah.core.money.pricing import call_cost, cost_of
 from niah.core.request.spec import RunRequest
 from niah.errors import ConfigurationError, RequestError
-from niah.service.admission_checks import check_budget
-from niah.service.model_checks import model_warnings
+from niah.service.runs.admission_checks import check_budget
+from niah.service.runs.model_checks import model_warnings
 from niah.settings import get_settings
 
 

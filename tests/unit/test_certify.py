@@ -237,7 +237,7 @@ def test_nolimas_rule_certifies_the_length_of_85_percent_of_the_models_own_base(
 
 def test_nolimas_rule_is_refused_without_a_short_length_or_with_a_threshold() -> None:
     from niah.errors import RequestError
-    from niah.service.request_body import parse_request
+    from niah.service.runs.request_body import parse_request
 
     for name in ("effective_length_rule", "certify_rule"):  # the rule's name, and its old one
         base = {"mode": "certify", name: "nolima", "document_depth_percents": [50]}
@@ -399,7 +399,7 @@ def test_a_priced_model_is_budgeted_in_dollars_at_its_long_context_rate() -> Non
 
 def test_a_dollar_budget_for_a_model_without_a_price_is_refused_naming_the_fix() -> None:
     from niah.errors import RequestError
-    from niah.service.admission_checks import check_certify_budget
+    from niah.service.runs.admission_checks import check_certify_budget
 
     with pytest.raises(RequestError) as refused:
         check_certify_budget(certify_spec(certify_max_usd=5.0), 10**9)
@@ -475,7 +475,7 @@ def test_a_budget_too_small_for_a_first_look_or_a_threshold_of_100_is_refused() 
     from pydantic import ValidationError
 
     from niah.errors import RequestError
-    from niah.service.admission_checks import check_certify_budget
+    from niah.service.runs.admission_checks import check_certify_budget
 
     with pytest.raises(RequestError) as refused:
         check_certify_budget(certify_spec(certify_max_tokens=1000), 10**9)
@@ -497,7 +497,7 @@ def test_a_priced_models_budget_too_small_is_refused_naming_certify_max_usd() ->
     """
     from niah.core.results.certify_run import plan_record
     from niah.errors import RequestError
-    from niah.service.admission_checks import check_certify_budget
+    from niah.service.runs.admission_checks import check_certify_budget
 
     priced = {
         "model_name": "gemini-3.8-flash",

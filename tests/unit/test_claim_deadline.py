@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from niah.errors import CellInFlightError, StoreUnavailableError
-from niah.service.cell_records import kept_answer
+from niah.service.cells.records import kept_answer
 from niah.service.lease import ClaimDeadline, ClaimKeeper
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_work import dispatch_task, echo_needle_number, run_cell

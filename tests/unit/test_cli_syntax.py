@@ -286,7 +286,7 @@ def test_a_refused_request_is_told_in_the_cli_s_words_and_the_api_s(
     capsys: pytest.CaptureFixture[str], words: list[str], said: str, field: str, message: str
 ) -> None:
     from niah.errors import RequestError
-    from niah.service.request_body import parse_request
+    from niah.service.runs.request_body import parse_request
 
     for extra in (["--estimate"], ["--url", "http://127.0.0.1:9/"]):  # checked before sending
         code, _, err = cli(capsys, "run", *words, *extra)

@@ -1,7 +1,7 @@
 import pytest
 
 from niah.errors import RequestError
-from niah.service.dispatch import dispatch_run
+from niah.service.runs.dispatch import dispatch_run
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher
 
@@ -120,7 +120,7 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
 ) -> None:
     import datetime as dt
 
-    from niah.service.sweep import sweep_stalled_runs
+    from niah.service.runs.sweep import sweep_stalled_runs
 
     store, publisher = MemoryStore(), RecordingPublisher()
     body = {"context_lengths": [1000, 2000], "document_depth_percents": [0, 100]}
@@ -148,7 +148,7 @@ def test_the_sweep_republishes_only_the_missing_cells_of_stalled_runs(
 
 def test_a_huge_grid_is_refused_before_it_is_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
     from niah.core.request.spec import RunRequest
-    from niah.service.admission_checks import check_budget
+    from niah.service.runs.admission_checks import check_budget
 
     def no_expansion(self: RunRequest) -> list:
         raise AssertionError("the grid was expanded before it was counted")

@@ -19,7 +19,7 @@ from niah.core.request.axes import at_variant, variant_label, variants
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.cell_prompt import prepare_call
+from niah.service.cells.prompt import prepare_call
 from niah.service.messages import CellTask
 from niah.tasks import DISTRACTOR_TASKS, get_task, make_sample, score_answer
 from niah.tasks.distractors import MIN_GAP

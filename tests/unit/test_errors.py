@@ -48,7 +48,7 @@ def test_every_error_class_has_its_kind() -> None:
         "spend_refused",
         429,
     )
-    # The dispatcher's other answers (niah.service.dispatcher_routes), by status.
+    # The dispatcher's other answers (niah.service.routes.dispatcher), by status.
     assert [
         cls.status
         for cls in (

@@ -19,8 +19,8 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError, RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.admission_checks import check_budget
-from niah.service.cell_prompt import prepare_call
+from niah.service.cells.prompt import prepare_call
+from niah.service.runs.admission_checks import check_budget
 from niah.tasks import common_words, get_task, graphwalks
 from niah.tasks import generated_sizes as sizes
 from tests.fakes import MemoryBlobs

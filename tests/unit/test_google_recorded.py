@@ -25,8 +25,8 @@ import pytest
 from niah.errors import PermanentCellError, UnreadableLineError
 from niah.models.providers.gemini import _answer_of, _job_of, answer_from_json
 from niah.models.providers.gemini_request import request_digest
-from niah.service.batch_output import line_answered, line_reason
-from niah.service.batch_wait import expected_fields
+from niah.service.batch.output import line_answered, line_reason
+from niah.service.batch.wait import expected_fields
 from tests.unit.test_vertex_standin import standin  # noqa: F401 (the fixture)
 
 RECORDED = Path(__file__).parents[1] / "data" / "google_recorded"

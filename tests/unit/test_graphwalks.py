@@ -19,7 +19,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import ContextTooShortError, RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 from niah.tasks import Sample, get_task
 from niah.tasks.graph_edges import GraphEdges
 from niah.tasks.graph_plan import GRAPH_MAX_ANSWER_NODES

@@ -70,7 +70,7 @@ def test_a_local_path_is_refused_and_a_missing_haystack_lists_those_there(
     essay_blobs: MemoryBlobs,
 ) -> None:
     from niah.errors import RequestError
-    from niah.service.dispatch import dispatch_run
+    from niah.service.runs.dispatch import dispatch_run
     from tests.fake_store import MemoryStore
     from tests.fakes import RecordingPublisher
 

@@ -18,7 +18,7 @@ from niah.cloud.identity import verified_caller
 from niah.core.request.callers import SERVERLESS_AUTHORIZATION, SIGNATURE_REMOVED
 from niah.core.request.cron_ticks import is_tick
 from niah.errors import ForbiddenError, RequestError
-from niah.service.sentinel_firing import SCHEDULE_TIME_HEADER, refused_alert
+from niah.service.sentinel.firing import SCHEDULE_TIME_HEADER, refused_alert
 from niah.settings import get_settings
 from tests.unit.id_tokens import AUDIENCE, signed, trust_test_keys, unsigned
 

@@ -73,22 +73,22 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
             "from niah.models.tokenizer import get_tokenizer",
             "niah.cloud may",
         ),
-        ("service/report.py", "from google import genai", "google.genai is for"),
+        ("service/reports/render.py", "from google import genai", "google.genai is for"),
         # Nothing shipped imports developer tooling, even lazily inside a function.
         (
-            "service/cell_worker.py",
+            "service/cells/worker.py",
             "def f():\n    from niah_devtools import standin",
             "niah_devtools is for nothing shipped",
         ),
         # The dispatcher's closure stays light: a tokenizer two imports away is caught.
         (
-            "service/run_completion.py",
+            "service/runs/completion.py",
             "from niah.models.tokenizer import get_tokenizer",
             "the dispatcher reaches niah.models.tokenizer: functions.dispatcher.main -> ",
         ),
         ("core/prompts/haystack_files.py", "import numpy", "the dispatcher reaches numpy"),
         # The command line is the top floor: no job imports it back.
-        ("service/sweep.py", "from niah.cli.output import count", "niah.service may import"),
+        ("service/runs/sweep.py", "from niah.cli.output import count", "niah.service may import"),
         ("tasks/single.py", "from niah.cloud.store import FirestoreStore", "niah.tasks may"),
     ],
 )

@@ -17,9 +17,9 @@ import pytest
 
 from niah.core.interfaces import CLAIM_ABANDONED, CLAIM_HELD
 from niah.errors import CellInFlightError, CloudUnavailableError
-from niah.service.dispatch import dispatch_run
 from niah.service.lease import LeaseKeeper
 from niah.service.messages import CellTask
+from niah.service.runs.dispatch import dispatch_run
 from niah.settings import get_settings
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_work import dispatch_task, echo_needle_number, run_cell
@@ -275,7 +275,7 @@ def test_a_repeated_request_after_the_dispatch_settled_publishes_what_is_lost(
 
 
 def test_the_sweep_hands_on_a_dead_holders_cell_once(world: dict[str, Any]) -> None:
-    from niah.service.sweep import sweep_stalled_runs
+    from niah.service.runs.sweep import sweep_stalled_runs
 
     store, publisher, run_id = world["store"], world["publisher"], world["run_id"]
     dead, live = world["tasks"][:2]

@@ -21,9 +21,9 @@ from niah.catalog.prices import NO_PRICE_REASONS, next_price_change, prices_for
 from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini_request import generation_for, request_body
-from niah.service.admission_checks import check_budget
-from niah.service.dispatch import run_record
-from niah.service.model_checks import model_warnings
+from niah.service.runs.admission_checks import check_budget
+from niah.service.runs.dispatch import run_record
+from niah.service.runs.model_checks import model_warnings
 from tests.fakes import MemoryBlobs, ScriptedProvider
 from tests.unit.test_cli import niah
 from tests.unit.test_work import dispatch_task, run_cell

@@ -15,7 +15,7 @@ from niah.core.results.summary import mrcr_bins
 from niah.core.runs import RunRecord
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 from niah.tasks import get_task
 from niah.tasks.mrcr import mrcr_score
 from tests import HEAVY
@@ -298,9 +298,9 @@ def test_a_file_without_the_columns_is_refused_by_name() -> None:
 def test_a_run_over_published_files_has_one_cell_per_row(
     essay_blobs: MemoryBlobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from niah.service.cell_worker import process_cell
-    from niah.service.dispatch import dispatch_run
+    from niah.service.cells.worker import process_cell
     from niah.service.messages import CellTask
+    from niah.service.runs.dispatch import dispatch_run
     from niah.settings import get_settings
     from tests.fake_store import MemoryStore
     from tests.fakes import RecordingPublisher, ScriptedProvider
@@ -345,7 +345,7 @@ def test_a_run_over_published_files_has_one_cell_per_row(
 
 def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> None:
     from niah.core.results.summary import GENERATED_MRCR_NOTE, summarize
-    from niah.service.report_png import heatmap_notes
+    from niah.service.reports.png import heatmap_notes
 
     cells = [
         {
@@ -393,7 +393,7 @@ def test_the_generated_requests_and_questions_use_the_right_article() -> None:
 
 def dispatched_mrcr(blobs: MemoryBlobs) -> dict[str, Any]:
     """A run over one published file's two 2-needle rows (its 4-needle row left out)."""
-    from niah.service.dispatch import dispatch_run
+    from niah.service.runs.dispatch import dispatch_run
     from tests.fake_store import MemoryStore
     from tests.fakes import RecordingPublisher
 
@@ -442,7 +442,7 @@ def test_a_forged_message_of_published_rows_is_refused_unpaid(
     essay_blobs: MemoryBlobs, how: str
 ) -> None:
     """Before: any file and row of the bucket was read and paid for, past the run's total."""
-    from niah.service.cell_worker import process_cell, record_dead_letter
+    from niah.service.cells.worker import process_cell, record_dead_letter
     from niah.service.messages import CellTask
     from tests.fakes import ScriptedProvider
 

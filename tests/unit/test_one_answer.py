@@ -19,7 +19,7 @@ from niah.core.pages.run_index import index_entry
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.summary import summarize
 from niah.core.runs import RunRecord
-from niah.service.report_png import heatmap_notes
+from niah.service.reports.png import heatmap_notes
 from tests.unit.test_report_page import cell, run_doc
 
 pytestmark = pytest.mark.unit

@@ -7,8 +7,8 @@ from PIL import Image
 
 from niah.core.results.summary import format_table, score_table
 from niah.core.runs import RunRecord
-from niah.service.report import render_report
-from niah.service.report_png import ERROR_COLOUR, render_heatmap
+from niah.service.reports.png import ERROR_COLOUR, render_heatmap
+from niah.service.reports.render import render_report
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
 
@@ -69,7 +69,7 @@ def test_heatmap_is_a_png_with_a_grey_error_cell() -> None:
 
 def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
     from niah.core.results.summary import summarize
-    from niah.service.report import render_report_files
+    from niah.service.reports.render import render_report_files
 
     cells = [
         c | {"variant": variant, "cell_id": f"{c['cell_id']}-X{variant}", "task_score": 1.0}
@@ -87,7 +87,7 @@ def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
 
 def test_the_picture_s_title_names_the_run_then_its_mean_and_its_notes_never_cut_a_uri() -> None:
     from niah.core.results.summary import summarize
-    from niah.service.report_png import heatmap_notes, heatmap_title, wrap_notes
+    from niah.service.reports.png import heatmap_notes, heatmap_title, wrap_notes
 
     cells = [c | {"task_score": 1.0 if c["score"] == 10 else 0.0} for c in CELLS if c["score"]]
     uri = "gs://a-rather-long-bucket-name-for-needles/haystacks/paul_graham_essays/"
@@ -145,7 +145,7 @@ def test_a_reset_while_rendering_leaves_no_stale_report(
 ) -> None:
     """Before: read, then claim; a reset mid-render still marked the stale report complete."""
     from niah.errors import ReportPendingError
-    from niah.service import report
+    from niah.service.reports import render as report
 
     store, blobs = MemoryStore(), MemoryBlobs()
     store.create_run("r", {"run_id": "r", "total": 2, "model": "m", "spec": {}})

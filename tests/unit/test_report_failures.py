@@ -9,10 +9,10 @@ import pytest
 
 from niah.core.pages.run_index import build_index
 from niah.errors import CloudUnavailableError
-from niah.service import report
-from niah.service.report import render_report
-from niah.service.run_completion import record_report_dead_letter, request_report_if_complete
-from niah.service.sweep import sweep_stalled_runs
+from niah.service.reports import render as report
+from niah.service.reports.render import render_report
+from niah.service.runs.completion import record_report_dead_letter, request_report_if_complete
+from niah.service.runs.sweep import sweep_stalled_runs
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher
 from tests.unit.test_report import CELLS
@@ -85,7 +85,7 @@ def test_a_failed_report_is_tried_again_when_the_run_is_reopened(
 def test_the_run_request_sent_again_asks_for_a_failed_report_again(
     monkeypatch: pytest.MonkeyPatch, essay_blobs: MemoryBlobs
 ) -> None:
-    from niah.service.dispatch import dispatch_run
+    from niah.service.runs.dispatch import dispatch_run
 
     store, publisher = MemoryStore(), RecordingPublisher()
     body = {"context_lengths": [300], "document_depth_percents": [50]}

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from niah.core.request.spec import RunRequest
-from niah.service.report import render_report
+from niah.service.reports.render import render_report
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
 from tests.unit.test_report import CELLS
@@ -68,7 +68,7 @@ def test_no_text_matplotlib_draws_is_parsed_as_math(monkeypatch: pytest.MonkeyPa
 
     from niah.core.results.comparison import ComparedRun, Comparison
     from niah.core.results.summary import score_table
-    from niah.service import report_png as report
+    from niah.service.reports import png as report
 
     texts: list[Text] = []
     real_png = report._png

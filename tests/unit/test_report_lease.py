@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from niah.errors import CloudUnavailableError
-from niah.service import report
 from niah.service.lease import keep_report_claim
-from niah.service.report import render_report
-from niah.service.run_completion import request_report_if_complete
-from niah.service.sweep import sweep_stalled_runs
+from niah.service.reports import render as report
+from niah.service.reports.render import render_report
+from niah.service.runs.completion import request_report_if_complete
+from niah.service.runs.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher

@@ -25,7 +25,7 @@ from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
 from niah.core.results.summary import summarize
 from niah.errors import ComparisonError
-from niah.service.report import render_report
+from niah.service.reports.render import render_report
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
 

@@ -10,7 +10,7 @@ import pytest
 from niah.cli.suite import run_suite
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.ruler_table import format_ruler_table
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 from niah.tasks.ruler_suite import (
     LEFT_OUT,
     RULER_RUNS,

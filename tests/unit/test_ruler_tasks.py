@@ -19,7 +19,7 @@ from niah.core.prompts.texts import LOCAL_TEMPLATE
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.cell_prompt import prepare_call
+from niah.service.cells.prompt import prepare_call
 from niah.tasks import get_task
 from niah.tasks.frequent_words import NOISE_WORD, zeta
 from tests.fakes import MemoryBlobs
@@ -212,7 +212,7 @@ def test_a_run_s_mean_is_ruler_s_task_score() -> None:
 )
 def test_an_option_for_another_task_is_refused_by_name(options: dict[str, Any], named: str) -> None:
     from niah.errors import RequestError
-    from niah.service.request_body import parse_request
+    from niah.service.runs.request_body import parse_request
 
     with pytest.raises(RequestError, match=re.escape(named)):
         parse_request({"context_lengths": [4000], **options})

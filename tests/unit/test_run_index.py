@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from niah.core.pages.run_index import INDEX_FIELDS, build_index, render_index_page
-from niah.service.report import render_report
-from niah.service.runs_index import refresh_index
+from niah.service.reports.render import render_report
+from niah.service.runs.index import refresh_index
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs
 from tests.unit.test_report import CELLS

@@ -18,8 +18,8 @@ import niah.catalog.models as catalog_models
 import niah.catalog.prices as catalog_prices
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.runs import RunRecord, stored_run
-from niah.service.dispatch import dispatch_run
-from niah.service.run_view import current_run
+from niah.service.cells.run_view import current_run
+from niah.service.runs.dispatch import dispatch_run
 from tests import REPO
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher

@@ -21,9 +21,9 @@ from niah.core.request.sentinel_request import firing_time
 from niah.core.results.sentinel_check import previous_run, sentinel_check
 from niah.core.results.sentinel_watch import WatchSettings
 from niah.errors import CloudUnavailableError, RequestError, UnknownSentinelError
-from niah.service.dispatch import dispatch_run
-from niah.service.report import render_report
-from niah.service.sentinel_firing import sentinel_payload
+from niah.service.reports.render import render_report
+from niah.service.runs.dispatch import dispatch_run
+from niah.service.sentinel.firing import sentinel_payload
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingAlerts, RecordingPublisher
 
@@ -319,7 +319,7 @@ def test_the_previous_run_is_the_latest_complete_one_due_before_of_the_same_requ
 
 
 def test_a_weekly_sentinel_s_threshold_is_its_52_firings_a_year() -> None:
-    from niah.service.sentinels import watch_settings
+    from niah.service.sentinel.check import watch_settings
 
     weekly = watch_settings({"schedule": "0 6 * * 1"})
     assert (weekly.firings_per_year, weekly.threshold) == (52, 52.0)
@@ -415,7 +415,7 @@ def test_a_firing_far_from_now_or_past_the_calendar_is_refused_naming_its_field(
 def test_a_check_that_trips_is_kept_flagged_and_the_report_still_made(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from niah.service import sentinels
+    from niah.service.sentinel import check as sentinels
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("a bug in the check")

@@ -3,7 +3,7 @@ import pytest
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 
 
 def test_lengths_follow_the_harness_linspace() -> None:
@@ -142,7 +142,7 @@ def test_text_put_into_a_template_is_never_read_as_a_placeholder() -> None:
 )
 def test_the_body_is_read_strictly(body: bytes, field: str, words: str) -> None:
     """Before: a repeated key was silently last-wins, and NaN reached the validators."""
-    from niah.service.request_body import decode_body
+    from niah.service.runs.request_body import decode_body
 
     with pytest.raises(RequestError) as caught:
         decode_body(body)

@@ -19,8 +19,8 @@ from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify_run import certify_cells, stored_samples
 from niah.errors import ForbiddenError, SpendRefusedError
-from niah.service.certify_rounds import handle_certify_step
-from niah.service.spend_settlement import settle_ended
+from niah.service.runs.certify_rounds import handle_certify_step
+from niah.service.runs.spend_settlement import settle_ended
 from tests.fakes import MemoryBlobs
 from tests.unit.test_spend_limits import (  # noqa: F401 (gemini: the autouse fixture)
     ALICE,
@@ -256,7 +256,7 @@ def test_a_run_never_stored_keeps_its_hold_for_a_retry_and_the_sweep_settles_it(
 
 
 def test_a_cancel_whose_settle_failed_is_settled_by_its_retry(world: World) -> None:
-    from niah.service.cancel import cancel_run
+    from niah.service.runs.cancel import cancel_run
 
     run = world.post(body())
     fail_cells(world, run.run_id, paid_usd=0.01)
@@ -291,7 +291,7 @@ def test_the_sweep_settles_holds_whose_run_is_gone_or_ended_and_keeps_running_on
 def test_a_report_redelivered_after_its_renderer_died_before_settling_settles(
     world: World,
 ) -> None:
-    from niah.service.report import render_report
+    from niah.service.reports.render import render_report
 
     run = world.post(body())
     fail_cells(world, run.run_id, paid_usd=0.02)
@@ -518,7 +518,7 @@ def test_a_run_with_unpriced_calls_settles_to_its_priced_part_and_frees_its_call
 def test_a_report_that_cannot_be_drawn_settles_the_run(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from niah.service import report
+    from niah.service.reports import render as report
 
     run = world.post(body())
     fail_cells(world, run.run_id, paid_usd=0.03)
@@ -540,7 +540,7 @@ def test_a_cancelled_certify_run_resumed_holds_for_every_cell_it_may_still_ask(
     world: World,
 ) -> None:
     """Its rounds past the cancel hold what the cells left and to come may cost."""
-    from niah.service.cancel import cancel_run
+    from niah.service.runs.cancel import cancel_run
 
     request = certify_body(certify_max_usd=0.3)
     run = world.post(request)

@@ -21,11 +21,11 @@ from niah.core.request.callers import (
     verified_header,
 )
 from niah.errors import ForbiddenError, SpendRefusedError
-from niah.service import admission
-from niah.service.admission import handle_budget_alert
-from niah.service.cancel import cancel_run
-from niah.service.dispatch import Dispatched, dispatch_run
-from niah.service.spend_settlement import settle_run_spend
+from niah.service.runs import admission
+from niah.service.runs.admission import handle_budget_alert
+from niah.service.runs.cancel import cancel_run
+from niah.service.runs.dispatch import Dispatched, dispatch_run
+from niah.service.runs.spend_settlement import settle_run_spend
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingPublisher

@@ -21,7 +21,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import RequestError
 from niah.models.providers.gemini import thinking_options
-from niah.service.admission_checks import check_lengths
+from niah.service.runs.admission_checks import check_lengths
 from niah_devtools.standin import serve
 
 PROMPT = "Some essay text. The special magic Lagos number is: 7304912. More text."

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from niah.service.dispatch import dispatch_run
-from niah.service.sweep import sweep_stalled_runs
+from niah.service.runs.dispatch import dispatch_run
+from niah.service.runs.sweep import sweep_stalled_runs
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher

@@ -33,7 +33,7 @@ TASKS_DIR = SHARED / "tasks"
 # Where an option's name is another thing's, and why; each (module, name) checked to
 # still occur (``test_every_homonym_is_still_there``), so the list only shrinks.
 HOMONYMS = {
-    ("service/cell_answer.py", "expected_answers"): (
+    ("service/cells/answer.py", "expected_answers"): (
         "the stored cell's field: the sample's expected values, whatever the task"
     ),
 }

@@ -19,7 +19,7 @@ from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import truncated_reason, unscored_reason
 from niah.errors import RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.request_body import parse_request
+from niah.service.runs.request_body import parse_request
 from niah.tasks import TASKS, get_task
 from niah.tasks.nonliteral import TEMPLATES
 from tests import HEAVY

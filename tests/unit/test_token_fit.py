@@ -28,7 +28,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import PromptOverLimitError
 from niah.models.tokenizer import SentencePieceTokenizer
-from niah.service.cell_prompt import count_before_call
+from niah.service.cells.prompt import count_before_call
 
 
 class CountingProvider:

@@ -173,9 +173,9 @@ def test_openai_compatible_provider(standin: tuple[str, StandinState]) -> None:
 def run_one_gemini_cell(essay_blobs: Any, **request: Any) -> tuple[Any, str, str]:
     from niah.models.providers import _providers as provider_cache
     from niah.models.providers import get_provider
-    from niah.service.cell_worker import process_cell
-    from niah.service.dispatch import dispatch_run
+    from niah.service.cells.worker import process_cell
     from niah.service.messages import CellTask
+    from niah.service.runs.dispatch import dispatch_run
     from tests.fake_store import MemoryStore
     from tests.fakes import RecordingPublisher
 
@@ -297,7 +297,7 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     standin: tuple[str, StandinState], essay_blobs: Any
 ) -> None:
     from niah.core.results.summary import summarize
-    from niah.service.report_png import heatmap_notes
+    from niah.service.reports.png import heatmap_notes
 
     store, run_id, _ = run_one_gemini_cell(essay_blobs, model_name="gemini-9-ultra")
     [cell] = store.list_cells(run_id)

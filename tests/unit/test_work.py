@@ -10,9 +10,9 @@ from niah.core.interfaces import Provider
 from niah.core.results.summary import spend_summary
 from niah.errors import PermanentCellError, RetryableError, StoreUnavailableError
 from niah.models.tokenizer import get_tokenizer
-from niah.service.cell_worker import process_cell
-from niah.service.dispatch import dispatch_run
+from niah.service.cells.worker import process_cell
 from niah.service.messages import CellTask
+from niah.service.runs.dispatch import dispatch_run
 from niah.settings import get_settings
 from tests.fake_store import MemoryStore
 from tests.fakes import MemoryBlobs, RecordingPublisher, ScriptedProvider
@@ -118,7 +118,7 @@ def test_a_context_too_short_at_the_worker_is_a_grey_cell_not_a_crash(
 def test_a_dead_lettered_cell_is_recorded_failed_with_its_last_error(
     world: dict[str, Any],
 ) -> None:
-    from niah.service.cell_worker import record_dead_letter
+    from niah.service.cells.worker import record_dead_letter
 
     def busy(prompt: str) -> str:
         raise RetryableError("503 UNAVAILABLE: overloaded")
@@ -335,7 +335,7 @@ def test_a_client_retry_does_not_publish_cells_in_flight(world: dict[str, Any]) 
 def test_an_answer_too_large_for_firestore_is_kept_whole_in_the_bucket(
     world: dict[str, Any],
 ) -> None:
-    from niah.service.cell_scoring import MAX_STORED_ANSWER_BYTES
+    from niah.service.cells.scoring import MAX_STORED_ANSWER_BYTES
 
     huge = "7" * (1_100_000)  # over Firestore's 1 MiB document limit
     provider = ScriptedProvider(lambda prompt: huge)
@@ -502,7 +502,7 @@ def test_a_dead_letter_of_a_cell_in_flight_publishes_it_again_however_late(
     publishes the cell again (its deliveries ran out on the lease, not on the cell),
     even past the rounds of republishing a cell with no live lease gets.
     """
-    from niah.service.cell_worker import record_dead_letter
+    from niah.service.cells.worker import record_dead_letter
 
     store, task, publisher = world["store"], world["tasks"][0], world["publisher"]
     last_round = replace(task, dead_letters=get_settings().dead_letter_republishes)
@@ -530,7 +530,7 @@ def test_a_dead_letter_publishes_its_cell_again_a_few_rounds_then_stores_it_fail
 
     After ``dead_letter_republishes`` rounds the cell is stored failed, so the run ends.
     """
-    from niah.service.cell_worker import record_dead_letter
+    from niah.service.cells.worker import record_dead_letter
 
     store, task, publisher = world["store"], world["tasks"][0], world["publisher"]
     rounds = get_settings().dead_letter_republishes
@@ -613,7 +613,7 @@ def test_a_dead_lettered_primer_still_releases_the_grid(
 
     Released at its first dead letter, as the primer itself is published again.
     """
-    from niah.service.cell_worker import record_dead_letter
+    from niah.service.cells.worker import record_dead_letter
 
     world, primer = cache_aware_world(essay_blobs, monkeypatch)
     outcome = record_dead_letter(
@@ -630,8 +630,8 @@ def test_a_failure_before_the_sample_keeps_the_cells_place_on_the_grid(
     world: dict[str, Any],
 ) -> None:
     """Before: such a cell had no length or depth, and the report raised KeyError."""
-    from niah.service.cell_worker import record_dead_letter
-    from niah.service.report import render_report
+    from niah.service.cells.worker import record_dead_letter
+    from niah.service.reports.render import render_report
 
     last_round = get_settings().dead_letter_republishes
     for task in world["tasks"]:
@@ -651,7 +651,7 @@ def test_a_failure_before_the_sample_keeps_the_cells_place_on_the_grid(
 def test_a_dead_letter_stores_a_kept_answer_instead_of_a_failure(
     world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from niah.service.cell_worker import record_dead_letter
+    from niah.service.cells.worker import record_dead_letter
 
     store, task = world["store"], world["tasks"][0]
     real_record = store.record_cell

@@ -10,7 +10,7 @@ from typing import Any
 import functions_framework
 import pytest
 
-from niah.service import worker_pushes
+from niah.service.routes import worker as worker_pushes
 from tests import REPO
 
 SOURCE = str(REPO / "functions" / "worker" / "main.py")

@@ -20,7 +20,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     from niah.core.results.comparison import compare_runs, render_comparison_page
     from niah.core.results.variants import split_by_variant
     from niah.errors import ComparisonError, DifferentModelsError
-    from niah.service.report_png import render_comparison_png
+    from niah.service.reports.png import render_comparison_png
     from niah.tasks.ruler_suite import RULER_RUNS
 
     if len(set(args.run_ids)) != len(args.run_ids):

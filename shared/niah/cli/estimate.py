@@ -17,7 +17,7 @@ def check_request(payload: dict[str, Any]) -> None:
     the checks of the request alone, the same wherever they run.
     """
     from niah.errors import RequestError
-    from niah.service.request_body import parse_request
+    from niah.service.runs.request_body import parse_request
 
     try:
         parse_request(payload)
@@ -141,9 +141,9 @@ def estimate_figures(payload: dict[str, Any], *, within_limits: bool = True) -> 
     from niah.core.prompts.sample import Sample
     from niah.errors import ConfigurationError, RequestError
     from niah.models.providers import provider_class
-    from niah.service.admission_checks import check_budget
-    from niah.service.request_body import parse_request
-    from niah.service.run_sources import resolve_published_rows, source_cells
+    from niah.service.runs.admission_checks import check_budget
+    from niah.service.runs.request_body import parse_request
+    from niah.service.runs.sources import resolve_published_rows, source_cells
     from niah.tasks import make_sample
 
     try:

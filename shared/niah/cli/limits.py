@@ -56,7 +56,7 @@ def cmd_limits(args: argparse.Namespace) -> None:
     """Print the windows and open holds; ``release RUN_ID`` settles that run's holds."""
     from niah.cloud.spend_ledger import FirestoreSpendLedger
     from niah.core.money.spend import day_window, month_window
-    from niah.service.spend_settlement import settle_spent
+    from niah.service.runs.spend_settlement import settle_spent
     from niah.settings import get_settings
 
     store = result_store()

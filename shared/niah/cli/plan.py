@@ -55,7 +55,7 @@ def plan_figures(args: argparse.Namespace) -> dict[str, Any]:
     """The plan's figures: the grid, the samples a point and their power, the estimate."""
     from niah.core.request.axes import variants
     from niah.errors import RequestError
-    from niah.service.request_body import parse_request
+    from niah.service.runs.request_body import parse_request
 
     payload = run_payload(args)
     check_request(payload)  # the run options' own mistakes, named as `niah run` names them
@@ -204,7 +204,7 @@ def _admitted(spec: Any, *, refuse: bool) -> list[str]:
     """
     from niah.cli.run_options import in_cli_words
     from niah.errors import RequestError
-    from niah.service.admission_checks import check_budget
+    from niah.service.runs.admission_checks import check_budget
 
     try:
         check_budget(spec)

@@ -2,7 +2,7 @@
 
 A sentinel is defined where it is deployed (infra's ``sentinels`` variable; the local
 stack's sentinels file) and fired by Cloud Scheduler; ``niah sentinel run NAME`` fires
-it now, through the same route (``niah.service.sentinel_firing``).
+it now, through the same route (``niah.service.sentinel.firing``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ worker-side steps, and a run's report request. The worker, the sweep, cancel, ba
 and run completion build their messages here, not in the dispatcher. Of the service
 it imports only the cells of published rows (``run_sources``, core alone beneath it);
 publishing a run's missing cells, which asks for the report, is
-``niah.service.missing_cells``. It is light: the dispatcher's cold start stays
+``niah.service.runs.missing_cells``. It is light: the dispatcher's cold start stays
 free of the worker's machinery.
 """
 
@@ -27,7 +27,7 @@ from niah.core.request.spec import RUN_ID_PATTERN
 from niah.core.results.certify_run import certify_cells, stored_samples
 from niah.core.runs import RunRecord
 from niah.errors import MalformedMessageError
-from niah.service.run_sources import source_cells
+from niah.service.runs.sources import source_cells
 from niah.settings import get_settings
 
 # The field every message names its kind in, and the kinds.
@@ -254,7 +254,7 @@ def certify_step_message(run: RunRecord) -> dict[str, Any]:
     """A certify run's round is in: a worker plans the next round or asks for the report.
 
     On the cells topic, as a batch run's steps are: the planner's interval code is the
-    worker's, never the dispatcher's (``niah.service.certify_rounds``).
+    worker's, never the dispatcher's (``niah.service.runs.certify_rounds``).
     """
     stamp = {"run_stamp": run.stamp} if run.stamp else {}
     return {KIND: CERTIFY_STEP, "run_id": run.run_id, **stamp}

@@ -1,7 +1,7 @@
 """What the service needs of Vertex AI batch prediction: submit, poll, find, cancel a job.
 
 The Gemini provider (``niah.models.providers.gemini``) implements it; batch runs
-(``niah.service.batch_runs``) use it.
+(``niah.service.batch.runs``) use it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the service needs of its spend ledger: windows of spend, holds, and the kill switch.
 
 ``niah.cloud.spend_ledger`` implements it on Firestore; admission
-(``niah.service.admission``) reserves a run's worst case in it before dispatching, and
+(``niah.service.runs.admission``) reserves a run's worst case in it before dispatching, and
 every later paid thing (a certify round, a resume, a retry) its own hold
 (``niah.core.money.holds``).
 """

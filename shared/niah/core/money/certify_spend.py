@@ -13,7 +13,7 @@ the least.
 
 Samples the budget does not count (an unscored sample is replaced by a new one) can take
 a run past it; each round then holds the rest before it is published
-(``niah.service.certify_rounds``), so the run's published cells never cost more than
+(``niah.service.runs.certify_rounds``), so the run's published cells never cost more than
 what it holds.
 """
 
@@ -38,7 +38,7 @@ def run_worst_case(
     """What admitting ``cells`` holds: a certify run's whole budget, else the cells'.
 
     Each cell asked the worker's retry allowance of times (``NIAH_MAX_CELL_FAILURES``).
-    The dispatcher holds it (``niah.service.admission``); ``niah run --estimate`` says it.
+    The dispatcher holds it (``niah.service.runs.admission``); ``niah run --estimate`` says it.
     """
     settings = get_settings()
     calls = settings.max_cell_failures

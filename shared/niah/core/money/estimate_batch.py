@@ -8,7 +8,7 @@ docs/multimodal/batch-prediction-gemini, read 2026-11-27, and its zh-CN copy und
 docs.cloud.google.com/gemini-enterprise-agent-platform/models/capabilities/
 batch-inference, read 2026-12-05). Google is silent on ``JOB_STATE_PARTIALLY_SUCCEEDED``
 itself, and on whether a failed line is billed. So, as the settle
-(``niah.service.batch_settle``) spends: a job's answered lines are billed at the batch
+(``niah.service.batch.settle``) spends: a job's answered lines are billed at the batch
 rate (the batch figure); lines it never wrote are not billed, not bought online, and
 asked again at the batch rate by a resume; a failed line may go online at the online
 rate, at most ``batch_online_fallback_max`` a job. That last is the one cost beyond the

@@ -1,7 +1,7 @@
 """A run's worst-case cost, the spend windows it counts in, and budget alerts.
 
 The worst case is what admission reserves against the spend ceilings
-(``niah.service.admission``), so it must bound the bill, not guess it. Per cell:
+(``niah.service.runs.admission``), so it must bound the bill, not guess it. Per cell:
 
 - **The model's calls**: ``calls_per_cell`` of them (the worker's retry allowance,
   ``NIAH_MAX_CELL_FAILURES``: a cell is asked at most that many times before it is

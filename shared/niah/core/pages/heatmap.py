@@ -3,7 +3,7 @@
 The pages draw it as SVG with the ``heatmap`` macro (``templates/heatmap.html``); here
 is only the arithmetic (where each square sits, what colour a score takes, what its
 tooltip says), so the markup stays in the template and the numbers can be tested alone.
-The PNG the report also writes draws from the same scales (``niah.service.report``).
+The PNG the report also writes draws from the same scales (``niah.service.reports.render``).
 """
 
 from __future__ import annotations

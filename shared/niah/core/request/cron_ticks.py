@@ -1,7 +1,7 @@
 """Whether a time is a tick of a unix-cron schedule, as Cloud Scheduler reads one.
 
 A scheduled sentinel firing names its run by its due time; only a tick of the
-sentinel's own schedule is a due time (``niah.service.sentinel_firing``). Cloud
+sentinel's own schedule is a due time (``niah.service.sentinel.firing``). Cloud
 Scheduler takes unix-cron (minute, hour, day of month, month, day of week; lists,
 ranges, steps, ``*``, month and day names) in the job's time zone
 (cloud.google.com/scheduler/docs/configuring/cron-job-schedules, read 2026-12-04).

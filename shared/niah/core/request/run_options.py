@@ -151,7 +151,7 @@ class RunOptions(BaseModel):
     # "ruler", as before it existed). Requests and stored runs that say ``certify_rule``
     # (its name when only certify had it) mean this.
     effective_length_rule: EffectiveLengthRule | None = None
-    # Sentinels (niah.service.sentinels): a named request asked again on a schedule.
+    # Sentinels (niah.service.sentinel.check): a named request asked again on a schedule.
     # Only the dispatcher's sentinel route sets these (a plain request naming them is
     # refused): the name, and when the firing was due (RFC 3339, UTC), so each firing
     # is a run of its own and a retried firing is the same run.

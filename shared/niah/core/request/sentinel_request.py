@@ -1,7 +1,7 @@
 """What names a sentinel and one firing of it: the name's rule and the firing's time.
 
 A sentinel is a run request kept under a name and asked again on a schedule
-(``niah.service.sentinels``). Each firing is a run of its own, named by the sentinel and
+(``niah.service.sentinel.check``). Each firing is a run of its own, named by the sentinel and
 the time the firing was due: Cloud Scheduler sends that time with every attempt of a
 firing (``X-CloudScheduler-ScheduleTime``), so a retried firing names the same run.
 """

@@ -1,6 +1,6 @@
 """Did the model behind a sentinel change? Its run weighed against the sentinel's baseline.
 
-A sentinel asks the same request again on a schedule (``niah.service.sentinels``). Each
+A sentinel asks the same request again on a schedule (``niah.service.sentinel.check``). Each
 run's score is weighed against a fixed baseline by a sequential test whose false alarms
 a year are stated and held (``niah.core.results.sentinel_watch``): the state it carries
 from run to run (the baseline, the statistic) is kept in each run's check and read by

@@ -1,6 +1,6 @@
 """The stored run as a type: ``RunRecord``, and its document's one writer and one reader.
 
-Admission (``niah.service.dispatch``) builds a run's record once, with what it resolved
+Admission (``niah.service.runs.dispatch``) builds a run's record once, with what it resolved
 (the model's catalog entry, the call budget, the haystack, the cells and their shards);
 ``to_document`` is the only code that writes a run document whole, ``from_document`` the
 only code that reads one. Every other module takes the record's attributes, so a field
@@ -24,7 +24,7 @@ from niah.core.request.request_options import DEFAULT_TASK, EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.request.spec import RunRequest
 
-# What the report writes on the run when it is done (``niah.service.report``): the
+# What the report writes on the run when it is done (``niah.service.reports.render``): the
 # summary's figures, kept on the run so the index and the CLI list runs without cells.
 REPORT_FIGURES = (
     "mean_score",

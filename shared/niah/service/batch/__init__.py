@@ -1,0 +1,1 @@
+"""Runs answered by Vertex AI batch prediction: submit, wait, read the output, settle."""

@@ -1,0 +1,1 @@
+"""Sentinels: a scheduled run fired, and weighed against its baseline when reported."""
