@@ -14,7 +14,8 @@ the token cache's ``CACHE_PREFIX``. Which function writes under which prefix fol
 - dead-letter handler (``handle_dead_letter``): an answer kept again when the store
   still refuses it (``KEPT_ANSWERS_PREFIX``, through ``store_cell``);
 - report (``handle_report``): each run's heatmap, page and summary, and the runs index
-  (``REPORTS_PREFIX``, niah.service.reports.render and runs_index);
+  (``REPORTS_PREFIX``, niah.service.reports.render and
+  niah.service.runs.index);
 - Vertex AI's service agent: a batch job's predictions beside its input
   (``BATCHES_PREFIX``), through the project-wide role Google names for it
   (``PROJECT_WIDE``; infra/iam.tf says why it is not narrowed);

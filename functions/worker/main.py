@@ -56,5 +56,5 @@ def handle_cell(request: flask.Request) -> tuple[str, int]:
 
 @functions_framework.http
 def handle_dead_letter(request: flask.Request) -> tuple[str, int]:
-    """Have a dead letter answered again, recorded failed, or dropped (``worker_pushes``)."""
+    """Answer a dead letter again, record it failed, or drop it (``service.routes.worker``)."""
     return _answer(request, "dead_letter")

@@ -1,8 +1,8 @@
 """A batch job's output read back into cells: matched by content, in bounded pieces.
 
 This module starts the ingest, tends it from the poll and runs one piece; the manifest
-is ``batch_manifest``'s, reading and storing lines ``batch_output``'s, the markers
-``batch_markers``' and settling ``batch_settle``'s.
+is ``manifest``'s, reading and storing lines ``output``'s, the markers
+``markers``' and settling ``settle``'s (all in ``niah.service.batch``).
 
 **Matching.** A line carries no cell key (Google documents none for Cloud Storage
 input, and a label per cell breaks its label caps). At submit, each job gets a
