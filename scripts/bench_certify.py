@@ -91,7 +91,7 @@ def measure_certify(
     grid_tokens = DEPTHS * GRID_SAMPLES * sum(LENGTHS)
     plan = CertifyPlan(LENGTHS, THRESHOLD, budget=SHARE * grid_usd, rule=rule)
     started = time.perf_counter()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for midpoint, width, *rest in curves:
         top = rest[0] if rest else 1.0
         shape = KnownCurve(midpoint, width, top=top)
@@ -104,7 +104,7 @@ def measure_certify(
         for seed in range(seeds):
             curve = KnownCurve(midpoint, width, top=top, seed=seed)
             scores: dict[int, list[float]] = {}
-            while (progress := plan_progress(plan, scores, price.get)).next_round:
+            while (progress := plan_progress(plan, scores, price.__getitem__)).next_round:
                 asked = progress.next_round
                 have = scores.setdefault(asked.length, [])
                 have += [

@@ -26,7 +26,11 @@ SIZES = (100, 1_000, 10_000)
 LENGTHS = [1_000 + 100 * step for step in range(10)]
 # A run not complete in this long has stalled: the benchmark says so rather than wait on.
 WAIT_SECONDS = 3600
-TYPICAL_CELL = {"model": "gemini-3.5-flash", "prompt_tokens": 128_000, "output_tokens": 50}
+TYPICAL_CELL: dict[str, Any] = {
+    "model": "gemini-3.5-flash",
+    "prompt_tokens": 128_000,
+    "output_tokens": 50,
+}
 
 
 def _lines(state: Path, function: str, run_id: str) -> list[dict[str, Any]]:

@@ -102,7 +102,7 @@ def test_the_deploy_dry_run_needs_no_credentials_terraform_or_network_and_shows_
         # The pusher invokes the dispatcher too: budget alerts (infra/budget.tf).
         assert f"invokers={'pusher,var.run_invokers' if public else 'pusher'} " in line, line
     subscriptions = [line for line in lines if line.startswith("subscription ")]
-    assert {re.search(r"push=(\w+)", s).group(1) for s in subscriptions if "push=" in s} == {  # type: ignore[union-attr]
+    assert {re.search(r"push=(\w+)", s).group(1) for s in subscriptions if "push=" in s} == {
         "worker",
         "dead_letter",
         "report",

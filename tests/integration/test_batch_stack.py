@@ -196,7 +196,7 @@ def test_byte_ranges_of_an_object_on_cloud_storage_yield_each_line_once(stack: S
     blobs.write("batches/range-test/predictions.jsonl", data, content_type="application/jsonl")
     offsets = [sum(len(x) for x in lines[:n]) for n in range(len(lines))]
     for step in (333, 777, 4096, len(data)):
-        seen = []
+        seen: list[tuple[int, bytes]] = []
         for start in range(0, len(data), step):
             with blobs.open("batches/range-test/predictions.jsonl") as stream:
                 seen += lines_in_range(stream, start, min(start + step, len(data)))

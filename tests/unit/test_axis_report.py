@@ -8,6 +8,7 @@ estimate credits no cache to cells of another haystack order than the primer's.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -147,7 +148,7 @@ def test_the_estimate_credits_no_cache_across_haystack_orders() -> None:
 def test_a_bounded_process_cache_forgets_the_oldest() -> None:
     cache: ProcessCache[int, str] = ProcessCache(max_entries=2)
     for key in (1, 2, 3):
-        cache.get_or_make(key, lambda key=key: str(key))
+        cache.get_or_make(key, functools.partial(str, key))
     assert (cache.known(1), cache.known(2), cache.known(3)) == (None, "2", "3")
 
 

@@ -52,7 +52,7 @@ def _help(parser: object, command: str) -> str:
     import argparse
 
     assert isinstance(parser, argparse.ArgumentParser)
-    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+    for action in parser._subparsers._group_actions:
         if isinstance(action, argparse._SubParsersAction):
             return action.choices[command].format_help()
     raise AssertionError(command)

@@ -37,7 +37,7 @@ def test_a_large_failure_is_handed_on_in_steps_reading_the_stored_cells_once(
     cells = ["c0", "c1", "c2", "c3", "c4"]
     fail_cells(
         "run-0123456789abcdef",
-        None,  # handed on, not stored: the spec is not read
+        run.spec,
         run,
         cells,
         BatchJobError("job failed: quota"),

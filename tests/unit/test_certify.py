@@ -9,6 +9,7 @@ its budget, and plan the same rounds however often it is asked.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -433,7 +434,7 @@ def test_a_length_whose_calls_keep_failing_is_asked_no_more_and_the_run_ends() -
     from niah.core.results.certify_run import UNSCORED_LIMIT
 
     spec = certify_spec()
-    run = {"run_id": "run-f", "model": "m", "spec": spec.model_dump(mode="json")}
+    run: dict[str, Any] = {"run_id": "run-f", "model": "m", "spec": spec.model_dump(mode="json")}
     stored: dict[str, dict] = {}
     for _ in range(100):
         progress, samples = certify_progress(

@@ -63,7 +63,7 @@ def test_each_retrieval_task_hides_its_distractors_to_the_token(
     tokenizer: SentencePieceTokenizer,
     essay_blobs: MemoryBlobs,
 ) -> None:
-    spec = RunRequest(task=task, context_lengths=[LENGTH], distractors=count, seed=3)
+    spec = RunRequest(task=task, context_lengths=[LENGTH], distractors=[count], seed=3)
     cell = Cell(LENGTH, depth, 1)
     sample, prompt = built(spec, cell, tokenizer, essay_blobs)
     assert len(tokenizer.encode(prompt.prompt)) == LENGTH
@@ -157,10 +157,12 @@ def _message(cell: Cell) -> dict[str, Any]:
 
 def test_runs_without_the_options_keep_their_ids() -> None:
     plain = RunRequest(context_lengths=[1000])
-    assert RunRequest(context_lengths=[1000], distractors=0).run_id() == plain.run_id()
-    assert RunRequest(context_lengths=[1000], haystack_order="coherent").run_id() == plain.run_id()
+    # A single value where the axis takes a list: the JSON form users send, coerced.
+    for scalar in ({"distractors": 0}, {"haystack_order": "coherent"}):
+        same = RunRequest.model_validate({"context_lengths": [1000], **scalar})
+        assert same.run_id() == plain.run_id()
     assert RunRequest(context_lengths=[1000], distractors=[0]).run_id() == plain.run_id()
-    one = RunRequest(context_lengths=[1000], distractors=4)
+    one = RunRequest(context_lengths=[1000], distractors=[4])
     assert one.run_id() != plain.run_id()
     assert one.run_id() == RunRequest(context_lengths=[1000], distractors=[4]).run_id()
     assert [c.cell_id for c in one.cells()] == [c.cell_id for c in plain.cells()]
@@ -242,7 +244,7 @@ def test_no_distractor_holds_the_needle_s_own_phrase(task: str) -> None:
     import re
 
     for seed in range(20):
-        spec = RunRequest(task=task, context_lengths=[LENGTH], distractors=10, seed=seed)
+        spec = RunRequest(task=task, context_lengths=[LENGTH], distractors=[10], seed=seed)
         sample = make_sample(spec, Cell(LENGTH, 30.0))
         for needle in sample.needle_insertions:
             # The needle's words up to its value: "special magic Lisbon number is"

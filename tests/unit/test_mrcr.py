@@ -100,7 +100,7 @@ def test_mrcr_takes_two_four_or_eight_needles() -> None:
 
 
 def test_bins_cumulative_to_128k_and_the_point_at_1m() -> None:
-    def cell(length: int, score: float) -> dict[str, object]:
+    def cell(length: int, score: float) -> dict[str, Any]:
         return {"context_length": length, "task_score": score}
 
     cells = [

@@ -192,7 +192,11 @@ def test_the_difference_map_carries_no_float_noise() -> None:
     b = [_graded(1000, 0, 2 / 3), _graded(1000, 50, 0.1 + 0.2)]
     comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
     assert comparison.difference.scores == [[0.0], [0.0]]
-    assert all(not math.copysign(1, v) < 0 for row in comparison.difference.scores for v in row)
+    assert all(
+        v is not None and math.copysign(1, v) > 0
+        for row in comparison.difference.scores
+        for v in row
+    )
     page = render_comparison_page(comparison)
     assert "e-0" not in page.split('id="section-difference"')[1]
 

@@ -40,8 +40,8 @@ def table_variables() -> dict[str, str]:
         default = settings_table.shown_default(settings_table._default(field))
         for variable in settings_table.variable_names(name, field):
             found[variable] = default
-    for variable in DEVELOPER_VARIABLES:
-        found[variable.name] = settings_table.shown_default(variable.default)
+    for developer in DEVELOPER_VARIABLES:
+        found[developer.name] = settings_table.shown_default(developer.default)
     return found
 
 

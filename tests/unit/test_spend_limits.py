@@ -103,13 +103,13 @@ def test_the_worst_case_counts_every_retry_the_full_output_budget_and_the_judge(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plain = world.post(body())
-    worst = world.store.get_run(plain.run_id)["worst_case"]  # type: ignore[index]
+    worst = world.store.get_run(plain.run_id)["worst_case"]
     assert worst["cells"] == 2 and worst["calls_per_cell"] == 5  # NIAH_MAX_CELL_FAILURES
     assert worst["prompt_tokens"] == 2 * 600 * 5
     assert worst["output_tokens"] >= 2 * 5 * 1000  # answer + thinking room, every call
     assert worst["judge_usd"] == 0
     judged = world.post(body(seed=2, scorer="both", evaluator_model_name="gemini-3.8-flash"))
-    with_judge = world.store.get_run(judged.run_id)["worst_case"]  # type: ignore[index]
+    with_judge = world.store.get_run(judged.run_id)["worst_case"]
     assert with_judge["judge_usd"] > 0
     assert with_judge["usd"] == pytest.approx(worst["usd"] + with_judge["judge_usd"], abs=1e-5)
     settings(monkeypatch, max_cell_failures=1)
@@ -273,7 +273,7 @@ def test_only_the_creator_or_an_operator_may_cancel_resume_or_relabel(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = world.post(body(), caller=ALICE)
-    assert world.store.get_run(run.run_id)["created_by"] == ALICE  # type: ignore[index]
+    assert world.store.get_run(run.run_id)["created_by"] == ALICE
     world.store.settle(run.run_id)
     # The same request from another caller changes nothing: it is answered.
     assert world.post(body(), caller=BOB).run_id == run.run_id
@@ -284,9 +284,9 @@ def test_only_the_creator_or_an_operator_may_cancel_resume_or_relabel(
     with pytest.raises(ForbiddenError, match="may not cancel") as refused:
         cancel_run(run.run_id, store=world.store, caller=BOB)
     assert refused.value.status == 403 and refused.value.field == "run_id"
-    assert world.store.get_run(run.run_id)["status"] == "running"  # type: ignore[index]
+    assert world.store.get_run(run.run_id)["status"] == "running"
     world.post(body(label="alice's"), caller=ALICE)
-    assert world.store.get_run(run.run_id)["label"] == "alice's"  # type: ignore[index]
+    assert world.store.get_run(run.run_id)["label"] == "alice's"
     settings(monkeypatch, operators=json.dumps([BOB]))
     assert cancel_run(run.run_id, store=world.store, caller=BOB).outcome == "cancelled"
     resumed = world.post(body(), caller=BOB, resume=True)
@@ -403,7 +403,7 @@ def test_the_dispatcher_answers_403_for_another_callers_run_and_429_over_the_cei
     started = client.post("/", json=body(), headers=alice)
     assert started.status_code == 202
     run_id = started.get_json()["run_id"]
-    assert world.store.get_run(run_id)["created_by"] == ALICE  # type: ignore[index]
+    assert world.store.get_run(run_id)["created_by"] == ALICE
     refused = client.post("/cancel", json={"run_id": run_id}, headers=bob)
     assert refused.status_code == 403 and refused.get_json()["error"]["field"] == "run_id"
     assert client.post("/cancel", json={"run_id": run_id}, headers=alice).status_code == 200

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from niah.core.request.run_options import RunOptions
 from niah.core.request.spec import RunRequest
 from niah.core.request.task_options import (
     TaskOptions,
@@ -167,7 +168,7 @@ def test_an_unknown_task_names_the_tasks_there_are() -> None:
 
 def test_a_task_name_is_registered_once() -> None:
     class Other(TaskOptions):
-        def answer_bytes(self, request: RunRequest) -> int:
+        def answer_bytes(self, request: RunOptions) -> int:
             return 1
 
     with pytest.raises(ValueError, match="registered twice"):

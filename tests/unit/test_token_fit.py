@@ -124,7 +124,7 @@ def test_a_long_span_is_counted_in_one_request_of_its_slices(
 def test_which_prompts_are_counted_before_the_call() -> None:
     limit = 1_000_000
     near = int(NEAR_LIMIT_SHARE * limit)
-    fitted = {"fitted": True, "limit": limit, "asked": False}
+    fitted: dict[str, Any] = {"fitted": True, "limit": limit, "asked": False}
     assert not needs_exact_count(expected_model_tokens=near - 1, **fitted)
     assert needs_exact_count(expected_model_tokens=near, **fitted)
     assert needs_exact_count(fitted=True, expected_model_tokens=10, limit=limit, asked=True)

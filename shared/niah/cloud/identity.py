@@ -33,6 +33,7 @@ from typing import Any
 
 from niah.core.request.callers import (
     SIGNATURE_REMOVED,
+    Headers,
     caller_of_claims,
     claims_of,
     verified_header,
@@ -49,7 +50,7 @@ _lock = threading.Lock()
 _cache: dict[str, tuple[float, bytes]] = {}
 
 
-def verified_caller(headers: Mapping[str, str], *, host: str) -> str:
+def verified_caller(headers: Headers, *, host: str) -> str:
     """The caller's e-mail (or ``sub:<id>``); ``ForbiddenError`` (403) if unverified.
 
     ``host``: the Host the request was sent to; its root URL is the audience a token

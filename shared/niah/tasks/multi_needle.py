@@ -24,6 +24,7 @@ from niah.tasks.base import (
     CITY_BYTES,
     NEEDLE_LINE,
     VALUE_BYTES,
+    Outcome,
     Sample,
     Task,
     Verdict,
@@ -205,5 +206,5 @@ class MultiNeedle(Task[MultiNeedleOptions]):
     def score(self, sample: Sample, answer: str) -> Verdict:
         """The share of the needles' numbers the answer holds."""
         share, found = fraction_found(answer, sample.expected)
-        outcome = "correct" if found == len(sample.expected) else "wrong"
+        outcome: Outcome = "correct" if found == len(sample.expected) else "wrong"
         return Verdict(outcome, share, {"retrieved": found, "needles": len(sample.expected)})

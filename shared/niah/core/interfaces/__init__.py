@@ -20,7 +20,7 @@ from niah.core.interfaces.batch_jobs import (
 )
 from niah.core.interfaces.blobs import BlobInfo, BlobStore, gs_uri
 from niah.core.interfaces.models import ModelAnswer, Provider, Role, Tokenizer, Turn
-from niah.core.interfaces.publisher import AlertPublisher, Publisher
+from niah.core.interfaces.publisher import AlertPublisher, Bus, Publisher
 from niah.core.interfaces.result_store import (
     CLAIM_ABANDONED,
     CLAIM_HELD,
@@ -60,6 +60,7 @@ __all__ = [
     "BatchJob",
     "BlobInfo",
     "BlobStore",
+    "Bus",
     "CancelOutcome",
     "CompletionStats",
     "ModelAnswer",

@@ -26,3 +26,7 @@ class AlertPublisher(Protocol):
     def publish_alert(self, message: dict[str, Any], attributes: dict[str, str]) -> None:
         """Publish one check (``niah.core.results.sentinel_check.alert_message``) and wait."""
         ...
+
+
+class Bus(Publisher, AlertPublisher, Protocol):
+    """Both: the dispatcher publishes cells and reports, and alerts of refused firings."""

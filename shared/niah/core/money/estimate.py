@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from niah.catalog.prices import prices_for
 from niah.catalog.tiers import cache_min_tokens
@@ -138,7 +139,7 @@ def _usd(cost: Cost) -> float | None:
     return round(cost.usd, 6) if cost.priced else None
 
 
-def estimate_figures(run: RunEstimate) -> dict[str, object]:
+def estimate_figures(run: RunEstimate) -> dict[str, Any]:
     """Every figure of the estimate, for ``niah run --estimate`` (text and ``--json``)."""
     spec = run.spec
     model = spec.model_name

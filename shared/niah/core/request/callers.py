@@ -22,7 +22,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from niah.errors import ForbiddenError
 
@@ -35,7 +35,15 @@ SERVERLESS_AUTHORIZATION = "X-Serverless-Authorization"
 SIGNATURE_REMOVED = "SIGNATURE_REMOVED_BY_GOOGLE"
 
 
-def verified_header(headers: Mapping[str, str]) -> tuple[str, str]:
+class Headers(Protocol):
+    """A request's headers as read here: a dict, or Flask's case-insensitive ``Headers``."""
+
+    def get(self, key: str, /) -> str | None:
+        """The header's value, or None when the request has none."""
+        ...
+
+
+def verified_header(headers: Headers) -> tuple[str, str]:
     """The header whose token names the caller, and that token (``Bearer`` removed).
 
     ``X-Serverless-Authorization`` when present (Cloud Run checked it, and left

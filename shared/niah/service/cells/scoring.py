@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from niah.catalog.models import provider_for_model
-from niah.catalog.tiers import served_tier
+from niah.catalog.tiers import Tier, served_tier
 from niah.core.interfaces import BlobStore, ModelAnswer, gs_uri
 from niah.core.money.pricing import Cost, answer_cost
 from niah.core.prompts.answer_budget import CallBudget
@@ -56,7 +56,7 @@ def scored_answer(
     score_fields, judged = _score(spec, sample, answer, provider_for, budget)
     fields |= score_fields
     tier = tier_fields(spec, answer) if not batch and spec.provider() == "gemini" else {}
-    served = tier["service_tier"]["billed_as"] if tier else "standard"
+    served: Tier = tier["service_tier"]["billed_as"] if tier else "standard"
     cost = answer_cost(spec.model_name, answer, batch=batch, tier=served)
     fields |= tier
     totals = _usage_totals("", answer)

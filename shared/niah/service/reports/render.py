@@ -214,7 +214,7 @@ def _render_claimed(
             refresh_index(store, blobs)  # which says the report failed, and why
         return None
     location = write_report_files(run_id, files, blobs)
-    fields = {
+    fields: dict[str, Any] = {
         "report": location,
         "mean_score": summary["mean_score"],
         "measures": summary["measures"],

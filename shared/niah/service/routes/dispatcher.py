@@ -24,7 +24,8 @@ from typing import Any
 from niah.cloud.bus import decode_event
 from niah.cloud.identity import verified_caller
 from niah.cloud.metering import metered
-from niah.core.interfaces import BlobStore, Publisher, ResultStore, SpendLedger
+from niah.core.interfaces import BlobStore, Bus, ResultStore, SpendLedger
+from niah.core.request.callers import Headers
 from niah.errors import (
     MalformedMessageError,
     MethodNotAllowedError,
@@ -60,7 +61,7 @@ class HttpCall:
 
     method: str
     path: str
-    headers: Mapping[str, str]
+    headers: Headers
     host: str
     args: Mapping[str, str]
     mimetype: str
@@ -73,7 +74,7 @@ class HttpCall:
 class Clients:
     """The dispatcher's cloud clients, each made on first use (a refusal needs none)."""
 
-    cloud: Callable[[], tuple[ResultStore, Publisher, BlobStore]]
+    cloud: Callable[[], tuple[ResultStore, Bus, BlobStore]]
     ledger: Callable[[], SpendLedger]
 
 

@@ -16,13 +16,13 @@ imports it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from niah.errors import ForbiddenError
 from niah.settings import get_settings
 
-SENTINEL_PATH = "/sentinel"
-BUDGET_ALERT_PATH = "/budget-alert"
+SENTINEL_PATH: Final = "/sentinel"
+BUDGET_ALERT_PATH: Final = "/budget-alert"
 
 MachineRoute = Literal["/sentinel", "/budget-alert"]
 
