@@ -74,7 +74,7 @@ def test_the_local_model_completes_every_ruler_task(stack: Stack) -> None:
     )
     assert set(rows) == {*RULER_RUNS, "average"}, out
     for name, values in rows.items():
-        # A rambling base model is truncated (never scored): "-" then, not a score.
+        # A reply cut short of its answer's room is truncated (never scored): "-" then.
         assert values == ["-"] or 0.0 <= float(values[0]) <= 100.0, (name, out)
     run_ids = re.findall(r"^\w+: run (run-\w+), 1 cell$", out, re.MULTILINE)
     assert len(run_ids) == len(RULER_RUNS), out  # one cell each: "1 cell", not "1 cells"

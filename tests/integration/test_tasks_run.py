@@ -17,7 +17,8 @@ from tests.integration.test_local_stack import wait_complete
 
 pytestmark = pytest.mark.integration
 
-# A base model that repeats itself until its budget ends is truncated, never wrong.
+# A reply cut short of its answer's room is truncated, never wrong; one that ran on past
+# it is scored as it stands (niah.core.results.scoring.ran_past_its_room).
 OUTCOMES = {"correct", "wrong", "unscored", "truncated"}
 # A conversation of 2 needle turns needs more room than one needle.
 # RULER's word lists need room for their common words listed 6 times (RULER's short rule);

@@ -241,7 +241,13 @@ def test_a_task_cell_stores_the_tasks_outcome_score_and_details(essay_blobs: Mem
 
 
 class OutOfBudget(ScriptedProvider):
-    """A model that ran out of its output budget: what it wrote so far, cut off."""
+    """A model that ran out of its output budget: what it wrote so far, cut off.
+
+    ``ran_on``: it wrote its answer, then counted on until every token of its budget
+    was spent (all the room an answer takes, and more); else it wrote 7 tokens.
+    """
+
+    ran_on = False
 
     def generate(
         self,
@@ -256,7 +262,35 @@ class OutOfBudget(ScriptedProvider):
         from niah.core.interfaces import ModelAnswer
 
         self.prompts.append(prompt)
+        if self.ran_on:
+            text = self._answer(prompt) + ", 1000001, 1000002, 1000003, 1000004, 1000005"
+            return ModelAnswer(text, "length", 600, max_output_tokens, 0.0)
         return ModelAnswer(self._answer(prompt), "MAX_TOKENS", 600, 7, 0.0)
+
+
+class RanOn(OutOfBudget):
+    """A base model that listed what it listed, then ran on to the end of its budget."""
+
+    ran_on = True
+
+
+@pytest.mark.parametrize(("listed", "outcome", "share"), [(4, "correct", 1.0), (1, "wrong", 0.25)])
+def test_an_answer_that_ran_on_past_its_room_is_scored_as_it_stands(
+    essay_blobs: MemoryBlobs, listed: int, outcome: str, share: float
+) -> None:
+    """As RULER scores a reply as generated: the values it listed before running on count."""
+    world = dispatch_task(essay_blobs, task="multi_value")
+    [task] = world["tasks"]
+
+    def some_values(prompt: str) -> str:
+        values = re.findall(r"special magic numbers for [\w-]+ is: (\d+)\.", prompt)
+        assert len(values) == 4
+        return "The special magic numbers are " + ", ".join(values[:listed])
+
+    assert run_cell(world, task, RanOn(some_values)) == "answered"
+    [cell] = world["store"].list_cells(world["run_id"])
+    assert (cell["outcome"], cell["task_score"]) == (outcome, share)
+    assert "ran on past that room" in cell["ran_on"] and "unscored_reason" not in cell
 
 
 @pytest.mark.parametrize("text", ["", "The special magic numbers are 1448800, 8231026, 82310"])

@@ -52,12 +52,34 @@ def unscored_reason(text: str, finish_reason: str | None) -> str | None:
     return None
 
 
+def ran_past_its_room(answer: ModelAnswer, budget: CallBudget) -> bool:
+    """Whether a reply cut off at its budget had first written all a right answer needs.
+
+    ``budget.answer_tokens`` is the room a right answer takes (its needles, keys or
+    values written out as a model restates them), apart from thinking. A reply whose own
+    text filled that room and went on (a base model counting on past the values it
+    listed) was not cut short of its answer: more room would only let it run on. It is
+    scored as it stands, as RULER scores every reply as generated within its budget
+    (``string_match_all`` over the prediction, NVIDIA/RULER
+    scripts/eval/synthetic/constants.py; read 2026-12-06 in the search tool's code
+    corpus, through ports that quote it). A reply cut before that room (thinking spent
+    the budget, or ``max_output_tokens`` was set below it) stays truncated.
+    """
+    return (
+        (answer.finish_reason or "").upper() in OUT_OF_BUDGET_FINISH
+        and budget.answer_tokens > 0
+        and (answer.output_tokens or 0) >= budget.answer_tokens
+    )
+
+
 def truncated_reason(answer: ModelAnswer, budget: CallBudget) -> str | None:
     """Why an answer was cut off by its output budget, with the fix; None if it was not.
 
     A reply that ends MAX_TOKENS (Vertex) or ``length`` (llama.cpp, OpenAI-style) may have
     lost any part of its answer, a value cut in half among them: it is ``truncated``,
-    counted apart and never scored, so no cut answer reads as a wrong one.
+    counted apart and never scored, so no cut answer reads as a wrong one; unless it ran
+    past the room its answer takes (``ran_past_its_room``), when the reason is kept
+    beside the score.
     """
     if (answer.finish_reason or "").upper() not in OUT_OF_BUDGET_FINISH:
         return None

@@ -20,6 +20,7 @@ from niah.core.results.scoring import (
     MISSED,
     RETRIEVED,
     judge_answer,
+    ran_past_its_room,
     truncated_reason,
     unscored_reason,
 )
@@ -164,18 +165,20 @@ def _score(
     ``task_score`` is in [0, 1] for every task; ``score`` is what the heatmap shows: the
     harness's 1-10 scale for ``single``, the task's fraction for the others (the judge
     grades the user's own multi_needle needles on 1-10, shown as a fraction). A blocked
-    answer is unscored; one cut off by the budget is truncated: never a miss.
+    answer is unscored; one cut off by the budget is truncated: never a miss, unless it
+    ran on past the room its answer takes (scored as it stands, ``ran_on`` says why).
     """
     reason = truncated_reason(answer, budget)
-    if reason is not None:
+    if reason is not None and not ran_past_its_room(answer, budget):
         return {"outcome": "truncated", "unscored_reason": reason, "score": None}, None
+    ran_on = {"ran_on": reason} if reason else {}
     reason = unscored_reason(answer.text, answer.finish_reason)
     if reason is not None:
         return {"outcome": "unscored", "unscored_reason": reason, "score": None}, None
     task = get_task(spec.task)
     if spec.scorer_name() == "task":
         verdict = score_answer(task, sample, answer.text)
-        return {
+        return ran_on | {
             "scorer": "task",
             "outcome": verdict.outcome,
             "task_score": round(verdict.score, 6),
@@ -183,7 +186,7 @@ def _score(
             "task_details": verdict.details,
         }, None
     scorer = spec.scorer_name()
-    fields: dict[str, Any] = {"scorer": scorer}
+    fields: dict[str, Any] = {"scorer": scorer, **ran_on}
     if sample.expected:
         verdict = score_answer(task, sample, answer.text)
         fields["exact_score"] = RETRIEVED if verdict.outcome == "correct" else MISSED
