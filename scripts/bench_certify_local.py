@@ -12,16 +12,15 @@ not the pipeline, so other work on the machine skews both runs alike rather than
 ratio by when it came) and prompt tokens.
 
 Why this task and these lengths: on the harness's single needle the model is right at
-every depth up to 8,000 tokens (5 depths, 2026-12-05), and a grid past that costs hours
-on two cores. RULER's multi-value needle (four values of one key, all to be listed) is
-where its answers get worse within lengths a benchmark can afford: read off the raw
-text, 100 % at 500 tokens, 83 % at 1,000, 58 % at 2,000 (3 depths, one sample each).
-But it gets worse by running on (after the values it found it counts up from the last
-one until its output budget), and the service scores such an answer as truncated, never
-right or wrong. Through the service, then, most samples go unscored: on 250 and 500
-tokens the grid scored some at 250 and none at 500, and the certificate stopped with
-its calls "failing". ``unscored`` says how many; until a task whose answers end and whose
-curve falls below a few thousand tokens is found, the comparison measures little.
+every depth up to 8,000 tokens (5 depths, 2026-12-05), and at 30,000 tokens at depth 90
+(2026-12-06); a grid past that costs hours on two cores. RULER's multi-value needle (four
+values of one key, all to be listed) is where its answers get worse within lengths a
+benchmark can afford: read off the raw text, 100 % at 500 tokens, 83 % at 1,000, 58 % at
+2,000 (3 depths, one sample each). The model lists the values it found and then counts
+on to the end of its output budget; such a reply ran past the room its answer takes and
+is scored as it stands, as RULER scores it (``niah.core.results.scoring.
+ran_past_its_room``; until 2026-12-06 it was truncated, and 54 of the grid's 60 samples
+went unscored). 4,000 tokens is the length past the answer that a grid pays most for.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from bench_pipeline import Stack, bench_stack, wait_for
 REQUEST: dict[str, Any] = {
     "model_name": "gemma-3-270m-local",
     "task": "multi_value",
-    "context_lengths": [250, 500, 1000, 2000],
+    "context_lengths": [250, 500, 1000, 2000, 4000],
     "document_depth_percents": [10, 50, 90],
     "seed": 54,
 }
