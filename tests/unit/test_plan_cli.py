@@ -121,8 +121,10 @@ def test_a_grid_no_samples_can_run_is_refused_as_run_estimate_refuses_it() -> No
         (("--detect", "5", "--changed_points", "0"), "--changed_points must be more than 0"),
         (("--detect", "5", "--icc", "1"), "argument --icc: '1': give an intra-cluster"),
         (("--detect", "5", "--power", "100"), "argument --power: '100': give a power"),
-        (("--detect", "5", "--mode", "certify"), "niah certify --estimate"),
-        (("--expected_score", "85"), "the following arguments are required: --detect"),
+        (("--detect", "5", "--mode", "certify"), "--detect plans a comparison of two runs"),
+        (("--expected_score", "85"), "--detect is required to plan a comparison of two runs"),
+        (("--detect", "5", "--expected_score", "85", "80"), "one score for a comparison"),
+        (("--detect", "5", "--effective_length", "4000"), "--effective_length goes with --mode"),
     ],
 )
 def test_a_bad_plan_is_refused_in_one_line_naming_the_option(
