@@ -143,7 +143,7 @@ def test_each_length_s_samples_are_the_oracle_s_and_the_service_s_own_tests() ->
         assert row["service"]["pass"] == samples_to_decide(
             plan, cost, LENGTHS[i], shares[i], verdict=PASS
         )
-        assert row["service"]["alpha"] == alphas[i]
+        assert row["service"]["level"] == alphas[i]
     known = truth(shares, 85.6, 5.0)
     assert plan_figures["truth"]["allowed"] == [LENGTHS[i] for i in known.allowed]
     assert plan_figures["oracle_usd"] == reach(

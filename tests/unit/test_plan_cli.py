@@ -136,19 +136,22 @@ def test_a_bad_plan_is_refused_in_one_line_naming_the_option(
 
 
 def test_the_documented_plan_prints_what_the_page_shows() -> None:
-    """docs/planning.md's command and its output, but the dollars (prices are dated)."""
+    """docs/planning.md's commands and their outputs, in order, but the dollars (dated)."""
     import re
     import shlex
 
     from tests.docs_commands import REPO, blocks
 
     page = REPO / "docs" / "planning.md"
-    [command] = [c for block in blocks(page) for c in block if c.startswith("niah plan")]
-    shown = page.read_text().split("```text\n", 1)[1].split("```", 1)[0].splitlines()
-    done = niah(*shlex.split(command)[1:])
-    assert done.returncode == 0, done.stderr
-    printed = done.stdout.splitlines()
-    dollars = re.compile(r"\$[\d.]+")
-    assert [dollars.sub("$", line) for line in printed[: len(shown)]] == [
-        dollars.sub("$", line) for line in shown
-    ]
+    commands = [c for block in blocks(page) for c in block if c.startswith("niah plan")]
+    outputs = re.findall(r"^```text\n(.*?)^```", page.read_text(), re.S | re.M)
+    assert len(commands) == len(outputs) == 2  # a comparison's plan and a certificate's
+    dollars = re.compile(r"\$[\d,.]+")
+    for command, output in zip(commands, outputs, strict=True):
+        shown = output.splitlines()
+        done = niah(*shlex.split(command)[1:])
+        assert done.returncode == 0, done.stderr
+        printed = done.stdout.splitlines()
+        assert [dollars.sub("$", line) for line in printed[: len(shown)]] == [
+            dollars.sub("$", line) for line in shown
+        ]

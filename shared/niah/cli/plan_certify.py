@@ -142,7 +142,7 @@ def _row(plan: Any, cost: Any, shares: dict[int, float], index: int) -> dict[str
         most=lambda _: FIXED_MOST,
     )
     fixed = {"pass": tests[0].samples} | ({"fail_next": tests[1].samples} if following else {})
-    fixed_level = tests[0].alpha
+    fixed_level = tests[0].level
     service = {"pass": samples_to_decide(plan, cost, length, shares[length], verdict=PASS)} | (
         {
             "fail_next": samples_to_decide(
@@ -156,10 +156,10 @@ def _row(plan: Any, cost: Any, shares: dict[int, float], index: int) -> dict[str
         "length": length,
         "sample_cost": cost(length),
         "assumed_score": round(100 * shares[length], 4),
-        "fixed": fixed | {"alpha": fixed_level, "cost": _priced(fixed, length, following, cost)},
+        "fixed": fixed | {"level": fixed_level, "cost": _priced(fixed, length, following, cost)},
         "service": service
         | {
-            "alpha": length_alphas(plan, cost)[index],
+            "level": length_alphas(plan, cost)[index],
             "cost": _priced(service, length, following, cost),
         },
     }

@@ -70,7 +70,7 @@ class FixedTest:
     index: int
     against: float  # a fraction
     above: bool  # True: shows the share above ``against`` (a pass); False: below (a fail)
-    alpha: float
+    level: float  # the test's alpha
     samples: int | None
 
 
@@ -80,13 +80,13 @@ def answer_tests(
     threshold: float,
     zone: float,
     *,
-    alpha: float = ALPHA,
+    level: float = ALPHA,
     most: Callable[[int], int],
 ) -> list[FixedTest]:
     """The fixed tests that decide ``answer`` (a candidate index, -1: below the shortest).
 
     One showing the answer's share above threshold - zone, one showing the next
-    length's below threshold + zone, each at ``alpha / 2`` (one test at ``alpha`` if the
+    length's below threshold + zone, each at ``level / 2`` (one test at ``level`` if the
     answer is the shortest's miss or the longest). ``most(index)``: the most samples a
     test at that candidate may take.
     """
@@ -94,14 +94,14 @@ def answer_tests(
     wanted = [(answer, bottom, True)] if answer >= 0 else []
     if answer + 1 < len(shares):
         wanted.append((answer + 1, top, False))
-    level = alpha / len(wanted)
+    each = level / len(wanted)
     return [
         FixedTest(
             index,
             against,
             above,
-            level,
-            fixed_test_samples(shares[index], against, level, above=above, most=most(index)),
+            each,
+            fixed_test_samples(shares[index], against, each, above=above, most=most(index)),
         )
         for index, against, above in wanted
     ]
@@ -129,7 +129,7 @@ def reach(
             answer,
             threshold,
             zone,
-            alpha=alpha,
+            level=alpha,
             most=lambda index: int(budget / price(index)) + 1,
         )
         cost = sum(
