@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -198,6 +199,26 @@ def test_the_text_says_the_budget_the_forecast_and_the_budget_to_reach() -> None
         f"to reach 1,000,000: --certify_max_usd {needed:.2f}",
     ):
         assert shown in text, shown
+
+
+def test_where_the_run_s_cell_limit_binds_first_the_plan_says_what_it_hides() -> None:
+    """Right 81 % everywhere: 500 cells end the rounds before 1,000 fails, for $15.
+
+    3,981 fails first (the bisection's middle); 1,000 and 1,995 are left open.
+    """
+    figures = planned(*PRO, "--expected_score", "81")
+    plan, cost = service_plan()
+    shares = dict.fromkeys(LENGTHS, 0.81)
+    limited, unlimited = figures["forecast"], figures["forecast_without_cell_limit"]
+    assert limited["length"] is None and limited["below"] == 3981
+    without = forecast(replace(plan, max_total_samples=None), shares, cost)
+    assert (unlimited["below"], unlimited["samples"]) == (without.below, without.samples)
+    assert unlimited["below"] == 1000 and unlimited["samples"] > 500
+    text = niah("plan", "--mode", "certify", *PRO, "--expected_score", "81").stdout
+    assert "the run's cell limit (500) binds first: without it the forecast is below 1,000" in (
+        text
+    )
+    assert "within the run's 500 cells, reaches below the shortest" in text
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from dataclasses import replace
 from typing import Any
 
 from niah.cli.output import count, usage_error
@@ -71,6 +72,8 @@ def certificate_plan(args: argparse.Namespace) -> dict[str, Any]:
     from niah.core.results.certify_forecast import forecast
 
     found = forecast(plan, shares, cost)
+    # Without the run's cell limit: where it binds before the budget, the plan says so.
+    unlimited = forecast(replace(plan, max_total_samples=None), shares, cost)
     budget = plan.budget if in_usd else plan.max_tokens
     return {
         "certify": certify_figures(spec),  # `niah certify --estimate`'s, to the digit
@@ -85,6 +88,10 @@ def certificate_plan(args: argparse.Namespace) -> dict[str, Any]:
         "zone": plan.zone,
         "assumed": {
             "scores": [round(100 * shares[n], 4) for n in lengths],
+            # As given: one score for every length (up to the effective length), or none.
+            "expected_score": (args.expected_score or [100.0])[0]
+            if len(args.expected_score or [100.0]) == 1
+            else None,
             "effective_length": args.effective_length,
         },
         "truth": {
@@ -94,6 +101,7 @@ def certificate_plan(args: argparse.Namespace) -> dict[str, Any]:
         "lengths": rows,
         "oracle_usd": _oracle(shares, lengths, cost, plan),
         "forecast": _certificate(found),
+        "forecast_without_cell_limit": _certificate(unlimited),
         "to_reach": _to_reach(record, spec, shares, cost, known, target, rows, found),
         "notes": _notes(spec, shares, rows, target),
     }

@@ -49,6 +49,13 @@ def certificate_plan_lines(planned: dict[str, Any]) -> list[str]:
         f"{count(found['samples'], 'sample')} in {count(found['rounds'], 'round')}, "
         f"{money(found['cost'])} spent of the budget's {money(budget)}"
     )
+    unlimited = planned["forecast_without_cell_limit"]
+    if (unlimited["length"], unlimited["below"]) != (found["length"], found["below"]):
+        lines.append(
+            f"the run's cell limit ({planned['max_cells']:,}) binds first: without it the "
+            f"forecast is {_sentence(planned, unlimited)}; {money(unlimited['cost'])} spent, "
+            f"{count(unlimited['samples'], 'sample')}"
+        )
     lines += _target_lines(planned, money)
     lines += [f"note: {note}" for note in planned["notes"]]
     return lines
@@ -78,8 +85,13 @@ def _target_lines(planned: dict[str, Any], money: Any) -> list[str]:
         lines.append(f"the budget reaches {_length(reach['length'])}")
     elif reach.get("needed") is None:
         lines.append(
-            f"no budget up to {money(reach['search_most'])} (twice the grid's) reaches "
-            f"{_length(reach['length'])} on these answers"
+            f"no budget up to {money(reach['search_most'])} (twice the grid's)"
+            + (
+                f", within the run's {planned['max_cells']:,} cells,"
+                if planned["max_cells"]
+                else ""
+            )
+            + f" reaches {_length(reach['length'])} on these answers"
         )
     else:
         needed = reach["needed"]
@@ -99,14 +111,14 @@ def _target_lines(planned: dict[str, Any], money: Any) -> list[str]:
 
 def _assumed(planned: dict[str, Any]) -> str:
     """The assumed curve in words."""
-    scores, longest = planned["assumed"]["scores"], planned["assumed"]["effective_length"]
-    top = scores[0]
+    assumed = planned["assumed"]
+    scores, top, longest = assumed["scores"], assumed["expected_score"], assumed["effective_length"]
+    if top is None:
+        return "right " + ", ".join(f"{s:g}" for s in scores) + " % of the time, length by length"
     shown = "right on every sample" if top == 100 else f"right {top:g} % of the time"
     if longest is not None:
         return f"{shown} up to {longest:,.0f} tokens, never beyond"
-    if len(set(scores)) == 1:
-        return f"{shown} at every length"
-    return "right " + ", ".join(f"{s:g}" for s in scores) + " % of the time, length by length"
+    return f"{shown} at every length"
 
 
 def _run_of(samples: int | None, share: float, *, right: bool) -> str:
