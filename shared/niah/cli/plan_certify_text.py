@@ -84,13 +84,13 @@ def _target_lines(planned: dict[str, Any], money: Any) -> list[str]:
     if reach["reached"]:
         lines.append(f"the budget reaches {_length(reach['length'])}")
     elif reach.get("needed") is None:
+        limits = [f"the run's {planned['max_cells']:,} cells"] if planned["max_cells"] else []
+        if option.endswith("usd") and planned["certify"]["budget_tokens"]:
+            tokens = planned["certify"]["budget_tokens"]
+            limits.append(f"{tokens:,} prompt tokens (--certify_max_tokens)")
         lines.append(
             f"no budget up to {money(reach['search_most'])} (twice the grid's)"
-            + (
-                f", within the run's {planned['max_cells']:,} cells,"
-                if planned["max_cells"]
-                else ""
-            )
+            + (f", within {' and '.join(limits)}," if limits else "")
             + f" reaches {_length(reach['length'])} on these answers"
         )
     else:
