@@ -6,9 +6,10 @@ ranges. Each is certified as ``scripts/bench_certify.py`` certifies its curves (
 lengths 1,000-1,000,000, a quarter of the 11 x 11 x 5 grid's cost on Gemini 3.1 Pro,
 RULER's 85.6 %) and graded with the indifference zone: a length whose true share is
 within ``ZONE`` points of the threshold may be called either way. A curve counts toward
-"within one length" only if the budget can reach its truth (``reach``: fixed one-sided
-exact tests at an allowed answer, priced); every certificate counts toward "longer than
-the truth beyond the zone".
+"within one length" only if the budget can reach its truth
+(``niah.core.results.certify_oracle.reach``: fixed one-sided exact tests at an allowed
+answer, priced); every certificate counts toward "longer than the truth beyond the
+zone".
 """
 
 from __future__ import annotations
@@ -17,14 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from niah_devtools.curve_families import (
-    FAMILY_COUNTS,
-    certify_curve,
-    draw_curves,
-    reach,
-    steps_off,
-    truth,
-)
+from niah.core.results.certify_oracle import reach, truth
+from niah_devtools.curve_families import FAMILY_COUNTS, certify_curve, draw_curves, steps_off
 
 # The draw's seed: fixed so the table is reproducible, and never tuned (the first one
 # tried, the issue's number).

@@ -143,149 +143,15 @@ def draw_curves(seed: int, counts: dict[str, int] | None = None) -> list[DrawnCu
     return curves
 
 
-@dataclass(frozen=True)
-class Truth:
-    """What a curve's certificate may say, with an indifference zone of ``zone`` points.
-
-    ``length``: the true effective length (the longest candidate at or above the
-    threshold; None below the shortest). ``allowed``: every answer the zone allows (a
-    length whose share is within ``zone`` points of the threshold may be called either
-    way), as candidate indices (-1: below the shortest). ``longest_safe``: the longest
-    candidate whose share is at least threshold - zone: claiming longer is wrong beyond
-    the zone.
-    """
-
-    length: int | None
-    allowed: tuple[int, ...]
-    longest_safe: int  # an index, -1 for none
-
-
-def truth(shares: Sequence[float], threshold: float, zone: float) -> Truth:
-    """The truth of a curve whose shares (fractions) at the candidates are ``shares``."""
-    top, bottom = (threshold + zone) / 100, (threshold - zone) / 100
-    at_or_above = [i for i, s in enumerate(shares) if s >= threshold / 100]
-    # An answer i says: every candidate to i passes, i + 1 fails.
-    allowed = tuple(
-        i
-        for i in range(-1, len(shares))
-        if all(s >= bottom for s in shares[: i + 1])
-        and (i + 1 == len(shares) or shares[i + 1] < top)
-    )
-    safe = [i for i, s in enumerate(shares) if s >= bottom]
-    return Truth(
-        length=max(at_or_above, default=None),
-        allowed=allowed,
-        longest_safe=max(safe, default=-1),
-    )
-
-
 def steps_off(found: int, allowed: Sequence[int]) -> int:
     """How many candidates an answer (an index) is from the nearest allowed one."""
     return min((abs(found - i) for i in allowed), default=len(DEPTHS))
-
-
-def fixed_test_samples(
-    share: float, against: float, alpha: float, *, above: bool, most: int
-) -> int | None:
-    """The fewest samples at which a fixed one-sided exact binomial test decides.
-
-    Whether ``share`` (the truth, seen as it is: ``round(share n)`` right of ``n``) is
-    shown above ``against`` (``above``) or below it at level ``alpha``; None if not
-    within ``most`` samples.
-    """
-    if (above and share <= against) or (not above and share >= against):
-        return None
-
-    def decides(n: int) -> bool:
-        right = round(share * n)
-        return (
-            _binomial_tail(n, against if above else 1 - against, right if above else n - right)
-            <= alpha
-        )
-
-    # Doubling, then bisection: ``decides`` is monotone in n but for rounding.
-    high = 1
-    while not decides(high):
-        if high > most:
-            return None
-        high *= 2
-    low = high // 2  # does not decide (or 0)
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if decides(middle) else (middle, high)
-    return high if high <= most else None
-
-
-def _binomial_tail(n: int, p: float, at_least: int) -> float:
-    """P(Binomial(n, p) >= at_least), summed from ``at_least`` up while terms count."""
-    if at_least <= 0:
-        return 1.0
-    if at_least > n:
-        return 0.0
-    log_p, log_q = math.log(max(p, 1e-300)), math.log(max(1 - p, 1e-300))
-    total = 0.0
-    for k in range(at_least, n + 1):
-        log_term = (
-            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-            + k * log_p + (n - k) * log_q
-        )  # fmt: skip
-        term = math.exp(log_term)
-        total += term
-        if k > n * p and term < 1e-12 * total:
-            break
-    return total
-
-
-def reach(
-    shares: Sequence[float],
-    price: Callable[[int], float],
-    threshold: float,
-    zone: float,
-    *,
-    alpha: float = 0.05,
-    budget: float,
-) -> float | None:
-    """What deciding the curve costs an oracle that knows where its truth is, priced.
-
-    Fixed one-sided exact tests at an allowed answer ``i``: one showing candidate ``i``'s
-    share above threshold - zone, one showing ``i + 1``'s below threshold + zone, each at
-    ``alpha / 2`` (one test if ``i`` is the shortest's miss or the longest), the observed
-    share equal to the truth. The cheapest allowed answer's cost; None past ``budget``
-    (the budget cannot reach the truth). ``price(i)``: a sample's cost at candidate ``i``.
-    """
-    bottom, top = (threshold - zone) / 100, (threshold + zone) / 100
-    best: float | None = None
-    for i in truth(shares, threshold, zone).allowed:
-        tests = [(i, bottom, True)] if i >= 0 else []
-        if i + 1 < len(shares):
-            tests.append((i + 1, top, False))
-        cost = 0.0
-        for index, against, above in tests:
-            most = int(budget / price(index)) + 1
-            n = fixed_test_samples(
-                shares[index], against, alpha / len(tests), above=above, most=most
-            )
-            if n is None:
-                cost = math.inf
-                break
-            cost += n * price(index)
-        if cost <= budget and (best is None or cost < best):
-            best = cost
-    return best
 
 
 def certify_curve(
     plan: CertifyPlan, curve: DrawnCurve, cost: Callable[[int], float]
 ) -> Certificate:
     """Run ``plan`` to its certificate, each sample it asks for drawn from ``curve``."""
-    from niah.core.results.certify import plan_progress
+    from niah.core.results.certify_forecast import run_planner
 
-    scores: dict[int, list[float]] = {}
-    while (progress := plan_progress(plan, scores, cost)).next_round:
-        asked = progress.next_round
-        have = scores.setdefault(asked.length, [])
-        have += [
-            float(curve.answers_right(asked.length, k)) for k in range(len(have), asked.samples)
-        ]
-    assert progress.certificate is not None  # no next round: the certificate
-    return progress.certificate
+    return run_planner(plan, lambda length, k: float(curve.answers_right(length, k)), cost)

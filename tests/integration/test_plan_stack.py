@@ -1,9 +1,12 @@
-"""Issue 54: ``niah plan --pilot`` reads two runs of the local stack as Firestore holds them.
+"""Issue 54: ``niah plan`` against the local stack: its pilots, and a certificate it forecasts.
 
-Two small runs through the Vertex stand-in answering right about 70 % of the time (its
+``niah plan --pilot`` reads two runs of the local stack as Firestore holds them: two
+small runs through the Vertex stand-in answering right about 70 % of the time (its
 known curve, flat: ``KnownCurve`` with a far midpoint), two samples a point, seeds 41
 and 42 (other needles, so the pairs are independent draws). The plan must take the
 score, the icc and the coupling from them, and price the grid as ``--estimate`` does.
+``niah plan --mode certify`` must forecast the certificate a run of a model right on
+every sample then gives.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import json
 import pytest
 import requests
 
+from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.results.pilot import pilot_figures
 from niah_devtools.standin_curve import KnownCurve
 from tests.integration.conftest import Stack
+from tests.integration.test_certify_stack import LENGTHS, certified
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_tasks_run import submit
 
@@ -65,3 +70,42 @@ def test_a_plan_measures_its_assumptions_on_two_stored_pilots(stack: Stack) -> N
     figures = json.loads(estimate.stdout)
     assert planned["samples_per_run"] == figures["cells"] == 60
     assert planned["cost"]["cost_usd_at_most"] == figures["cost_usd_at_most"]
+
+
+# Right on every sample: a logistic whose midpoint is far past any length asked (its
+# share at 8,000 tokens is 1 - 8e-9).
+ALWAYS_RIGHT = KnownCurve(midpoint_tokens=1e12, width=1.0, top=1.0, seed=54)
+
+
+def test_an_always_right_model_certifies_exactly_the_length_its_plan_forecasts(
+    stack: Stack,
+) -> None:
+    """``niah plan --mode certify`` before the run, the run's certificate after: the same.
+
+    At $0.10 on gemini-3.8-flash over 500-8,000 tokens the plan forecasts "at least
+    2,000" (the budget runs out before 4,000 passes), and names a budget that reaches
+    8,000; a model right on every sample answers as the forecast assumes, so a run at
+    each budget must certify the length forecast, with the same samples and dollars.
+    """
+    words = ["--model_name", "gemini-3.8-flash", "--context_lengths", *map(str, LENGTHS)]
+    words += ["--document_depth_percents", "0", "50", "100", "--certify_max_usd", "0.1"]
+    done = stack.niah("plan", "--mode", "certify", *words, "--json")
+    assert done.returncode == 0, done.stderr
+    planned = json.loads(done.stdout)
+    forecast, needed = planned["forecast"], planned["to_reach"]["needed"]
+    assert forecast["length"] == 2000 and forecast["reason"] == "budget"
+    # The budget the plan says reaches 8,000 is a run's too.
+    assert needed["length"] == 8000
+    for budget, expected in ((0.1, forecast), (needed["budget"], needed)):
+        _, run = certified(stack, ALWAYS_RIGHT, {"certify_max_usd": budget, "seed": 54})
+        summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(
+            run["report"]["summary_uri"].split("/", 3)[3]
+        ))  # fmt: skip
+        certificate = summary["certificate"]
+        assert (certificate["length"], certificate["below"], certificate["reason"]) == (
+            expected["length"], expected["below"], expected["reason"]
+        )  # fmt: skip
+        assert certificate["samples"] == expected["samples"]
+        assert certificate["tokens"] == expected["tokens"]
+        assert certificate["usd"] == round(expected["cost"], 4)  # the summary keeps 4 digits
+        assert len(certificate["looks"]) == expected["rounds"]

@@ -15,16 +15,9 @@ import pytest
 
 from niah.core.money.pricing import cost_of
 from niah.core.results.certify import Certificate, CertifyPlan
+from niah.core.results.certify_oracle import fixed_test_samples, reach, truth
 from niah.core.results.certify_tests import length_alphas
-from niah_devtools.curve_families import (
-    DrawnCurve,
-    certify_curve,
-    draw_curves,
-    fixed_test_samples,
-    reach,
-    steps_off,
-    truth,
-)
+from niah_devtools.curve_families import DrawnCurve, certify_curve, draw_curves, steps_off
 
 pytestmark = pytest.mark.unit
 

@@ -121,8 +121,10 @@ def test_a_grid_no_samples_can_run_is_refused_as_run_estimate_refuses_it() -> No
         (("--detect", "5", "--changed_points", "0"), "--changed_points must be more than 0"),
         (("--detect", "5", "--icc", "1"), "argument --icc: '1': give an intra-cluster"),
         (("--detect", "5", "--power", "100"), "argument --power: '100': give a power"),
-        (("--detect", "5", "--mode", "certify"), "niah certify --estimate"),
-        (("--expected_score", "85"), "the following arguments are required: --detect"),
+        (("--detect", "5", "--mode", "certify"), "--detect plans a comparison of two runs"),
+        (("--expected_score", "85"), "--detect is required to plan a comparison of two runs"),
+        (("--detect", "5", "--expected_score", "85", "80"), "one score for a comparison"),
+        (("--detect", "5", "--effective_length", "4000"), "--effective_length goes with --mode"),
     ],
 )
 def test_a_bad_plan_is_refused_in_one_line_naming_the_option(
@@ -134,19 +136,22 @@ def test_a_bad_plan_is_refused_in_one_line_naming_the_option(
 
 
 def test_the_documented_plan_prints_what_the_page_shows() -> None:
-    """docs/planning.md's command and its output, but the dollars (prices are dated)."""
+    """docs/planning.md's commands and their outputs, in order, but the dollars (dated)."""
     import re
     import shlex
 
     from tests.docs_commands import REPO, blocks
 
     page = REPO / "docs" / "planning.md"
-    [command] = [c for block in blocks(page) for c in block if c.startswith("niah plan")]
-    shown = page.read_text().split("```text\n", 1)[1].split("```", 1)[0].splitlines()
-    done = niah(*shlex.split(command)[1:])
-    assert done.returncode == 0, done.stderr
-    printed = done.stdout.splitlines()
-    dollars = re.compile(r"\$[\d.]+")
-    assert [dollars.sub("$", line) for line in printed[: len(shown)]] == [
-        dollars.sub("$", line) for line in shown
-    ]
+    commands = [c for block in blocks(page) for c in block if c.startswith("niah plan")]
+    outputs = re.findall(r"^```text\n(.*?)^```", page.read_text(), re.S | re.M)
+    assert len(commands) == len(outputs) == 2  # a comparison's plan and a certificate's
+    dollars = re.compile(r"\$[\d,.]+")
+    for command, output in zip(commands, outputs, strict=True):
+        shown = output.splitlines()
+        done = niah(*shlex.split(command)[1:])
+        assert done.returncode == 0, done.stderr
+        printed = done.stdout.splitlines()
+        assert [dollars.sub("$", line) for line in printed[: len(shown)]] == [
+            dollars.sub("$", line) for line in shown
+        ]

@@ -88,16 +88,18 @@ def _add_plan_command(commands: Any) -> None:
 
     plan = commands.add_parser(
         "plan",
-        help="samples per point to detect a change between two runs, its power and its cost "
+        help="samples per point to detect a change between two runs, its power and its cost; "
+        "with --mode certify, what a certificate reaches on an assumed curve and what it costs "
         "(docs/planning.md); calls nothing",
     )
     add_run_options(plan)
     plan.add_argument(
         "--detect",
         type=_points(0, 100, "the change to detect in points of percent, between 0 and 100"),
-        required=True,
+        default=None,
         metavar="POINTS",
-        help="the change between the two runs' means to detect, in points of percent",
+        help="the change between the two runs' means to detect, in points of percent "
+        "(a comparison's plan: required unless --mode certify)",
     )
     plan.add_argument(
         "--change",
@@ -112,10 +114,27 @@ def _add_plan_command(commands: Any) -> None:
         metavar="PERCENT",
         help="the chance to call the change significant (default %(default)g %%)",
     )
-    _add_expected_score(
-        plan,
-        "the first run's expected mean (default: the pilot's, else 50 %%, about the worst case)",
-        None,
+    plan.add_argument(
+        "--expected_score",
+        "--expected-score",
+        nargs="+",
+        type=_number("a score in percent, 0 to 100", 0, 100, open_high=False),
+        default=None,
+        metavar="PERCENT",
+        help="the first run's expected mean (default: the pilot's, else 50 %%, about the worst "
+        "case); with --mode certify, the share right at every length, or one per length "
+        "(default 100: right on every sample)",
+    )
+    plan.add_argument(
+        "--effective_length",
+        "--effective-length",
+        type=_number(
+            "a length in tokens, more than 0", 0, float("inf"), open_low=True, open_high=True
+        ),
+        default=None,
+        metavar="TOKENS",
+        help="with --mode certify: the model's assumed true effective length (right at "
+        "--expected_score up to it, never beyond)",
     )
     plan.add_argument(
         "--pilot",

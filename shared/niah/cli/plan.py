@@ -40,9 +40,39 @@ TEST_NAMES = {
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
-    """Print the plan (``--json``: its figures) for the run options and the change asked."""
-    figures = plan_figures(args)
+    """Print the plan (``--json``: its figures) for the run options and the change asked.
+
+    With ``--mode certify``, a certificate's plan instead (``niah.cli.plan_certify``).
+    """
+    if args.mode == "certify":
+        from niah.cli.plan_certify import certificate_plan, format_certificate_plan
+
+        planned = certificate_plan(args)
+        print(to_json(planned) if args.json else format_certificate_plan(planned))
+        return
+    figures = plan_figures(_comparison_options(args))
     print(to_json(figures) if args.json else format_plan(figures))
+
+
+def _comparison_options(args: argparse.Namespace) -> argparse.Namespace:
+    """The options as a comparison's plan takes them: ``--detect``, one ``--expected_score``."""
+    if args.effective_length is not None:
+        usage_error(
+            "--effective_length goes with --mode certify (a certificate's plan); a comparison "
+            "assumes --expected_score"
+        )
+    if args.detect is None:
+        usage_error(
+            "plan: --detect is required to plan a comparison of two runs (or give --mode "
+            "certify to plan a certificate)"
+        )
+    scores = args.expected_score
+    if scores is not None and len(scores) > 1:
+        usage_error(
+            f"--expected_score takes one score for a comparison (the first run's mean), "
+            f"not {len(scores)}"
+        )
+    return argparse.Namespace(**vars(args) | {"expected_score": scores[0] if scores else None})
 
 
 def _refused(field: str, message: str) -> str:
@@ -60,11 +90,6 @@ def plan_figures(args: argparse.Namespace) -> dict[str, Any]:
     payload = run_payload(args)
     check_request(payload)  # the run options' own mistakes, named as `niah run` names them
     spec = parse_request(payload)
-    if spec.is_certify():
-        usage_error(
-            "plan: a certificate's budget is `niah certify --estimate`'s (docs/certify.md); "
-            "niah plan plans a comparison of two grid runs: leave --mode certify out"
-        )
     # The grid itself, at one sample a point (its lengths on this model, its output
     # budget): a refusal there no number of samples lifts.
     _admitted(parse_request(payload | {"samples_per_cell": 1}), refuse=True)

@@ -86,12 +86,42 @@ def samples_to_pass(
     plan: CertifyPlan, cost: Callable[[int], float] = float, length: int | None = None
 ) -> int:
     """The fewest samples, all right, that pass ``length`` (the longest by default)."""
-    index = plan.lengths.index(length if length is not None else plan.lengths[-1])
-    alpha, threshold = length_alphas(plan, cost)[index], ruler_thresholds(plan).pass_at
-    n = 1
-    while not above(n, n, threshold, alpha):
-        n += 1
-    return n
+    length = length if length is not None else plan.lengths[-1]
+    found = samples_to_decide(plan, cost, length, 1.0, verdict=PASS, most=1 << 20)
+    assert found is not None  # all right passes any threshold below 100 %, in time
+    return found
+
+
+def samples_to_decide(
+    plan: CertifyPlan,
+    cost: Callable[[int], float],
+    length: int,
+    share: float,
+    *,
+    verdict: str,
+    most: int | None = None,
+) -> int | None:
+    """The fewest samples at which ``length``'s own test gives ``verdict`` at ``share``.
+
+    ``share n`` right of ``n``, as ``look_plan`` asks "if the share held". None: not
+    within ``most`` samples (``max_samples`` by default, where the planner leaves a
+    length open), or never (the share is on the other side).
+
+    RULER's rule: the test's thresholds are fixed before any sample (NoLiMa's follow the
+    base's look).
+    """
+    alpha = length_alphas(plan, cost)[plan.lengths.index(length)]
+    limits = ruler_thresholds(plan)
+    if (verdict == PASS and share < limits.pass_at) or (
+        verdict == FAIL and share >= limits.fail_at
+    ):
+        return None
+    shows = above if verdict == PASS else below
+    against = limits.pass_at if verdict == PASS else limits.fail_at
+    for n in range(1, (most if most is not None else plan.max_samples) + 1):
+        if shows(share * n, n, against, alpha):
+            return n
+    return None
 
 
 def first_look(
