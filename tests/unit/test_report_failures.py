@@ -150,6 +150,7 @@ def test_a_dead_lettered_report_request_is_recorded_on_its_run() -> None:
 
 def test_the_index_and_status_line_say_why_a_report_failed() -> None:
     from niah.cli.results import run_line
+    from niah.core.runs import RunRecord
 
     run = {
         "run_id": "r",
@@ -159,4 +160,4 @@ def test_the_index_and_status_line_say_why_a_report_failed() -> None:
     (entry,) = build_index([run])["runs"]
     assert entry["report_error"] == "report_render: ValueError: bad data"
     assert entry["mean_text"] == "none (report failed: report_render: ValueError: bad data)"
-    assert run_line(run)["report_error"]["kind"] == "report_render"
+    assert run_line(RunRecord.from_document(run))["report_error"]["kind"] == "report_render"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from niah.core.pages.run_index import INDEX_FIELDS, build_index, render_index_page
+from niah.core.runs import RunRecord
 from niah.service.reports.render import render_report
 from niah.service.runs.index import refresh_index
 from tests.fake_store import MemoryStore
@@ -84,7 +85,7 @@ def test_a_run_with_an_axis_is_listed_by_its_values_and_kept_off_the_leaderboard
     from tests.unit.test_axis_report import axis_run
 
     run, cells = axis_run()
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     entry = build_index([run | {"status": "complete", "measures": summary["measures"]}])
     [listed] = entry["runs"]
     assert (listed["mean"], listed["mean_text"]) == (None, "per value of the axis (its report)")

@@ -17,6 +17,7 @@ from niah.cli.output import to_json
 from niah.cli.run import follow, wait_timeout
 from niah.core.results.measures import basis_of
 from niah.core.results.uncertainty import with_interval
+from niah.core.runs import stored_run
 
 # What the listing and the trend read of a sentinel's runs (a projection).
 TREND_FIELDS = (
@@ -59,8 +60,9 @@ def _run(args: argparse.Namespace) -> None:
     if not args.json:
         print(f"sentinel {name}: run {run_id} for {now}", flush=True)
     if args.wait:
-        run = result_store().get_run(run_id) or {}
-        follow(run_id, wait_timeout(args.timeout, run.get("spec") or {}), as_json=args.json)
+        run = stored_run(result_store(), run_id)
+        spec = run.spec_fields if run is not None else {}
+        follow(run_id, wait_timeout(args.timeout, spec), as_json=args.json)
 
 
 def trend_rows(name: str) -> list[dict[str, Any]]:

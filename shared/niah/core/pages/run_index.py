@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from niah.core.interfaces import RUN_CANCELLED
@@ -81,7 +82,7 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "spend_usd": spend.get("usd"),
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
         "report_url": report.get("html_url"),
-        "report_error": report_error_text(run),
+        "report_error": report_error_text(run.get("report_error")),
         "heatmap_url": report.get("heatmap_url"),
         # A sentinel's run: which, when it was due, and what its check found.
         "sentinel": spec.get("sentinel"),
@@ -96,9 +97,8 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def report_error_text(run: dict[str, Any]) -> str:
-    """Why the run's report failed ("" if it did not): its kind and reason."""
-    error = run.get("report_error") or {}
+def report_error_text(error: Mapping[str, Any] | None) -> str:
+    """Why the run's report failed (its ``report_error``; "" if none): kind and reason."""
     if not error:
         return ""
     reason = " ".join(str(error.get("reason") or "no reason recorded").split())  # one line
@@ -112,7 +112,7 @@ def _mean_text(run: dict[str, Any], measures: dict[str, Any]) -> str:
             measures.get("mean"), measures.get("mean_interval"), basis=basis_of(measures, "mean")
         )
     if run.get("report_error"):
-        return f"none (report failed: {report_error_text(run)})"
+        return f"none (report failed: {report_error_text(run.get('report_error'))})"
     return "none (cancelled)" if run.get("status") == RUN_CANCELLED else "not yet (no report)"
 
 

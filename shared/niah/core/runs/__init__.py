@@ -1,5 +1,6 @@
 """The stored run: ``RunRecord``, built once at admission, its document's one reader and writer."""
 
+from niah.core.runs.figures import ReportFigures
 from niah.core.runs.record import (
     RunRecord,
     RunState,
@@ -11,6 +12,7 @@ from niah.core.runs.record import (
 )
 
 __all__ = [
+    "ReportFigures",
     "RunRecord",
     "RunState",
     "run_label",
