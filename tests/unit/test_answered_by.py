@@ -24,7 +24,7 @@ from niah.core.pages.run_index import build_index, index_entry, render_index_pag
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.served_models import answer_identity, answered_by_text, served_versions
 from niah.core.results.summary import summarize
-from niah.core.runs import RunRecord
+from niah.core.runs import ListedRun, RunRecord, listed_runs
 from niah.errors import DifferentModelsError
 from niah.models.providers.gemini import GeminiProvider, _answer_of, answer_from_json
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
@@ -228,10 +228,12 @@ def test_the_report_and_the_index_show_who_answered() -> None:
     assert 'data-fact="model">gemini-3.5-flash</dd>' in same
     assert "<dt>answered by</dt><dd>gemini-3.5-flash-001</dd>" in same
     reported = run | {"served_models": served_versions(answered(["gemini-3.6-flash"] * 2))}
-    entry = index_entry(reported)
+    entry = index_entry(ListedRun.from_document(reported))
     assert entry["answered_by"] == "asked gemini-3.5-flash, answered by gemini-3.6-flash"
-    assert index_entry(run)["answered_by"] is None  # reported before it was kept
-    index_page = render_index_page(build_index([reported]))
+    assert (
+        index_entry(ListedRun.from_document(run))["answered_by"] is None
+    )  # reported before it was kept
+    index_page = render_index_page(build_index(listed_runs([reported])))
     assert "asked gemini-3.5-flash, answered by gemini-3.6-flash</span>" in index_page
 
 

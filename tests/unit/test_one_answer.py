@@ -18,7 +18,7 @@ from niah.core.pages.report_page import render_run_page
 from niah.core.pages.run_index import index_entry
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.summary import summarize
-from niah.core.runs import RunRecord
+from niah.core.runs import ListedRun, RunRecord
 from niah.service.reports.png import heatmap_notes
 from tests.fakes import run_records
 from tests.unit.test_report_page import cell, run_doc
@@ -69,7 +69,7 @@ def test_every_surface_says_the_one_effective_length_sentence(case: str) -> None
     assert f"; effective length {sentence}; " in "\n".join(
         measures_lines(RunRecord.from_document(reported))
     )
-    assert index_entry(reported)["effective_length_text"] == sentence
+    assert index_entry(ListedRun.from_document(reported))["effective_length_text"] == sentence
     twin = run_doc("run-f")
     page = render_comparison_page(compare_runs(run_records([(run, cells), (twin, cells)])))
     assert page.count(html.escape(sentence)) == 2  # one cell per run

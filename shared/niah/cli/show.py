@@ -15,7 +15,7 @@ from niah.core.pages.run_index import report_error_text
 from niah.core.results.summary import (
     summarize,
 )
-from niah.core.runs import RunRecord, stored_run
+from niah.core.runs import RunRecord, listed_runs, stored_run
 
 
 def cmd_status(args: argparse.Namespace) -> None:
@@ -179,7 +179,7 @@ def cmd_index(args: argparse.Namespace) -> None:
     writable_file(args.out, "--out")
     if args.json:
         writable_file(args.json, "--json")
-    index = build_index(result_store().index_runs(INDEX_FIELDS))
+    index = build_index(listed_runs(result_store().index_runs(INDEX_FIELDS)))
     write_file(args.out, render_index_page(index).encode())
     if args.json:
         write_file(args.json, index_json(index))
