@@ -3,8 +3,9 @@
 Admission (``niah.service.runs.dispatch``) builds a run's record once, with what it resolved
 (the model's catalog entry, the call budget, the haystack, the cells and their shards);
 ``to_document`` is the only code that writes a run document whole, ``from_document`` the
-only code that reads one. Every other module takes the record's attributes, so a field
-is named in one place (this module) and docs/architecture.md points here.
+only code that reads one (a listing's projection of many runs is read as ``ListedRun``,
+``niah.core.runs.listing``). Every other module takes the record's attributes, so a
+field is named in this package alone, and docs/architecture.md points here.
 """
 
 from __future__ import annotations
