@@ -124,6 +124,13 @@ def test_the_report_s_figures_and_batch_notes_read_back_as_written() -> None:
     assert written["batch_error"] == "job failed" and "variants" not in written
 
 
+def test_a_run_stored_under_the_rule_s_old_name_is_read_under_its_rule() -> None:
+    """Certify runs stored before ``effective_length_rule`` said ``certify_rule``."""
+    stored = RunRecord.from_document({"run_id": "run-c", "spec": {"certify_rule": "nolima"}})
+    assert stored.effective_length_rule == "nolima"
+    assert RunRecord.from_document({"run_id": "run-d", "spec": {}}).effective_length_rule == "ruler"
+
+
 def test_a_listing_reads_a_projection_the_record_would_refuse() -> None:
     """A sentinel's earlier runs are read of a few fields: a spec that is no request."""
     projected = {
