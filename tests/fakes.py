@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from niah.core.interfaces import BlobInfo, ModelAnswer, Reservation
 from niah.core.money.holds import ADMIT, Step, reserve_step, settle_step
+from niah.core.runs import RunRecord
 from niah.errors import CloudUnavailableError
 
 
@@ -234,3 +235,10 @@ def json_server(
         yield f"http://127.0.0.1:{server.server_port}/"
     finally:
         server.shutdown()
+
+
+def run_records(
+    pairs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+) -> list[tuple[RunRecord, list[dict[str, Any]]]]:
+    """(run document, cells) pairs as the comparison takes them: each run read as stored."""
+    return [(RunRecord.from_document(doc), cells) for doc, cells in pairs]

@@ -63,10 +63,9 @@ def demo_heatmap() -> bytes:
     from niah.core.runs import RunRecord
     from niah.service.reports.render import render_report_files
 
-    run, cells = demo_run()
-    _, png, _ = render_report_files(
-        DEMO_RUN_ID, RunRecord.from_document(run), cells, summarize(run, cells)
-    )["heatmap"]
+    document, cells = demo_run()
+    run = RunRecord.from_document(document)
+    _, png, _ = render_report_files(DEMO_RUN_ID, run, cells, summarize(run, cells))["heatmap"]
     return png
 
 

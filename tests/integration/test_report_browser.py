@@ -26,6 +26,7 @@ from niah.cli.results import EXIT_CELLS_FAILED
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
 from niah.core.results.sample_rows import COLUMN_NAMES
+from niah.core.runs import RunRecord
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import wait_complete
 from tests.integration.test_tasks_run import submit
@@ -329,7 +330,9 @@ def test_markup_that_slipped_past_escaping_could_load_and_run_nothing(
     base = f"http://127.0.0.1:{server.server_port}"
     run = {"run_id": "run-x", "model": "m", "spec": {"task": "single"}, "totals": {}}
     cells = [{"cell_id": "L00001000-D000000", "context_length": 1000, "depth_percent": 0.0}]
-    page_text = render_run_page(run, cells, summarize(run, cells))
+    page_text = render_run_page(
+        RunRecord.from_document(run), cells, summarize(RunRecord.from_document(run), cells)
+    )
     slipped = (
         f'<img src="{base}/img"><link rel=stylesheet href="{base}/css">'
         f'<script src="{base}/js"></script><script>fetch("{base}/fetch");'
@@ -374,7 +377,9 @@ def test_a_10000_sample_report_is_light_paged_and_filters_and_sorts_all_of_it(
         for n in range(10_000)
     ]
     run = run_doc("run-big")
-    html = render_run_page(run, cells, summarize(run, cells, []))
+    html = render_run_page(
+        RunRecord.from_document(run), cells, summarize(RunRecord.from_document(run), cells, [])
+    )
     assert len(html.encode()) < 5_000_000
     path = tmp_path / "report.html"
     path.write_text(html)
@@ -492,7 +497,11 @@ def test_the_report_leads_with_the_answer_and_fits_1280_px(
     ]
     run = run_doc("run-layout", task=task)
     path = tmp_path / "report.html"
-    path.write_text(render_run_page(run, cells, summarize(run, cells, [])))
+    path.write_text(
+        render_run_page(
+            RunRecord.from_document(run), cells, summarize(RunRecord.from_document(run), cells, [])
+        )
+    )
     name = f"report-{task.replace('_', '-')}-{lengths}x{depths}.png"
     page, requested = open_page(browser, f"file://{path}", name)
     assert requested == [f"file://{path}"]

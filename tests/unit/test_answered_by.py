@@ -24,12 +24,13 @@ from niah.core.pages.run_index import build_index, index_entry, render_index_pag
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.served_models import answer_identity, answered_by_text, served_versions
 from niah.core.results.summary import summarize
-from niah.core.runs import RunRecord
+from niah.core.runs import ListedRun, RunRecord, listed_runs
 from niah.errors import DifferentModelsError
 from niah.models.providers.gemini import GeminiProvider, _answer_of, answer_from_json
 from niah.models.providers.openai_compat import OpenAICompatibleProvider
 from niah_devtools.standin import StandinState
 from niah_devtools.standin_batch import MemoryFiles
+from tests.fakes import run_records
 from tests.unit.test_cli_output import status, stored, use_store  # noqa: F401 (a fixture)
 from tests.unit.test_report_page import cell, page_of, run_doc
 from tests.unit.test_standin_batch import client, wait_done
@@ -201,20 +202,20 @@ def test_the_summary_says_asked_and_answered_by_with_counts() -> None:
     pinned = answered(["gemini-3.5-flash-001", "gemini-3.5-flash"])
     before = answered([None, None])  # cells stored before the field was kept
     run = run_doc("run-a", "gemini-3.5-flash")
-    assert summarize(run, routed)["answered_by"] == (
+    assert summarize(RunRecord.from_document(run), routed)["answered_by"] == (
         "asked gemini-3.5-flash, answered by gemini-3.6-flash"
     )
-    assert summarize(run, mixed)["answered_by"] == (
+    assert summarize(RunRecord.from_document(run), mixed)["answered_by"] == (
         "asked gemini-3.5-flash, answered by gemini-3.6-flash (3 samples), "
         "gemini-3.5-flash-001 (1 sample)"
     )
-    assert summarize(run, mixed)["served_models"] == {
+    assert summarize(RunRecord.from_document(run), mixed)["served_models"] == {
         "gemini-3.6-flash": 3,
         "gemini-3.5-flash-001": 1,
     }
-    assert summarize(run, pinned)["answered_by"] is None
-    assert summarize(run, before)["answered_by"] is None
-    assert summarize(run, before)["served_models"] == {}
+    assert summarize(RunRecord.from_document(run), pinned)["answered_by"] is None
+    assert summarize(RunRecord.from_document(run), before)["answered_by"] is None
+    assert summarize(RunRecord.from_document(run), before)["served_models"] == {}
     assert answered_by_text("gemini-3.5-flash", {}) is None
 
 
@@ -227,10 +228,12 @@ def test_the_report_and_the_index_show_who_answered() -> None:
     assert 'data-fact="model">gemini-3.5-flash</dd>' in same
     assert "<dt>answered by</dt><dd>gemini-3.5-flash-001</dd>" in same
     reported = run | {"served_models": served_versions(answered(["gemini-3.6-flash"] * 2))}
-    entry = index_entry(reported)
+    entry = index_entry(ListedRun.from_document(reported))
     assert entry["answered_by"] == "asked gemini-3.5-flash, answered by gemini-3.6-flash"
-    assert index_entry(run)["answered_by"] is None  # reported before it was kept
-    index_page = render_index_page(build_index([reported]))
+    assert (
+        index_entry(ListedRun.from_document(run))["answered_by"] is None
+    )  # reported before it was kept
+    index_page = render_index_page(build_index(listed_runs([reported])))
     assert "asked gemini-3.5-flash, answered by gemini-3.6-flash</span>" in index_page
 
 
@@ -239,11 +242,15 @@ def test_the_heatmap_notes_say_who_answered_so_a_shared_picture_does() -> None:
 
     run = run_doc("run-a", "gemini-3.5-flash")
     routed = heatmap_notes(
-        summarize(run, answered(["gemini-3.6-flash"])), "run-a", RunRecord.from_document(run)
+        summarize(RunRecord.from_document(run), answered(["gemini-3.6-flash"])),
+        "run-a",
+        RunRecord.from_document(run),
     )
     assert " · asked gemini-3.5-flash, answered by gemini-3.6-flash · " in routed
     pinned = heatmap_notes(
-        summarize(run, answered(["gemini-3.5-flash-001"])), "run-a", RunRecord.from_document(run)
+        summarize(RunRecord.from_document(run), answered(["gemini-3.5-flash-001"])),
+        "run-a",
+        RunRecord.from_document(run),
     )
     assert "answered by" not in pinned
 
@@ -283,9 +290,9 @@ REFUSAL = (
 
 def test_compare_refuses_a_run_answered_by_another_model_unless_allowed() -> None:
     with pytest.raises(DifferentModelsError) as refused:
-        compare_runs(routed_runs())
+        compare_runs(run_records(routed_runs()))
     assert str(refused.value) == REFUSAL
-    comparison = compare_runs(routed_runs(), allow_different_models=True)
+    comparison = compare_runs(run_records(routed_runs()), allow_different_models=True)
     overall = comparison.paired[0].overall
     assert overall is not None and overall.pairs == 2
     page = render_comparison_page(comparison)
@@ -299,7 +306,7 @@ def test_compare_pairs_different_models_each_answered_as_asked() -> None:
         (run_doc("run-b", "gemini-3.8-flash"), answered(["gemini-3.8-flash"] * 2)),
         (run_doc("run-c", "gemini-3.6-flash"), answered([None, None])),  # stored before
     ]
-    overall = compare_runs(runs).paired[0].overall
+    overall = compare_runs(run_records(runs)).paired[0].overall
     assert overall is not None and overall.pairs == 2
 
 
@@ -330,6 +337,6 @@ def test_niah_compare_refuses_naming_the_models_and_the_flag(
 
 def test_a_run_of_the_local_model_reports_nothing_answered_by() -> None:
     run = run_doc("run-l", "gemma-3-270m-local")
-    summary = summarize(run, answered([None, None]))
+    summary = summarize(RunRecord.from_document(run), answered([None, None]))
     assert (summary["served_models"], summary["answered_by"]) == ({}, None)
     assert "<dt>answered by</dt><dd>not reported</dd>" in page_of(run, answered([None]), [])

@@ -19,7 +19,7 @@ from niah.core.request.spec import RunRequest
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.summary import summarize
 from niah.core.results.variants import split_by_variant
-from niah.core.runs import run_label
+from niah.core.runs import RunRecord, run_label
 from niah.errors import RequestError
 from niah.memo import ProcessCache
 from tests.unit.test_report_page import cell, run_doc
@@ -43,8 +43,8 @@ def axis_run() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def test_compare_pairs_a_run_s_cells_across_its_axis() -> None:
     run, cells = axis_run()
-    split = split_by_variant(run, cells)
-    assert [r["run_id"] for r, _ in split] == ["run-axis/d0", "run-axis/d1", "run-axis/d4"]
+    split = split_by_variant(RunRecord.from_document(run), cells)
+    assert [r.run_id for r, _ in split] == ["run-axis/d0", "run-axis/d1", "run-axis/d4"]
     assert [c["cell_id"] for c in split[1][1]] == ["L00001000-D050000", "L00002000-D050000"]
     comparison = compare_runs(split)
     [one, four] = comparison.paired
@@ -62,11 +62,11 @@ def test_compare_pairs_a_run_s_cells_across_its_axis() -> None:
 def test_an_axis_is_drawn_as_one_heatmap_and_one_curve_per_value() -> None:
     """Distractors [0, 1, 4]: three heatmaps on one scale, three small plots, a row each."""
     run, cells = axis_run()
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     assert [v["variant"] for v in summary["variants"]] == ["d0", "d1", "d4"]
     assert [v["measures"]["mean"] for v in summary["variants"]] == [100.0, 50.0, 0.0]
     assert (summary["wrong_answers"], summary["distractor_answers"]) == (3, 3)
-    page = render_run_page(run, cells, summary)
+    page = render_run_page(RunRecord.from_document(run), cells, summary)
     heatmaps = page.split('id="section-heatmaps"', 1)[1].split("</section>", 1)[0]
     figures = re.findall(r'<figure data-variant="([^"]+)">', heatmaps)
     assert figures == ["0 distractors", "1 distractor", "4 distractors"]
@@ -159,7 +159,7 @@ def test_an_axis_run_leads_with_each_value_and_its_paired_difference_never_a_poo
     over 0, 1 and 4 distractors.
     """
     run, cells = axis_run()
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     # No pooled length anywhere: the effective length is each value's.
     effective = summary["measures"]["effective_length"]
     assert effective["length"] is None and summary["measures"]["pooled_over_variants"]
@@ -175,7 +175,7 @@ def test_an_axis_run_leads_with_each_value_and_its_paired_difference_never_a_poo
     # alone read -100 to -7, beside "no significant difference").
     low, high = four["overall"]["interval"]
     assert low < 0 < high and four["overall"]["verdict"] == "no significant difference"
-    page = render_run_page(run, cells, summary)
+    page = render_run_page(RunRecord.from_document(run), cells, summary)
     header = page.split("</header>", 1)[0]
     assert 'data-fact="mean (%)"' not in header and 'data-fact="effective length"' not in header
     assert "every value of the axis (%)" not in page

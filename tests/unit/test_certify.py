@@ -31,8 +31,10 @@ from niah.core.results.certify_run import (
 )
 from niah.core.results.confidence_sequence import bounds, shows_above, shows_below
 from niah.core.results.summary import summarize
+from niah.core.runs import RunRecord
 from niah_devtools.standin_curve import KnownCurve
 from tests import HEAVY
+from tests.fakes import run_records
 
 pytestmark = pytest.mark.unit
 
@@ -338,12 +340,14 @@ def test_the_run_replays_to_its_certificate_and_every_surface_says_it() -> None:
     curve = KnownCurve(3000, 0.1)  # right 100 % at 1,000, 98.3 % at 2,000, 5.3 % at 4,000
     run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
     stored = drive(spec, run, curve, fail_every=17)  # now and then a call fails: unscored
-    certificate = certificate_summary(run, list(stored.values()), max_cells=500)
+    certificate = certificate_summary(
+        RunRecord.from_document(run), list(stored.values()), max_cells=500
+    )
     assert certificate is not None
     assert certificate["length"] == curve.effective_length(spec.lengths(), 85.6) == 2000
     assert certificate["determined"] and certificate["below"] == 4000
     assert certificate["tokens"] <= 400_000
-    summary = summarize(run, list(stored.values()))
+    summary = summarize(RunRecord.from_document(run), list(stored.values()))
     effective = summary["measures"]["effective_length"]
     assert effective["text"] == (
         "2,000 tokens, 95 % confident (2,000 passes and 4,000 fails; threshold 85.6 % "
@@ -465,10 +469,10 @@ def test_compare_shows_a_certify_runs_certificate_as_its_own_report_does() -> No
     curve = KnownCurve(3000, 0.1)
     run = {"run_id": "run-c", "model": "m", "spec": spec.model_dump(mode="json")}
     cells = list(drive(spec, run, curve).values())
-    said = summarize(run, cells)["measures"]["effective_length"]["text"]
+    said = summarize(RunRecord.from_document(run), cells)["measures"]["effective_length"]["text"]
     assert said.startswith("2,000 tokens, 95 % confident")
     twin = run | {"run_id": "run-d"}
-    page = render_comparison_page(compare_runs([(run, cells), (twin, cells)]))
+    page = render_comparison_page(compare_runs(run_records([(run, cells), (twin, cells)])))
     assert page.count(said.replace("'", "&#39;")) == 2
 
 

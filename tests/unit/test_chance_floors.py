@@ -11,6 +11,7 @@ from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.chance import SEEDED_NUMBERS, chance_floor
 from niah.core.results.summary import summarize
+from niah.core.runs import RunRecord
 from niah.tasks import get_task
 from tests.unit.test_report_page import cell, run_doc
 
@@ -61,9 +62,9 @@ def test_the_multi_needle_floor_is_what_blind_guesses_score_under_its_scorer() -
 def test_the_report_and_the_summary_put_the_floor_beside_the_score() -> None:
     run = run_doc("run-floor") | {"spec": {"task": "multi_needle", "num_needles": 3}}
     cells = [cell(1000, 50.0, True), cell(2000, 50.0, False)]
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     assert summary["chance_floor"]["percent"] == 0.0
-    header = render_run_page(run, cells, summary).split("</header>", 1)[0]
+    header = render_run_page(RunRecord.from_document(run), cells, summary).split("</header>", 1)[0]
     named = [fact.split('"', 1)[0] for fact in header.split('data-fact="')[1:]]
     assert named[2:4] == ["mean (%)", "chance floor"]
     assert "0 %: a guess of g numbers finds a needle" in header
@@ -72,8 +73,8 @@ def test_the_report_and_the_summary_put_the_floor_beside_the_score() -> None:
 def test_an_mrcr_report_shows_the_floor_with_its_bins() -> None:
     run = run_doc("run-mrcr") | {"spec": {"task": "mrcr", "num_needles": 4}}
     cells = [cell(n, 0.0, ok) for n, ok in ((3000, True), (6000, False), (9000, True))]
-    summary = summarize(run, cells)
-    page = render_run_page(run, cells, summary)
+    summary = summarize(RunRecord.from_document(run), cells)
+    page = render_run_page(RunRecord.from_document(run), cells, summary)
     bins = page.split("<h3>MRCR v2 bins</h3>", 1)[1].split("</section>", 1)[0]
     assert "<dt>chance floor</dt><dd>about 27 %: one of the 4 replies" in bins
     assert 'data-fact="chance floor">about 27 %' in page.split("</header>", 1)[0]

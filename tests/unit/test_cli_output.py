@@ -21,6 +21,7 @@ import pytest
 from niah.cli import results, run, show
 from niah.cli.main import main
 from niah.core.results.summary import summarize
+from niah.core.runs import RunRecord
 from tests import HEAVY, REPO
 from tests.fake_store import MemoryStore
 from tests.fakes import json_server
@@ -68,7 +69,9 @@ def stored(
         for c in cells
     }
     if reported:
-        summary = summarize(run_doc | {"run_id": "run-t"}, store.list_cells("run-t"))
+        summary = summarize(
+            RunRecord.from_document(run_doc | {"run_id": "run-t"}), store.list_cells("run-t")
+        )
         run_doc |= {
             key: summary[key]
             for key in ("mean_score", "measures", "outcomes", "retrieved_share",
@@ -243,6 +246,7 @@ MANY = """
 import datetime as dt, sys
 from niah.cli import results, show
 from niah.cli.main import main
+from niah.core.runs import RunRecord
 from tests.fake_store import MemoryStore
 from tests.fakes import json_server
 store = MemoryStore()
@@ -391,7 +395,11 @@ def test_the_means_per_length_are_in_length_order_as_firestore_may_not_keep_them
             "effective_length": {},
         },
     }
-    (line,) = [line for line in results.measures_lines(run) if line.startswith("mean per length")]
+    (line,) = [
+        line
+        for line in results.measures_lines(RunRecord.from_document(run, "run-m"))
+        if line.startswith("mean per length")
+    ]
     assert line == (
         "mean per length: 1,000: 100 % (95 %, samples taken as independent: 34.2-100 %), "
         "2,000: 100 %, 3,000: 100 %, 4,000: 100 %"

@@ -18,8 +18,9 @@ from niah.core.pages.report_page import render_run_page
 from niah.core.pages.run_index import index_entry
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.summary import summarize
-from niah.core.runs import RunRecord
+from niah.core.runs import ListedRun, RunRecord
 from niah.service.reports.png import heatmap_notes
+from tests.fakes import run_records
 from tests.unit.test_report_page import cell, run_doc
 
 pytestmark = pytest.mark.unit
@@ -55,16 +56,20 @@ CASES = {
 def test_every_surface_says_the_one_effective_length_sentence(case: str) -> None:
     cells, sentence = CASES[case]
     run = run_doc("run-e")
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     measures = summary["measures"]
     assert measures["effective_length"]["text"] == sentence  # the exported summary's
     assert f"effective length {sentence} · " in heatmap_notes(
         summary, "run-e", RunRecord.from_document(run)
     )  # PNG
-    assert f"<dd>{html.escape(sentence)}</dd>" in render_run_page(run, cells, summary)
+    assert f"<dd>{html.escape(sentence)}</dd>" in render_run_page(
+        RunRecord.from_document(run), cells, summary
+    )
     reported = run | {"measures": measures, "outcomes": summary["outcomes"]}
-    assert f"; effective length {sentence}; " in "\n".join(measures_lines(reported))
-    assert index_entry(reported)["effective_length_text"] == sentence
+    assert f"; effective length {sentence}; " in "\n".join(
+        measures_lines(RunRecord.from_document(reported))
+    )
+    assert index_entry(ListedRun.from_document(reported))["effective_length_text"] == sentence
     twin = run_doc("run-f")
-    page = render_comparison_page(compare_runs([(run, cells), (twin, cells)]))
+    page = render_comparison_page(compare_runs(run_records([(run, cells), (twin, cells)])))
     assert page.count(html.escape(sentence)) == 2  # one cell per run

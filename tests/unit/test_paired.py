@@ -20,6 +20,7 @@ from niah.core.results.paired import (
     paired_test,
 )
 from niah.core.results.paired_text import comparison_lines, effect_text
+from tests.fakes import run_records
 from tests.unit.test_report import sample_cell
 from tests.unit.test_report_page import cell, run_doc
 
@@ -168,7 +169,7 @@ def test_the_page_marks_significant_lengths_and_says_where_there_is_no_differenc
     b = [cell(1000, d, True) for d in depths]
     b += [cell(2000, d, False) for d in depths]
     runs = [run_doc("run-a") | {"label": "Flash <old>"}, run_doc("run-b", "gemini-2.5-pro")]
-    comparison = compare_runs([(runs[0], a), (runs[1], b)])
+    comparison = compare_runs(run_records([(runs[0], a), (runs[1], b)]))
     page = render_comparison_page(comparison)
     # Each run by its label (escaped); without one, "model · task".
     assert "<h3>gemini-2.5-pro · single minus Flash &lt;old&gt;</h3>" in page
@@ -190,7 +191,7 @@ def test_the_difference_map_carries_no_float_noise() -> None:
     # Graded scores that differ in their last bits give 0, not 5e-05.
     a = [_graded(1000, 0, 0.66667), _graded(1000, 50, 0.3)]
     b = [_graded(1000, 0, 2 / 3), _graded(1000, 50, 0.1 + 0.2)]
-    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
+    comparison = compare_runs(run_records([(run_doc("run-a"), a), (run_doc("run-b"), b)]))
     assert comparison.difference.scores == [[0.0], [0.0]]
     assert all(
         v is not None and math.copysign(1, v) > 0
@@ -244,7 +245,7 @@ def test_the_page_overlays_one_curve_per_run_with_its_interval_band() -> None:
         (run_doc(f"run-{x}") | {"label": f"run {x}"}, cs)
         for x, cs in zip("abc", (a, b, c), strict=True)
     ]
-    page = render_comparison_page(compare_runs(runs))
+    page = render_comparison_page(compare_runs(run_records(runs)))
     [svg] = re.findall(r'<svg class="curves".*?</svg>', page, flags=re.S)
     assert re.findall(r'<polyline class="curve" data-run="([^"]+)"', svg) == [
         "run a",

@@ -77,7 +77,7 @@ def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
         for c in CELLS
     ]
     run = {"run_id": "run-axis", "model": "m", "spec": {"task": "single"}}
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     one = Image.open(io.BytesIO(render_heatmap(score_table(CELLS), title="t")))
     files = render_report_files("run-axis", RunRecord.from_document(run), cells, summary)
     three = Image.open(io.BytesIO(files["heatmap"][1]))
@@ -92,7 +92,7 @@ def test_the_picture_s_title_names_the_run_then_its_mean_and_its_notes_never_cut
     cells = [c | {"task_score": 1.0 if c["score"] == 10 else 0.0} for c in CELLS if c["score"]]
     uri = "gs://a-rather-long-bucket-name-for-needles/haystacks/paul_graham_essays/"
     run = {"run_id": "r", "model": "gemini-2.5-flash", "spec": {}, "haystack_uri": uri}
-    summary = summarize(run, cells)
+    summary = summarize(RunRecord.from_document(run), cells)
     title = heatmap_title(summary, RunRecord.from_document(run))
     # The mean's interval says what it assumes, on a line of its own (issue 54).
     assert title == (

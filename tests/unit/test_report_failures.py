@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from niah.core.pages.run_index import build_index
+from niah.core.runs import RunRecord, listed_runs
 from niah.errors import CloudUnavailableError
 from niah.service.reports import render as report
 from niah.service.reports.render import render_report
@@ -156,7 +157,7 @@ def test_the_index_and_status_line_say_why_a_report_failed() -> None:
         "status": "report_failed",
         "report_error": {"kind": "report_render", "reason": "ValueError:\n  bad\n  data"},
     }
-    (entry,) = build_index([run])["runs"]
+    (entry,) = build_index(listed_runs([run]))["runs"]
     assert entry["report_error"] == "report_render: ValueError: bad data"
     assert entry["mean_text"] == "none (report failed: report_render: ValueError: bad data)"
-    assert run_line(run)["report_error"]["kind"] == "report_render"
+    assert run_line(RunRecord.from_document(run))["report_error"]["kind"] == "report_render"

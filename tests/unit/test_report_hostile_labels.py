@@ -68,6 +68,7 @@ def test_no_text_matplotlib_draws_is_parsed_as_math(monkeypatch: pytest.MonkeyPa
 
     from niah.core.results.comparison import ComparedRun, Comparison
     from niah.core.results.summary import score_table
+    from niah.core.runs import RunRecord
     from niah.service.reports import png as report
 
     texts: list[Text] = []
@@ -81,7 +82,10 @@ def test_no_text_matplotlib_draws_is_parsed_as_math(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(report, "_png", png_then_look)
     table = score_table(CELLS)
     report.render_heatmap(table, title=MATH, notes=f"{NESTED} {SCRIPT}")
-    runs = [ComparedRun(f"run-{i}", {}, [], table, name) for i, name in enumerate([MATH, NESTED])]
+    runs = [
+        ComparedRun(f"run-{i}", RunRecord.from_document({}, f"run-{i}"), [], table, name)
+        for i, name in enumerate([MATH, NESTED])
+    ]
     comparison = Comparison(runs, table, [], {}, 0, [])
     report.render_comparison_png(comparison)
     assert len(texts) > 20

@@ -24,10 +24,11 @@ from niah.core.pages.report_samples import TEXT_LIMIT
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.sample_rows import COLUMN_NAMES, cells_jsonl, rows_csv
 from niah.core.results.summary import summarize
+from niah.core.runs import RunRecord
 from niah.errors import ComparisonError
 from niah.service.reports.render import render_report
 from tests.fake_store import MemoryStore
-from tests.fakes import MemoryBlobs
+from tests.fakes import MemoryBlobs, run_records
 
 
 def cell(length: int, depth: float, ok: bool | None, sample: int = 0, **extra: Any) -> dict:
@@ -96,7 +97,9 @@ CELLS = [
 
 
 def page_of(run: dict[str, Any], cells: list[dict[str, Any]], calls: list[Any]) -> str:
-    return render_run_page(run, cells, summarize(run, cells, calls))
+    return render_run_page(
+        RunRecord.from_document(run), cells, summarize(RunRecord.from_document(run), cells, calls)
+    )
 
 
 def rows_of(page: str) -> list[dict[str, Any]]:
@@ -225,7 +228,9 @@ def test_comparing_two_runs_gives_the_exact_difference_and_the_disagreements() -
     a = [cell(1000, 0.0, True), cell(1000, 50.0, True), cell(2000, 0.0, False)]
     b = [cell(1000, 0.0, False), cell(1000, 50.0, True), cell(2000, 0.0, True)]
     b.append(cell(8000, 0.0, True))  # outside the shared grid
-    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b", "gemini-2.5-pro"), b)])
+    comparison = compare_runs(
+        run_records([(run_doc("run-a"), a), (run_doc("run-b", "gemini-2.5-pro"), b)])
+    )
     assert comparison.difference.lengths == [1000, 2000]
     assert comparison.difference.scores == [[-100.0, 100.0], [0.0, None]]
     assert [d["cell_id"] for d in comparison.disagreements] == [
@@ -242,7 +247,7 @@ def test_runs_on_grids_that_share_no_point_are_refused_naming_both_grids() -> No
     a = [cell(1000, 0.0, True)]
     b = [cell(2000, 50.0, True)]
     with pytest.raises(ComparisonError) as refused:
-        compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
+        compare_runs(run_records([(run_doc("run-a"), a), (run_doc("run-b"), b)]))
     message = str(refused.value)
     assert "share no (context length, depth) grid point" in message
     assert "run-a: lengths 1,000; depths 0" in message
@@ -272,7 +277,9 @@ def test_hostile_names_and_answers_are_text_on_both_pages() -> None:
     cells = [cell(1000, 0.0, True, model_response=hostile, needle=hostile)]
     pages = [
         page_of(run, cells, []),
-        render_comparison_page(compare_runs([(run, cells), (run_doc("run-b"), cells)])),
+        render_comparison_page(
+            compare_runs(run_records([(run, cells), (run_doc("run-b"), cells)]))
+        ),
     ]
     for page in pages:
         assert "<img" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
@@ -315,7 +322,7 @@ def test_mrcr_is_drawn_as_its_bins_curve_and_other_tasks_as_heatmap_and_curve() 
 def test_unpaired_samples_are_counted_and_said() -> None:
     a = [cell(1000, 0.0, True), cell(1000, 0.0, True, sample=1)]
     b = [cell(1000, 0.0, False)]
-    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), b)])
+    comparison = compare_runs(run_records([(run_doc("run-a"), a), (run_doc("run-b"), b)]))
     assert comparison.unpaired_samples == 1
     # Both runs are "gemini-2.5-flash · single": their run IDs tell them apart.
     names = "gemini-2.5-flash · single (run-a) and gemini-2.5-flash · single (run-b)"
@@ -324,7 +331,7 @@ def test_unpaired_samples_are_counted_and_said() -> None:
 
 def test_comparison_gradients_have_ids_of_their_own() -> None:
     a = [cell(1000, 0.0, True)]
-    comparison = compare_runs([(run_doc("run-a"), a), (run_doc("run-b"), a)])
+    comparison = compare_runs(run_records([(run_doc("run-a"), a), (run_doc("run-b"), a)]))
     ids = re.findall(r'id="([^"]+)"', render_comparison_page(comparison))
     assert len(ids) == len(set(ids))
 
@@ -362,15 +369,15 @@ def test_a_truncated_sample_is_its_own_outcome_on_the_page_never_wrong() -> None
     del truncated["exact_score"]  # the worker scores nothing of a truncated answer
     cells = [cell(1000, 0.0, True), truncated]
     run = run_doc("run-cut")
-    summary = summarize(run, cells, [])
+    summary = summarize(RunRecord.from_document(run), cells, [])
     assert summary["outcomes"] == {"correct": 1, "wrong": 0, "unscored": 0, "truncated": 1}
-    page = render_run_page(run, cells, summary)
+    page = render_run_page(RunRecord.from_document(run), cells, summary)
     assert "1 correct, 0 wrong, 0 unscored, 1 truncated" in page
     assert [row["outcome"] for row in rows_of(page)].count("truncated") == 1
     assert "<option>truncated</option>" in page
     assert "truncated: cut off at the output budget of 300 tokens" in page  # failures list
     run["call_settings"] |= {"max_output_tokens": 300, "answer_tokens": 117, "thinking_tokens": 183}
-    page = render_run_page(run, cells, summary)
+    page = render_run_page(RunRecord.from_document(run), cells, summary)
     assert "300 (answer 117 + thinking 183)" in page
 
 
@@ -446,7 +453,9 @@ def test_the_comparison_template_escapes_labels_and_keeps_every_section() -> Non
     hostile = "<b onmouseover=alert(1)>x</b>"
     a = [cell(1000, 0.0, True), cell(2000, 0.0, True)]
     b = [cell(1000, 0.0, False), cell(2000, 0.0, True)]
-    comparison = compare_runs([(run_doc("run-a") | {"label": hostile}, a), (run_doc("run-b"), b)])
+    comparison = compare_runs(
+        run_records([(run_doc("run-a") | {"label": hostile}, a), (run_doc("run-b"), b)])
+    )
     page = render_comparison_page(comparison)
     assert hostile not in page and "&lt;b onmouseover=alert(1)&gt;x&lt;/b&gt;" in page
     sections = re.findall(r'<section id="(section-[\w-]+)"', page)

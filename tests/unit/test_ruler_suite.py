@@ -10,6 +10,7 @@ import pytest
 from niah.cli.suite import run_suite
 from niah.core.results.comparison import compare_runs, render_comparison_page
 from niah.core.results.ruler_table import format_ruler_table
+from niah.core.runs import RunRecord
 from niah.service.runs.request_body import parse_request
 from niah.tasks.ruler_suite import (
     LEFT_OUT,
@@ -18,6 +19,7 @@ from niah.tasks.ruler_suite import (
     ruler_task_name,
     suite_requests,
 )
+from tests.fakes import run_records
 
 USER = {"model_name": "gemini-2.5-flash", "context_lengths": [4000, 8000], "seed": 3}
 
@@ -64,12 +66,14 @@ def suite_runs(scores: dict[str, dict[int, list[float]]]) -> list[Any]:
 
 def test_the_table_is_rulers_means_average_and_effective_length() -> None:
     table = ruler_table(
-        suite_runs(
-            {
-                "vt": {4000: [1.0, 0.8], 8000: [0.6, 0.6], 16000: [1.0]},
-                "cwe": {4000: [1.0, 1.0], 8000: [1.0, 1.0], 16000: [1.0]},
-                "fwe": {4000: [0.6667, 1.0], 8000: [1.0, 1.0], 16000: [1.0]},
-            }
+        run_records(
+            suite_runs(
+                {
+                    "vt": {4000: [1.0, 0.8], 8000: [0.6, 0.6], 16000: [1.0]},
+                    "cwe": {4000: [1.0, 1.0], 8000: [1.0, 1.0], 16000: [1.0]},
+                    "fwe": {4000: [0.6667, 1.0], 8000: [1.0, 1.0], 16000: [1.0]},
+                }
+            )
         )
     )
     assert table is not None
@@ -84,12 +88,14 @@ def test_the_table_is_rulers_means_average_and_effective_length() -> None:
 
 def test_the_effective_length_stops_at_the_first_average_at_or_below_85_6() -> None:
     table = ruler_table(
-        suite_runs(
-            {"vt": {1: [1.0], 2: [0.856], 3: [1.0]}, "cwe": {1: [1.0], 2: [0.856], 3: [1.0]}}
+        run_records(
+            suite_runs(
+                {"vt": {1: [1.0], 2: [0.856], 3: [1.0]}, "cwe": {1: [1.0], 2: [0.856], 3: [1.0]}}
+            )
         )
     )
     assert table is not None and table.effective_length == 1
-    low = ruler_table(suite_runs({"vt": {1: [0.5]}, "cwe": {1: [0.5]}}))
+    low = ruler_table(run_records(suite_runs({"vt": {1: [0.5]}, "cwe": {1: [0.5]}})))
     assert low is not None and low.effective_length is None
 
 
@@ -98,7 +104,7 @@ def test_runs_of_other_kinds_make_no_table() -> None:
         {"run_id": "x", "spec": parse_request({"task": "single"}).model_dump()},
         [],
     )
-    assert ruler_table([other, *suite_runs({"vt": {1: [1.0]}})]) is None
+    assert ruler_table(run_records([other, *suite_runs({"vt": {1: [1.0]}})])) is None
 
 
 def test_the_comparison_page_shows_rulers_table() -> None:
@@ -107,7 +113,7 @@ def test_the_comparison_page_shows_rulers_table() -> None:
         for cell in cells:
             cell |= {"depth_percent": 50.0, "cell_id": "L00004000-D050000", "outcome": "correct"}
         run |= {"model": "m", "scorer": "task"}
-    page = render_comparison_page(compare_runs(runs, suite=RULER_RUNS))
+    page = render_comparison_page(compare_runs(run_records(runs), suite=RULER_RUNS))
     assert 'id="section-ruler"' in page
     assert "83.3" in page  # the average of 100, 50 and 100
 
@@ -136,7 +142,9 @@ def test_the_suite_submits_every_run_and_prints_the_table(
         args,
         dict(USER),
         submit=submit,
-        wait=lambda run_id, timeout: {"spec": specs[run_id], "status": "complete"},
+        wait=lambda run_id, timeout: RunRecord.from_document(
+            {"spec": specs[run_id], "status": "complete"}, run_id
+        ),
         store=Store,
     )
     assert status == 0

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from niah.core.pages.run_index import INDEX_FIELDS, build_index, render_index_page
+from niah.core.runs import RunRecord, listed_runs
 from niah.service.reports.render import render_report
 from niah.service.runs.index import refresh_index
 from tests.fake_store import MemoryStore
@@ -44,14 +45,14 @@ def test_each_run_is_listed_once_newest_first_with_its_label_mean_interval_and_l
         {"run_id": "b", "model": "gemini-2.5-pro", "spec": {"task": "mrcr"}, "status": "running"}
         | {"created_at": dt.datetime(2026, 11, 27, 4, tzinfo=dt.UTC), "label": "pro, try 2"},
     ]
-    index = build_index(runs)
+    index = build_index(listed_runs(runs))
     assert [r["run_id"] for r in index["runs"]] == ["b", "a"]
     running, done = index["runs"]
     assert (done["label"], running["label"]) == ("gemini-2.5-flash · single", "pro, try 2")
     # Stored without what its interval assumes: as every interval was then, independent.
     assert done["mean_text"] == "90 (95 %, samples taken as independent: 80-100)"
     assert running["mean_text"] == "not yet (no report)"
-    stopped = build_index([runs[1] | {"status": "cancelled"}])["runs"][0]
+    stopped = build_index(listed_runs([runs[1] | {"status": "cancelled"}]))["runs"][0]
     assert stopped["mean_text"] == "none (cancelled)"
     assert (done["effective_length"], done["spend_usd"]) == (2000, 0.25)
     assert done["report_url"] == "https://x/a/report.html"
@@ -67,7 +68,7 @@ def test_a_leaderboard_per_task_holds_each_models_latest_complete_run_by_length(
         complete_run("m2", "m2", "single", 3, {"2000": 100.0}) | {"run_id": "m2"},
         complete_run("mq", "m1", "multi_query", 3, {"1000": 50.0}) | {"run_id": "mq"},
     ]
-    boards = build_index(runs)["leaderboards"]
+    boards = build_index(listed_runs(runs))["leaderboards"]
     assert sorted(boards) == ["multi_query", "single"]
     single = boards["single"]
     assert single["lengths"] == [1000, 2000, 4000]
@@ -84,8 +85,10 @@ def test_a_run_with_an_axis_is_listed_by_its_values_and_kept_off_the_leaderboard
     from tests.unit.test_axis_report import axis_run
 
     run, cells = axis_run()
-    summary = summarize(run, cells)
-    entry = build_index([run | {"status": "complete", "measures": summary["measures"]}])
+    summary = summarize(RunRecord.from_document(run), cells)
+    entry = build_index(
+        listed_runs([run | {"status": "complete", "measures": summary["measures"]}])
+    )
     [listed] = entry["runs"]
     assert (listed["mean"], listed["mean_text"]) == (None, "per value of the axis (its report)")
     assert listed["effective_length_text"].startswith("per value of the axis: 0 distractors")
@@ -97,7 +100,7 @@ def test_the_page_escapes_what_users_wrote_and_allows_only_its_own_script() -> N
         "run_id": "a",
         "label": "<script>alert(1)</script>",
     }
-    page = render_index_page(build_index([run]))
+    page = render_index_page(build_index(listed_runs([run])))
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     [script] = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)

@@ -20,6 +20,7 @@ from niah.core.pages.run_index import build_index, render_index_page
 from niah.core.request.sentinel_request import firing_time
 from niah.core.results.sentinel_check import previous_run, sentinel_check
 from niah.core.results.sentinel_watch import WatchSettings
+from niah.core.runs import ListedRun, RunRecord, listed_runs
 from niah.errors import CloudUnavailableError, RequestError, UnknownSentinelError
 from niah.service.reports.render import render_report
 from niah.service.runs.dispatch import dispatch_run
@@ -181,11 +182,12 @@ def checked(
     done: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     for day, (run_id, found) in enumerate(runs):
         current = run(run_id, f"2026-11-{day + 1:02d}T06:00:00Z")
-        pinned = None if pin is None or pin > day else [*done, (current, found)][pin]
+        listed = [(ListedRun.from_document(doc), kept) for doc, kept in [*done, (current, found)]]
+        pinned = None if pin is None or pin > day else listed[pin]
         check = sentinel_check(
             "daily",
-            (current, found),
-            done[-1] if done else None,
+            (RunRecord.from_document(current), found),
+            listed[-2] if done else None,
             watch=watch,
             pinned=pinned,
         )
@@ -290,10 +292,10 @@ def test_a_changed_request_starts_a_new_baseline_and_is_not_compared() -> None:
     other = run("a", "2026-11-28T06:00:00Z")
     check = sentinel_check(
         "daily",
-        (run("b", "2026-11-29T06:00:00Z"), cells(4)),
+        (RunRecord.from_document(run("b", "2026-11-29T06:00:00Z")), cells(4)),
         None,
         watch=DAILY,
-        other_request=other,
+        other_request=ListedRun.from_document(other),
     )
     assert check["flagged"] is False and "paired" not in check
     assert check["text"] == (
@@ -304,16 +306,18 @@ def test_a_changed_request_starts_a_new_baseline_and_is_not_compared() -> None:
 
 
 def test_the_previous_run_is_the_latest_complete_one_due_before_of_the_same_request() -> None:
-    runs = [
-        run("a", "2026-11-26T06:00:00Z") | {"sentinel_key": "k1"},
-        run("b", "2026-11-27T06:00:00Z") | {"sentinel_key": "k2"},
-        run("c", "2026-11-28T06:00:00Z", status="running") | {"sentinel_key": "k1"},
-        run("d", "2026-11-30T06:00:00Z") | {"sentinel_key": "k1"},
-    ]
+    runs = listed_runs(
+        [
+            run("a", "2026-11-26T06:00:00Z") | {"sentinel_key": "k1"},
+            run("b", "2026-11-27T06:00:00Z") | {"sentinel_key": "k2"},
+            run("c", "2026-11-28T06:00:00Z", status="running") | {"sentinel_key": "k1"},
+            run("d", "2026-11-30T06:00:00Z") | {"sentinel_key": "k1"},
+        ]
+    )
     # A request changed to k2 and back to k1: the run of k1 before it pairs, not b.
     same, latest = previous_run(runs, "2026-11-29T06:00:00Z", "k1")
-    assert same is not None and same["run_id"] == "a"
-    assert latest is not None and latest["run_id"] == "b"
+    assert same is not None and same.run_id == "a"
+    assert latest is not None and latest.run_id == "b"
     assert previous_run(runs, "2026-11-29T06:00:00Z", "k3")[0] is None
     assert previous_run(runs, "2026-11-26T06:00:00Z", "k1") == (None, None)
 
@@ -368,7 +372,9 @@ def test_a_reported_sentinel_run_keeps_its_check_and_publishes_it_once() -> None
     assert [p["run_id"] for p in trend["runs"]] == ["run-a", "run-b"]
     assert [p["flagged"] for p in trend["runs"]] == [False, True]
     assert trend["flagged"] == 1 and trend["latest"]["run_id"] == "run-b"
-    html = render_index_page(build_index([doc | {"run_id": r} for r, doc in store.runs.items()]))
+    html = render_index_page(
+        build_index(listed_runs([doc | {"run_id": r} for r, doc in store.runs.items()]))
+    )
     assert html.count('class="flagged"') == 2  # the table's row and the plot's dot
 
 

@@ -230,7 +230,8 @@ def test_a_reply_on_another_tier_or_none_is_recorded_as_such(
 
 
 def test_a_cut_off_calls_estimate_and_a_stored_run_are_at_the_runs_tier() -> None:
-    from niah.core.money.pricing import run_tier, spend_summary
+    from niah.core.money.pricing import spend_summary
+    from niah.core.runs import RunRecord
 
     cut_off = [{"status": "started", "planned_prompt_tokens": 100_000}]
     standard = spend_summary(cut_off, "gemini-3.8-flash")["estimated_usd"]
@@ -238,8 +239,9 @@ def test_a_cut_off_calls_estimate_and_a_stored_run_are_at_the_runs_tier() -> Non
     priority = spend_summary(cut_off, "gemini-3.8-flash", "priority")["estimated_usd"]
     assert standard > 0
     assert (flex, priority) == (pytest.approx(standard / 2), pytest.approx(standard * 1.8))
-    assert run_tier({"spec": {"tier": "flex"}}) == "flex"
-    assert run_tier({"spec": {}}) == run_tier(None) == "standard"
+    flex_run = {"spec": {"model_name": "gemini-3.8-flash", "tier": "flex"}}
+    assert RunRecord.from_document(flex_run, "run-f").tier == "flex"
+    assert RunRecord.from_document({"spec": {}}, "run-s").tier == "standard"
 
 
 def test_niah_models_lists_each_models_tiers_and_cache_minimum() -> None:

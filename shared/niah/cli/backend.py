@@ -235,7 +235,9 @@ def name_latest(args: argparse.Namespace) -> None:
     recent = result_store().recent_runs(1)
     if not recent:
         sys.exit("niah: no runs yet, so no `latest`; start one with `niah run`")
-    latest = str(recent[0]["run_id"])
+    from niah.core.runs import ListedRun
+
+    latest = ListedRun.from_document(recent[0]).run_id
     for name in named:
         setattr(args, name, latest)
     for index in listed:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from niah.cli.backend import result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.core.results.paired_text import comparison_lines
+from niah.core.runs import RunRecord
 
 if TYPE_CHECKING:
     from niah.core.results.comparison import Comparison
@@ -34,7 +35,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         run = store.get_run(run_id)
         if run is None:
             sys.exit(f"niah: no run {run_id}; `niah list` shows recent runs")
-        pairs.append((run | {"run_id": run_id}, store.list_cells(run_id)))
+        pairs.append((RunRecord.from_document(run, run_id), store.list_cells(run_id)))
     if len(pairs) == 1:  # one run with an axis (distractors 0 1 4): its values, paired
         pairs = split_by_variant(*pairs[0])
     if len(pairs) < 2:

@@ -11,7 +11,7 @@ from niah.cli.failures import fix_for
 from niah.cli.output import count, to_json
 from niah.core.prompts.count_fit import fit_note
 from niah.core.prompts.token_fit import token_count_note
-from niah.core.results.chance import chance_floor, floor_text
+from niah.core.results.chance import floor_text
 from niah.core.results.effective import effective_length_short, effective_length_text
 from niah.core.results.measures import basis_of
 from niah.core.results.served_models import answered_by_text, served_versions
@@ -21,33 +21,32 @@ from niah.core.results.summary import (
     format_cost,
     format_spend,
     format_table,
-    run_tier,
     score_table,
     spend_summary,
 )
 from niah.core.results.uncertainty import with_interval
 from niah.core.results.variants import lookalikes_text
-from niah.core.runs import run_label
+from niah.core.runs import ReportFigures, RunRecord
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
 
 
-def print_results(run_id: str, run: dict[str, Any]) -> int:
+def print_results(run_id: str, run: RunRecord) -> int:
     """Print the run's results; the exit code (``exit_code``)."""
     store = result_store()
     cells = store.list_cells(run_id)
-    task = (run.get("spec") or {}).get("task", "single")
+    task, figures = run.spec.task, run.figures
     print(
-        f"\nrun {run_id} ({run_label(run)}): {run.get('model') or 'model not recorded'}, "
+        f"\nrun {run_id} ({run.label}): {run.model or 'model not recorded'}, "
         f"task {task}, "
-        f"{count(int(run.get('done', 0)), 'cell')} answered, {int(run.get('failed', 0))} "
+        f"{count(run.done, 'cell')} answered, {run.failed} "
         f"failed; {score_line(run, task)}"
     )
-    answered_by = answered_by_text(str(run.get("model") or ""), served_versions(cells))
+    answered_by = answered_by_text(run.model, served_versions(cells))
     if answered_by:
         print(f"{answered_by}: the scores are that model's (each reply names its model)")
-    totals = run.get("totals", {})
+    totals = dict(run.totals)
     if totals:
         cost = cost_summary(totals)
         cached = f" ({cost['cached_share']:.0%} cached)" if cost["cached_share"] else ""
@@ -63,8 +62,8 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         )
     calls = store.list_calls(run_id)
     if calls:
-        print(format_spend(spend_summary(calls, str(run.get("model") or ""), run_tier(run))))
-    deviation = run.get("prompt_token_deviation") or {}
+        print(format_spend(spend_summary(calls, run.model, run.tier)))
+    deviation = figures.prompt_token_deviation or {}
     if deviation.get("mean") is not None:
         print(
             f"prompt tokens vs requested length: mean {deviation['mean']:g}, "
@@ -72,50 +71,52 @@ def print_results(run_id: str, run: dict[str, Any]) -> int:
         )
     elif deviation:
         print("prompt tokens vs requested length: not measured (no answer gave its prompt count)")
-    for note in (token_count_note(run.get("token_count")), fit_note(run.get("count_fit"))):
+    token_count = dict(run.token_count) if run.token_count else None
+    for note in (token_count_note(token_count), fit_note(figures.count_fit)):
         if note:
             print(note)
     for line in measures_lines(run):
         print(line)
     scale = "" if task == "single" else f", task {task}, fraction of 1"
-    print(f"scores ({run.get('scorer', 'exact')}{scale}):")
-    for variant in run.get("variants") or []:  # a run with an axis: a table per value
+    print(f"scores ({run.scorer or 'exact'}{scale}):")
+    for variant in figures.variants or []:  # a run with an axis: a table per value
         print(f"{variant['label']}:")
         print(
             format_table(score_table([c for c in cells if c.get("variant") == variant["variant"]]))
         )
-    if not run.get("variants"):
+    if not figures.variants:
         print(format_table(score_table(cells)))
-    for line in where_to_look(run_id, run.get("report"), project=None, bucket=None):
+    report = dict(run.report) if run.report else None
+    for line in where_to_look(run_id, report, project=None, bucket=None):
         print(line)
     return report_failures(cells, run_id)
 
 
-def score_line(run: dict[str, Any], task: str) -> str:
+def score_line(run: RunRecord, task: str) -> str:
     """The run's headline score in the task's own measure, beside its chance floor."""
     line = _score_line(run, task)
-    floor = floor_text(chance_floor(run.get("spec") or {}))
-    return f"{line}; chance floor {floor}" if floor and (run.get("measures") or {}) else line
+    floor = floor_text(run.spec.task_options.chance_floor())
+    return f"{line}; chance floor {floor}" if floor and run.figures.measures else line
 
 
-def _score_line(run: dict[str, Any], task: str) -> str:
+def _score_line(run: RunRecord, task: str) -> str:
     """The run's headline score in the task's own measure, or why there is none yet."""
-    measures = run.get("measures") or {}
-    if not measures and run.get("report_error"):
+    figures = run.figures
+    measures = figures.measures or {}
+    if not measures and run.report_error:
         return "scores not determined: the report failed (its reason is above)"
     if not measures:
         return "scores not determined yet (they are computed when the last cell is in)"
-    outcomes = run.get("outcomes") or {}
+    outcomes = figures.outcomes or {}
     scored = sum(int(outcomes.get(name, 0)) for name in ("correct", "wrong"))
     correct = int(outcomes.get("correct", 0))
     mean = measures.get("mean")
-    if run.get("variants"):  # no mean pooled over the axis: each value's is below
-        return f"{len(run['variants'])} values of the axis, each scored apart (below)"
+    if figures.variants:  # no mean pooled over the axis: each value's is below
+        return f"{len(figures.variants)} values of the axis, each scored apart (below)"
     if mean is None:
         return "mean not determined (no sample was scored)"
     if task == "single":
-        score = run.get("mean_score")
-        retrieved = run.get("retrieved_share")
+        score, retrieved = figures.mean_score, figures.retrieved_share
         return (
             (f"mean score {score:g} (1-10), " if score is not None else "")
             + f"{correct} of {scored} retrieved"
@@ -149,18 +150,19 @@ def exit_code(cells: list[dict[str, Any]], reasons: dict[str, list[str]]) -> int
     return EXIT_CELLS_UNSCORED if reasons else EXIT_ALL_SCORED
 
 
-def measures_lines(run: dict[str, Any]) -> list[str]:
+def measures_lines(run: RunRecord) -> list[str]:
     """Outcomes and the run's measures, once the report has them; MRCR's bins as a table."""
-    outcomes = run.get("outcomes") or {}
-    measures = run.get("measures") or {}
+    figures = run.figures
+    outcomes = figures.outcomes or {}
+    measures = figures.measures or {}
     if not measures:
         return []
     outcome_line = (
         f"outcomes: {outcomes.get('correct', 0)} correct, {outcomes.get('wrong', 0)} wrong, "
         f"{outcomes.get('unscored', 0)} unscored, {outcomes.get('truncated', 0)} truncated"
     )
-    if run.get("variants"):  # a run with an axis: each value apart, nothing pooled
-        return [outcome_line, *axis_lines(run)]
+    if figures.variants:  # a run with an axis: each value apart, nothing pooled
+        return [outcome_line, *axis_lines(figures)]
     lines = [
         outcome_line,
         f"mean {_mean(measures)}; "
@@ -183,20 +185,20 @@ def measures_lines(run: dict[str, Any]) -> list[str]:
                 for length, value in sorted(by_length.items(), key=lambda item: int(item[0]))
             )
         )
-    if mrcr := run.get("mrcr"):
+    if mrcr := figures.mrcr:
         lines += mrcr_table(mrcr)
     return lines
 
 
-def axis_lines(run: dict[str, Any]) -> list[str]:
+def axis_lines(figures: ReportFigures) -> list[str]:
     """A run with an axis: each value's mean and effective length, and its difference.
 
     The difference is from the first value, sample by sample (``niah compare RUN`` has
     the per-length tests); the rule is stated once.
     """
-    differences = {d["second"]: d["text"] for d in run.get("variant_differences") or []}
-    effective = (run.get("measures") or {}).get("effective_length") or {}
-    variants = run["variants"]
+    differences = {d["second"]: d["text"] for d in figures.variant_differences or []}
+    effective = (figures.measures or {}).get("effective_length") or {}
+    variants = figures.variants or []
     lines = [
         f"per value of the axis (effective length {effective.get('rule', 'rule not recorded')}; "
         f"differences from {variants[0]['label']}, paired by length, depth and sample):"
@@ -253,31 +255,31 @@ def _bin_upper_tokens(name: str) -> int:
     return int(digits) * scale if digits.isdigit() else 0
 
 
-def print_status_json(run_id: str, run: dict[str, Any]) -> int:
+def print_status_json(run_id: str, run: RunRecord) -> int:
     """The run's state and figures as one JSON document; the same exit code as the text."""
     store = result_store()
     cells = store.list_cells(run_id)
     reasons = failure_reasons(cells)
     served = served_versions(cells)
-    document = run_line(run | {"run_id": run_id}) | {
+    figures = run.figures
+    # A run with an axis: each value's measures, and the later values' differences.
+    axis = {"variants": figures.variants, "variant_differences": figures.variant_differences}
+    document = run_line(run) | {
         "served_models": served,
-        "answered_by": answered_by_text(str(run.get("model") or ""), served),
-        "scorer": run.get("scorer", "exact"),
-        "mean_score": run.get("mean_score"),
-        "retrieved_share": run.get("retrieved_share"),
-        "outcomes": run.get("outcomes"),
-        "measures": run.get("measures"),
-        # A run with an axis: each value's measures, and the later values' differences.
-        **{key: run[key] for key in ("variants", "variant_differences") if run.get(key)},
-        **({"mrcr": run["mrcr"]} if run.get("mrcr") else {}),
-        **(cost_summary(run["totals"]) if run.get("totals") else {}),
-        "totals": run.get("totals") or {},
-        "spend": spend_summary(
-            store.list_calls(run_id), str(run.get("model") or ""), run_tier(run)
-        ),
-        "report": run.get("report"),
-        "updated_at": run.get("updated_at"),
-        "completed_at": run.get("completed_at"),
+        "answered_by": answered_by_text(run.model, served),
+        "scorer": run.scorer or "exact",
+        "mean_score": figures.mean_score,
+        "retrieved_share": figures.retrieved_share,
+        "outcomes": figures.outcomes,
+        "measures": figures.measures,
+        **{key: value for key, value in axis.items() if value},
+        **({"mrcr": figures.mrcr} if figures.mrcr else {}),
+        **(cost_summary(dict(run.totals)) if run.totals else {}),
+        "totals": dict(run.totals),
+        "spend": spend_summary(store.list_calls(run_id), run.model, run.tier),
+        "report": dict(run.report) if run.report else None,
+        "updated_at": run.stamped("updated_at"),
+        "completed_at": run.stamped("completed_at"),
         "failures": {reason: len(ids) for reason, ids in reasons.items()},
         "exit_code": (code := exit_code(cells, reasons)),
     }
@@ -285,22 +287,21 @@ def print_status_json(run_id: str, run: dict[str, Any]) -> int:
     return code
 
 
-def run_line(run: dict[str, Any]) -> dict[str, Any]:
+def run_line(run: RunRecord) -> dict[str, Any]:
     """What ``niah list`` and ``niah status --json`` say of a run."""
-    totals = run.get("totals") or {}
-    created = run.get("created_at")
+    created = run.stamped("created_at")
     return {
-        "run_id": run.get("run_id"),
-        "label": run_label(run),
-        "model": run.get("model"),
-        "task": (run.get("spec") or {}).get("task", "single"),
-        "status": run.get("status"),
-        "total": int(run.get("total", 0)),
-        "done": int(run.get("done", 0)),
-        "failed": int(run.get("failed", 0)),
-        "finished": int(run.get("done", 0)) + int(run.get("failed", 0)),
-        "mean_percent": (run.get("measures") or {}).get("mean"),
-        **({"report_error": run["report_error"]} if run.get("report_error") else {}),
-        "cost_usd": cost_summary(totals)["cost_usd"] if totals else None,
+        "run_id": run.run_id,
+        "label": run.label,
+        "model": run.model or None,
+        "task": run.spec.task,
+        "status": run.status,
+        "total": run.total,
+        "done": run.done,
+        "failed": run.failed,
+        "finished": run.done + run.failed,
+        "mean_percent": (run.figures.measures or {}).get("mean"),
+        **({"report_error": dict(run.report_error)} if run.report_error else {}),
+        "cost_usd": cost_summary(dict(run.totals))["cost_usd"] if run.totals else None,
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
     }

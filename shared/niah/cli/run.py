@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from niah.cli.backend import dispatcher_url, result_store, submit, where_to_look
@@ -17,10 +18,11 @@ from niah.cli.estimate import (
 from niah.cli.output import count, to_json, usage_error
 from niah.cli.results import print_results, print_status_json
 from niah.cli.run_options import run_payload
-from niah.core.interfaces import RUN_CANCELLED
+from niah.core.interfaces import RUN_COMPLETE
 from niah.core.request.request_options import BATCH_QUEUE_HOURS, BATCH_RUN_HOURS, BATCH_TURNAROUND
 from niah.core.request.spec import RUN_ID_PATTERN
 from niah.core.results.summary import cost_summary
+from niah.core.runs import RunRecord, stored_run
 
 # How long --wait follows a run by default: an online run ends in minutes; a batch job
 # may queue for up to 72 h and then run for up to 24 h (Google's limits, see
@@ -35,32 +37,36 @@ TIMEOUT_HELP = (
 )
 
 
-def wait_timeout(timeout: float | None, spec: dict[str, Any]) -> float:
+def wait_timeout(timeout: float | None, spec: Mapping[str, Any]) -> float:
     """The seconds to follow a run: the one asked for, else its kind's default."""
     if timeout is not None:
         return timeout
     return BATCH_WAIT_SECONDS if spec.get("execution") == "batch" else ONLINE_WAIT_SECONDS
 
 
-def _wait(run_id: str, timeout: float) -> dict[str, Any]:
+def _wait(run_id: str, timeout: float) -> RunRecord:
     from tqdm import tqdm
 
     store = result_store()
     deadline = time.monotonic() + timeout
-    run = store.get_run(run_id) or {}
-    with tqdm(total=int(run.get("total", 0)), unit="cell", desc=run_id) as bar:
+
+    def now() -> RunRecord:  # a run not (or no longer) stored reads as an empty one
+        return stored_run(store, run_id) or RunRecord.from_document({}, run_id)
+
+    run = now()
+    with tqdm(total=run.total, unit="cell", desc=run_id) as bar:
         while True:
-            run = store.get_run(run_id) or {}
-            finished = int(run.get("done", 0)) + int(run.get("failed", 0))
+            run = now()
+            finished = run.done + run.failed
             bar.update(finished - bar.n)
-            if run.get("status") == "complete" and run.get("report"):
+            if run.status == RUN_COMPLETE and run.report:
                 return run
-            if run.get("status") == RUN_CANCELLED:  # stopped: nothing more will come
+            if run.cancelled:  # stopped: nothing more will come
                 return run
             if time.monotonic() > deadline:
                 sys.exit(
                     f"niah: run {run_id} not complete after {timeout:.0f} s "
-                    f"({finished} of {count(int(run.get('total', 0)), 'cell')}); check "
+                    f"({finished} of {count(run.total, 'cell')}); check "
                     f"`niah status {run_id}`"
                 )
             time.sleep(1)
@@ -98,7 +104,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         if previous is None:
             sys.exit(f"niah: no run {args.resume}")
         # Not its label: that names the run now (it may have been relabelled since), and
-        # the stored spec holds the one it was created with.
+        # the stored spec holds the one it was created with. The request as it was sent
+        # again, as stored (not RunRecord's spec, validated again and dumped whole).
         payload = {key: value for key, value in previous["spec"].items() if key != "label"}
     else:
         check_request(payload)  # here, before any network: a mistake exits 2 at once
@@ -151,10 +158,10 @@ def follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
 
 def cmd_wait(args: argparse.Namespace) -> None:
     """Follow a run already submitted, publishing nothing."""
-    run = result_store().get_run(args.run_id)
+    run = stored_run(result_store(), args.run_id)
     if run is None:
         sys.exit(f"niah: no run {args.run_id}; `niah run` prints the run ID")
-    follow(args.run_id, wait_timeout(args.timeout, run.get("spec") or {}))
+    follow(args.run_id, wait_timeout(args.timeout, run.spec_fields))
 
 
 def cmd_cancel(args: argparse.Namespace) -> None:

@@ -17,6 +17,7 @@ from niah.cli.output import to_json
 from niah.cli.run import follow, wait_timeout
 from niah.core.results.measures import basis_of
 from niah.core.results.uncertainty import with_interval
+from niah.core.runs import listed_runs, stored_run
 
 # What the listing and the trend read of a sentinel's runs (a projection).
 TREND_FIELDS = (
@@ -59,29 +60,30 @@ def _run(args: argparse.Namespace) -> None:
     if not args.json:
         print(f"sentinel {name}: run {run_id} for {now}", flush=True)
     if args.wait:
-        run = result_store().get_run(run_id) or {}
-        follow(run_id, wait_timeout(args.timeout, run.get("spec") or {}), as_json=args.json)
+        run = stored_run(result_store(), run_id)
+        spec = run.spec_fields if run is not None else {}
+        follow(run_id, wait_timeout(args.timeout, spec), as_json=args.json)
 
 
 def trend_rows(name: str) -> list[dict[str, Any]]:
     """The sentinel's runs, oldest first: when, status, mean, and what its check found."""
-    runs = result_store().sentinel_runs(name, (*TREND_FIELDS, *CHECK_FIELDS))
+    runs = listed_runs(result_store().sentinel_runs(name, (*TREND_FIELDS, *CHECK_FIELDS)))
     rows = []
-    for run in sorted(runs, key=lambda r: str((r.get("spec") or {}).get("scheduled_at") or "")):
-        measures = run.get("measures") or {}
-        check = run.get("sentinel_check") or {}
+    for run in sorted(runs, key=lambda r: r.scheduled_at or ""):
+        measures = run.figures.measures or {}
+        check, watch = run.sentinel_check or {}, run.watch
         rows.append(
             {
-                "run_id": run["run_id"],
-                "scheduled_at": (run.get("spec") or {}).get("scheduled_at"),
-                "status": run.get("status"),
+                "run_id": run.run_id,
+                "scheduled_at": run.scheduled_at,
+                "status": run.status or None,
                 "mean": measures.get("mean"),
                 "mean_interval": measures.get("mean_interval"),
                 "mean_basis": basis_of(measures, "mean"),
                 # What the sentinel's test weighed: the share of every sample asked.
-                "share": (check.get("watch") or {}).get("share"),
-                "samples": (check.get("watch") or {}).get("samples"),
-                "baseline": ((check.get("watch") or {}).get("compared_with") or {}).get("share"),
+                "share": watch.get("share"),
+                "samples": watch.get("samples"),
+                "baseline": (watch.get("compared_with") or {}).get("share"),
                 "flagged": bool(check.get("flagged")),
                 "check": check.get("text") or "",
             }

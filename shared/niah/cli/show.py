@@ -11,42 +11,41 @@ from typing import Any
 from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
 from niah.cli.results import print_results, print_status_json, run_line
-from niah.core.interfaces import RUN_CANCELLED
 from niah.core.pages.run_index import report_error_text
 from niah.core.results.summary import (
     summarize,
 )
+from niah.core.runs import RunRecord, listed_runs, stored_run
 
 
 def cmd_status(args: argparse.Namespace) -> None:
     """Show a run's progress and, when done, its score table."""
-    run = result_store().get_run(args.run_id)
+    run = stored_run(result_store(), args.run_id)
     if run is None:
         sys.exit(f"niah: no run {args.run_id}")
     if args.json:
         sys.exit(print_status_json(args.run_id, run))
-    batch = (run.get("spec") or {}).get("execution") == "batch"
+    batch = run.spec.execution == "batch"
     print(
-        f"run {args.run_id}: {run.get('status') or 'status not recorded'}"
+        f"run {args.run_id}: {run.status or 'status not recorded'}"
         + (" (batch: Vertex AI batch jobs at batch prices)" if batch else "")
         + ", "
-        f"{int(run.get('done', 0))} answered + {int(run.get('failed', 0))} failed of "
-        f"{count(int(run.get('total', 0)), 'cell')}"
+        f"{run.done} answered + {run.failed} failed of {count(run.total, 'cell')}"
     )
-    for job in run.get("batch_jobs") or []:
+    for job in run.batch_job_entries():
         print(f"batch job {job['name']}: {job.get('state')}" + _job_lines(job))
-    for key in ("batch_stopped", "batch_error"):  # why batch output was not used
-        if run.get(key):
-            print(f"batch: {run[key]}")
-    if run.get("status") == RUN_CANCELLED:
+    for why in (run.batch_stopped, run.batch_error):  # why batch output was not used
+        if why:
+            print(f"batch: {why}")
+    if run.cancelled:
         print(
             "cancelled: no further cell is asked (calls under way when it was cancelled are "
             f"stored). Resume it with: niah run --resume {args.run_id}"
         )
-    if run.get("report_error"):
+    if run.report_error:
         print(
-            f"report failed: {report_error_text(run)}. The cells are kept; ask for the "
-            f"report again with: niah run --resume {args.run_id}"
+            f"report failed: {report_error_text(run.report_error)}. The cells are kept; ask for "
+            f"the report again with: niah run --resume {args.run_id}"
         )
     sys.exit(print_results(args.run_id, run))
 
@@ -78,7 +77,7 @@ def cmd_report(args: argparse.Namespace) -> None:
         if path:
             writable_file(path, option)
     store = result_store()
-    run = store.get_run(args.run_id)
+    run = stored_run(store, args.run_id)
     if run is None:
         sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
     if args.html:
@@ -87,17 +86,16 @@ def cmd_report(args: argparse.Namespace) -> None:
         cells = store.list_cells(args.run_id)
         if not cells:
             sys.exit(f"niah: run {args.run_id} has no stored cells yet")
-        run = run | {"run_id": args.run_id}
         summary = summarize(run, cells, store.list_calls(args.run_id))
         page = render_run_page(run, cells, summary)
         write_file(args.html, page.encode())
     if args.out:
-        if not run.get("report"):
+        if not run.report:
             sys.exit(
                 f"niah: run {args.run_id} has no heatmap yet (it is drawn when the last cell "
                 f"is in); see `niah status {args.run_id}`, or render --html now"
             )
-        name = run["report"]["heatmap_uri"].split("/", 3)[3]
+        name = str(run.report["heatmap_uri"]).split("/", 3)[3]
         write_file(args.out, blob_store().read(name))
 
 
@@ -119,13 +117,13 @@ def cmd_export(args: argparse.Namespace) -> None:
     if args.format != "json":
         writable_file(out, f"export --format {args.format} --out")
     store = result_store()
-    run = store.get_run(args.run_id)
+    run = stored_run(store, args.run_id)
     if run is None:
         sys.exit(f"niah: no run {args.run_id}; `niah list` shows recent runs")
     cells = store.list_cells(args.run_id)
     if not cells:
         sys.exit(f"niah: run {args.run_id} has no stored cells yet")
-    summary = summarize(run | {"run_id": args.run_id}, cells, store.list_calls(args.run_id))
+    summary = summarize(run, cells, store.list_calls(args.run_id))
     if args.format == "json":
         out.mkdir(parents=True, exist_ok=True)
         for cell in cells:
@@ -146,7 +144,9 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def cmd_list(args: argparse.Namespace) -> None:
     """Recent runs, newest first: ID, model, task, status, progress, mean, cost, created."""
-    runs = [run_line(run) for run in result_store().recent_runs(args.limit)]
+    runs = [
+        run_line(RunRecord.from_document(doc)) for doc in result_store().recent_runs(args.limit)
+    ]
     if args.json:
         print(to_json(runs))
         return
@@ -179,7 +179,7 @@ def cmd_index(args: argparse.Namespace) -> None:
     writable_file(args.out, "--out")
     if args.json:
         writable_file(args.json, "--json")
-    index = build_index(result_store().index_runs(INDEX_FIELDS))
+    index = build_index(listed_runs(result_store().index_runs(INDEX_FIELDS)))
     write_file(args.out, render_index_page(index).encode())
     if args.json:
         write_file(args.json, index_json(index))

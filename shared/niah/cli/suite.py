@@ -31,7 +31,7 @@ from niah.tasks.ruler_suite import LEFT_OUT, ruler_table, suite_requests
 CONTEXT_ROT = "context-rot"
 
 Submit = Callable[[dict[str, Any]], dict[str, Any]]
-Wait = Callable[[str, float], dict[str, Any]]
+Wait = Callable[[str, float], RunRecord]
 
 
 def run_suite(
@@ -75,8 +75,7 @@ def run_suite(
         return 0
     pairs = []
     for run_id in submitted.values():
-        run = wait(run_id, args.timeout)
-        pairs.append((run | {"run_id": run_id}, store().list_cells(run_id)))
+        pairs.append((wait(run_id, args.timeout), store().list_cells(run_id)))
     table = ruler_table(pairs)
     if args.json:
         document = {"suite": args.suite, "runs": submitted}
@@ -121,8 +120,7 @@ def _context_rot(
         return 0
     if not args.json:
         print(f"{CONTEXT_ROT}: run {run_id}, {count(int(reply['cells']), 'cell')}", flush=True)
-    run = wait(run_id, args.timeout)
-    rule = RunRecord.from_document(run, run_id).effective_length_rule
+    rule = wait(run_id, args.timeout).effective_length_rule
     rows = context_rot_table(store().list_cells(run_id), rule=rule)
     if args.json:
         document = {"suite": args.suite, "runs": {CONTEXT_ROT: run_id}}

@@ -27,6 +27,7 @@ from typing import Any
 
 from niah.core.request.task_options import option_owners
 from niah.core.results.ruler_table import RulerTable, suite_run_name, suite_table
+from niah.core.runs import RunRecord
 
 ESSAYS = "paul_graham_essays"
 NOISE = "noise"
@@ -115,6 +116,6 @@ def ruler_task_name(spec: dict[str, Any]) -> str | None:
     return suite_run_name(spec, RULER_RUNS)
 
 
-def ruler_table(runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> RulerTable | None:
+def ruler_table(runs: list[tuple[RunRecord, list[dict[str, Any]]]]) -> RulerTable | None:
     """RULER's table of the runs that are RULER's tasks; None when fewer than two are."""
     return suite_table(runs, RULER_RUNS)

@@ -149,12 +149,6 @@ def answer_cost(
     )
 
 
-def run_tier(run: dict[str, Any] | None) -> Tier:
-    """The tier a stored run's calls ask for (its spec's ``tier``; standard if none)."""
-    tier = ((run or {}).get("spec") or {}).get("tier")
-    return tier if tier in ("flex", "priority") else "standard"
-
-
 def spend_summary(
     calls: list[dict[str, Any]], model_name: str, tier: Tier = "standard"
 ) -> dict[str, Any]:

@@ -9,6 +9,7 @@ page's facts and figures as data; the markup is the templates' (``niah.core.page
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from niah.core.pages.axis_view import axis_headline, axis_pictures, axis_table
@@ -22,7 +23,6 @@ from niah.core.pages.heatmap import (
     percent_table,
 )
 from niah.core.pages.report_samples import samples_table
-from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.results.chance import floor_text
 from niah.core.results.curves import Curve, curve_figure, measures_curve
 from niah.core.results.effective import effective_length_text
@@ -40,7 +40,7 @@ from niah.core.results.summary import (
 from niah.core.results.uncertainty import figure as _number
 from niah.core.results.uncertainty import with_interval
 from niah.core.results.variants import lookalikes_text
-from niah.core.runs import run_label
+from niah.core.runs import RunRecord
 
 # The page's file name under the run's report prefix (the CLI links it before it exists).
 REPORT_PAGE_FILE = "report.html"
@@ -58,20 +58,18 @@ def run_scale(summary: dict[str, Any]) -> Scale:
     return HARNESS_SCALE if summary["score_scale"] == "1-10" else PERCENT_SCALE
 
 
-def render_run_page(
-    run: dict[str, Any], cells: list[dict[str, Any]], summary: dict[str, Any]
-) -> str:
+def render_run_page(run: RunRecord, cells: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     """A run's whole report as one HTML page; ``summary`` is ``summarize``'s of the run."""
     task = summary["task"]
     title = f"{summary['model']} · {task} · {summary['run_id']}"
-    label = run_label(run)
+    label = run.label
     return render(
         "run_report.html",
         **page_shell(title),
         label=label,
         run_id=summary["run_id"],
         scorer=summary["scorer"],
-        status=run.get("status"),
+        status=run.status,
         headline=_headline(run, summary),
         axis_headline=axis_headline(summary) if summary.get("variants") else None,
         pictures=_pictures(summary, label, cells),
@@ -79,7 +77,7 @@ def render_run_page(
         axis=axis_table(summary) if summary.get("variants") else None,
         mrcr=_mrcr_bins(summary),
         certificate=certificate_view(summary),
-        sentinel=run.get(SENTINEL_CHECK),
+        sentinel=run.sentinel_check,
         cost_facts=_cost_facts(summary),
         failures=list(failure_reasons(cells).items()),
         samples=samples_table(cells),
@@ -123,7 +121,7 @@ def _pictures(summary: dict[str, Any], label: str, cells: list[dict[str, Any]]) 
     }
 
 
-def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
+def _headline(run: RunRecord, summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The answer first: model, task, mean with its interval, effective length, outcomes.
 
     A run with an axis has no one mean or length: its values' table (``axis_headline``)
@@ -160,7 +158,7 @@ def _headline(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, s
             f"of {summary['samples']}",
         ),
         ("cost", format_cost(summary).removeprefix("cost ")),
-        ("status", str(run.get("status") or "")),
+        ("status", run.status),
     ]
     return facts
 
@@ -177,9 +175,8 @@ def heatmap_cells(cells: list[dict[str, Any]], task: str) -> list[dict[str, Any]
     return [c | {"context_length": mrcr_bin_upper(int(c["context_length"]))} for c in cells]
 
 
-def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
-    spec = run.get("spec") or {}
-    settings = run.get("call_settings") or {}
+def _run_facts(run: RunRecord, summary: dict[str, Any]) -> list[tuple[str, str]]:
+    spec, settings = run.spec, run.call_settings
     thinking = settings.get("thinking_level") or settings.get("thinking_budget")
     served = summary.get("served_models") or {}
     facts = [
@@ -189,17 +186,15 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
         ("answered by", versions_text(served) if served else "not reported"),
         ("task", summary["task"]),
         ("scorer", summary["scorer"]),
-        ("status", run.get("status")),
+        ("status", run.status),
         (
             "execution",
-            "batch (Vertex AI batch jobs, batch prices)"
-            if spec.get("execution") == "batch"
-            else "online",
+            "batch (Vertex AI batch jobs, batch prices)" if spec.execution == "batch" else "online",
         ),
         ("haystack", summary["haystack_uri"]),
-        ("created", _when(run.get("created_at"))),
-        ("last update", _when(run.get("updated_at"))),
-        ("completed", _when(run.get("completed_at"))),
+        ("created", _when(run.stamped("created_at"))),
+        ("last update", _when(run.stamped("updated_at"))),
+        ("completed", _when(run.stamped("completed_at"))),
         (
             "temperature",
             "the model's default"
@@ -207,18 +202,18 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
             else settings["temperature"],
         ),
         ("thinking", "the model's default" if thinking is None else thinking),
-        ("output budget (tokens)", _budget_text(spec, settings)),
-        ("samples per grid point", spec.get("samples_per_cell", 1)),
-        ("seed", spec.get("seed")),
+        ("output budget (tokens)", _budget_text(spec.max_output_tokens, settings)),
+        ("samples per grid point", spec.samples_per_cell),
+        ("seed", spec.seed),
         ("results version", summary["version"]),
         ("samples", f"{summary['samples']} ({summary['answered']} answered)"),
     ]
     if summary.get("mrcr"):
         facts.append(("MRCR samples", summary["mrcr"].get("samples")))
-    if run.get("model_notes"):
+    if run.model_notes:
         # Google's word on the models when the run began (deprecated; retired and
         # called anyway): a score is read in its light.
-        facts.append(("model lifecycle", "; ".join(run["model_notes"])))
+        facts.append(("model lifecycle", "; ".join(run.model_notes)))
     if summary.get("token_count_note"):
         # The lengths on the x axis are the model's count, not the local tokenizer's.
         facts.append(("token counts", summary["token_count_note"]))
@@ -227,9 +222,9 @@ def _run_facts(run: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, 
     return [(name, "" if value is None else str(value)) for name, value in facts]
 
 
-def _budget_text(spec: dict[str, Any], settings: dict[str, Any]) -> str:
-    """The calls' output budget, and the answer and thinking rooms it was made of."""
-    total = spec.get("max_output_tokens") or settings.get("max_output_tokens")
+def _budget_text(asked: int | None, settings: Mapping[str, Any]) -> str:
+    """The calls' output budget (``asked``: the request's), and the rooms it was made of."""
+    total = asked or settings.get("max_output_tokens")
     if not total:
         return "the model's default"
     if settings.get("answer_tokens") is None:

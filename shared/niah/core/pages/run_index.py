@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from niah.core.interfaces import RUN_CANCELLED
 from niah.core.pages.environment import content_security_policy, render
 from niah.core.pages.sentinel_trend import sentinel_trends
-from niah.core.request.sentinel_request import SENTINEL_CHECK
 from niah.core.results.effective import effective_length_text
 from niah.core.results.measures import basis_of
 from niah.core.results.served_models import answered_by_text
 from niah.core.results.uncertainty import with_interval
-from niah.core.runs import run_label
+from niah.core.runs import ListedRun
 
 # The run document's fields the index reads (a Firestore projection: nothing else).
 INDEX_FIELDS = (
@@ -45,30 +45,29 @@ INDEX_JSON = "index.json"
 INDEX_HTML = "index.html"
 
 
-def index_entry(run: dict[str, Any]) -> dict[str, Any]:
-    """What the index says of one run document."""
-    measures = run.get("measures") or {}
-    task = str((run.get("spec") or {}).get("task", "single"))
-    created = run.get("created_at")
+def index_entry(run: ListedRun) -> dict[str, Any]:
+    """What the index says of one run (its document's ``INDEX_FIELDS``)."""
+    measures = run.figures.measures or {}
+    created = run.created_at
     effective = measures.get("effective_length")
-    report = run.get("report") or {}
-    spend = run.get("spend") or {}
-    served = run.get("served_models") or {}
-    spec = run.get("spec") or {}
-    check = run.get(SENTINEL_CHECK) or {}
+    report = run.report or {}
+    spend = run.figures.spend or {}
+    served = run.figures.served_models or {}
+    check = run.sentinel_check or {}
+    watch = run.watch
     # A run with an axis has no one mean (its pooled figures are for scripts): off the
     # leaderboards, and its values' lengths in the effective length's sentence.
     pooled = bool(measures.get("pooled_over_variants"))
     return {
-        "run_id": run["run_id"],
-        "label": run_label(run),
-        "model": run.get("model"),
+        "run_id": run.run_id,
+        "label": run.label,
+        "model": run.model or None,
         # Kept by the report (runs reported before it was kept have none).
         "served_models": served,
-        "answered_by": answered_by_text(str(run.get("model") or ""), served),
-        "task": task,
-        "status": run.get("status") or "unknown",
-        "samples": int(run.get("total", 0)),
+        "answered_by": answered_by_text(run.model, served),
+        "task": run.task,
+        "status": run.status or "unknown",
+        "samples": run.total,
         "mean": None if pooled else measures.get("mean"),
         "mean_interval": None if pooled else measures.get("mean_interval"),
         "mean_basis": None if pooled else basis_of(measures, "mean"),
@@ -81,39 +80,38 @@ def index_entry(run: dict[str, Any]) -> dict[str, Any]:
         "spend_usd": spend.get("usd"),
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
         "report_url": report.get("html_url"),
-        "report_error": report_error_text(run),
+        "report_error": report_error_text(run.report_error),
         "heatmap_url": report.get("heatmap_url"),
         # A sentinel's run: which, when it was due, and what its check found.
-        "sentinel": spec.get("sentinel"),
-        "scheduled_at": spec.get("scheduled_at"),
+        "sentinel": run.sentinel,
+        "scheduled_at": run.scheduled_at,
         "sentinel_flagged": bool(check.get("flagged")),
         "sentinel_text": check.get("text") or "",
         # What the sentinel's test weighed (checks made before it kept none of these):
         # the run's share of every sample asked, their count, and the baseline's share.
-        "sentinel_share": (check.get("watch") or {}).get("share"),
-        "sentinel_samples": (check.get("watch") or {}).get("samples"),
-        "sentinel_baseline": ((check.get("watch") or {}).get("compared_with") or {}).get("share"),
+        "sentinel_share": watch.get("share"),
+        "sentinel_samples": watch.get("samples"),
+        "sentinel_baseline": (watch.get("compared_with") or {}).get("share"),
     }
 
 
-def report_error_text(run: dict[str, Any]) -> str:
-    """Why the run's report failed ("" if it did not): its kind and reason."""
-    error = run.get("report_error") or {}
+def report_error_text(error: Mapping[str, Any] | None) -> str:
+    """Why the run's report failed (its ``report_error``; "" if none): kind and reason."""
     if not error:
         return ""
     reason = " ".join(str(error.get("reason") or "no reason recorded").split())  # one line
     return f"{error.get('kind', 'error')}: {reason}"
 
 
-def _mean_text(run: dict[str, Any], measures: dict[str, Any]) -> str:
+def _mean_text(run: ListedRun, measures: dict[str, Any]) -> str:
     """The mean with its interval; or why there is none (cancelled, failed, not yet)."""
     if measures:
         return with_interval(
             measures.get("mean"), measures.get("mean_interval"), basis=basis_of(measures, "mean")
         )
-    if run.get("report_error"):
-        return f"none (report failed: {report_error_text(run)})"
-    return "none (cancelled)" if run.get("status") == RUN_CANCELLED else "not yet (no report)"
+    if run.report_error:
+        return f"none (report failed: {report_error_text(run.report_error)})"
+    return "none (cancelled)" if run.status == RUN_CANCELLED else "not yet (no report)"
 
 
 def leaderboards(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -141,8 +139,8 @@ def leaderboards(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return boards
 
 
-def build_index(runs: list[dict[str, Any]], now: dt.datetime | None = None) -> dict[str, Any]:
-    """The index of ``runs`` (run documents with ``run_id``): newest first."""
+def build_index(runs: list[ListedRun], now: dt.datetime | None = None) -> dict[str, Any]:
+    """The index of ``runs`` (each read of ``INDEX_FIELDS``): newest first."""
     entries = sorted(
         (index_entry(run) for run in runs),
         key=lambda e: str(e["created_at"] or ""),

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from niah.core.request.spec import RunRequest
 from niah.core.results.certify import CONFIDENCE, NOLIMA
 from niah.core.results.certify_run import certify_plan, certify_progress, grid_tokens, kept_plan
 from niah.core.results.certify_run import grid_usd as run_grid_usd
+from niah.core.runs import RunRecord
 from niah.settings import get_settings
 
 METHOD = (
@@ -30,20 +30,19 @@ METHOD_ZONE = (
 
 
 def certificate_summary(
-    run: dict[str, Any], cells: list[dict[str, Any]], *, max_cells: int | None = None
+    run: RunRecord, cells: list[dict[str, Any]], *, max_cells: int | None = None
 ) -> dict[str, Any] | None:
     """The certificate of a certify run whose rounds are done; None for a grid run.
 
     Its plan (budgets, prices) is the one the run was admitted with. A certify run cut
     short (cancelled mid-round) gets the certificate of what was stored: "unfinished".
     """
-    spec_fields = run.get("spec") or {}
-    if spec_fields.get("mode") != "certify":
+    if not run.is_certify:
         return None
-    spec = RunRequest.model_validate(spec_fields)
+    spec = run.spec
     if max_cells is None:
         max_cells = get_settings().max_cells_per_run
-    certify = run.get("certify")
+    certify = run.certify
     record = kept_plan(spec, certify, max_cells)
     progress, _ = certify_progress(spec, certify, cells, max_cells=max_cells)
     plan = certify_plan(spec, record=record)

@@ -17,7 +17,7 @@ from niah.core.pages.environment import page_shell, render
 from niah.core.pages.heatmap import DIFFERENCE_SCALE, PERCENT_SCALE, heatmap_figure, percent_table
 from niah.core.results.certificate import certificate_summary, certified_effective_length
 from niah.core.results.curves import curve_figure, measures_curve
-from niah.core.results.effective import chosen_rule, effective_length_text
+from niah.core.results.effective import effective_length_text
 from niah.core.results.measures import basis_of, measures
 from niah.core.results.paired import (
     NO_DIFFERENCE,
@@ -31,7 +31,7 @@ from niah.core.results.ruler_table import RulerTable, Suite, suite_table
 from niah.core.results.served_models import model_shown, runs_answered_by_others, served_versions
 from niah.core.results.summary import ScoreTable, cost_summary, format_cost, score_table
 from niah.core.results.uncertainty import with_interval
-from niah.core.runs import run_label
+from niah.core.runs import RunRecord
 from niah.errors import ComparisonError, DifferentModelsError
 
 Point = tuple[int, float]
@@ -44,7 +44,7 @@ class ComparedRun:
     """One run, cut to the shared grid: its cells there and their percent table."""
 
     run_id: str
-    run: dict[str, Any]
+    run: RunRecord
     cells: list[dict[str, Any]]
     table: ScoreTable
     # Its label (``niah run --label``, else "model · task"), with the run ID when two
@@ -73,7 +73,7 @@ class Comparison:
 
 
 def compare_runs(
-    runs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+    runs: list[tuple[RunRecord, list[dict[str, Any]]]],
     *,
     allow_different_models: bool = False,
     suite: Suite | None = None,
@@ -95,7 +95,7 @@ def compare_runs(
             f"{answered_by_others}: compared by the models asked for, one model would be "
             "credited with another's answers"
         )
-    grids = {str(run["run_id"]): {_point(c) for c in cells} for run, cells in runs}
+    grids = {run.run_id: {_point(c) for c in cells} for run, cells in runs}
     for run_id, points in grids.items():
         if not points:
             raise ComparisonError(f"run {run_id} has no stored cells to compare")
@@ -108,7 +108,7 @@ def compare_runs(
         )
     compared = [
         ComparedRun(
-            str(run["run_id"]),
+            run.run_id,
             run,
             kept := [c for c in cells if _point(c) in shared],
             percent_table(score_table(kept, field="task_score")),
@@ -120,7 +120,7 @@ def compare_runs(
         )
         for run, cells in runs
     ]
-    labels = [run_label(c.run) for c in compared]
+    labels = [c.run.label for c in compared]
     compared = [
         replace(c, name=label if labels.count(label) == 1 else f"{label} ({c.run_id})")
         for c, label in zip(compared, labels, strict=True)
@@ -219,17 +219,16 @@ def render_comparison_page(comparison: Comparison) -> str:
     first, second = comparison.runs[0], comparison.runs[1]
     # Each run under the rule it chose; the effective length's text names it.
     measured = {
-        c.run_id: measures(c.cells, rule=chosen_rule(c.run.get("spec") or {}))
-        for c in comparison.runs
+        c.run_id: measures(c.cells, rule=c.run.effective_length_rule) for c in comparison.runs
     }
     overview = table_of(
         comparison.runs,
         [
             ("label", lambda c: c.name),
             ("run", lambda c: c.run_id),
-            ("model", lambda c: model_shown(str(c.run.get("model")), served_versions(c.cells))),
-            ("task", lambda c: (c.run.get("spec") or {}).get("task", "single")),
-            ("scorer", lambda c: c.run.get("scorer", "exact")),
+            ("model", lambda c: model_shown(c.run.model, served_versions(c.cells))),
+            ("task", lambda c: c.run.spec.task),
+            ("scorer", lambda c: c.run.scorer or "exact"),
             ("samples compared", lambda c: len(c.cells)),
             (
                 "mean on the shared grid (%)",
@@ -247,9 +246,7 @@ def render_comparison_page(comparison: Comparison) -> str:
             ),
             (
                 "cost of the run",
-                lambda c: format_cost(cost_summary(c.run.get("totals") or {})).removeprefix(
-                    "cost "
-                ),
+                lambda c: format_cost(cost_summary(dict(c.run.totals))).removeprefix("cost "),
             ),
         ],
     )

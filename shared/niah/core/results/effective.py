@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from niah.core.request.request_options import (
-    EFFECTIVE_LENGTH_RULE_ALIAS,
     NOLIMA_BASE_MAX_LENGTH,
     EffectiveLengthRule,
 )
@@ -31,16 +30,6 @@ RULE_TEXTS: dict[str, str] = {
     "ruler": "rule ruler: fixed, as in RULER",
     "nolima": f"rule nolima: 85 % of the mean at lengths <= {NOLIMA_BASE_MAX_LENGTH:,} tokens",
 }
-
-
-def chosen_rule(spec: Mapping[str, Any]) -> EffectiveLengthRule:
-    """The rule a stored run's spec chose (``certify_rule`` in certify runs stored before).
-
-    The stored spec as a mapping, as the summary and the pages take the run: "ruler"
-    unless it asked for NoLiMa's.
-    """
-    chosen = spec.get("effective_length_rule") or spec.get(EFFECTIVE_LENGTH_RULE_ALIAS)
-    return "nolima" if chosen == "nolima" else "ruler"
 
 
 def threshold_rule(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from niah.core.results.effective import RULER_THRESHOLD
+from niah.core.runs import RunRecord
 
 # A suite: each of its runs by name, as the run options that make it.
 Suite = Mapping[str, Mapping[str, Any]]
@@ -37,7 +38,7 @@ class RulerTable:
 
 
 def suite_table(
-    runs: list[tuple[dict[str, Any], list[dict[str, Any]]]], suite: Suite
+    runs: list[tuple[RunRecord, list[dict[str, Any]]]], suite: Suite
 ) -> RulerTable | None:
     """RULER's table of the runs that are the suite's; None when fewer than two are.
 
@@ -47,7 +48,7 @@ def suite_table(
     """
     named: dict[str, list[dict[str, Any]]] = {}
     for run, cells in runs:
-        name = suite_run_name(run.get("spec") or {}, suite)
+        name = suite_run_name(run.spec_fields, suite)
         if name is not None and name not in named:
             named[name] = cells
     if len(named) < 2:

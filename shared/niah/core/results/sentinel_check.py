@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.results.paired import paired_comparison
 from niah.core.results.paired_text import points_text
 from niah.core.results.sentinel_watch import (
@@ -29,8 +28,11 @@ from niah.core.results.sentinel_watch import (
 )
 from niah.core.results.served_models import served_versions, versions_text
 from niah.core.results.uncertainty import figure
+from niah.core.runs import ListedRun, RunRecord
 
-Run = tuple[dict[str, Any], Sequence[dict[str, Any]]]
+# The run checked, and an earlier run of its sentinel (as listed): each with its cells.
+Run = tuple[RunRecord, Sequence[dict[str, Any]]]
+Earlier = tuple[ListedRun, Sequence[dict[str, Any]]]
 
 
 def run_score(cells: Sequence[dict[str, Any]]) -> tuple[float, int]:
@@ -45,11 +47,11 @@ def run_score(cells: Sequence[dict[str, Any]]) -> tuple[float, int]:
 def sentinel_check(
     sentinel: str,
     current: Run,
-    previous: Run | None,
+    previous: Earlier | None,
     *,
     watch: WatchSettings,
-    other_request: dict[str, Any] | None = None,
-    pinned: Run | None = None,
+    other_request: ListedRun | None = None,
+    pinned: Earlier | None = None,
 ) -> dict[str, Any]:
     """The check of ``current`` (run, cells); JSON for the run.
 
@@ -61,7 +63,7 @@ def sentinel_check(
     run, cells = current
     versions = served_versions(list(cells))
     right, samples = run_score(cells)
-    baseline, statistic, why = _baseline(sentinel, run, previous, other_request, pinned)
+    baseline, statistic, why = _baseline(sentinel, run.run_id, previous, other_request, pinned)
     step = watch_step(
         (baseline["right"], baseline["samples"], len(baseline["runs"])),
         statistic,
@@ -84,12 +86,12 @@ def sentinel_check(
         "evidence": float(step["evidence"]),
         "alarm": alarm,
         "statistic": float(step["statistic"]),
-        "baseline": _next_baseline(baseline, step, str(run["run_id"]), alarm),
+        "baseline": _next_baseline(baseline, step, run.run_id, alarm),
         **watch.as_dict(),
     }
     check: dict[str, Any] = {
         "sentinel": sentinel,
-        "scheduled_at": (run.get("spec") or {}).get("scheduled_at"),
+        "scheduled_at": run.spec.scheduled_at,
         "model_versions": versions,
         "watch": state,
     }
@@ -103,9 +105,7 @@ def sentinel_check(
         }
     before_run, before_cells = previous
     before_versions = served_versions(list(before_cells))
-    paired = paired_comparison(
-        (str(before_run["run_id"]), list(before_cells)), (str(run["run_id"]), list(cells))
-    )
+    paired = paired_comparison((before_run.run_id, list(before_cells)), (run.run_id, list(cells)))
     # A reply that names no version (the local model) says nothing either way.
     if versions and before_versions and set(versions) != set(before_versions):
         reasons.append(
@@ -120,7 +120,7 @@ def sentinel_check(
     else:
         text = (why + "; " if why else "") + _verdict(state, watch) + same
     return check | {
-        "previous_run_id": before_run["run_id"],
+        "previous_run_id": before_run.run_id,
         "previous_scheduled_at": _when(before_run),
         "previous_model_versions": before_versions,
         "paired": paired.overall.as_dict() if paired.overall else None,
@@ -132,21 +132,21 @@ def sentinel_check(
 
 def _baseline(
     sentinel: str,
-    run: dict[str, Any],
-    previous: Run | None,
-    other_request: dict[str, Any] | None,
-    pinned: Run | None,
+    run_id: str,
+    previous: Earlier | None,
+    other_request: ListedRun | None,
+    pinned: Earlier | None,
 ) -> tuple[dict[str, Any], float, str]:
     """The baseline this run is weighed against, the statistic so far, and why it is new.
 
     Carried on from the run before's check; a pin (new, or a run of its own) replaces it.
     """
-    carried = ((previous[0].get(SENTINEL_CHECK) or {}).get("watch") or {}) if previous else {}
+    carried = previous[0].watch if previous else {}
     before = carried.get("baseline") or {}
     empty = {"runs": [], "right": 0.0, "samples": 0, "pinned": None}
     if pinned is not None:
-        pin_id = str(pinned[0]["run_id"])
-        if pin_id == str(run["run_id"]):
+        pin_id = pinned[0].run_id
+        if pin_id == run_id:
             return empty | {"pinned": pin_id}, 0.0, "the pinned baseline run"
         if before.get("pinned") == pin_id:
             return before, float(carried.get("statistic") or 0.0), ""
@@ -159,7 +159,7 @@ def _baseline(
                 empty,
                 0.0,
                 (
-                    f"the sentinel's request changed since run {other_request['run_id']} "
+                    f"the sentinel's request changed since run {other_request.run_id} "
                     f"({_when(other_request)}): this run starts a new baseline, not compared"
                 ),
             )
@@ -247,48 +247,45 @@ def _verdict(state: dict[str, Any], watch: WatchSettings) -> str:
     return f"{said}: {_interval(state)}, {_against(state)}; {_evidence(state, watch)}"
 
 
-def _when(run: dict[str, Any]) -> str:
-    return str((run.get("spec") or {}).get("scheduled_at") or "time not recorded")
+def _when(run: ListedRun) -> str:
+    return run.scheduled_at or "time not recorded"
 
 
 def earlier_runs(
-    runs: Sequence[dict[str, Any]], scheduled_at: str, *, complete: str = "complete"
-) -> list[dict[str, Any]]:
+    runs: Sequence[ListedRun], scheduled_at: str, *, complete: str = "complete"
+) -> list[ListedRun]:
     """Of a sentinel's runs, the complete ones due before ``scheduled_at``, latest first.
 
     Times are RFC 3339 in UTC to the second (``firing_time``), so they sort as text.
     """
     before = [
-        run
-        for run in runs
-        if run.get("status") == complete
-        and str((run.get("spec") or {}).get("scheduled_at") or "") < scheduled_at
+        run for run in runs if run.status == complete and (run.scheduled_at or "") < scheduled_at
     ]
-    return sorted(before, key=lambda run: str(run["spec"]["scheduled_at"]), reverse=True)
+    return sorted(before, key=lambda run: str(run.scheduled_at), reverse=True)
 
 
 def previous_run(
-    runs: Sequence[dict[str, Any]],
+    runs: Sequence[ListedRun],
     scheduled_at: str,
     key: str | None,
     *,
     complete: str = "complete",
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+) -> tuple[ListedRun | None, ListedRun | None]:
     """The latest complete earlier run of the same request key; and the latest of any."""
     earlier = earlier_runs(runs, scheduled_at, complete=complete)
-    same = next((run for run in earlier if run.get(SENTINEL_KEY) == key), None)
+    same = next((run for run in earlier if run.sentinel_key == key), None)
     return same, (earlier[0] if earlier else None)
 
 
-def alert_message(run_id: str, run: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
+def alert_message(run_id: str, run: RunRecord, check: dict[str, Any]) -> dict[str, Any]:
     """What the alerts topic carries of a sentinel's run: the check, and where to look."""
-    measures = run.get("measures") or {}
+    measures = run.figures.measures or {}
     watch = check.get("watch") or {}
     return {
         "run_id": run_id,
         "sentinel": check["sentinel"],
         "scheduled_at": check.get("scheduled_at"),
-        "model": run.get("model"),
+        "model": run.model or None,
         "flagged": check["flagged"],
         "reasons": check["reasons"],
         "text": check["text"],
@@ -299,7 +296,7 @@ def alert_message(run_id: str, run: dict[str, Any], check: dict[str, Any]) -> di
         "baseline_share": (watch.get("compared_with") or {}).get("share"),
         "model_versions": check.get("model_versions") or {},
         "previous_run_id": check.get("previous_run_id"),
-        "report_url": (run.get("report") or {}).get("html_url"),
+        "report_url": (run.report or {}).get("html_url"),
     }
 
 

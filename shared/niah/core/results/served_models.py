@@ -18,6 +18,7 @@ from typing import Any
 
 from niah.catalog.models import same_model
 from niah.core.interfaces import ModelAnswer
+from niah.core.runs import RunRecord
 
 # The cell's fields: the model that answered, as the API named it, and the reply's ID.
 MODEL_VERSION, RESPONSE_ID = "model_version", "response_id"
@@ -64,7 +65,7 @@ def model_shown(asked: str, served: dict[str, int]) -> str:
     return f"{asked} (answered by {versions_text(served)})"
 
 
-def runs_answered_by_others(runs: Sequence[tuple[dict[str, Any], list[dict[str, Any]]]]) -> str:
+def runs_answered_by_others(runs: Sequence[tuple[RunRecord, list[dict[str, Any]]]]) -> str:
     """Of (run, cells) pairs, each run answered by a model it did not ask for; "" if none.
 
     A comparison names each run by the model it asked for: its scores would be
@@ -72,7 +73,7 @@ def runs_answered_by_others(runs: Sequence[tuple[dict[str, Any], list[dict[str, 
     """
     found = []
     for run, cells in runs:
-        text = answered_by_text(str(run.get("model") or ""), served_versions(cells))
+        text = answered_by_text(run.model, served_versions(cells))
         if text is not None:
-            found.append(f"run {run['run_id']} {text}")
+            found.append(f"run {run.run_id} {text}")
     return "; ".join(found)

@@ -12,12 +12,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.money.pricing import run_tier, spend_summary
+from niah.core.money.pricing import spend_summary
 from niah.core.prompts.count_fit import fit_note, fit_summary
 from niah.core.prompts.token_fit import token_count_note
 from niah.core.results.certificate import certificate_summary, certified_effective_length
-from niah.core.results.chance import chance_floor
-from niah.core.results.effective import chosen_rule
 from niah.core.results.measures import mean_percent, measures
 from niah.core.results.served_models import answered_by_text, served_versions
 from niah.core.results.uncertainty import interval
@@ -28,6 +26,7 @@ from niah.core.results.variants import (
     variant_differences,
     variant_summaries,
 )
+from niah.core.runs import RunRecord
 
 # A sample's outcomes: scored right or wrong, unscored (failed, blocked, no judge score),
 # or truncated (the reply hit its output budget: never scored, never wrong).
@@ -138,10 +137,10 @@ GENERATED_MRCR_NOTE = (
 )
 
 
-def _mrcr_provenance(run: dict[str, Any]) -> dict[str, Any]:
+def _mrcr_provenance(run: RunRecord) -> dict[str, Any]:
     """Whose samples these are: Google's files, or generated here (and so not comparable)."""
-    if run.get("source_files"):
-        return {"samples": "Google's published MRCR v2 files", "files": run["source_files"]}
+    if run.source_files:
+        return {"samples": "Google's published MRCR v2 files", "files": list(run.source_files)}
     return {"samples": GENERATED_MRCR_NOTE}
 
 
@@ -163,13 +162,13 @@ def _k(tokens: int) -> str:
 
 
 def summarize(
-    run: dict[str, Any],
+    run: RunRecord,
     cells: list[dict[str, Any]],
     calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The run's summary: counts, outcomes, scores, measures, timings, spend, the table."""
     table = score_table(cells)
-    task = str((run.get("spec") or {}).get("task", "single"))
+    task = run.spec.task
     answered = [c for c in cells if c.get("status") == "answered"]
     retrieved = [c for c in answered if c.get("exact_score") == 10]
     model_seconds = [float(c.get("model_seconds", 0)) for c in answered]
@@ -183,7 +182,7 @@ def summarize(
     for cell in cells:
         outcomes[str(cell.get("outcome") or "unscored")] += 1
     served = served_versions(cells)
-    rule = chosen_rule(run.get("spec") or {})
+    rule = run.effective_length_rule
     measured = measures(cells, rule=rule)
     certificate = certificate_summary(run, cells)
     if certificate:  # a certify run: its certificate is the effective length everywhere
@@ -198,16 +197,16 @@ def summarize(
         measured["pooled_over_variants"] = True
         axis = {"variants": variants, "variant_differences": variant_differences(cells)}
     return {
-        "run_id": run["run_id"],
-        "model": run.get("model"),
+        "run_id": run.run_id,
+        "model": run.model or None,
         # What answered (each reply's modelVersion, with its samples), and a sentence
         # when that is not the model asked for: Google routes some IDs to others.
         "served_models": served,
-        "answered_by": answered_by_text(str(run.get("model") or ""), served),
+        "answered_by": answered_by_text(run.model, served),
         "task": task,
-        "version": run.get("version"),
-        "haystack_uri": run.get("haystack_uri"),
-        "scorer": run.get("scorer", "exact"),
+        "version": run.version,
+        "haystack_uri": run.haystack_uri or None,
+        "scorer": run.scorer or "exact",
         # The heatmap's scale: the harness's 1-10 for single, a fraction for the others.
         "score_scale": "1-10" if task == "single" else "fraction",
         "cells": len({(c["context_length"], c["depth_percent"], c.get("variant")) for c in cells}),
@@ -222,15 +221,15 @@ def summarize(
         **({"certificate": certificate} if certificate else {}),
         **({"mrcr": mrcr_bins(cells) | _mrcr_provenance(run)} if task == "mrcr" else {}),
         # What guessing scores on this task (MRCR v2, multi_needle), shown beside the score.
-        **({"chance_floor": floor} if (floor := chance_floor(run.get("spec") or {})) else {}),
+        **({"chance_floor": floor} if (floor := run.spec.task_options.chance_floor()) else {}),
         **task_rates(cells),
         **axis,
         "mean_model_seconds": _mean(model_seconds),
         "mean_exact_score": _mean([c["exact_score"] for c in answered if "exact_score" in c]),
         "mean_judge_score": _mean(judged),
-        "totals": run.get("totals", {}),
-        **cost_summary(run.get("totals", {})),
-        "spend": spend_summary(calls or [], str(run.get("model") or ""), run_tier(run)),
+        "totals": dict(run.totals),
+        **cost_summary(dict(run.totals)),
+        "spend": spend_summary(calls or [], run.model, run.tier),
         # The API's prompt token count minus the requested length: how honest the
         # lengths on the x axis are.
         "prompt_token_deviation": {
@@ -239,7 +238,7 @@ def summarize(
         },
         # How the model counts the haystack against the local tokenizer (measured once by
         # countTokens; niah.core.prompts.token_fit), each cell's own share, and the report's line.
-        "token_count": run.get("token_count"),
+        "token_count": dict(run.token_count) if run.token_count else None,
         "token_count_deviation_percent": _mean(
             [
                 float(c["token_count_deviation_percent"])
@@ -247,7 +246,7 @@ def summarize(
                 if c.get("token_count_deviation_percent") is not None
             ]
         ),
-        "token_count_note": token_count_note(run.get("token_count")),
+        "token_count_note": token_count_note(dict(run.token_count) if run.token_count else None),
         # Cells fitted to countTokens (a model whose tokenizer we do not hold): how close.
         "count_fit": (fit := fit_summary(answered)),
         "count_fit_note": fit_note(fit),

@@ -13,11 +13,11 @@ from typing import Any
 
 from niah.core.request.axes import AXIS_OPTIONS, variant_label, variant_values
 from niah.core.request.request_options import EffectiveLengthRule
-from niah.core.results.effective import RULE_TEXTS, chosen_rule, effective_length_text
+from niah.core.results.effective import RULE_TEXTS, effective_length_text
 from niah.core.results.measures import measures
 from niah.core.results.paired import paired_comparison
 from niah.core.results.paired_text import effect_text
-from niah.core.runs import run_label
+from niah.core.runs import RunRecord, run_label
 
 
 def has_axis(cells: list[dict[str, Any]]) -> bool:
@@ -26,8 +26,8 @@ def has_axis(cells: list[dict[str, Any]]) -> bool:
 
 
 def split_by_variant(
-    run: dict[str, Any], cells: list[dict[str, Any]]
-) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    run: RunRecord, cells: list[dict[str, Any]]
+) -> list[tuple[RunRecord, list[dict[str, Any]]]]:
     """One (run, cells) per value of the run's axes, in the axis's order.
 
     Each reads as a run of its own: the ID ``RUN/VARIANT``, the label "LABEL · VALUE",
@@ -35,19 +35,21 @@ def split_by_variant(
     """
     if not has_axis(cells):
         return [(run, cells)]
-    # The run's name without its axes (each part names its value instead).
-    unsplit = {k: v for k, v in (run.get("spec") or {}).items() if k not in AXIS_OPTIONS}
-    label = run_label(run | {"spec": unsplit})
+    # The run's name without its axes (each part names its value instead), unless it
+    # was given a name of its own (``--label``).
+    spec = run.spec_fields
+    unsplit = {k: v for k, v in spec.items() if k not in AXIS_OPTIONS}
+    named = run.label != run_label({"model": run.model, "spec": spec})
+    label = run.label if named else run_label({"model": run.model, "spec": unsplit})
     split = []
-    for summary in variant_summaries(cells, rule=chosen_rule(run.get("spec") or {})):
+    for summary in variant_summaries(cells, rule=run.effective_length_rule):
         variant = summary["variant"]
         split.append(
             (
-                run
-                | {
-                    "run_id": f"{run['run_id']}/{variant}",
-                    "label": f"{label} · {variant_label(variant)}",
-                },
+                run.with_fields(
+                    run_id=f"{run.run_id}/{variant}",
+                    label=f"{label} · {variant_label(variant)}",
+                ),
                 [
                     # As a run without the axis stores it: no variant, nor in its ID.
                     {key: value for key, value in cell.items() if key != "variant"}

@@ -3,8 +3,9 @@
 Admission (``niah.service.runs.dispatch``) builds a run's record once, with what it resolved
 (the model's catalog entry, the call budget, the haystack, the cells and their shards);
 ``to_document`` is the only code that writes a run document whole, ``from_document`` the
-only code that reads one. Every other module takes the record's attributes, so a field
-is named in one place (this module) and docs/architecture.md points here.
+only code that reads one (a listing's projection of many runs is read as ``ListedRun``,
+``niah.core.runs.listing``). Every other module takes the record's attributes, so a
+field is named in this package alone, and docs/architecture.md points here.
 """
 
 from __future__ import annotations
@@ -23,21 +24,8 @@ from niah.core.request.axes import axes_label
 from niah.core.request.request_options import DEFAULT_TASK, EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.request.spec import RunRequest
+from niah.core.runs.figures import ReportFigures
 
-# What the report writes on the run when it is done (``niah.service.reports.render``): the
-# summary's figures, kept on the run so the index and the CLI list runs without cells.
-REPORT_FIGURES = (
-    "mean_score",
-    "measures",
-    "mrcr",
-    "variants",
-    "variant_differences",
-    "outcomes",
-    "retrieved_share",
-    "prompt_token_deviation",
-    "spend",
-    "served_models",
-)
 # Times the run's lifecycle stamps on it (each a UTC datetime once set, else absent).
 STAMPS = (
     "created_at",
@@ -97,7 +85,8 @@ class RunRecord:
         token_count: how the model counts the run's haystack, once measured.
         report: where its report was written; report_error: why it failed;
             report_claim: who renders it now.
-        figures: what the report kept on the run (``REPORT_FIGURES``).
+        figures: what the report kept on the run (``ReportFigures``).
+        batch_stopped, batch_error: why a batch run's output was not used (its jobs').
         stamps: its lifecycle times (``STAMPS``).
         swept: how many cells the sweep published again; sentinel_check: its alert.
 
@@ -140,7 +129,9 @@ class RunRecord:
     report: Mapping[str, Any] | None = None
     report_error: Mapping[str, Any] | None = None
     report_claim: str | None = None
-    figures: Mapping[str, Any] = field(default_factory=dict)
+    figures: ReportFigures = field(default_factory=ReportFigures)
+    batch_stopped: str | None = None
+    batch_error: str | None = None
     stamps: Mapping[str, dt.datetime] = field(default_factory=dict)
     swept: int = 0
     sentinel_check: Mapping[str, Any] | None = None
@@ -166,6 +157,11 @@ class RunRecord:
     def effective_length_rule(self) -> EffectiveLengthRule:
         """How the run's effective length is judged: the run's choice, RULER's by default."""
         return self.spec.rule()
+
+    @property
+    def spec_fields(self) -> dict[str, Any]:
+        """The request as its document stores it (JSON): its options by their names."""
+        return self.spec.model_dump(mode="json")
 
     @property
     def cancelled(self) -> bool:
@@ -242,10 +238,12 @@ class RunRecord:
             "report_error": dict(self.report_error) if self.report_error else None,
             "report_claim": self.report_claim,
             "swept": self.swept or None,
+            "batch_stopped": self.batch_stopped,
+            "batch_error": self.batch_error,
             SENTINEL_CHECK: dict(self.sentinel_check) if self.sentinel_check else None,
         }
         doc |= {name: value for name, value in optional.items() if value is not None}
-        doc |= dict(self.figures) | dict(self.stamps)
+        doc |= self.figures.to_document() | dict(self.stamps)
         return doc
 
     @classmethod
@@ -299,7 +297,9 @@ class RunRecord:
             report=get("report") or None,
             report_error=get("report_error") or None,
             report_claim=get("report_claim") or None,
-            figures={name: doc[name] for name in REPORT_FIGURES if name in doc},
+            figures=ReportFigures.from_document(doc),
+            batch_stopped=get("batch_stopped") or None,
+            batch_error=get("batch_error") or None,
             stamps={name: doc[name] for name in STAMPS if doc.get(name) is not None},
             swept=int(get("swept") or 0),
             sentinel_check=get(SENTINEL_CHECK) or None,

@@ -57,10 +57,7 @@ def render_report_files(
         "html": (
             REPORT_PAGE_FILE,
             # Drawn once every cell is in: complete, as the run is marked when it is stored.
-            # The page reads the run's document (the read side's migration is to come).
-            render_run_page(
-                run.with_fields(status=RUN_COMPLETE).to_document(), cells, summary
-            ).encode(),
+            render_run_page(run.with_fields(status=RUN_COMPLETE), cells, summary).encode(),
             "text/html; charset=utf-8",
         ),
         "summary": (
@@ -195,9 +192,7 @@ def _render_claimed(
     completed_at = dt.datetime.now(dt.UTC)  # on the page and the run document alike
     run = run.with_fields(stamps={**run.stamps, "completed_at": completed_at})
     try:
-        # The summary and the sentinel check read the run's document (the read side's
-        # migration to RunRecord is to come).
-        summary = summarize(run.to_document(), cells, calls)
+        summary = summarize(run, cells, calls)
         check = check_sentinel_run(run, cells, store=store)
         if check is not None:
             run = run.with_fields(sentinel_check=check)

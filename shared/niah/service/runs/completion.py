@@ -47,7 +47,6 @@ def request_report_if_complete(
         if run is not None and run.is_certify:
             # A certify run's round is in: a worker plans the next round, or asks for
             # the report once the certificate is reached (niah.service.runs.certify_rounds).
-            # niah.service.messages reads the run's document (its migration is to come).
             publisher.publish_cells([certify_step_message(run)])
             log("certify round in; next step asked", run_id=run_id)
             return True

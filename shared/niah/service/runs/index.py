@@ -22,6 +22,7 @@ from niah.core.pages.run_index import (
     index_json,
     render_index_page,
 )
+from niah.core.runs import listed_runs
 from niah.errors import NiahError
 from niah.logs import log
 from niah.settings import REPORTS_PREFIX
@@ -41,7 +42,7 @@ def refresh_index(store: ResultStore, blobs: BlobStore, attempts: int = INDEX_AT
         for attempt in range(1, attempts + 1):
             json_generation = blobs.generation(json_name)
             html_generation = blobs.generation(html_name)
-            index = build_index(store.index_runs(INDEX_FIELDS))
+            index = build_index(listed_runs(store.index_runs(INDEX_FIELDS)))
             if blobs.write(
                 json_name,
                 index_json(index),

@@ -24,7 +24,7 @@ from niah.core.results.sentinel_check import (
     sentinel_check,
 )
 from niah.core.results.sentinel_watch import WatchSettings
-from niah.core.runs import RunRecord
+from niah.core.runs import ListedRun, RunRecord, listed_runs
 from niah.errors import RetryableError
 from niah.logs import log
 from niah.settings import get_settings
@@ -50,19 +50,19 @@ def check_sentinel_run(
         return None
     scheduled_at = run.spec.scheduled_at or ""
     try:
-        runs = [r for r in store.sentinel_runs(name, PREVIOUS_FIELDS) if r["run_id"] != run_id]
+        listed = listed_runs(store.sentinel_runs(name, PREVIOUS_FIELDS))
+        runs = [r for r in listed if r.run_id != run_id]
         same, latest = previous_run(runs, scheduled_at, run.sentinel_key, complete=RUN_COMPLETE)
-        previous = None if same is None else (same, store.list_cells(str(same["run_id"])))
+        previous = None if same is None else (same, store.list_cells(same.run_id))
         definition = store.get_sentinel(name) or {}
         pinned, note = _pinned(definition, runs, run_id, scheduled_at, run.sentinel_key)
         found = sentinel_check(
             name,
-            # niah.core.results.sentinel_check reads documents (its migration is to come).
-            (run.to_document(), cells),
+            (run, cells),
             previous,
             watch=watch_settings(definition),
             other_request=latest,
-            pinned=None if pinned is None else (pinned, store.list_cells(str(pinned["run_id"]))),
+            pinned=None if pinned is None else (pinned, store.list_cells(pinned.run_id)),
         )
         return found | {"text": note + found["text"]} if note else found
     except RetryableError:
@@ -95,11 +95,11 @@ def watch_settings(definition: dict[str, Any]) -> WatchSettings:
 
 def _pinned(
     definition: dict[str, Any],
-    runs: list[dict[str, Any]],
+    runs: list[ListedRun],
     run_id: str,
     scheduled_at: str,
     key: str | None,
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[ListedRun | None, str]:
     """The run the definition pins as the baseline, or None and why a pin is not taken.
 
     A pin must be a complete run of this request, due no later than this one (or this
@@ -109,13 +109,13 @@ def _pinned(
     if not pin:
         return None, ""
     if pin == run_id:
-        return {"run_id": run_id}, ""
-    found = next((r for r in runs if r["run_id"] == pin), None)
+        return ListedRun(run_id), ""
+    found = next((r for r in runs if r.run_id == pin), None)
     if (
         found is None
-        or found.get("status") != RUN_COMPLETE
-        or found.get(SENTINEL_KEY) != key
-        or str((found.get("spec") or {}).get("scheduled_at") or "") > scheduled_at
+        or found.status != RUN_COMPLETE
+        or found.sentinel_key != key
+        or (found.scheduled_at or "") > scheduled_at
     ):
         return None, (
             f"the pinned baseline run {pin} is not a complete earlier run of this request, so "
@@ -134,7 +134,7 @@ def publish_sentinel_alert(run: RunRecord, *, store: ResultStore, alerts: AlertP
     run_id, check = run.run_id, run.sentinel_check
     if not check or check.get("alerted_at"):
         return False
-    message = alert_message(run_id, run.to_document(), dict(check))  # as it reads documents
+    message = alert_message(run_id, run, dict(check))
     alerts.publish_alert(message, alert_attributes(dict(check), run_id))
     # A nested map: merged into the check, not a field named with a dot.
     store.update_run(run_id, {SENTINEL_CHECK: {"alerted_at": dt.datetime.now(dt.UTC)}})
