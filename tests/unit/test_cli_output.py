@@ -20,6 +20,7 @@ import pytest
 
 from niah.cli import results, run, show
 from niah.cli.main import main
+from niah.core.request.spec import RunRequest
 from niah.core.results.summary import summarize
 from niah.core.runs import RunRecord
 from tests import HEAVY, REPO
@@ -422,7 +423,9 @@ def test_resuming_a_relabelled_run_keeps_its_label(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, use_store: Any
 ) -> None:
     store = stored([cell(1000, 0)])
-    store.runs["run-t"] |= {"spec": {"context_lengths": [1000], "label": "first"}}
+    # The spec as the service stores it: the request validated and dumped whole.
+    spec = RunRequest(context_lengths=[1000], label="first").model_dump(mode="json")
+    store.runs["run-t"] |= {"spec": spec}
     store.runs["run-t"]["label"] = "renamed"
     use_store(store)
     posted: list[dict[str, Any]] = []
@@ -433,8 +436,10 @@ def test_resuming_a_relabelled_run_keeps_its_label(
 
     monkeypatch.setattr(run, "submit", submit)
     main(["run", "--resume", "run-t", "--url", "http://127.0.0.1:9/"])
-    # The stored spec's label would relabel the run back to "first".
-    assert posted == [{"context_lengths": [1000]}]
+    # The stored spec's label would relabel the run back to "first"; the rest is sent as
+    # stored, so the run ID is the same.
+    assert posted == [{key: value for key, value in spec.items() if key != "label"}]
+    assert RunRequest.model_validate(posted[0]).run_id() == RunRequest.model_validate(spec).run_id()
 
 
 def test_a_failed_report_is_said_with_why_and_how_to_ask_again(

@@ -159,7 +159,7 @@ def test_a_listing_reads_a_projection_the_record_would_refuse() -> None:
 DOCUMENT_BOUNDARY = ("core/runs/", "cloud/store/")
 # A parameter typed as the run's document, or a read of a run's field by key.
 RUN_DICT = re.compile(r"\brun: dict\b|\brun: Mapping\b")
-RUN_READ = re.compile(r"""\b(run|existing|stored_run|run_doc)(\[["']|\.get\(["'])""")
+RUN_READ = re.compile(r"""\b(run|existing|stored_run|run_doc|previous)(\[["']|\.get\(["'])""")
 
 
 def _offenders() -> dict[str, list[str]]:

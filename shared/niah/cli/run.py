@@ -104,9 +104,10 @@ def cmd_run(args: argparse.Namespace) -> None:
         if previous is None:
             sys.exit(f"niah: no run {args.resume}")
         # Not its label: that names the run now (it may have been relabelled since), and
-        # the stored spec holds the one it was created with. The request as it was sent
-        # again, as stored (not RunRecord's spec, validated again and dumped whole).
-        payload = {key: value for key, value in previous["spec"].items() if key != "label"}
+        # the stored spec holds the one it was created with. The request as stored (the
+        # document's spec is the record's, dumped the same way).
+        stored = RunRecord.from_document(previous).spec_fields
+        payload = {key: value for key, value in stored.items() if key != "label"}
     else:
         check_request(payload)  # here, before any network: a mistake exits 2 at once
     url = dispatcher_url(args)
