@@ -36,8 +36,6 @@ def test_a_large_failure_is_handed_on_in_steps_reading_the_stored_cells_once(
     run = RunRecord("run-0123456789abcdef", RunRequest(), batch_round=1, stamp="s")
     cells = ["c0", "c1", "c2", "c3", "c4"]
     fail_cells(
-        "run-0123456789abcdef",
-        run.spec,
         run,
         cells,
         BatchJobError("job failed: quota"),

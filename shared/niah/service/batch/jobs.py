@@ -20,7 +20,6 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
-from niah.core.request.spec import RunRequest
 from niah.core.runs import RunRecord
 from niah.errors import BatchJobError, CellInFlightError
 from niah.logs import log
@@ -37,7 +36,6 @@ from niah.settings import get_settings
 def poll_batch(
     run_id: str,
     run: RunRecord,
-    spec: RunRequest,
     *,
     store: ResultStore,
     blobs: BlobStore,
@@ -68,7 +66,7 @@ def poll_batch(
         job["state"] = now.state
         changed += 1
         if now.state in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
-            fields, started = _ended(run_id, run, spec, job, now, store=store, blobs=blobs,
+            fields, started = _ended(run_id, run, job, now, store=store, blobs=blobs,
                                      publisher=publisher)  # fmt: skip
             job |= fields
             pieces += started
@@ -83,7 +81,6 @@ def poll_batch(
 def _ended(
     run_id: str,
     run: RunRecord,
-    spec: RunRequest,
     job: dict[str, Any],
     now: BatchJob,
     *,
@@ -110,7 +107,7 @@ def _ended(
         + (f": {reason}" if reason else "")
         + "; resume the run to submit its cells again"
     )
-    fail_cells(run_id, spec, run, job_cells(job, blobs), error, store=store, blobs=blobs,
+    fail_cells(run, job_cells(job, blobs), error, store=store, blobs=blobs,
                 publisher=publisher)  # fmt: skip
     return fields | {"ended": True, "error": reason}, []
 

@@ -99,7 +99,7 @@ def handle_batch_message(
         if run.cancelled:
             return "cancelled"  # its cells wait for a resume
         cells, reason = fail_request(body)
-        store_failed(run_id, spec, run, cells, BatchJobError(reason),
+        store_failed(run, cells, BatchJobError(reason),
                      store=store, blobs=blobs, publisher=publisher)  # fmt: skip
         return "failed cells stored"
     batches = batches_for(spec.model_name)
@@ -124,6 +124,6 @@ def handle_batch_message(
             provider_for=provider_for,
         )
     return poll_batch(
-        run_id, run, spec, store=store, blobs=blobs, publisher=publisher, batches=batches,
+        run_id, run, store=store, blobs=blobs, publisher=publisher, batches=batches,
         provider_for=provider_for,
     )  # fmt: skip

@@ -174,7 +174,7 @@ def _settle(
             "its cells again"
         )
         log("batch output matched no cell", severity="ERROR", run_id=run_id, job=job["name"])
-        fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
+        fail_cells(run, missing, BatchJobError(reason), store=store, blobs=blobs,
                    publisher=publisher)  # fmt: skip
         return counts | {"ended": True, "error": reason, "run_fields": {"batch_error": reason}}
     ended = job.get("state") not in BATCH_SUCCEEDED
@@ -195,7 +195,7 @@ def _settle(
             f"{len(unwritten)} of its {len(cells)} lines; they were not bought online. "
             "Resume the run to submit them in batch again"
         )  # fmt: skip
-        fail_cells(run_id, spec, run, unwritten, BatchJobError(reason), store=store,
+        fail_cells(run, unwritten, BatchJobError(reason), store=store,
                    blobs=blobs, publisher=publisher)  # fmt: skip
         counts["lines_unwritten"] = len(unwritten)
         missing = retry
@@ -208,7 +208,7 @@ def _settle(
             + f", after writing {seen['lines']} of {len(cells)} lines (kept); resume the run "
             "to submit the rest again"
         )  # fmt: skip
-        fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
+        fail_cells(run, missing, BatchJobError(reason), store=store, blobs=blobs,
                    publisher=publisher)  # fmt: skip
         return counts | {"ingested": True}
     if seen["unmatched_answered"]:
@@ -220,7 +220,7 @@ def _settle(
             "so the job's unanswered cells were not bought again online. Resume the run to "
             "submit them in batch again"
         )
-        fail_cells(run_id, spec, run, missing, BatchJobError(reason), store=store, blobs=blobs,
+        fail_cells(run, missing, BatchJobError(reason), store=store, blobs=blobs,
                    publisher=publisher)  # fmt: skip
         return counts | {"ingested": True, "error": reason}
     failures = [reason for _, reason in seen["failed"]] + [r for _, r in seen["unreadable"]]
@@ -234,7 +234,7 @@ def _settle(
         )
         log("batch lines failed systemically", severity="ERROR", run_id=run_id, reason=reason,
             lines=count)  # fmt: skip
-        fail_cells(run_id, spec, run, missing, BatchJobError(message), store=store, blobs=blobs,
+        fail_cells(run, missing, BatchJobError(message), store=store, blobs=blobs,
                    publisher=publisher)  # fmt: skip
         return counts | {"ingested": True, "systemic": reason,
                          "run_fields": {"batch_stopped": message}}  # fmt: skip
@@ -243,7 +243,7 @@ def _settle(
     tasks = {task.cell_id: task for task in run_tasks(run, stored)}
     publisher.publish_cells([tasks[cell].message() for cell in online if cell in tasks])
     if over:
-        fail_cells(run_id, spec, run, over, BatchJobError(
+        fail_cells(run, over, BatchJobError(
             f"{len(missing)} lines of batch job {job['name']} failed; {cap} went online (the "
             "cap, batch_online_fallback_max), these did not. Resume the run to submit them "
             "in batch again"), store=store, blobs=blobs, publisher=publisher)  # fmt: skip
@@ -283,8 +283,6 @@ def _systemic(reasons: list[str], lines: int) -> tuple[str, int] | None:
 
 
 def fail_cells(
-    run_id: str,
-    spec: RunRequest,
     run: RunRecord,
     cell_ids: list[str],
     error: BatchJobError,
@@ -298,18 +296,16 @@ def fail_cells(
     A few at once; more as messages of ``batch_fail_cells`` cells each, so failing a
     200,000-line job's cells never outlives the function.
     """
-    stored = store.cell_ids(run_id)  # read once: it was read again for every cell
+    stored = store.cell_ids(run.run_id)  # read once: it was read again for every cell
     wanted = [cell for cell in cell_ids if cell not in stored]
     step = get_settings().batch_fail_cells
     if len(wanted) > step:
         publisher.publish_cells(fail_messages(run, wanted, str(error), step=step))
         return
-    store_failed(run_id, spec, run, wanted, error, store=store, blobs=blobs, publisher=publisher)
+    store_failed(run, wanted, error, store=store, blobs=blobs, publisher=publisher)
 
 
 def store_failed(
-    run_id: str,
-    spec: RunRequest,
     run: RunRecord,
     cell_ids: list[str],
     error: BatchJobError,
@@ -321,7 +317,7 @@ def store_failed(
     """Store each of ``cell_ids`` (cells of the run, not yet stored) failed with ``error``."""
     wanted = set(cell_ids)
     view: RunView = record_view(run)
-    for task in run_tasks(run, store.cell_ids(run_id)):
+    for task in run_tasks(run, store.cell_ids(run.run_id)):
         if task.cell_id in wanted:
-            store_cell(task, failed_cell(task, spec, error), {}, store=store, blobs=blobs,
+            store_cell(task, failed_cell(task, run.spec, error), {}, store=store, blobs=blobs,
                        publisher=publisher, run=view)  # fmt: skip
