@@ -721,3 +721,17 @@ def test_a_message_naming_no_possible_run_is_malformed(world: dict[str, Any], ru
     message = world["tasks"][0].message() | {"run_id": run_id}
     with pytest.raises(MalformedMessageError, match="not a run ID"):
         CellTask.from_message(message)
+
+
+def test_no_judge_is_called_for_a_cut_answer_and_one_is_for_an_answer_that_ran_on(
+    essay_blobs: MemoryBlobs,
+) -> None:
+    """A truncated answer is never graded (nor paid for twice); a run-on one is, as it stands."""
+    judged = {"scorer": "judge", "evaluator_model_name": "gemini-3.8-flash"}
+    for model_kind, judge_calls, outcome in ((OutOfBudget, 0, "truncated"), (RanOn, 1, "correct")):
+        world = dispatch_task(essay_blobs, **judged)
+        model, judge = model_kind(echo_needle_number), ScriptedProvider(lambda p: "[[9]]")
+        cell = judged_cell(world, model, judge)
+        assert (len(model.prompts), len(judge.prompts)) == (1, judge_calls)
+        assert cell["outcome"] == outcome
+        assert ("ran_on" in cell) is (model_kind is RanOn)
