@@ -1,7 +1,7 @@
 """docs/tasks/adding-a-task.md, followed: its module and its registry line make a task that runs.
 
 The page's two code blocks are applied to a copy of ``shared/niah`` (the module written,
-the registry's import and line inserted) and nothing else; in that copy a run of the new
+the registry's line inserted) and nothing else; in that copy a run of the new
 task is dispatched and each cell answered by the in-process worker (as
 tests/unit/test_work.py does), its option is a flag of ``niah run``, and the layering
 and the options check hold.
@@ -82,13 +82,9 @@ def applied(tree: Path) -> tuple[Path, str]:
     (tree / module).write_text(blocks[module])
     registry = tree / "shared/niah/tasks/__init__.py"
     source = registry.read_text()
-    # The block's code without its comments: an import, and the line in registry(...).
+    # The block's code without its comments: the one line in registry(...).
     lines = [line.split("  #")[0] for line in blocks["shared/niah/tasks/__init__.py"].split("\n")]
-    [importing] = [line for line in lines if line.startswith("from ")]
-    [entry] = [line for line in lines if re.fullmatch(r"\s+\w+\(\),", line)]
-    imports = re.finditer(r"^from niah\.tasks\.\w+ import .*$", source, re.M)
-    last_import = max(found.end() for found in imports)
-    source = source[:last_import] + "\n" + importing + source[last_import:]
+    [entry] = [line for line in lines if re.fullmatch(r'\s+"niah\.tasks\.\w+:\w+",', line)]
     start = source.index("TASKS = registry(")
     end = source.index("\n)", start)
     registry.write_text(source[:end] + "\n" + entry + source[end:])
@@ -116,9 +112,9 @@ def test_the_page_s_two_steps_make_a_task_that_runs(tmp_path: Path) -> None:
     # Bytecode beside the repo's sources (scripts/test.sh writes it) is no change of the
     # page's: git diff --no-index reads no .gitignore, and the copy left it out.
     changed = [line for line in changed if "__pycache__" not in line]
-    # Two files: the new module, and the registry with two lines more (import, entry).
+    # Two files: the new module, and the registry with exactly one line more.
     assert len(changed) == 2, changed
-    assert any(line.startswith("2\t0\t") and "tasks/__init__.py" in line for line in changed)
+    assert any(line.startswith("1\t0\t") and "tasks/__init__.py" in line for line in changed)
 
     essays = REPO / ".local" / "haystacks" / "paul_graham_essays"
     ran = in_copy(shared, "-c", RUN, str(essays))
@@ -164,7 +160,9 @@ def test_each_step_is_needed(tmp_path: Path, step: str) -> None:
     if step == "module":
         (shared / "niah/tasks/passphrase.py").unlink()
     else:
-        registry.write_text(registry.read_text().replace("    Passphrase(),\n", ""))
+        registry.write_text(
+            registry.read_text().replace('    "niah.tasks.passphrase:Passphrase",\n', "")
+        )
     ran = in_copy(
         shared,
         "-c",

@@ -17,10 +17,10 @@ from niah.core.prompts.texts import HARNESS_TEMPLATE
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.scoring import truncated_reason, unscored_reason
-from niah.errors import RequestError
+from niah.errors import ConfigurationError, RequestError
 from niah.models.tokenizer import SentencePieceTokenizer
 from niah.service.runs.request_body import parse_request
-from niah.tasks import TASKS, get_task
+from niah.tasks import TASKS, get_task, registry
 from niah.tasks.nonliteral import TEMPLATES
 from tests import HEAVY
 
@@ -404,3 +404,16 @@ def test_every_tasks_prompt_is_exact_with_needles_intact_at_sentence_ends(
         before = context[: context.index(insertion.text)]
         # At a sentence end, or right after another needle (which ends in '.').
         assert before == "" or before.endswith("."), before[-30:]
+
+
+@pytest.mark.parametrize(
+    "path", ["niah.tasks.passphrase:Passphrase", "niah.tasks.single:Passphrase"]
+)
+def test_a_registry_line_naming_no_task_class_fails_naming_the_line(path: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(repr(path))):
+        registry(path)
+
+
+def test_a_registry_line_naming_a_class_that_is_no_task_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="is not a Task"):
+        registry("collections:OrderedDict")
