@@ -64,6 +64,23 @@ class HaystackError(PermanentRunError):
     """The haystack cannot be used: missing, empty or not text."""
 
 
+class StoredRunError(PermanentRunError):
+    """A stored run whose request this version no longer accepts (its checks tightened).
+
+    Nothing stored is changed: listings show the run as unreadable, and a read of it
+    says which field fails and what to do, in one line.
+    """
+
+    def __init__(self, run_id: str, problem: str) -> None:
+        super().__init__(
+            f"run {run_id or '(no ID)'}: its stored request no longer passes this version's "
+            f"checks ({problem}); the run and its cells are kept as stored: read them with "
+            "the version that ran it, or start the run again with a request that passes"
+        )
+        self.run_id = run_id
+        self.problem = problem
+
+
 class ConfigurationError(PermanentRunError):
     """The deployment cannot serve the model (settings missing or inconsistent)."""
 

@@ -241,6 +241,44 @@ def test_plurals_are_right_in_list_and_estimate(
     assert "2 cells (1 length x 1 depth x 2 samples)" in capsys.readouterr().out
 
 
+def test_a_run_this_version_cannot_read_is_listed_as_such_and_its_status_says_why(
+    capsys: pytest.CaptureFixture[str], use_store: Any
+) -> None:
+    """A later version's checks refuse a stored request: list goes on, status says why.
+
+    Nothing stored changes.
+    """
+    store = stored([cell(1000, 50)])
+    store.runs["run-old"] = {
+        "model": "gemini-2.5-flash",
+        "spec": {"task": "single", "context_lengths": [-5]},
+        "status": "complete",
+        "total": 4,
+        "created_at": dt.datetime(2026, 11, 20, tzinfo=dt.UTC),
+    }
+    before = json.dumps(store.runs, default=str, sort_keys=True)
+    use_store(store)
+    main(["list", "--json"])
+    runs = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert runs["run-t"]["status"] == "complete"
+    old = runs["run-old"]
+    assert (old["status"], old["task"], old["total"]) == ("unreadable", "single", 4)
+    assert old["unreadable"] == (
+        "context_lengths: each context length must be between 1 and 10000000 tokens"
+    )
+    main(["list"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "run-old" in line]
+    assert len(lines) == 1 and "unreadable" in lines[0]
+
+    with pytest.raises(SystemExit) as exited:
+        main(["status", "run-old"])
+    said = str(exited.value.code)  # the one line niah prints on stderr as it exits
+    assert len(said.splitlines()) == 1, said
+    assert "StoredRunError: run run-old: its stored request" in said
+    assert "(context_lengths: each context length" in said and "start the run again" in said
+    assert json.dumps(store.runs, default=str, sort_keys=True) == before
+
+
 # A subprocess's niah, reading a store in memory that holds many runs and a big grid:
 # more output than a pipe holds, so the reader's going away is met mid-write.
 MANY = """

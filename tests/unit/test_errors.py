@@ -28,7 +28,7 @@ def test_every_error_class_has_its_kind() -> None:
     classes: list[type[NiahError]] = [
         c for _, c in inspect.getmembers(errors, inspect.isclass) if issubclass(c, NiahError)
     ]
-    assert len(classes) == 31  # a new error class belongs here, with its kind
+    assert len(classes) == 32  # a new error class belongs here, with its kind
     for cls in classes:
         assert isinstance(cls.kind, str) and cls.kind, cls
     kinds = {cls.__name__: cls.kind for cls in classes}
@@ -37,6 +37,7 @@ def test_every_error_class_has_its_kind() -> None:
     assert kinds["UnreadableLineError"] == "unreadable_line"  # one batch line, not its job
     assert kinds["HaystackError"] == "run"
     assert kinds["ConfigurationError"] == "run"
+    assert kinds["StoredRunError"] == "run"  # no cell of a run this version cannot read runs
     assert kinds["RequestError"] == "request"
     # Refusals the user fixes too, each with its own HTTP status.
     assert (errors.ForbiddenError.kind, errors.ForbiddenError.status) == ("forbidden", 403)

@@ -19,6 +19,7 @@ import niah.catalog.models as catalog_models
 import niah.catalog.prices as catalog_prices
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.runs import ListedRun, RunRecord, stored_run
+from niah.errors import StoredRunError
 from niah.service.cells.run_view import current_run
 from niah.service.runs.dispatch import dispatch_run
 from tests import REPO
@@ -141,7 +142,7 @@ def test_a_listing_reads_a_projection_the_record_would_refuse() -> None:
         "sentinel_check": {"watch": {"share": 90.0}},
         "measures": {"mean": 90.0},
     }
-    with pytest.raises(ValueError, match="names both the sentinel and its firing"):
+    with pytest.raises(StoredRunError, match="names both the sentinel and its firing"):
         RunRecord.from_document(projected)
     listed = ListedRun.from_document(projected)
     assert (listed.run_id, listed.status, listed.sentinel_key) == ("run-a", "complete", "k1")

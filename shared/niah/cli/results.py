@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from niah.cli.backend import result_store, where_to_look
@@ -26,7 +27,8 @@ from niah.core.results.summary import (
 )
 from niah.core.results.uncertainty import with_interval
 from niah.core.results.variants import lookalikes_text
-from niah.core.runs import ReportFigures, RunRecord
+from niah.core.runs import ListedRun, ReportFigures, RunRecord
+from niah.errors import StoredRunError
 
 # Exit codes of `niah run --wait`, `niah wait` and `niah status` (also in the README).
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
@@ -305,3 +307,31 @@ def run_line(run: RunRecord) -> dict[str, Any]:
         "cost_usd": cost_summary(dict(run.totals))["cost_usd"] if run.totals else None,
         "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
     }
+
+
+def listed_line(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_line`` of a stored run, or what a listing can still say of it.
+
+    Where this version cannot read the run's request, its status is "unreadable" and
+    ``unreadable`` says why: one such run never hides the others.
+    """
+    try:
+        return run_line(RunRecord.from_document(doc))
+    except StoredRunError as error:
+        listed = ListedRun.from_document(doc)
+        created = listed.created_at
+        return {
+            "run_id": listed.run_id,
+            "label": listed.label,
+            "model": listed.model or None,
+            "task": listed.task,
+            "status": "unreadable",
+            "unreadable": error.problem,
+            "total": listed.total,
+            "done": None,
+            "failed": None,
+            "finished": "?",
+            "mean_percent": None,
+            "cost_usd": None,
+            "created_at": created.isoformat() if isinstance(created, dt.datetime) else created,
+        }

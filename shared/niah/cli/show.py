@@ -10,12 +10,12 @@ from typing import Any
 
 from niah.cli.backend import blob_store, result_store
 from niah.cli.output import count, to_json, usage_error, writable_file, write_file
-from niah.cli.results import print_results, print_status_json, run_line
+from niah.cli.results import listed_line, print_results, print_status_json
 from niah.core.pages.run_index import report_error_text
 from niah.core.results.summary import (
     summarize,
 )
-from niah.core.runs import RunRecord, listed_runs, stored_run
+from niah.core.runs import listed_runs, stored_run
 
 
 def cmd_status(args: argparse.Namespace) -> None:
@@ -144,9 +144,7 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def cmd_list(args: argparse.Namespace) -> None:
     """Recent runs, newest first: ID, model, task, status, progress, mean, cost, created."""
-    runs = [
-        run_line(RunRecord.from_document(doc)) for doc in result_store().recent_runs(args.limit)
-    ]
+    runs = [listed_line(doc) for doc in result_store().recent_runs(args.limit)]
     if args.json:
         print(to_json(runs))
         return

@@ -16,15 +16,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
+from pydantic import ValidationError
+
 from niah.catalog.models import ModelInfo, ProviderName
 from niah.catalog.tiers import Tier
 from niah.core.interfaces.blobs import BlobInfo
 from niah.core.interfaces.result_store import RUN_CANCELLED, RUN_RUNNING, ResultStore
 from niah.core.request.axes import axes_label
+from niah.core.request.request_errors import describe_validation_error
 from niah.core.request.request_options import DEFAULT_TASK, EffectiveLengthRule
 from niah.core.request.sentinel_request import SENTINEL_CHECK, SENTINEL_KEY
 from niah.core.request.spec import RunRequest
 from niah.core.runs.figures import ReportFigures
+from niah.errors import StoredRunError
 
 # Times the run's lifecycle stamps on it (each a UTC datetime once set, else absent).
 STAMPS = (
@@ -251,15 +255,21 @@ class RunRecord:
         """The record of a stored run document: the one reader of a run's fields.
 
         ``run_id``: the document's ID where the document does not hold it (a listing).
-        The spec is validated again here (stored after validation, it passes).
+        The spec is validated again here (stored after validation, it passes, unless a
+        later version's checks refuse it: then ``StoredRunError`` names the field).
         """
         get = doc.get
+        run_id = str(get("run_id") or run_id or "")
+        try:
+            spec = RunRequest.model_validate(get("spec") or {})
+        except ValidationError as error:
+            raise StoredRunError(run_id, _first_problem(error)) from error
         listed = get("haystack_files") or None
         rows = get("source_rows")
         files = get("source_files")
         return cls(
-            run_id=str(get("run_id") or run_id or ""),
-            spec=RunRequest.model_validate(get("spec") or {}),
+            run_id=run_id,
+            spec=spec,
             stamp=str(get("stamp") or ""),
             status=str(get("status") or RUN_RUNNING),
             model=str(get("model") or ""),
@@ -305,6 +315,13 @@ class RunRecord:
             sentinel_check=get(SENTINEL_CHECK) or None,
             admitted=bool(get("spec")),
         )
+
+
+def _first_problem(error: ValidationError) -> str:
+    """The first failing field of a stored request and what is wrong, as a 400 says it."""
+    field, message = describe_validation_error(error)
+    more = error.error_count() - 1
+    return f"{field}: {message}" + (f"; and {more} more" if more else "")
 
 
 def with_job_documents(doc: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
