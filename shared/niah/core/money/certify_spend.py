@@ -2,13 +2,14 @@
 
 A certify run's rounds are chosen by its answers, so admission cannot list its cells.
 Its planner stops when the budget is spent (``niah.core.results.certify``): prompt
-dollars (``budget_usd``, one prompt a scored sample) or prompt tokens (``max_tokens``),
+dollars (``budget_usd``, one prompt a scored sample), the local model's estimated model
+seconds (``budget_seconds``) or prompt tokens (``max_tokens``),
 and gives a length at most ``most_samples`` scored samples; the run's cells are capped
 (``max_cells``). A sample whose worst case (``niah.core.money.spend``:
 ``calls_per_cell`` calls, whole output budgets, the judge) is ``w(n)`` and which the
 budget counts as ``c(n)``: the most the scored samples can cost is the fractional
 knapsack, lengths taken by ``w(n) / c(n)``, dearest first, each up to its cap, until
-the budget is spent. Each budget (dollars, tokens, cells) gives a bound; admission holds
+the budget is spent. Each budget (dollars, seconds, tokens, cells) gives a bound; admission holds
 the least.
 
 Samples the budget does not count (an unscored sample is replaced by a new one) can take
@@ -71,6 +72,10 @@ def certify_worst_case(
     if plan.get("budget_usd") is not None and sample_usd:
         cost = {n: float(sample_usd[str(n)]) for n in usd}
         bounds.append(_knapsack(usd, cost, most, float(plan["budget_usd"])))
+    sample_seconds = plan.get("sample_seconds")
+    if plan.get("budget_seconds") is not None and sample_seconds:
+        seconds = {n: float(sample_seconds[str(n)]) for n in usd}
+        bounds.append(_knapsack(usd, seconds, most, float(plan["budget_seconds"])))
     if plan.get("max_tokens"):
         bounds.append(_knapsack(usd, {n: float(n) for n in usd}, most, plan["max_tokens"]))
     if plan.get("max_cells"):

@@ -62,6 +62,9 @@ def _spent(certificate: dict[str, Any]) -> str:
     if certificate.get("usd") is not None and certificate.get("grid_usd"):
         said += f", ${certificate['usd']:,.2f} of model cost (the prompts')"
         whole = f"${certificate['grid_usd']:,.2f}"
+    elif certificate.get("seconds") is not None and certificate.get("grid_seconds"):
+        said += f", about {certificate['seconds']:,.0f} s of model time (estimated)"
+        whole = f"{certificate['grid_seconds']:,.0f} s"
     else:
         whole = f"{certificate['grid_tokens']:,} tokens"
     share = certificate.get("share_of_grid")
@@ -74,10 +77,12 @@ def _spent(certificate: dict[str, Any]) -> str:
 
 
 def _budget(certificate: dict[str, Any]) -> str:
-    """The budget it was held to: dollars, tokens or both."""
+    """The budget it was held to: dollars or model seconds, prompt tokens, or both."""
     parts = []
     if certificate.get("budget_usd") is not None:
         parts.append(f"${certificate['budget_usd']:,.2f} of model cost")
+    if certificate.get("budget_seconds") is not None:
+        parts.append(f"{certificate['budget_seconds']:,.0f} s of model time (estimated)")
     if certificate.get("budget_tokens") is not None:
         parts.append(f"{certificate['budget_tokens']:,} prompt tokens")
     return " and ".join(parts) or "none"

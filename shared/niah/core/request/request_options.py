@@ -45,6 +45,7 @@ ADDED_OPTIONS = (
     "mode",
     "certify_max_tokens",
     "certify_max_usd",
+    "certify_max_seconds",
     "effective_length_rule",
     "sentinel",
     "scheduled_at",
@@ -135,6 +136,10 @@ OPTION_HELP: dict[str, str] = {
     ),
     "certify_threshold": "the mean score (percent) a length must reach to be certified",
     "certify_max_tokens": "the most prompt tokens a certification may spend",
+    "certify_max_seconds": (
+        "the most model time (seconds, estimated from the catalog's measured speed) a "
+        "certification of the local model may take (default: a quarter of the grid's)"
+    ),
     "certify_max_usd": (
         "the most model cost (dollars, the prompts') a certification may spend (default: "
         "a quarter of the grid's with 5 samples a point)"

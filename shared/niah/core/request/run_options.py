@@ -137,13 +137,16 @@ class RunOptions(BaseModel):
     # samples, depths drawn over the grid's depths, find the longest length whose mean
     # score reaches certify_threshold (percent; RULER's 85.6 by default) with 95 %
     # confidence, spending at most certify_max_usd of model cost (default: a quarter of
-    # the grid's with 5 samples a point; for an unpriced model, a quarter of its prompt
-    # tokens) and certify_max_tokens prompt tokens. Unset: the whole grid, as always.
+    # the grid's with 5 samples a point; for the local model, whose cost is its time,
+    # certify_max_seconds of model time, a quarter of the grid's by default; for another
+    # unpriced model, a quarter of its prompt tokens) and certify_max_tokens prompt
+    # tokens. Unset: the whole grid, as always.
     mode: Literal["grid", "certify"] | None = None
     # Below 100: a sequence can never rule out a share of 100 %, so nothing would pass.
     certify_threshold: float = Field(default=85.6, gt=0, lt=100)
     certify_max_tokens: int | None = Field(default=None, ge=1, le=10**12)
     certify_max_usd: float | None = Field(default=None, gt=0, le=1_000_000)
+    certify_max_seconds: float | None = Field(default=None, gt=0, le=10**9)
     # How the effective length is judged (niah.core.results.effective), the run's choice:
     # RULER's fixed 85.6 % (the default; a certify run's certify_threshold), or NoLiMa's
     # 85 % of the model's own mean at lengths of 1,000 tokens or less, which the grid

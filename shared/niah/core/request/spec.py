@@ -119,7 +119,12 @@ class RunRequest(RunOptions):
         if self.samples_per_cell == 1:
             unused.add("samples_per_cell")
         if not self.is_certify():
-            unused |= {"certify_threshold", "certify_max_tokens", "certify_max_usd"}
+            unused |= {
+                "certify_threshold",
+                "certify_max_tokens",
+                "certify_max_usd",
+                "certify_max_seconds",
+            }
         return unused
 
     def run_id(self, haystack_fingerprint: str = "") -> str:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from niah.core.results.certify import CONFIDENCE, NOLIMA
-from niah.core.results.certify_run import certify_plan, certify_progress, grid_tokens, kept_plan
+from niah.core.results.certify_run import (
+    certify_plan,
+    certify_progress,
+    grid_seconds,
+    grid_tokens,
+    kept_plan,
+)
 from niah.core.results.certify_run import grid_usd as run_grid_usd
 from niah.core.runs import RunRecord
 from niah.settings import get_settings
@@ -47,6 +53,8 @@ def certificate_summary(
     progress, _ = certify_progress(spec, certify, cells, max_cells=max_cells)
     plan = certify_plan(spec, record=record)
     grid_usd = run_grid_usd(spec, record["sample_usd"]) if record["sample_usd"] else None
+    timed = record.get("sample_seconds")
+    grid_time = grid_seconds(spec, timed) if timed else None
     unscored = sum(1 for c in cells if c.get("task_score") is None)
     costs = {
         "rule": plan.rule,
@@ -56,10 +64,12 @@ def certificate_summary(
         + ", rule ruler",
         "zone": plan.zone,
         "confidence": CONFIDENCE,
-        "budget_usd": plan.budget,
+        "budget_usd": record["budget_usd"],
+        "budget_seconds": record.get("budget_seconds"),
         "budget_tokens": plan.max_tokens,
         "grid_tokens": grid_tokens(spec),
         "grid_usd": round(grid_usd, 4) if grid_usd is not None else None,
+        "grid_seconds": round(grid_time, 1) if grid_time is not None else None,
         "unscored_samples": unscored,
         "method": METHOD_ZONE if plan.by_price() else METHOD,
     }
@@ -75,6 +85,7 @@ def certificate_summary(
             "samples": len(cells),
             "tokens": None,
             "usd": None,
+            "seconds": None,
             "share_of_grid": None,
             "looks": [look.__dict__ for look in progress.looks],
         }
@@ -90,13 +101,15 @@ def certificate_summary(
                 "(rule nolima)"
             ),
         }
-    grid = grid_usd if grid_usd is not None else costs["grid_tokens"]
+    grid = next(g for g in (grid_usd, grid_time, costs["grid_tokens"]) if g is not None)
     return (
         costs
         | kept
         | {
             "usd": round(spent, 4) if grid_usd is not None else None,
-            # Of the model cost where the catalog prices it, else of the prompt tokens.
+            "seconds": round(spent, 1) if grid_time is not None else None,
+            # Of the model cost where the catalog prices it, of the estimated model time
+            # where it times the model (the local one), else of the prompt tokens.
             "share_of_grid": round(spent / grid, 4) if grid else None,
         }
     )

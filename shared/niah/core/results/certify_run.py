@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from niah.core.money.pricing import cost_of
+from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.core.results.certify import (
@@ -59,6 +60,30 @@ def sample_usd(spec: RunRequest) -> dict[int, float] | None:
     return {n: cost.usd for n, cost in priced.items()}
 
 
+def sample_seconds(spec: RunRequest) -> dict[int, float] | None:
+    """One sample's estimated model time at each length, for a model that costs its time.
+
+    The local model has no price: what a call costs it is time, most of it the reply's
+    where replies are long (a CPU writes a token about ten times slower than it reads
+    one). Estimated from the catalog's measured speed (``CallSpeed``) with the call's
+    whole output budget (a reply that ends sooner costs less). None where the catalog
+    prices the model or knows no speed for it.
+    """
+    model = spec.catalog_model()
+    if model is None or model.speed is None or sample_usd(spec) is not None:
+        return None
+    output = call_budget(spec, model=model).max_output_tokens
+    return {n: model.speed.seconds(n, output) for n in spec.lengths()}
+
+
+def grid_seconds(spec: RunRequest, seconds: Mapping[Any, float] | None = None) -> float | None:
+    """The grid's estimated model time with ``GRID_SAMPLES`` a point (None: not timed)."""
+    seconds = seconds if seconds is not None else sample_seconds(spec)
+    if seconds is None:
+        return None
+    return GRID_SAMPLES * len(spec.depths()) * sum(float(s) for s in seconds.values())
+
+
 def grid_usd(spec: RunRequest, usd: Mapping[Any, float] | None = None) -> float | None:
     """The prompts' model cost of the grid with ``GRID_SAMPLES`` a point (None: unpriced).
 
@@ -74,24 +99,37 @@ def plan_record(spec: RunRequest, max_cells: int | None) -> dict[str, Any]:
     """The plan a certify run is admitted with, as its document keeps it.
 
     The budget is in dollars of model cost (the prompts') where the catalog prices the
-    model: ``certify_max_usd``, else a quarter of the grid's; for an unpriced model (the
-    local one) in prompt tokens, a quarter of the grid's. ``certify_max_tokens`` caps
-    the prompt tokens besides. ``design`` and ``zone``: the planner's (``certify_plan``),
-    kept so a run replays by the design it was admitted under.
+    model: ``certify_max_usd``, else a quarter of the grid's; for the local model in
+    model seconds (its cost is its time): ``certify_max_seconds``, else a quarter of the
+    grid's estimated time (``sample_seconds``); for another unpriced model in prompt
+    tokens, a quarter of the grid's. ``certify_max_tokens`` caps the prompt tokens
+    besides. ``design`` and ``zone``: the planner's (``certify_plan``), kept so a run
+    replays by the design it was admitted under.
     """
     usd = sample_usd(spec)
     grid = grid_usd(spec, usd)
+    seconds = sample_seconds(spec) if usd is None else None
+    budget_seconds = None
+    tokens = spec.certify_max_tokens
     if grid is not None:
         budget = spec.certify_max_usd or BUDGET_SHARE * grid
-        tokens = spec.certify_max_tokens
+    elif seconds is not None:
+        budget = None
+        budget_seconds = spec.certify_max_seconds or BUDGET_SHARE * (
+            grid_seconds(spec, seconds) or 0.0
+        )
     else:
         budget = None
-        tokens = spec.certify_max_tokens or int(BUDGET_SHARE * grid_tokens(spec))
+        tokens = tokens or int(BUDGET_SHARE * grid_tokens(spec))
     return {
         "budget_usd": budget,
+        "budget_seconds": budget_seconds,
         "max_tokens": tokens,
         "max_cells": max_cells,
         "sample_usd": {str(n): cost for n, cost in usd.items()} if usd is not None else None,
+        "sample_seconds": {str(n): round(t, 6) for n, t in seconds.items()}
+        if seconds is not None
+        else None,
         "design": DESIGN,
         "zone": ZONE,
     }
@@ -111,7 +149,8 @@ def certify_plan(
         base_samples=min(BASE_SAMPLES, kept["max_cells"] // 2)
         if kept.get("max_cells")
         else BASE_SAMPLES,
-        budget=kept["budget_usd"],
+        # Dollars where the model is priced, else model seconds where it is timed.
+        budget=kept["budget_usd"] if kept["budget_usd"] is not None else kept.get("budget_seconds"),
         max_total_samples=kept["max_cells"],
         max_tokens=kept["max_tokens"],
         # A plan kept before design 2 (2026-12-05) has neither: it replays as it ran.
@@ -134,11 +173,11 @@ def most_samples(spec: RunRequest, record: Mapping[str, Any]) -> dict[int, int]:
 
 
 def sample_cost(record: Mapping[str, Any]) -> Callable[[int], float]:
-    """What the budget counts for one sample at a length: its dollars, or its tokens."""
-    usd = record.get("sample_usd")
-    if usd is None:
+    """What the budget counts for one sample at a length: dollars, seconds, or tokens."""
+    price = record.get("sample_usd") or record.get("sample_seconds")
+    if price is None:
         return float
-    return lambda length: float(usd[str(length)])
+    return lambda length: float(price[str(length)])
 
 
 def certify_cells(spec: RunRequest, samples: Mapping[int, int]) -> list[Cell]:

@@ -9,6 +9,7 @@ run may spend, and who may change it, is ``niah.service.runs.admission``'s.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,11 +98,22 @@ def check_budget(
 def check_certify_budget(spec: RunRequest, most: int) -> None:
     """Refuse a certification above the run's token limit, or in dollars it cannot price."""
     plan = plan_record(spec, get_settings().max_cells_per_run)
+    timed = plan["sample_seconds"] is not None
     if spec.certify_max_usd is not None and plan["sample_usd"] is None:
         raise RequestError(
             "certify_max_usd",
             f"{spec.model_name} has no price in the catalog (or costs nothing), so a budget "
-            "in dollars cannot be kept; give certify_max_tokens instead",
+            "in dollars cannot be kept; give "
+            + ("certify_max_seconds (its cost is its time) or " if timed else "")
+            + "certify_max_tokens instead",
+        )
+    if spec.certify_max_seconds is not None and not timed:
+        raise RequestError(
+            "certify_max_seconds",
+            f"{spec.model_name} has no measured speed in the catalog (only a model the "
+            "service runs itself, the local one, is budgeted in time); give "
+            + ("certify_max_usd" if plan["sample_usd"] is not None else "certify_max_tokens")
+            + " instead",
         )
     if not first_samples(spec, plan):
         field = binding_certify_budget(spec, plan)
@@ -116,6 +128,9 @@ def check_certify_budget(spec: RunRequest, most: int) -> None:
         if field == "certify_max_usd":
             has, needs = plan["budget_usd"], count * float(plan["sample_usd"][str(length)])
             amount, need = f"${has:,.4f}", f"${needs:,.4f}"
+        elif field == "certify_max_seconds":
+            has, needs = plan["budget_seconds"], count * plan["sample_seconds"][str(length)]
+            amount, need = f"{has:,.0f} s of model time", f"{math.ceil(needs):,}"
         else:
             amount, need = f"{plan['max_tokens']:,} prompt tokens", f"{count * length:,}"
         budget = field if getattr(spec, field) is not None else "the default budget"
@@ -139,15 +154,20 @@ def binding_certify_budget(spec: RunRequest, plan: dict[str, Any]) -> str:
     """The budget field a certification's first round does not fit: the one to raise.
 
     A priced model's budget is in dollars (``certify_max_usd``, given or a quarter of the
-    grid's) unless the ``certify_max_tokens`` it was also given is what refuses; an
-    unpriced model's is in prompt tokens.
+    grid's), the local model's in model seconds (``certify_max_seconds``), unless the
+    ``certify_max_tokens`` it was also given is what refuses; another unpriced model's
+    is in prompt tokens.
     """
-    if plan["sample_usd"] is None:
+    if plan["sample_usd"] is not None:
+        field = "certify_max_usd"
+    elif plan["sample_seconds"] is not None:
+        field = "certify_max_seconds"
+    else:
         return "certify_max_tokens"
     tokens_alone = spec.certify_max_tokens is not None and first_samples(
         spec, plan | {"max_tokens": None}
     )
-    return "certify_max_tokens" if tokens_alone else "certify_max_usd"
+    return "certify_max_tokens" if tokens_alone else field
 
 
 def check_output_budget(spec: RunRequest, reply_tokens: int = 0) -> None:
