@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from niah.catalog.tiers import Tier
 from niah.core.request.spec import RunRequest
 from niah.core.results.certificate import certificate_summary
 from niah.core.results.certify import (
@@ -401,6 +402,25 @@ def test_a_priced_model_is_budgeted_in_dollars_at_its_long_context_rate() -> Non
     assert plan.budget == pytest.approx(0.25 * 5 * 2 * sum(per_sample.values()))
     assert plan.max_tokens is None
     assert sample_cost(plan_record(spec, None))(300_000) == per_sample[300_000]
+
+
+@pytest.mark.parametrize("tier", ["flex", "priority"])
+def test_a_tier_s_certification_is_budgeted_at_the_tier_s_rates(tier: Tier) -> None:
+    """The calls bill at the tier's rate, so the budget counts that rate, not standard's."""
+    from niah.core.money.pricing import cost_of
+    from niah.core.results.certify_run import grid_usd, plan_record, sample_cost
+
+    model = "gemini-3.8-flash" if tier == "flex" else "gemini-3.1-pro-preview"
+    fields = {"mode": "certify", "model_name": model, "context_lengths": [1000, 300_000]}
+    standard = RunRequest.model_validate(fields)
+    tiered = RunRequest.model_validate(fields | {"tier": tier})
+    record = plan_record(tiered, None)
+    for n in (1000, 300_000):
+        rate = cost_of(model, n, 0, tier=tier).usd
+        assert sample_cost(record)(n) == rate != cost_of(model, n, 0).usd
+    at_tier, at_standard = grid_usd(tiered), grid_usd(standard)
+    assert at_tier is not None and at_standard is not None
+    assert record["budget_usd"] == 0.25 * at_tier != 0.25 * at_standard
 
 
 def test_a_dollar_budget_for_a_model_without_a_price_is_refused_naming_the_fix() -> None:

@@ -269,12 +269,6 @@ def _notes(
 ) -> list[str]:
     """What the reader must know beyond the figures: where the forecast is weak."""
     notes = []
-    if (spec.tier or "standard") != "standard":
-        notes.append(
-            f"tier {spec.tier}: the certificate's budget and every dollar here are at standard "
-            "rates (the planner prices a prompt without the tier, as `niah certify --estimate` "
-            "does); the calls are billed at the tier's"
-        )
     values = [shares[row["length"]] for row in rows]
     if any(later > earlier for earlier, later in itertools.pairwise(values)):
         notes.append(

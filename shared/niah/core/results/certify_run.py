@@ -51,10 +51,12 @@ def grid_tokens(spec: RunRequest) -> int:
 def sample_usd(spec: RunRequest) -> dict[int, float] | None:
     """One prompt's model cost at each length; None for a model the catalog does not price.
 
-    The catalog's price today, its long-context tier included. A free model (the local
-    one) is budgeted in tokens, as an unpriced one.
+    The catalog's price today at the run's tier (Flex or Priority PayGo bill at their own
+    rates, so the budget counts what the calls are billed), its long-context rate
+    included. A free model (the local one) is budgeted otherwise (``sample_seconds``).
     """
-    priced = {n: cost_of(spec.model_name, n, 0) for n in spec.lengths()}
+    tier = spec.call_tier()
+    priced = {n: cost_of(spec.model_name, n, 0, tier=tier) for n in spec.lengths()}
     if not all(cost.priced and cost.usd > 0 for cost in priced.values()):
         return None
     return {n: cost.usd for n, cost in priced.items()}
