@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
 from niah.core.pages.report_page import render_run_page
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
-from niah.core.results.chance import SEEDED_NUMBERS, chance_floor
+from niah.core.results.chance import SEEDED_NUMBERS
 from niah.core.results.summary import summarize
 from niah.core.runs import RunRecord
 from niah.tasks import get_task
 from tests.unit.test_report_page import cell, run_doc
 
 pytestmark = pytest.mark.unit
+
+
+def chance_floor(fields: dict[str, Any]) -> dict[str, Any] | None:
+    """The floor a run of these request fields is shown beside (its task's options')."""
+    return RunRequest.model_validate(fields).task_options.chance_floor()
 
 
 @pytest.mark.parametrize(("needles", "floor"), [(2, 51.0), (4, 27.0), (8, 15.0), (None, 15.0)])

@@ -24,8 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from niah.core.request.spec import RunRequest
-
 # MRCR v2's noise rates (google-deepmind/eval_hub, eval_hub/mrcr_v2/README.md, "NOISE
 # RATES", commit 67b7fd2 of 2026-02-18, read 2026-12-05): a model that reproduces one of
 # the *relevant* assistant replies (those to the request asked about) uniformly at random
@@ -45,16 +43,6 @@ MULTI_NEEDLE_FLOOR_SOURCE = (
     "derived from the scorer: each needle a 7-digit number of 9,000,000, counted only when "
     "named whole (docs/tasks/multi_needle.md)"
 )
-
-
-def chance_floor(spec: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The floor of a run's task from its stored spec: percent, a sentence, its source.
-
-    The task says its own (its options' ``chance_floor``, from the figures here); None
-    for the tasks without one, ``percent`` None where none can be derived (the user's
-    own needles), with the sentence saying why.
-    """
-    return RunRequest.model_validate(dict(spec)).task_options.chance_floor()
 
 
 def mrcr_floor(needles: int, *, published_files: bool) -> dict[str, Any]:
