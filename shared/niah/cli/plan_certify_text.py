@@ -179,5 +179,6 @@ def _money(unit: str) -> Any:
     if unit == "usd":
         return lambda value, digits=None: f"${value:,.{digits or _cents(value)}f}"
     if unit == "seconds":
-        return lambda value, digits=0: f"{value:,.{digits}f} s"
+        # A sample's estimate to the tenth of a second; a budget or a sum to the second.
+        return lambda value, digits=0: f"{value:,.{min(digits, 1)}f} s"
     return lambda value, digits=0: f"{value:,.0f} tokens"
