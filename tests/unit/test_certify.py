@@ -404,6 +404,40 @@ def test_a_priced_model_is_budgeted_in_dollars_at_its_long_context_rate() -> Non
     assert sample_cost(plan_record(spec, None))(300_000) == per_sample[300_000]
 
 
+def test_a_budget_that_cannot_pass_any_length_is_said_before_the_run_with_the_least_that_can() -> (
+    None
+):
+    """A quarter of a small grid can buy fewer samples than passing one length takes."""
+    from niah.core.results.certify_run import unreachable_warning
+    from niah.service.runs.model_checks import model_warnings
+    from tests.cli_inprocess import niah
+
+    fields = {
+        "model_name": "gemma-3-270m-local",
+        "task": "multi_value",
+        "context_lengths": [250, 500, 1000, 2000, 4000],
+        "document_depth_percents": [10, 50, 90],
+        "certify_max_tokens": None,
+        "certify_max_seconds": None,
+    }
+    starved = unreachable_warning(certify_spec(**fields))
+    assert starved is not None
+    assert starved.startswith("certify_max_seconds: the default budget (355 s) cannot pass")
+    assert "250 tokens, takes 31 right answers in a row (438 s)" in starved
+    assert starved in model_warnings(certify_spec(**fields))  # the dispatcher's 202 says it
+    words = ["--mode", "certify", "--model_name", "gemma-3-270m-local", "--task", "multi_value",
+             "--context_lengths", "250", "500", "1000", "2000", "4000",
+             "--document_depth_percents", "10", "50", "90", "--estimate"]  # fmt: skip
+    assert f"warning: {starved}" in niah("run", *words).stdout
+    # The least it names passes the cheapest length; a second less does not.
+    least = float(starved.split("at least ")[1].split(" s")[0])
+    assert unreachable_warning(certify_spec(**fields | {"certify_max_seconds": least})) is None
+    assert unreachable_warning(certify_spec(**fields | {"certify_max_seconds": least - 1}))
+    # A grid run, and a certification whose budget can pass a length, are not warned.
+    assert unreachable_warning(certify_spec(**fields | {"mode": "grid"})) is None
+    assert unreachable_warning(certify_spec()) is None
+
+
 @pytest.mark.parametrize("tier", ["flex", "priority"])
 def test_a_tier_s_certification_is_budgeted_at_the_tier_s_rates(tier: Tier) -> None:
     """The calls bill at the tier's rate, so the budget counts that rate, not standard's."""

@@ -1,6 +1,7 @@
 """What an estimate warns of, and what its figures rest on where they are not exact.
 
-Warnings: a model the catalog lacks, a tight budget, a price change. Notes: prompts
+Warnings: a model the catalog lacks, a tight budget, a price change, a certification
+whose budget cannot pass any length. Notes: prompts
 fitted to Google's count or built at a ratio, turns' allowance, prefixes counted short.
 Apart from ``niah.core.money.estimate`` (the arithmetic); the estimate lists these
 beside its figures.
@@ -19,6 +20,7 @@ from niah.core.interfaces import Tokenizer
 from niah.core.money.estimate_cells import TURN_ALLOWANCE, CellEstimate, PromptBasis
 from niah.core.prompts.answer_budget import CallBudget, budget_warning
 from niah.core.request.spec import RunRequest
+from niah.core.results.certify_run import unreachable_warning
 
 # A price change within this many days is told with the estimate (a run may span it).
 PRICE_CHANGE_WARNING_DAYS = 60
@@ -35,6 +37,9 @@ def estimate_warnings(spec: RunRequest, budget: CallBudget) -> list[str]:
     tight = budget_warning(spec)
     if tight:
         warnings.append(tight)
+    starved = unreachable_warning(spec)
+    if starved:
+        warnings.append(starved)
     judge = spec.evaluator_model_name if spec.scorer_name() in ("judge", "both") else None
     if judge and find_model(judge) is None:
         warnings.append(

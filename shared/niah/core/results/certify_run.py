@@ -12,6 +12,7 @@ their chance); its cell is that depth's next sample, named as any grid cell.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,7 +31,12 @@ from niah.core.results.certify import (
     plan_progress,
 )
 from niah.core.results.certify_plan import DESIGN
-from niah.core.results.certify_tests import first_look, length_alphas, ruler_thresholds
+from niah.core.results.certify_tests import (
+    first_look,
+    length_alphas,
+    ruler_thresholds,
+    samples_to_pass,
+)
 
 # The grid a certification is measured against: every length and depth, 5 samples each.
 GRID_SAMPLES = 5
@@ -285,3 +291,46 @@ def first_samples(spec: RunRequest, record: Mapping[str, Any]) -> dict[int, int]
 
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def unreachable_warning(spec: RunRequest, max_cells: int | None = None) -> str | None:
+    """Where the budget cannot pass any length even if every answer is right; else None.
+
+    On a small grid a quarter of its cost can buy fewer samples than an always-valid
+    test needs to pass one length (about 30 right in a row at 85.6 %): the certificate
+    can then at best end "none, budget spent". Said before anything is paid, with the
+    least budget that passes the cheapest length (``niah plan --mode certify`` plans
+    further). RULER's rule only (NoLiMa's base is checked at admission).
+    """
+    if not spec.is_certify() or spec.rule() == NOLIMA:
+        return None
+    record = plan_record(spec, max_cells)
+    plan, cost = certify_plan(spec, record=record), sample_cost(record)
+    field, budget, shown, step = _binding(spec, record)
+    price = cost if field != "certify_max_tokens" else float
+    need = {n: samples_to_pass(plan, cost, n) for n in plan.lengths}
+    cheapest = min(plan.lengths, key=lambda n: need[n] * price(n))
+    if need[cheapest] * price(cheapest) <= budget + 1e-9:
+        return None
+    # Rounded up to what the field is written in, so the figure named is enough.
+    least = math.ceil(need[cheapest] * price(cheapest) / step - 1e-9) * step
+    given = field if getattr(spec, field) is not None else "the default budget"
+    return (
+        f"{field}: {given} ({shown(budget)}) cannot pass any length: passing the cheapest, "
+        f"{cheapest:,} tokens, takes {need[cheapest]} right answers in a row "
+        f"({shown(least)}), so the certificate can at best end 'none, budget spent'; set "
+        f"{field} to at least {shown(least)} (`niah plan --mode certify` plans further)"
+    )
+
+
+def _binding(
+    spec: RunRequest, record: Mapping[str, Any]
+) -> tuple[str, float, Callable[[float], str], float]:
+    """The budget a certification is held to: its field, amount, how it is written, step."""
+    if record["budget_usd"] is not None:
+        return "certify_max_usd", float(record["budget_usd"]), lambda v: f"${v:,.4f}", 1e-4
+    if record["budget_seconds"] is not None:
+        seconds = float(record["budget_seconds"])
+        return "certify_max_seconds", seconds, lambda v: f"{v:,.0f} s", 1.0
+    tokens = float(record["max_tokens"])
+    return "certify_max_tokens", tokens, lambda v: f"{v:,.0f} prompt tokens", 1.0

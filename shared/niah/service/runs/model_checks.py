@@ -18,6 +18,7 @@ from niah.catalog.models import (
 from niah.catalog.names import is_gemini_name, not_a_text_model
 from niah.core.prompts.answer_budget import budget_warning
 from niah.core.request.spec import RunRequest
+from niah.core.results.certify_run import unreachable_warning
 from niah.errors import RequestError
 from niah.settings import get_settings
 
@@ -152,7 +153,10 @@ def check_thinking(spec: RunRequest, known: ModelInfo | None) -> None:
 
 
 def model_warnings(spec: RunRequest, *, model: ModelInfo | None = None) -> list[str]:
-    """What a user should know before paying: unknown or retiring models, a tight budget.
+    """What a user should know before paying: models unknown or retiring, budgets tight.
+
+    A tight budget is a call's output budget, or a certification's that cannot pass any
+    length.
 
     ``model``: as for ``check_budget``.
     """
@@ -163,4 +167,5 @@ def model_warnings(spec: RunRequest, *, model: ModelInfo | None = None) -> list[
     unknown = [notice for name, known in entries if (notice := model_notice_of(name, known))]
     notes = notes_of(*(known for _, known in entries))
     tight = budget_warning(spec, model=model)
-    return [*unknown, *notes, *([tight] if tight else [])]
+    starved = unreachable_warning(spec)
+    return [*unknown, *notes, *(warning for warning in (tight, starved) if warning)]
