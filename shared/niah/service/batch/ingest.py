@@ -54,7 +54,7 @@ from niah.settings import get_settings
 
 
 def start_ingest(
-    run_id: str, run: RunRecord, job: dict[str, Any], files: list[BlobInfo]
+    run: RunRecord, job: dict[str, Any], files: list[BlobInfo]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The fields the job records of its ingest, and a message per piece of ``files``.
 
@@ -62,7 +62,7 @@ def start_ingest(
     its job is redelivered, so publishing first only costs redeliveries.
     """
     messages = piece_messages(run, job["name"], files)
-    log("batch output ingest started", run_id=run_id, job=job["name"], files=len(files),
+    log("batch output ingest started", run_id=run.run_id, job=job["name"], files=len(files),
         pieces=len(messages))  # fmt: skip
     # Firestore holds no array in an array: each file as a map.
     listed = [{"name": info.name, "size": info.size} for info in files]
@@ -70,7 +70,7 @@ def start_ingest(
 
 
 def tend_ingest(
-    run_id: str, run: RunRecord, job: dict[str, Any], *, store: ResultStore,
+    run: RunRecord, job: dict[str, Any], *, store: ResultStore,
     blobs: BlobStore, publisher: Publisher, provider_for: ProviderFactory = get_provider,
 ) -> bool:  # fmt: skip
     """A job being ingested, as a poll finds it: settled once read, its lost pieces re-asked.
@@ -82,6 +82,7 @@ def tend_ingest(
     twice that has no live piece behind it: only then are its gaps published again.
     Whether ``job`` changed (its progress noted), to be saved.
     """
+    run_id = run.run_id
     seen = marker_ranges(run_id, job, blobs)
     gaps = [
         (file["name"], start, end)

@@ -104,7 +104,7 @@ def handle_batch_message(
         return "failed cells stored"
     batches = batches_for(spec.model_name)
     if run.cancelled:
-        return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
+        return cancel_jobs(run, store=store, blobs=blobs, publisher=publisher,
                            batches=batches, provider_for=provider_for)  # fmt: skip
     if action == BATCH_SUBMIT:
         if step.batch_round != run.batch_round:
@@ -124,6 +124,6 @@ def handle_batch_message(
             provider_for=provider_for,
         )
     return poll_batch(
-        run_id, run, store=store, blobs=blobs, publisher=publisher, batches=batches,
+        run, store=store, blobs=blobs, publisher=publisher, batches=batches,
         provider_for=provider_for,
     )  # fmt: skip

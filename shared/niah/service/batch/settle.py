@@ -72,7 +72,7 @@ def settle_job(
                 return "settled already"
             spec = run.spec
             seen = tally_markers(run_id, job, blobs)
-            later = late_output(run_id, run, job, seen["lines"], store=store, blobs=blobs,
+            later = late_output(run, job, seen["lines"], store=store, blobs=blobs,
                                 publisher=publisher)  # fmt: skip
             if later is not None:
                 return later

@@ -69,7 +69,7 @@ def submit_batch(
         raise CellInFlightError(f"round {batch_round} of {run_id} is being submitted")
     try:
         with LeaseKeeper(store, run_id, key, claim, settings.cell_lease_seconds):
-            if earlier_output_pending(run_id, run, batch_round, store=store, blobs=blobs,
+            if earlier_output_pending(run, batch_round, store=store, blobs=blobs,
                                        publisher=publisher, batches=batches,
                                        provider_for=provider_for):  # fmt: skip
                 return "ingesting an earlier round's output first"
