@@ -38,7 +38,6 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import CLAIM_HELD, BlobInfo, BlobStore, Publisher, ResultStore
-from niah.core.request.spec import RunRequest
 from niah.core.runs import RunRecord
 from niah.errors import CellInFlightError
 from niah.logs import log
@@ -111,7 +110,6 @@ def tend_ingest(
 def ingest_piece(
     body: dict[str, Any],
     run: RunRecord,
-    spec: RunRequest,
     *,
     store: ResultStore,
     blobs: BlobStore,
@@ -124,7 +122,7 @@ def ingest_piece(
     its marker is written: a piece whose worker dies is published again by the sweep
     once the lease lapses. A delivery that finds the lease held backs off (redelivered).
     """
-    run_id = str(body["run_id"])
+    run_id = run.run_id
     job = run.batch_job(str(body["job"]))
     if job is None or job.get("ingested") or job.get("ended"):
         return "nothing to ingest"
@@ -138,7 +136,7 @@ def ingest_piece(
         raise CellInFlightError(f"{name} from {start} is being read by another delivery")
     try:
         with LeaseKeeper(store, run_id, key, claim, lease_seconds):
-            piece = OutputReader(run_id, run, spec, job, store=store, blobs=blobs,
+            piece = OutputReader(run, job, store=store, blobs=blobs,
                            publisher=publisher, provider_for=provider_for)  # fmt: skip
             stop = piece.read(name, start, end)
             write_marker(run_id, job, name, start, stop, piece.seen, blobs)
