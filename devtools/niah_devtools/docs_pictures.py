@@ -65,7 +65,7 @@ def demo_heatmap() -> bytes:
 
     document, cells = demo_run()
     run = RunRecord.from_document(document)
-    _, png, _ = render_report_files(DEMO_RUN_ID, run, cells, summarize(run, cells))["heatmap"]
+    _, png, _ = render_report_files(run, cells, summarize(run, cells))["heatmap"]
     return png
 
 

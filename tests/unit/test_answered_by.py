@@ -243,13 +243,11 @@ def test_the_heatmap_notes_say_who_answered_so_a_shared_picture_does() -> None:
     run = run_doc("run-a", "gemini-3.5-flash")
     routed = heatmap_notes(
         summarize(RunRecord.from_document(run), answered(["gemini-3.6-flash"])),
-        "run-a",
         RunRecord.from_document(run),
     )
     assert " · asked gemini-3.5-flash, answered by gemini-3.6-flash · " in routed
     pinned = heatmap_notes(
         summarize(RunRecord.from_document(run), answered(["gemini-3.5-flash-001"])),
-        "run-a",
         RunRecord.from_document(run),
     )
     assert "answered by" not in pinned

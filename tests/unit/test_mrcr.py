@@ -362,13 +362,11 @@ def test_the_summary_and_picture_say_generated_samples_are_not_comparable() -> N
     summary = summarize(RunRecord.from_document(run), cells)
     assert summary["mrcr"]["samples"] == GENERATED_MRCR_NOTE
     assert summary["mrcr"]["bins"] == {"4K-8K": 50.0}
-    assert "not comparable to model cards" in heatmap_notes(
-        summary, "r", RunRecord.from_document(run)
-    )
+    assert "not comparable to model cards" in heatmap_notes(summary, RunRecord.from_document(run))
     published_run = {"spec": {"task": "mrcr", "mrcr_source": "m/"}, "source_files": ["m/a.csv"]}
     published = summarize(RunRecord.from_document(run | published_run), cells)
     assert published["mrcr"]["samples"] == "Google's published MRCR v2 files"
-    assert "not comparable" not in heatmap_notes(published, "r", RunRecord.from_document(run))
+    assert "not comparable" not in heatmap_notes(published, RunRecord.from_document(run))
 
 
 def test_the_generated_requests_and_questions_use_the_right_article() -> None:

@@ -60,7 +60,7 @@ def test_every_surface_says_the_one_effective_length_sentence(case: str) -> None
     measures = summary["measures"]
     assert measures["effective_length"]["text"] == sentence  # the exported summary's
     assert f"effective length {sentence} · " in heatmap_notes(
-        summary, "run-e", RunRecord.from_document(run)
+        summary, RunRecord.from_document(run)
     )  # PNG
     assert f"<dd>{html.escape(sentence)}</dd>" in render_run_page(
         RunRecord.from_document(run), cells, summary

@@ -79,7 +79,7 @@ def test_an_axis_run_s_picture_has_a_heatmap_per_value_side_by_side() -> None:
     run = {"run_id": "run-axis", "model": "m", "spec": {"task": "single"}}
     summary = summarize(RunRecord.from_document(run), cells)
     one = Image.open(io.BytesIO(render_heatmap(score_table(CELLS), title="t")))
-    files = render_report_files("run-axis", RunRecord.from_document(run), cells, summary)
+    files = render_report_files(RunRecord.from_document(run), cells, summary)
     three = Image.open(io.BytesIO(files["heatmap"][1]))
     assert three.width == 3 * one.width
     assert three.height == one.height
@@ -101,8 +101,9 @@ def test_the_picture_s_title_names_the_run_then_its_mean_and_its_notes_never_cut
     assert heatmap_title(
         summary, RunRecord.from_document(run | {"label": "flash, try 2"})
     ).startswith("flash, try 2\nmean (%) ")
-    notes = heatmap_notes(summary, "r", RunRecord.from_document(run))
-    assert f"haystack {uri}" in notes and "exact score" in notes
+    notes = heatmap_notes(summary, RunRecord.from_document(run))
+    # Provenance: the run (its record's ID), then its haystack.
+    assert f" · r · haystack {uri} · " in notes and "exact score" in notes
     png = render_heatmap(score_table(cells), title=title, notes=notes * 3)
     assert png.startswith(b"\x89PNG")
     # The notes as drawn: wrapped between words only, so the URI stays whole on a line.

@@ -388,7 +388,8 @@ def test_an_alert_lost_with_the_topic_is_published_by_the_next_delivery() -> Non
     assert "alerted_at" not in store.runs["run-a"]["sentinel_check"]
     alerts.fail = False
     render_report("run-a", store=store, blobs=blobs, alerts=alerts)  # Pub/Sub's redelivery
-    assert [a[1]["run_id"] for a in alerts.alerts] == ["run-a"]
+    # The message and its attribute name the run alike.
+    assert [(a[0]["run_id"], a[1]["run_id"]) for a in alerts.alerts] == [("run-a", "run-a")]
 
 
 def test_a_run_that_is_no_sentinels_publishes_no_alert() -> None:

@@ -306,7 +306,7 @@ def test_an_unpriced_model_costs_unknown_in_the_cell_the_run_and_the_report(
     assert run["totals"]["unpriced_cells"] == 1 and "cost_usd" not in run["totals"]
     summary = summarize(RunRecord.from_document(run | {"run_id": run_id}), store.list_cells(run_id))
     assert summary["cost_usd"] is None and summary["unpriced_cells"] == 1
-    notes = heatmap_notes(summary, run_id, RunRecord.from_document(run))
+    notes = heatmap_notes(summary, RunRecord.from_document(run, run_id))
     assert "cost unknown" in notes and "$0.0000" not in notes
 
 

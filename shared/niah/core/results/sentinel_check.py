@@ -277,12 +277,12 @@ def previous_run(
     return same, (earlier[0] if earlier else None)
 
 
-def alert_message(run_id: str, run: RunRecord, check: dict[str, Any]) -> dict[str, Any]:
+def alert_message(run: RunRecord, check: dict[str, Any]) -> dict[str, Any]:
     """What the alerts topic carries of a sentinel's run: the check, and where to look."""
     measures = run.figures.measures or {}
     watch = check.get("watch") or {}
     return {
-        "run_id": run_id,
+        "run_id": run.run_id,
         "sentinel": check["sentinel"],
         "scheduled_at": check.get("scheduled_at"),
         "model": run.model or None,

@@ -38,7 +38,6 @@ import datetime as dt
 from typing import Any
 
 from niah.core.interfaces import CLAIM_HELD, BlobInfo, BlobStore, Publisher, ResultStore
-from niah.core.request.spec import RunRequest
 from niah.core.runs import RunRecord
 from niah.errors import CellInFlightError
 from niah.logs import log
@@ -54,7 +53,7 @@ from niah.settings import get_settings
 
 
 def start_ingest(
-    run_id: str, run: RunRecord, job: dict[str, Any], files: list[BlobInfo]
+    run: RunRecord, job: dict[str, Any], files: list[BlobInfo]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The fields the job records of its ingest, and a message per piece of ``files``.
 
@@ -62,7 +61,7 @@ def start_ingest(
     its job is redelivered, so publishing first only costs redeliveries.
     """
     messages = piece_messages(run, job["name"], files)
-    log("batch output ingest started", run_id=run_id, job=job["name"], files=len(files),
+    log("batch output ingest started", run_id=run.run_id, job=job["name"], files=len(files),
         pieces=len(messages))  # fmt: skip
     # Firestore holds no array in an array: each file as a map.
     listed = [{"name": info.name, "size": info.size} for info in files]
@@ -70,7 +69,7 @@ def start_ingest(
 
 
 def tend_ingest(
-    run_id: str, run: RunRecord, job: dict[str, Any], *, store: ResultStore,
+    run: RunRecord, job: dict[str, Any], *, store: ResultStore,
     blobs: BlobStore, publisher: Publisher, provider_for: ProviderFactory = get_provider,
 ) -> bool:  # fmt: skip
     """A job being ingested, as a poll finds it: settled once read, its lost pieces re-asked.
@@ -82,6 +81,7 @@ def tend_ingest(
     twice that has no live piece behind it: only then are its gaps published again.
     Whether ``job`` changed (its progress noted), to be saved.
     """
+    run_id = run.run_id
     seen = marker_ranges(run_id, job, blobs)
     gaps = [
         (file["name"], start, end)
@@ -110,7 +110,6 @@ def tend_ingest(
 def ingest_piece(
     body: dict[str, Any],
     run: RunRecord,
-    spec: RunRequest,
     *,
     store: ResultStore,
     blobs: BlobStore,
@@ -123,7 +122,7 @@ def ingest_piece(
     its marker is written: a piece whose worker dies is published again by the sweep
     once the lease lapses. A delivery that finds the lease held backs off (redelivered).
     """
-    run_id = str(body["run_id"])
+    run_id = run.run_id
     job = run.batch_job(str(body["job"]))
     if job is None or job.get("ingested") or job.get("ended"):
         return "nothing to ingest"
@@ -137,7 +136,7 @@ def ingest_piece(
         raise CellInFlightError(f"{name} from {start} is being read by another delivery")
     try:
         with LeaseKeeper(store, run_id, key, claim, lease_seconds):
-            piece = OutputReader(run_id, run, spec, job, store=store, blobs=blobs,
+            piece = OutputReader(run, job, store=store, blobs=blobs,
                            publisher=publisher, provider_for=provider_for)  # fmt: skip
             stop = piece.read(name, start, end)
             write_marker(run_id, job, name, start, stop, piece.seen, blobs)

@@ -34,7 +34,6 @@ from niah.settings import get_settings
 
 
 def poll_batch(
-    run_id: str,
     run: RunRecord,
     *,
     store: ResultStore,
@@ -52,7 +51,7 @@ def poll_batch(
         if job.get("ingested") or job.get("ended"):
             continue
         if "ingest" in job:  # a superseded job's output too: a resume waits on it
-            changed += tend_ingest(run_id, run, job, store=store, blobs=blobs,
+            changed += tend_ingest(run, job, store=store, blobs=blobs,
                                    publisher=publisher, provider_for=provider_for)  # fmt: skip
             continue
         if job.get("superseded"):
@@ -66,20 +65,19 @@ def poll_batch(
         job["state"] = now.state
         changed += 1
         if now.state in (*BATCH_SUCCEEDED, *BATCH_ENDED_WITHOUT_OUTPUT):
-            fields, started = _ended(run_id, run, job, now, store=store, blobs=blobs,
+            fields, started = _ended(run, job, now, store=store, blobs=blobs,
                                      publisher=publisher)  # fmt: skip
             job |= fields
             pieces += started
     if changed:
-        _save_jobs(run_id, before, jobs, store=store)
+        _save_jobs(run.run_id, before, jobs, store=store)
     if pieces:
         publisher.publish_cells(pieces)
-    log("batch jobs polled", run_id=run_id, changed=changed)
+    log("batch jobs polled", run_id=run.run_id, changed=changed)
     return "polled"
 
 
 def _ended(
-    run_id: str,
     run: RunRecord,
     job: dict[str, Any],
     now: BatchJob,
@@ -97,7 +95,7 @@ def _ended(
     """
     files, fields = _output_of(job, now, blobs)
     if files:
-        started, pieces = start_ingest(run_id, run, job, files)
+        started, pieces = start_ingest(run, job, files)
         return fields | started, pieces
     if "output_wait_since" in fields:
         return fields, []
@@ -158,7 +156,6 @@ def _save_jobs(
 
 
 def earlier_output_pending(
-    run_id: str,
     run: RunRecord,
     batch_round: int,
     *,
@@ -185,7 +182,7 @@ def earlier_output_pending(
             # Under way: its settle asks for this round's submit; tended here too, so a
             # lost piece cannot hold the round back.
             job["then_submit"] = batch_round
-            tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher,
+            tend_ingest(run, job, store=store, blobs=blobs, publisher=publisher,
                         provider_for=provider_for)  # fmt: skip
             pending = True
             continue
@@ -196,7 +193,7 @@ def earlier_output_pending(
         files, fields = _output_of(job, now, blobs)
         job |= fields
         if files:
-            started, more = start_ingest(run_id, run, job, files)
+            started, more = start_ingest(run, job, files)
             job |= started | {"then_submit": batch_round}
             pieces += more
             pending = True
@@ -204,7 +201,7 @@ def earlier_output_pending(
             late.append(job["name"])
         else:
             job["ended"] = True
-    _save_jobs(run_id, before, jobs, store=store)
+    _save_jobs(run.run_id, before, jobs, store=store)
     if late:  # redelivered until their output is written or the wait is over
         raise CellInFlightError(f"batch job(s) {', '.join(late)} ended; output not written yet")
     if pieces:
@@ -213,7 +210,6 @@ def earlier_output_pending(
 
 
 def cancel_jobs(
-    run_id: str,
     run: RunRecord,
     *,
     store: ResultStore,
@@ -241,7 +237,7 @@ def cancel_jobs(
             job["cancel_sent"] = True
             cancelled += 1
         elif "ingest" in job:
-            tend_ingest(run_id, run, job, store=store, blobs=blobs, publisher=publisher,
+            tend_ingest(run, job, store=store, blobs=blobs, publisher=publisher,
                         provider_for=provider_for)  # fmt: skip
         else:
             now = batches.get(job["name"])
@@ -257,17 +253,17 @@ def cancel_jobs(
             if not files:
                 job["ended"] = True
                 continue
-            started, more = start_ingest(run_id, run, job, files)
+            started, more = start_ingest(run, job, files)
             job |= started
             pieces += more
-    _save_jobs(run_id, before, jobs, store=store)
+    _save_jobs(run.run_id, before, jobs, store=store)
     if pieces:
         publisher.publish_cells(pieces)
-    log("batch jobs of a cancelled run cancelled", run_id=run_id, jobs=cancelled,
+    log("batch jobs of a cancelled run cancelled", run_id=run.run_id, jobs=cancelled,
         still_ending=ending)  # fmt: skip
     if cancelled:
         # Asked again at once: the next delivery waits (redelivered) until they end.
         publisher.publish_cells([batch_message(run, BATCH_POLL)])
     elif ending:
-        raise CellInFlightError(f"{ending} batch job(s) of {run_id} are still being cancelled")
+        raise CellInFlightError(f"{ending} batch job(s) of {run.run_id} are still being cancelled")
     return "cancelled"

@@ -69,9 +69,7 @@ class OutputReader:
 
     def __init__(
         self,
-        run_id: str,
         run: RunRecord,
-        spec: RunRequest,
         job: dict[str, Any],
         *,
         store: ResultStore,
@@ -79,13 +77,13 @@ class OutputReader:
         publisher: Publisher,
         provider_for: ProviderFactory,
     ) -> None:
-        self.run_id, self.spec, self.job = run_id, spec, job
+        self.run_id, self.spec, self.job = run.run_id, run.spec, job
         self.store, self.blobs, self.publisher = store, blobs, publisher
         self.provider_for = provider_for
         self.view = record_view(run)
         self.tasks = {task.cell_id: task for task in run_tasks(run)}
         self.groups, self.planned = prompt_groups(job, blobs)
-        self.stored = store.cell_ids(run_id)
+        self.stored = store.cell_ids(run.run_id)
         self.seen: dict[str, Any] = {
             "lines": 0, "stored": 0, "duplicate": 0, "unmatched": 0, "unmatched_answered": 0,
             "unmatched_usd": 0.0, "unreadable": [], "failed": [], "shared": [],

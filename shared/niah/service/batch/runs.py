@@ -86,11 +86,10 @@ def handle_batch_message(
     stamp = step.run_stamp
     if run is None or (stamp is not None and run.stamp not in ("", stamp)):
         return "orphan"
-    spec = run.spec
     action = step.action
     # Before the cancelled check: rows a cancelled job wrote are paid for, and kept.
     if action == BATCH_INGEST:
-        return ingest_piece(body, run, spec, store=store, blobs=blobs, publisher=publisher,
+        return ingest_piece(body, run, store=store, blobs=blobs, publisher=publisher,
                             provider_for=provider_for)  # fmt: skip
     if action == BATCH_SETTLE:
         return settle_job(run_id, settle_job_name(body), store=store, blobs=blobs,
@@ -102,9 +101,9 @@ def handle_batch_message(
         store_failed(run, cells, BatchJobError(reason),
                      store=store, blobs=blobs, publisher=publisher)  # fmt: skip
         return "failed cells stored"
-    batches = batches_for(spec.model_name)
+    batches = batches_for(run.spec.model_name)
     if run.cancelled:
-        return cancel_jobs(run_id, run, store=store, blobs=blobs, publisher=publisher,
+        return cancel_jobs(run, store=store, blobs=blobs, publisher=publisher,
                            batches=batches, provider_for=provider_for)  # fmt: skip
     if action == BATCH_SUBMIT:
         if step.batch_round != run.batch_round:
@@ -112,9 +111,7 @@ def handle_batch_message(
                 asked=step.batch_round, current=run.batch_round)  # fmt: skip
             return "rejected"
         return submit_batch(
-            run_id,
             run,
-            spec,
             step.batch_round,
             store=store,
             blobs=blobs,
@@ -124,6 +121,6 @@ def handle_batch_message(
             provider_for=provider_for,
         )
     return poll_batch(
-        run_id, run, store=store, blobs=blobs, publisher=publisher, batches=batches,
+        run, store=store, blobs=blobs, publisher=publisher, batches=batches,
         provider_for=provider_for,
     )  # fmt: skip

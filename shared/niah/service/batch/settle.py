@@ -19,7 +19,6 @@ from niah.core.interfaces import (
     Publisher,
     ResultStore,
 )
-from niah.core.request.spec import RunRequest
 from niah.core.runs import RunRecord, stored_run
 from niah.errors import BatchJobError, CellInFlightError, NiahError
 from niah.logs import log
@@ -70,18 +69,17 @@ def settle_job(
             job = run.batch_job(job_name) if run is not None else None
             if run is None or job is None or job.get("ingested") or job.get("ended"):
                 return "settled already"
-            spec = run.spec
             seen = tally_markers(run_id, job, blobs)
-            later = late_output(run_id, run, job, seen["lines"], store=store, blobs=blobs,
+            later = late_output(run, job, seen["lines"], store=store, blobs=blobs,
                                 publisher=publisher)  # fmt: skip
             if later is not None:
                 return later
-            piece = OutputReader(run_id, run, spec, job, store=store, blobs=blobs,
+            piece = OutputReader(run, job, store=store, blobs=blobs,
                            publisher=publisher, provider_for=provider_for)  # fmt: skip
             if not _store_shared(piece, seen["shared"], settings.batch_settle_lines):
                 publisher.publish_cells([settle_message(run, job_name)])
                 return "settling"
-            fields = _settle(run_id, run, spec, job, seen, store=store, blobs=blobs,
+            fields = _settle(run, job, seen, store=store, blobs=blobs,
                              publisher=publisher)  # fmt: skip
             run_fields = fields.pop("run_fields", {})
             store.update_batch_job(run_id, job_name, fields)  # this job's document alone
@@ -137,9 +135,7 @@ def _line_order(line_id: str) -> tuple[str, int]:
 
 
 def _settle(
-    run_id: str,
     run: RunRecord,
-    spec: RunRequest,
     job: dict[str, Any],
     seen: dict[str, Any],
     *,
@@ -147,6 +143,7 @@ def _settle(
     blobs: BlobStore,
     publisher: Publisher,
 ) -> dict[str, Any]:
+    run_id = run.run_id
     settings = get_settings()
     cells = job_cells(job, blobs)
     stored = store.cell_ids(run_id)

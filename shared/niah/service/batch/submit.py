@@ -22,7 +22,6 @@ from niah.core.interfaces import (
     gs_uri,
 )
 from niah.core.prompts.token_fit import TokenCountRatio
-from niah.core.request.spec import RunRequest
 from niah.core.runs import RunRecord, stored_run
 from niah.errors import CellInFlightError, PromptOverLimitError
 from niah.logs import log
@@ -43,9 +42,7 @@ from niah.settings import BATCHES_PREFIX, get_settings
 
 
 def submit_batch(
-    run_id: str,
     run: RunRecord,
-    spec: RunRequest,
     batch_round: int,
     *,
     store: ResultStore,
@@ -62,6 +59,7 @@ def submit_batch(
     """
     if any(job.get("round") == batch_round for job in run.batch_jobs):
         return "duplicate"
+    run_id = run.run_id
     settings = get_settings()
     key = f"batch-submit-r{batch_round:03d}"
     claim = store.claim_cell(run_id, key, settings.cell_lease_seconds)
@@ -69,7 +67,7 @@ def submit_batch(
         raise CellInFlightError(f"round {batch_round} of {run_id} is being submitted")
     try:
         with LeaseKeeper(store, run_id, key, claim, settings.cell_lease_seconds):
-            if earlier_output_pending(run_id, run, batch_round, store=store, blobs=blobs,
+            if earlier_output_pending(run, batch_round, store=store, blobs=blobs,
                                        publisher=publisher, batches=batches,
                                        provider_for=provider_for):  # fmt: skip
                 return "ingesting an earlier round's output first"
@@ -79,11 +77,11 @@ def submit_batch(
             if not tasks:
                 request_report_if_complete(run_id, store=store, publisher=publisher)
                 return "nothing to submit"
-            lines = _lines(run_id, spec, run, tasks, store=store, blobs=blobs,
+            lines = _lines(run, tasks, store=store, blobs=blobs,
                            publisher=publisher, tokenizer_for=tokenizer_for,
                            provider_for=provider_for)  # fmt: skip
             submitted = _submit_parts(
-                run_id, run, batch_round, lines, blobs=blobs, batches=batches,
+                run, batch_round, lines, blobs=blobs, batches=batches,
                 found_first=claim > 1,
             ) if lines else []  # fmt: skip
             store.update_run(
@@ -97,8 +95,6 @@ def submit_batch(
 
 
 def _lines(
-    run_id: str,
-    spec: RunRequest,
     run: RunRecord,
     tasks: list[CellTask],
     *,
@@ -114,6 +110,7 @@ def _lines(
     (measured once for the run, ``run_token_ratio``), counted where it must be, and
     refused over the input limit before anything is paid.
     """
+    run_id, spec = run.run_id, run.spec
     provider = provider_for(spec.provider(), spec.model_name)
     tokenizer = tokenizer_for(provider.tokenizer_name)
     files = list(run.haystack_files) if run.haystack_files is not None else None
@@ -148,7 +145,6 @@ def _lines(
 
 
 def _submit_parts(
-    run_id: str,
     run: RunRecord,
     batch_round: int,
     lines: list[ManifestLine],
@@ -170,6 +166,7 @@ def _submit_parts(
             size = 0
         parts[-1].append(line)
         size += len(line.json) + 1
+    run_id = run.run_id
     base = f"{BATCHES_PREFIX}{run_id}/r{batch_round:03d}"
     # The output folder names the run's creation too: a run made again under its ID
     # (deleted, then asked again) must not find the first one's predictions there.

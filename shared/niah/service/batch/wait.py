@@ -60,7 +60,6 @@ def never_seen_reason(job: dict[str, Any], read: int) -> str:
 
 
 def late_output(
-    run_id: str,
     run: RunRecord,
     job: dict[str, Any],
     lines_read: int,
@@ -75,6 +74,7 @@ def late_output(
     Otherwise what was done: new files found are added to the job's ingest and their
     pieces published; none yet, the job waits (the next poll asks again).
     """
+    run_id = run.run_id
     expected = job.get("expected_lines")
     if expected is None or lines_read >= int(expected):
         return None

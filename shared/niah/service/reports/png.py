@@ -180,7 +180,7 @@ def heatmap_title(summary: dict[str, Any], run: RunRecord) -> str:
     return f"{run.label}\nmean (%) {mean}"
 
 
-def heatmap_notes(summary: dict[str, Any], run_id: str, run: RunRecord) -> str:
+def heatmap_notes(summary: dict[str, Any], run: RunRecord) -> str:
     """Under the plot: scorer, effective length, what was not scored, cost, and provenance.
 
     So a shared picture says where it came from (run, haystack, day).
@@ -201,5 +201,5 @@ def heatmap_notes(summary: dict[str, Any], run_id: str, run: RunRecord) -> str:
         notes.append("MRCR generated samples, not comparable to model cards")
     created = run.stamped("created_at")
     day = f"{created:%Y-%m-%d}" if isinstance(created, dt.datetime) else "date unknown"
-    notes += [run_id, f"haystack {run.haystack_uri}", day]
+    notes += [run.run_id, f"haystack {run.haystack_uri}", day]
     return " · ".join(notes)

@@ -37,7 +37,7 @@ ReportFile = tuple[str, bytes, str]  # name, data, content type
 
 
 def render_report_files(
-    run_id: str, run: RunRecord, cells: list[dict[str, Any]], summary: dict[str, Any]
+    run: RunRecord, cells: list[dict[str, Any]], summary: dict[str, Any]
 ) -> dict[str, ReportFile]:
     """The heatmap, the HTML report and the summary, rendered (nothing stored)."""
     fraction = summary["score_scale"] == "fraction"
@@ -46,7 +46,7 @@ def render_report_files(
         score_table(shown),
         title=heatmap_title(summary, run),
         fraction=fraction,
-        notes=heatmap_notes(summary, run_id, run),
+        notes=heatmap_notes(summary, run),
         panels=[
             (panel_title(v), score_table([c for c in shown if c.get("variant") == v["variant"]]))
             for v in summary.get("variants") or []
@@ -196,7 +196,7 @@ def _render_claimed(
         check = check_sentinel_run(run, cells, store=store)
         if check is not None:
             run = run.with_fields(sentinel_check=check)
-        files = render_report_files(run_id, run, cells, summary)
+        files = render_report_files(run, cells, summary)
     except RetryableError:
         raise
     except Exception as error:  # the run's data: the same every try, so never retried

@@ -134,7 +134,7 @@ def publish_sentinel_alert(run: RunRecord, *, store: ResultStore, alerts: AlertP
     run_id, check = run.run_id, run.sentinel_check
     if not check or check.get("alerted_at"):
         return False
-    message = alert_message(run_id, run, dict(check))
+    message = alert_message(run, dict(check))
     alerts.publish_alert(message, alert_attributes(dict(check), run_id))
     # A nested map: merged into the check, not a field named with a dot.
     store.update_run(run_id, {SENTINEL_CHECK: {"alerted_at": dt.datetime.now(dt.UTC)}})
