@@ -34,8 +34,9 @@ from niah.errors import StoredRunError
 EXIT_ALL_SCORED, EXIT_CELLS_FAILED, EXIT_CELLS_UNSCORED, EXIT_CELLS_TRUNCATED = 0, 3, 4, 5
 
 
-def print_results(run_id: str, run: RunRecord) -> int:
+def print_results(run: RunRecord) -> int:
     """Print the run's results; the exit code (``exit_code``)."""
+    run_id = run.run_id
     store = result_store()
     cells = store.list_cells(run_id)
     task, figures = run.spec.task, run.figures
@@ -257,8 +258,9 @@ def _bin_upper_tokens(name: str) -> int:
     return int(digits) * scale if digits.isdigit() else 0
 
 
-def print_status_json(run_id: str, run: RunRecord) -> int:
+def print_status_json(run: RunRecord) -> int:
     """The run's state and figures as one JSON document; the same exit code as the text."""
+    run_id = run.run_id
     store = result_store()
     cells = store.list_cells(run_id)
     reasons = failure_reasons(cells)

@@ -154,7 +154,7 @@ def follow(run_id: str, timeout: float, *, as_json: bool = False) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
-    sys.exit(print_status_json(run_id, run) if as_json else print_results(run_id, run))
+    sys.exit(print_status_json(run) if as_json else print_results(run))
 
 
 def cmd_wait(args: argparse.Namespace) -> None:

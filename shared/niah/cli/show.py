@@ -24,7 +24,7 @@ def cmd_status(args: argparse.Namespace) -> None:
     if run is None:
         sys.exit(f"niah: no run {args.run_id}")
     if args.json:
-        sys.exit(print_status_json(args.run_id, run))
+        sys.exit(print_status_json(run))
     batch = run.spec.execution == "batch"
     print(
         f"run {args.run_id}: {run.status or 'status not recorded'}"
@@ -47,7 +47,7 @@ def cmd_status(args: argparse.Namespace) -> None:
             f"report failed: {report_error_text(run.report_error)}. The cells are kept; ask for "
             f"the report again with: niah run --resume {args.run_id}"
         )
-    sys.exit(print_results(args.run_id, run))
+    sys.exit(print_results(run))
 
 
 def _job_lines(job: dict[str, Any]) -> str:
