@@ -70,6 +70,41 @@ def _open_seconds(html: bytes) -> float:
     return seconds
 
 
+def sample_waits(worker: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The answered samples' overhead and its parts, median and p99 in ms.
+
+    A sample's overhead is its push's wall time less its model call's; its parts are the
+    seconds in each system's calls (``niah.cloud.metering.waits_on``), ``other`` what is
+    left of the overhead (the worker's own work, and waiting on its other threads) and
+    ``background`` what the threads it started spent in calls, off its path.
+    """
+    from niah.cloud.metering import BACKGROUND, SYSTEMS
+
+    model = {
+        line["cell_id"]: line["latency_seconds"]
+        for line in worker
+        if line.get("message") == "model call"
+    }
+    parts: dict[str, list[float]] = {key: [] for key in ("overhead", *SYSTEMS, "other", BACKGROUND)}
+    for line in worker:
+        if line.get("message") != "cell handled" or line.get("outcome") != "answered":
+            continue
+        overhead = line["wall_seconds"] - model.get(line["cell_id"], 0.0)
+        waits = line.get("waits", {})
+        parts["overhead"].append(overhead)
+        for system in SYSTEMS:
+            parts[system].append(waits.get(system, 0.0))
+        parts["other"].append(overhead - sum(waits.get(system, 0.0) for system in SYSTEMS))
+        parts[BACKGROUND].append(waits.get(BACKGROUND, 0.0))
+    return {
+        key: {
+            "median": round(1000 * statistics.median(values), 1) if values else 0.0,
+            "p99": round(1000 * _percentile(values, 0.99), 1) if values else 0.0,
+        }
+        for key, values in parts.items()
+    }
+
+
 def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]:
     """One run of ``samples`` samples: its figures."""
     from niah.cloud.blobs import GcsBlobStore
@@ -105,15 +140,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
         for line in worker
         if line.get("message") == "cell handled" and line.get("outcome") == "answered"
     }
-    model = {
-        line["cell_id"]: line["latency_seconds"]
-        for line in worker
-        if line.get("message") == "model call"
-    }
-    overhead_ms = [
-        1000 * (line["wall_seconds"] - model.get(cell_id, 0.0))
-        for cell_id, line in answered.items()
-    ]
+    waits = sample_waits(worker)
     metered = (
         handled
         + [line for line in _lines(state, "dispatcher", run_id) if "operations" in line]
@@ -138,8 +165,12 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
         "wall_seconds": round(wall, 1),
         "samples_per_second": round(samples / wall, 1),
         "deliveries_per_sample": round(len(handled) / samples, 3),
-        "overhead_ms_median": round(statistics.median(overhead_ms), 1),
-        "overhead_ms_p99": round(_percentile(overhead_ms, 0.99), 1),
+        "overhead_ms_median": waits["overhead"]["median"],
+        "overhead_ms_p99": waits["overhead"]["p99"],
+        # Where the overhead went: each system's calls on the cell's path, the rest
+        # (the worker's own CPU, and waiting on its other threads), and what the threads
+        # a cell started waited off its path; median and p99 each, in ms.
+        "waits_ms": {key: value for key, value in waits.items() if key != "overhead"},
         "worker_cpu_seconds_per_sample": round(
             sum(line["cpu_seconds"] for line in handled) / samples, 5
         ),

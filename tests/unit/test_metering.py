@@ -201,3 +201,94 @@ def test_a_run_counts_on_its_own_shards_whatever_the_setting_says_later(
     assert 1 <= len(counted) <= 4  # the last cell of each of its 4 shards, at most
     assert world["publisher"].reports == [world["run_id"]]
     assert world["shard_reads"] == 0  # each store returned its shard's count
+
+
+class _Clock:
+    """A clock that moves only when a fake call says it waited."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    fake = _Clock()
+    monkeypatch.setattr(metering, "_clock", fake)
+    return fake
+
+
+def _adapter(clock: _Clock) -> Any:
+    @metering.waits_on(metering.FIRESTORE)
+    class Store:
+        def get(self, seconds: float) -> str:
+            clock.now += seconds
+            return "got"
+
+        def get_twice(self, seconds: float) -> None:
+            self.get(seconds)  # a public method calling another: timed once, outermost
+            self.get(seconds)
+
+        def _private(self, seconds: float) -> None:
+            clock.now += seconds
+
+    @metering.waits_on(metering.PUBSUB)
+    class Bus:
+        def publish(self, seconds: float) -> None:
+            clock.now += seconds
+            raise TimeoutError("the publish timed out")
+
+    return Store(), Bus()
+
+
+def test_each_systems_calls_are_timed_into_the_request_once(clock: _Clock) -> None:
+    store, bus = _adapter(clock)
+    store.get(5.0)  # no request: kept nowhere
+    with metered() as operations:
+        assert store.get(0.25) == "got"
+        store.get_twice(0.5)
+        store._private(9.0)  # not a call to the system: not timed
+        with pytest.raises(TimeoutError):
+            bus.publish(0.125)  # a failed call waited too
+        count = metering.waiting_on(metering.COUNT_TOKENS, lambda seconds: store.get(seconds))
+        count(0.75)  # a function timed: the store call inside it is not counted again
+    assert operations.waits() == {
+        metering.FIRESTORE: 1.25,
+        metering.PUBSUB: 0.125,
+        metering.STORAGE: 0.0,
+        metering.COUNT_TOKENS: 0.75,
+        metering.BACKGROUND: 0.0,
+    }
+
+
+def test_a_thread_the_request_started_waits_apart_from_its_path(clock: _Clock) -> None:
+    store, _ = _adapter(clock)
+    with metered() as operations:
+        context = contextvars.copy_context()
+        thread = threading.Thread(target=context.run, args=(store.get, 2.0))
+        thread.start()
+        thread.join()
+        store.get(0.5)
+    assert operations.waits()[metering.FIRESTORE] == 0.5
+    assert operations.waits()[metering.BACKGROUND] == 2.0
+
+
+def test_the_adapters_time_their_calls() -> None:
+    """Every adapter class the worker uses is timed, under the system it calls."""
+    from niah.cloud.blobs import GcsBlobStore
+    from niah.cloud.bus import PubSubPublisher
+    from niah.cloud.spend_ledger import FirestoreSpendLedger
+    from niah.cloud.store import FirestoreStore
+
+    timed = {
+        GcsBlobStore.read: metering.STORAGE,
+        PubSubPublisher.publish_cells: metering.PUBSUB,
+        FirestoreStore.claim_cell: metering.FIRESTORE,
+        FirestoreStore.record_cell: metering.FIRESTORE,
+        FirestoreStore.get_run: metering.FIRESTORE,
+        FirestoreSpendLedger.reserve: metering.FIRESTORE,
+    }
+    for method, system in timed.items():
+        assert getattr(method, "waits_on", None) == system, method.__qualname__

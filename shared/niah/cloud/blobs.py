@@ -28,6 +28,7 @@ def browser_url(bucket: str, name: str) -> str:
     return f"https://storage.cloud.google.com/{bucket}/{quote(name, safe='/')}"
 
 
+@metering.waits_on(metering.STORAGE)
 @raises_service_errors()
 class GcsBlobStore:
     """``niah.core.interfaces.BlobStore`` on Cloud Storage (or its emulator).

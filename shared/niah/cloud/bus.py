@@ -15,6 +15,7 @@ from niah.errors import MalformedMessageError
 from niah.settings import get_settings
 
 
+@metering.waits_on(metering.PUBSUB)
 @raises_service_errors()
 class PubSubPublisher:
     """``niah.core.interfaces.Publisher`` on Pub/Sub (or its emulator, via PUBSUB_EMULATOR_HOST)."""

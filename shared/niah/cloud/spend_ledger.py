@@ -65,6 +65,7 @@ def _with_backoff(attempt: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class FirestoreSpendLedger:
     """Spend windows and the kill switch in Firestore."""

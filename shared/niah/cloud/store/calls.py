@@ -16,6 +16,7 @@ from niah.cloud.store.paths import FirestoreDocuments
 from niah.errors import StoreUnavailableError
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class CallLedger(FirestoreDocuments):
     """``runs/{run_id}/calls``: the model calls started for a run's cells."""

@@ -35,6 +35,7 @@ def _counted_after(results: Sequence[Any]) -> int | None:
     return int(value.integer_value) if "integer_value" in value else None
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class CellRecords(CallLedger):
     """``runs/{run_id}/cells`` and their ``attempts``; a stored cell closes its call."""

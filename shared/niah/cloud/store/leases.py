@@ -22,6 +22,7 @@ from niah.core.interfaces import (
 from niah.errors import StoreUnavailableError
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class CellLeases(FirestoreDocuments):
     """``runs/{run_id}/leases``: one lease per cell, claimed, renewed, released."""

@@ -18,6 +18,7 @@ from niah.core.interfaces import RUN_COMPLETE, RUN_REPORT_FAILED, ReportClaim
 from niah.errors import StoreUnavailableError
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class ReportClaims(FirestoreDocuments):
     """The run's report: claimed, renewed, finished or failed, requested and reopened."""

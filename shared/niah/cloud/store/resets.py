@@ -15,6 +15,7 @@ from niah.core.results.counters import shard_of
 from niah.errors import StoreUnavailableError
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class FailedCellResets(ReportClaims):
     """Deleting failed cells and uncounting them, after reopening the report."""

@@ -37,6 +37,7 @@ def add_counts(run: dict[str, Any], shards: list[dict[str, Any]]) -> dict[str, A
     return merged
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class RunRecords(FirestoreDocuments):
     """The run documents and the listings of runs."""

@@ -16,6 +16,7 @@ from niah.cloud.store.paths import SENTINELS, FirestoreDocuments
 from niah.errors import StoreUnavailableError
 
 
+@metering.waits_on(metering.FIRESTORE)
 @raises_service_errors(unavailable=StoreUnavailableError)
 class SentinelRecords(FirestoreDocuments):
     """Reading sentinels' definitions and listing a sentinel's runs."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from niah.cloud import metering
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
 from niah.core.prompts.token_fit import cell_token_fields
 from niah.core.request.grid import Cell
@@ -221,7 +222,10 @@ def _answer_cell(
         blobs=deps.blobs,
         haystack_files=run.haystack_files,
         token_ratio=ratio,
-        count_tokens=provider.count_tokens if fits_by_count(spec) else None,
+        # Timed apart: a fitted prompt's countTokens calls are the cell's wait, not the model call.
+        count_tokens=metering.waiting_on(metering.COUNT_TOKENS, provider.count_tokens)
+        if fits_by_count(spec)
+        else None,
     )
     built, budget, fit = prepared.built, prepared.budget, prepared.fit
     fields: dict[str, Any] = {

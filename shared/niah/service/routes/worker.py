@@ -121,10 +121,11 @@ def _run(message: Message, work: Work, done: str) -> str:
     attempt = message.delivery_attempt if isinstance(message, CellTask) else None
 
     def cost() -> dict[str, Any]:
-        """What the push took: wall and CPU seconds, and Google operations by kind."""
+        """What the push took: wall and CPU seconds, its waits by system, Google operations."""
         return {
             "wall_seconds": round(time.perf_counter() - started, 4),
             "cpu_seconds": round(time.thread_time() - cpu_started, 4),
+            "waits": operations.waits(),
             "operations": operations.counts(),
         }
 
