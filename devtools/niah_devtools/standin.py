@@ -32,7 +32,7 @@ from typing import Any
 
 from niah_devtools.standin_answers import answer_text as right_answer
 from niah_devtools.standin_batch import BatchJobs
-from niah_devtools.standin_cache import _cached_prefix_tokens
+from niah_devtools.standin_cache import PromptCache, _cached_prefix_tokens
 from niah_devtools.standin_curve import MISSED, KnownCurve
 from niah_devtools.standin_replies import (
     as_openai,
@@ -73,7 +73,9 @@ class StandinState:
         self.requests: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
         # Prompts answered, with when: what the modelled implicit cache holds.
-        self.cache: list[tuple[float, bytes]] = []
+        self.cache = PromptCache()
+        # Generate calls seen since the last reset (``fail_first`` counts them).
+        self.generates = 0
         # Batch prediction jobs; they outlive a config reset, as Vertex's outlive a test.
         self.batch = BatchJobs()
         self.reset()
@@ -82,7 +84,8 @@ class StandinState:
         """Clear the log and set a new script (see ``_script`` for the keys)."""
         with self.lock:
             self.requests = []
-            self.cache = []
+            self.cache = PromptCache()
+            self.generates = 0
             self.config = {
                 "latency_seconds": 0.0,
                 # countTokens answers after this long (a test can act while it waits).
@@ -343,8 +346,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*routed)
             return
         with self.state.lock:
-            call_index = sum(1 for r in self.state.requests if r["kind"] == "generate")
+            call_index = self.state.generates
             kind = "count" if self.path.endswith(":countTokens") else "generate"
+            self.state.generates += kind == "generate"
             self.state.requests.append(
                 {
                     "path": self.path,
@@ -373,15 +377,14 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(latency)
         status, reply = _generate(self.state, request, call_index, cached)
         if status == 200 and self.state.config["implicit_cache"]:
-            with self.state.lock:
-                self.state.cache.append((time.time(), request.prompt.encode()))
+            self.state.cache.add(request.prompt.encode())
         self._send(status, as_openai(status, reply) if openai else reply)
 
     def _answer_line(self, body: dict[str, Any], model: str) -> tuple[int, dict[str, Any]]:
         """A batch line answered as the online call with the same body would be."""
         path = f"/publishers/google/models/{model}:generateContent"
         with self.state.lock:
-            call_index = sum(1 for r in self.state.requests if r["kind"] == "generate")
+            call_index = self.state.generates
             self.state.requests.append(
                 {"path": path, "kind": "batch_line", "body": body, "time": time.time()}
             )
@@ -389,8 +392,7 @@ class _Handler(BaseHTTPRequestHandler):
         cached = _cached_prefix_tokens(self.state, request.prompt, request.model)
         status, reply = _generate(self.state, request, call_index, cached)
         if status == 200 and self.state.config["implicit_cache"]:
-            with self.state.lock:
-                self.state.cache.append((time.time(), request.prompt.encode()))
+            self.state.cache.add(request.prompt.encode())
         return status, reply
 
 

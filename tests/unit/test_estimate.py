@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -166,7 +165,7 @@ def test_a_small_grid_matches_the_benchmarks_built_prompts_and_cache_model() -> 
     for number, (cell_id, prompt) in enumerate(prompts):
         measured[cell_id] = (len(tokenizer.encode(prompt)), _cached_prefix_tokens(state, prompt))
         if number == 0:
-            state.cache.append((time.time(), prompt.encode()))
+            state.cache.add(prompt.encode())
     haystack = load_haystack(essay_blobs(), "haystacks/paul_graham_essays/", tokenizer)
     exact = _estimate(
         SMALL_GRID, tokenizer=tokenizer, sentence_start=haystack.sentence_start_at_or_before
