@@ -26,6 +26,8 @@ SIZES = (100, 1_000, 10_000)
 LENGTHS = [1_000 + 100 * step for step in range(10)]
 # A run not complete in this long has stalled: the benchmark says so rather than wait on.
 WAIT_SECONDS = 3600
+# How long the report function may take to log its line once the run is complete.
+REPORT_LOG_SECONDS = 30.0
 TYPICAL_CELL: dict[str, Any] = {
     "model": "gemini-3.5-flash",
     "prompt_tokens": 128_000,
@@ -42,6 +44,21 @@ def _lines(state: Path, function: str, run_id: str) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return [line for line in lines if line.get("run_id") == run_id]
+
+
+def report_logged(state: Path, run_id: str, seconds: float = REPORT_LOG_SECONDS) -> bool:
+    """Wait until the report function has logged its run's line (at most ``seconds``).
+
+    The run is complete when the report is stored, before the function logs what it
+    read and wrote: read at once, the 100-sample run of 2026-12-06 missed the report's
+    line (1.14 reads a sample, not 3.29, and no render time).
+    """
+    deadline = time.monotonic() + seconds
+    while not any("operations" in line for line in _lines(state, "report", run_id)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -133,6 +150,7 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
             )
         time.sleep(0.5)
     wall = time.perf_counter() - started
+    report_logged(state, run_id)
     worker = _lines(state, "worker", run_id)
     handled = [line for line in worker if "operations" in line]
     answered = {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 from tests import REPO
 
@@ -48,3 +50,17 @@ def test_a_line_from_before_the_waits_were_logged_counts_its_overhead_as_other()
                              "wall_seconds": 0.02}])  # fmt: skip
     assert figures["overhead"] == figures["other"] == {"median": 20.0, "p99": 20.0}
     assert figures["firestore"] == {"median": 0.0, "p99": 0.0}
+
+
+def test_the_figures_wait_for_the_report_functions_line(tmp_path: Path) -> None:
+    """The run is complete before the report function logs: its reads must not be lost."""
+    from bench_scale import report_logged
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    report = logs / "report.log"
+    report.write_text('{"message": "rendered", "run_id": "r1"}\n')
+    assert not report_logged(tmp_path, "r1", seconds=0.2)  # no line with its operations
+    line = {"message": "report request metered", "run_id": "r1", "operations": {}}
+    report.write_text(report.read_text() + json.dumps(line) + "\n")
+    assert report_logged(tmp_path, "r1", seconds=0.2)
