@@ -102,6 +102,7 @@ def finished_run(env: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
             "score": cell.get("task_score"),
             "model_seconds": float(cell.get("model_seconds") or 0),
             "prompt_tokens": int((cell.get("usage") or {}).get("prompt_token_count") or 0),
+            "output_tokens": int((cell.get("usage") or {}).get("candidates_token_count") or 0),
         }
         for cell in store.list_cells(run_id)
     ]
@@ -155,20 +156,36 @@ def compare(
         "tokens_share_of_grid": round(
             certify_cost["prompt_tokens"] / grid_cost["prompt_tokens"], 4
         ),
+        # What the calls read and wrote at the catalog's speed: the share the machine's
+        # other work (which slows the two runs unevenly) cannot move.
+        "speed_seconds_share_of_grid": round(
+            certify_cost["speed_seconds"] / grid_cost["speed_seconds"], 4
+        ),
     }
 
 
 def cost(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """A run's model seconds (the sum of its calls'), prompt tokens and samples.
+    """A run's model seconds (the sum of its calls'), tokens and samples.
 
     ``unscored``: samples without a score (truncated, blocked, failed): paid for, never
     counted right or wrong, so a task the model answers by running on measures nothing.
+    ``speed_seconds``: its calls' prompt and reply tokens at the catalog's measured speed
+    (``CallSpeed``, what the budget is estimated with), the time an idle machine takes.
     """
+    from niah.catalog.models import find_model
+
+    model = find_model(REQUEST["model_name"])
+    speed = model.speed if model else None
+    assert speed is not None, "the local model's catalog entry gives its speed"
+    prompt = sum(cell["prompt_tokens"] for cell in cells)
+    output = sum(cell.get("output_tokens", 0) for cell in cells)
     return {
         "samples": len(cells),
         "unscored": sum(1 for cell in cells if cell["score"] is None),
         "model_seconds": round(sum(cell["model_seconds"] for cell in cells), 1),
-        "prompt_tokens": sum(cell["prompt_tokens"] for cell in cells),
+        "prompt_tokens": prompt,
+        "output_tokens": output,
+        "speed_seconds": round(speed.seconds(prompt, output), 1),
     }
 
 

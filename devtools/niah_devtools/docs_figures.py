@@ -429,7 +429,8 @@ def _certify_local(local: dict[str, Any]) -> list[str]:
             _length(run["length"]),
             f"{run['samples']:,.0f} ({run['unscored']:,.0f} unscored)",
             f"{run['model_seconds']:,.1f}",
-            f"{run['prompt_tokens']:,.0f}",
+            f"{run['speed_seconds']:,.1f}",
+            f"{run['prompt_tokens']:,.0f} / {run['output_tokens']:,.0f}",
         ]
         for name, run in (("the full grid", grid), ("certify", certify))
     ]
@@ -439,13 +440,25 @@ def _certify_local(local: dict[str, Any]) -> list[str]:
             ["length (tokens)", "the grid: mean score (samples)", "certify: its last look"], rows
         ),
         "",
-        *table(["run", "effective length", "samples", "model seconds", "prompt tokens"], costs),
+        *table(
+            [
+                "run",
+                "effective length",
+                "samples",
+                "model seconds (measured)",
+                "at the catalog's speed, s",
+                "prompt / reply tokens",
+            ],
+            costs,
+        ),
         "",
         f"The grid: {grid['text']}. The certificate: {certify['text']}; "
         f"{certify['rounds']:.0f} rounds, stopped: {certify['reason']}.",
         "",
         f"Certify took {percent(local['model_seconds_share_of_grid'])} of the grid's model "
-        f"seconds and {percent(local['tokens_share_of_grid'])} of its prompt tokens; its "
+        f"seconds as measured, {percent(local['speed_seconds_share_of_grid'])} of them at "
+        f"the catalog's speed and {percent(local['tokens_share_of_grid'])} of its prompt "
+        "tokens; its "
         f"length is {local['lengths_apart']:.0f} candidate lengths from the grid's "
         f"(within one: {'yes' if local['within_one_length'] else 'no'}). Task "
         f"{request['task']}, depths "
@@ -461,11 +474,21 @@ CERTIFY_LOCAL_KEYS = (
     *(
         f"{run}.{key}"
         for run in ("grid", "certify")
-        for key in ("length", "samples", "unscored", "model_seconds", "prompt_tokens", "text")
+        for key in (
+            "length",
+            "samples",
+            "unscored",
+            "model_seconds",
+            "speed_seconds",
+            "prompt_tokens",
+            "output_tokens",
+            "text",
+        )
     ),
     "certify.rounds",
     "certify.reason",
     "model_seconds_share_of_grid",
+    "speed_seconds_share_of_grid",
     "tokens_share_of_grid",
     "lengths_apart",
     "within_one_length",
