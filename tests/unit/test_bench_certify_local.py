@@ -76,10 +76,10 @@ def test_the_comparison_counts_lengths_apart_and_the_costs_from_the_cells() -> N
     assert figures["certify"]["model_seconds"] == 140.0
     assert figures["model_seconds_share_of_grid"] == round(140 / 450, 4)
     assert figures["tokens_share_of_grid"] == round(3_500 / 11_250, 4)
-    # At the catalog's speed (270 prompt, 27 reply tokens a second), what they read and wrote.
-    assert figures["grid"]["speed_seconds"] == round(11_250 / 270 + 30 * 20 / 27, 1) == 63.9
-    assert figures["certify"]["speed_seconds"] == round(3_500 / 270 + 14 * 20 / 27, 1) == 23.3
-    assert figures["speed_seconds_share_of_grid"] == round(23.3 / 63.9, 4)
+    # At the catalog's speed (470 prompt, 48 reply tokens a second), what they read and wrote.
+    assert figures["grid"]["speed_seconds"] == round(11_250 / 470 + 30 * 20 / 48, 1) == 36.4
+    assert figures["certify"]["speed_seconds"] == round(3_500 / 470 + 14 * 20 / 48, 1) == 13.3
+    assert figures["speed_seconds_share_of_grid"] == round(13.3 / 36.4, 4)
     # Each length's last look, and the grid's mean where no sample was scored: none.
     assert figures["certify"]["by_length"] == [
         {"length": 250, "samples": 12, "mean": 91.7, "verdict": "OPEN"},
@@ -100,7 +100,7 @@ def test_the_docs_table_renders_the_recorded_run() -> None:
     assert "| 250 | 93.8 % (15) | 91.7 % (12, OPEN) |" in text
     assert "| 500 | none scored (15) | not asked |" in text
     assert (
-        "| certify | none (below the shortest) | 14 (4 unscored) | 140.0 | 23.3 | 3,500 / 280 |"
+        "| certify | none (below the shortest) | 14 (4 unscored) | 140.0 | 13.3 | 3,500 / 280 |"
         in text
     )
     assert "31.1 % of the grid's model seconds as measured, 36.5 % of them at" in text

@@ -422,8 +422,8 @@ def test_a_budget_that_cannot_pass_any_length_is_said_before_the_run_with_the_le
     }
     starved = unreachable_warning(certify_spec(**fields))
     assert starved is not None
-    assert starved.startswith("certify_max_seconds: the default budget (355 s) cannot pass")
-    assert "250 tokens, takes 31 right answers in a row (438 s)" in starved
+    assert starved.startswith("certify_max_seconds: the default budget (201 s) cannot pass")
+    assert "250 tokens, takes 31 right answers in a row (247 s)" in starved
     assert starved in model_warnings(certify_spec(**fields))  # the dispatcher's 202 says it
     words = ["--mode", "certify", "--model_name", "gemma-3-270m-local", "--task", "multi_value",
              "--context_lengths", "250", "500", "1000", "2000", "4000",
@@ -493,7 +493,7 @@ def test_the_local_model_is_budgeted_in_model_seconds_a_quarter_of_the_grid_s() 
     assert record["budget_usd"] is None and record["max_tokens"] is None
     cost = sample_cost(record)
     for n in spec.lengths():
-        assert cost(n) == round(n / 270 + output / 27, 6) == round(speed.seconds(n, output), 6)
+        assert cost(n) == round(n / 470 + output / 48, 6) == round(speed.seconds(n, output), 6)
     grid = 5 * 3 * sum(cost(n) for n in spec.lengths())
     assert grid_seconds(spec) == pytest.approx(grid, abs=1e-4)
     assert record["budget_seconds"] == pytest.approx(grid / 4, abs=1e-4)
@@ -584,20 +584,42 @@ def test_compare_shows_a_certify_runs_certificate_as_its_own_report_does() -> No
     assert page.count(said.replace("'", "&#39;")) == 2
 
 
+def test_a_round_s_cells_are_published_by_length_and_depth_as_a_grid_s_are() -> None:
+    """A round is sent in the order that lets the model's prompt cache serve it.
+
+    A length's samples at one depth share their prompt up to the needle. The cells are
+    the planner's, whatever the order.
+    """
+    from niah.service.messages import cell_messages
+
+    spec = certify_spec()
+    samples = {1000: 12, 4000: 8}
+    run = RunRecord.from_document(
+        {"run_id": "run-o", "spec": spec.model_dump(mode="json"), "certify": {"samples": samples}}
+    )
+    sent = [(m["context_length"], m["depth_percent"], m["sample"]) for m in cell_messages(run)]
+    assert sent == sorted(sent)
+    planned = certify_cells(spec, samples)
+    assert sorted(sent) == sorted((c.context_length, c.depth_percent, c.sample) for c in planned)
+    assert [c.depth_percent for c in planned] != sorted(c.depth_percent for c in planned)
+
+
 def test_a_budget_too_small_for_a_first_look_or_a_threshold_of_100_is_refused() -> None:
     from pydantic import ValidationError
 
     from niah.errors import RequestError
     from niah.service.runs.admission_checks import check_certify_budget
 
+    # A model with neither a price nor a measured speed is budgeted in prompt tokens.
+    untimed = {"model_name": "my-model", "certify_max_seconds": None}
     with pytest.raises(RequestError) as refused:
-        check_certify_budget(certify_spec(certify_max_tokens=1000), 10**9)
+        check_certify_budget(certify_spec(**untimed, certify_max_tokens=1000), 10**9)
     assert refused.value.field == "certify_max_tokens"
     # 3 samples, not 8: 8 at 2,000 tokens would be more than 4 % of the budget, so the
     # first look is the fewest that, all wrong, fail 2,000 (design 2, issue 54).
     assert "cannot pay for a first look (3 samples at 2,000 tokens: 6,000)" in str(refused.value)
     assert "set certify_max_tokens to at least 6,000" in str(refused.value)
-    check_certify_budget(certify_spec(certify_max_tokens=6000), 10**9)  # the amount named
+    check_certify_budget(certify_spec(**untimed, certify_max_tokens=6000), 10**9)  # as named
     with pytest.raises(ValidationError, match="certify_threshold"):
         certify_spec(certify_threshold=100)
 

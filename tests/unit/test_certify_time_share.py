@@ -14,8 +14,8 @@ from niah_devtools.certify_time_share import call_seconds, simulate
 
 
 def test_a_call_s_time_is_its_prompt_and_its_reply_at_the_catalog_s_speed() -> None:
-    # 250 tokens at 270 a second plus 128 at 27 a second (docs: measured 2026-12-06).
-    assert call_seconds(250, 128) == pytest.approx(250 / 270 + 128 / 27)
+    # 250 tokens at 470 a second plus 128 at 48 a second (docs: measured 2026-12-06).
+    assert call_seconds(250, 128) == pytest.approx(250 / 470 + 128 / 48)
     assert call_seconds(16_000, 0) > call_seconds(250, 356)
 
 

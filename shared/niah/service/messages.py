@@ -118,10 +118,12 @@ def run_cell_tasks(run: RunRecord) -> list[CellTask]:
     """Every cell of the run as its message says it: the grid's, or one per published row."""
     run_id, spec, stamp, rows = run.run_id, run.spec, run.stamp or None, run.source_rows
     if spec.is_certify():  # the rounds asked for so far
-        return [
-            _cell_task(run_id, cell, stamp)
-            for cell in certify_cells(spec, stored_samples(run.certify))
-        ]
+        # By length and depth, as a grid's go: a length's samples at one depth share their
+        # prompt up to the needle, so the model's prompt cache (llama.cpp's, Vertex's
+        # implicit one) reuses it; the samples' draws are as certify_cells makes them.
+        cells = certify_cells(spec, stored_samples(run.certify))
+        ordered = sorted(cells, key=lambda c: (c.context_length, c.depth_percent, c.sample))
+        return [_cell_task(run_id, cell, stamp) for cell in ordered]
     if not rows:
         return [_cell_task(run_id, cell, stamp) for cell in spec.cells()]
     files = run.source_files or ()
