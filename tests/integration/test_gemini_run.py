@@ -126,8 +126,9 @@ def test_a_model_that_counts_more_gets_fitted_lengths_and_cells_over_its_limit_r
     assert recorded["sample"] == f"the haystack's first 3,000 tokens ({local:,} local tokens)"
     seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
     # The sample once for the whole run; gemini-3.8-flash's tokenizer is none we hold
-    # (issue 52), so each of the 4 cells is counted too, landing at the sample's ratio.
-    assert len([r for r in seen if r["kind"] == "count"]) == 1 + 4
+    # (issue 52), so each length's probe (once in the one worker) and each of the 4 cells
+    # are counted too, each landing at once (this stand-in counts at a constant ratio).
+    assert len([r for r in seen if r["kind"] == "count"]) == 1 + 2 + 4
     cells = FirestoreStore().list_cells(run_id)
     assert len(cells) == 4
     for cell in cells:

@@ -18,7 +18,7 @@ import requests
 
 from niah.cloud.blobs import GcsBlobStore
 from niah.cloud.store import FirestoreStore
-from niah.core.prompts.count_fit import fit_tolerance
+from niah.core.prompts.count_fit import FIT_ROUNDS, fit_tolerance
 from tests.integration.conftest import Stack
 from tests.integration.test_local_stack import post, wait_complete
 
@@ -61,8 +61,15 @@ def test_cells_of_a_model_on_another_tokenizer_land_within_the_tolerance_and_say
         assert cell["usage"]["prompt_token_count"] == cell["counted_prompt_tokens"], name
         assert cell["prompt_token_deviation"] == deviation, name
     seen = requests.get(f"{standin}/_standin/requests", timeout=5).json()["requests"]
-    counts = len([r for r in seen if r["kind"] == "count"])
-    assert counts == 1 + sum(cell["fit_rounds"] for cell in cells)  # the sample, the fits
+    counted = [json.dumps(r["body"]) for r in seen if r["kind"] == "count"]
+    # The cells' fits, each round a count of the cell's prompt (which asks its question)...
+    questions = {json.dumps(cell["question"])[1:-1] for cell in cells}
+    asked = [body for body in counted if any(question in body for question in questions)]
+    assert len(asked) == sum(cell["fit_rounds"] for cell in cells)
+    # ...and the run's sample, and each length's probe (no needle, no question) that the
+    # one worker fits once to start its cells from, in one to FIT_ROUNDS rounds.
+    probes = len(counted) - len(asked) - 1
+    assert len(lengths) <= probes <= len(lengths) * FIT_ROUNDS
     summary_name = run["report"]["summary_uri"].split("/", 3)[3]
     summary = json.loads(GcsBlobStore(stack.env["NIAH_BUCKET"]).read(summary_name))
     largest = max(-cell["fit_deviation_tokens"] for cell in cells)

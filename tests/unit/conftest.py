@@ -17,6 +17,18 @@ def naive_dispatch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def cold_fit_starts() -> None:
+    """Each test's fitted prompts start cold, as a new worker's do.
+
+    FIT_STARTS is per process: another test's stand-in may count otherwise, and a test
+    may count the probe's calls.
+    """
+    from niah.service.cells.prompt import FIT_STARTS
+
+    FIT_STARTS.clear()
+
+
 @pytest.fixture
 def short_leases(monkeypatch: pytest.MonkeyPatch) -> float:
     """A one-second cell lease, renewed every third of a second.

@@ -823,8 +823,12 @@ def test_a_gemini_cell_is_fitted_to_the_models_count_of_its_haystack(
     assert outcome == "answered"
     recorded = store.get_run(run_id)["token_count"]
     # One count of the sample; gemini-3.8-flash's tokenizer is not ours (google-genai
-    # maps it to none), so its cell is counted too: at the sample's ratio, once.
-    [sample, _] = [r for r in state.requests if r["kind"] == "count"]
+    # maps it to none), so its cell is counted too: the worker's first cell of its kind
+    # fits a probe (no needle, no question) at the sample's ratio, then the cell from the
+    # probe's length, each once at this constant ratio.
+    [sample, probe, counted_cell] = [r for r in state.requests if r["kind"] == "count"]
+    sent = next(r for r in state.requests if r["kind"] == "generate")["body"]["contents"]
+    assert counted_cell["body"]["contents"] == sent != probe["body"]["contents"]
     local, model = recorded["local_tokens"], recorded["model_tokens"]
     sample_text = sample["body"]["contents"][0]["parts"][0]["text"]
     assert len(get_tokenizer().encode(sample_text)) == local

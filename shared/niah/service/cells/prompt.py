@@ -8,7 +8,7 @@ anything is paid.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from niah.catalog.models import input_limit, prompt_limit, prompts_fitted
@@ -27,6 +27,7 @@ from niah.core.request.axes import at_variant, haystack_order
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
 from niah.errors import HaystackError
+from niah.memo import ProcessCache
 from niah.service.messages import CellTask
 from niah.tasks import Sample, make_sample
 from niah.tasks.mrcr import published_sample
@@ -56,6 +57,11 @@ def run_haystack(
     """The run's haystack, tokenized (once per process: ``load_haystack`` keeps it)."""
     prefix = haystack_prefix(spec.haystack_dir, blobs.bucket)
     return load_haystack(blobs, prefix, tokenizer, haystack_files)
+
+
+# Each kind of fitted prompt's first build, found once per process by fitting a probe
+# (``prepare_call``): at most this many kinds kept, the oldest forgotten first.
+FIT_STARTS: ProcessCache[Hashable, int] = ProcessCache(max_entries=4096)
 
 
 def fits_by_count(spec: RunRequest) -> bool:
@@ -133,6 +139,29 @@ def prepare_call(
 
         first = token_ratio.local_length(target) if token_ratio else target
         if count_tokens is not None:
+            counter = count_tokens
+
+            def probe() -> CountFit:
+                """The kind's prompt without needle or question, fitted as a cell is.
+
+                A run's cells at one length differ in their needles and question, a few
+                tokens of thousands: started from the run's ratio, a fitted cell took two
+                builds and two countTokens calls, started from where the probe fits
+                mostly one. The probe depends on the kind alone, so a cell's prompt is
+                the same whichever cells the process built before it (a start learnt
+                from the last cell would make it depend on their order). Only a first
+                build: each cell's own count still decides.
+                """
+
+                def plain(local_tokens: int) -> BuiltPrompt:
+                    return build_prompt(haystack, tokenizer, template=template, insertions=(),
+                                        question="", context_length=local_tokens)  # fmt: skip
+
+                return fit_by_count(plain, counter, target_tokens=target, first_local_tokens=first)
+
+            # The haystack's key names its files' content, and its order where shuffled.
+            kind = (spec.model_name, haystack.key, template, first, target)
+            first = FIT_STARTS.get_or_make(kind, lambda: probe().built.planned_prompt_tokens)
             fit = fit_by_count(build, count_tokens, target_tokens=target, first_local_tokens=first)
             budget = call_budget(spec, sample.answer_tokens)
             return PreparedCall(fit.built, cell_turns(fit.built, sample), budget, fit)
