@@ -140,6 +140,13 @@ SCALE_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
         lambda run: f"{run['overhead_ms_median']:.1f}",
     ),
     ("overhead a sample, p99 ms", lambda run: f"{run['overhead_ms_p99']:.1f}"),
+    (
+        "of it in Firestore / countTokens / the rest, median ms",
+        lambda run: " / ".join(
+            f"{run['waits_ms'][part]['median']:.1f}"
+            for part in ("firestore", "count_tokens", "other")
+        ),
+    ),
     ("worker CPU a sample, ms", lambda run: f"{1000 * run['worker_cpu_seconds_per_sample']:.1f}"),
     (
         "Firestore reads / writes a sample",
@@ -183,6 +190,9 @@ SCALE_KEYS = tuple(
         "samples_per_second",
         "overhead_ms_median",
         "overhead_ms_p99",
+        "waits_ms.firestore.median",
+        "waits_ms.count_tokens.median",
+        "waits_ms.other.median",
         "worker_cpu_seconds_per_sample",
         "operations_per_sample.firestore_reads",
         "operations_per_sample.firestore_writes",
