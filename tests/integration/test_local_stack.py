@@ -255,7 +255,9 @@ def test_the_local_model_s_certificate_is_budgeted_in_its_model_time(stack: Stac
     certificate = summary["certificate"]
     assert certificate["budget_seconds"] == plan["budget_seconds"]
     assert 0 < certificate["seconds"] <= plan["budget_seconds"]
-    assert certificate["share_of_grid"] == pytest.approx(certificate["seconds"] / grid, abs=1e-4)
+    # The seconds are kept to the tenth, the share to four places: each off by half of that.
+    off = 0.05 / grid + 0.00005
+    assert certificate["share_of_grid"] == pytest.approx(certificate["seconds"] / grid, abs=off)
     cells = FirestoreStore().list_cells(run_id)
     assert len(cells) == int(run["total"]) >= certificate["samples"] > 0
     page = blobs.read(f"reports/{run_id}/report.html").decode()

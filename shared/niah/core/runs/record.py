@@ -263,7 +263,7 @@ class RunRecord:
         try:
             spec = RunRequest.model_validate(get("spec") or {})
         except ValidationError as error:
-            raise StoredRunError(run_id, _first_problem(error)) from error
+            raise StoredRunError.of(run_id, _first_problem(error)) from error
         listed = get("haystack_files") or None
         rows = get("source_rows")
         files = get("source_files")
