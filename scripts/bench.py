@@ -26,7 +26,7 @@ from typing import Any
 from bench_batch import measure_batch_ingest
 from bench_cache import measure_grid_cost
 from bench_certify import measure_certify, measure_certify_nolima
-from bench_certify_local import measure_certify_local
+from bench_certify_local import SINGLE_REQUEST, measure_certify_local
 from bench_counting import SAMPLES, measure_counting
 from bench_local import measure_local_reuse
 from bench_pipeline import Stack, bench_stack, measure_stack
@@ -221,11 +221,15 @@ PARTS = {
 # The local-stack part (``measure_stack``): its figures are top-level keys of bench.json.
 STACK_PART = "stack"
 # Parts with a stack of their own, on ``--base-port``'s ports (the scale part's: +20).
-# certify_local is not in the smoke run: its smallest real run is minutes of the CPU model
-# (tests/unit/test_bench_certify_local.py holds its comparison and table).
+# certify_local and certify_local_single are not in the smoke run: their smallest real
+# run is minutes of the CPU model (tests/unit/test_bench_certify_local.py holds their
+# comparison and table).
 STACK_PARTS = {
     "scale": lambda base_port: measure_scale(base_port=base_port + SCALE_PORT_OFFSET),
     "certify_local": lambda base_port: measure_certify_local(base_port=base_port),
+    "certify_local_single": lambda base_port: measure_certify_local(
+        SINGLE_REQUEST, base_port=base_port
+    ),
 }
 
 

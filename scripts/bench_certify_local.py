@@ -40,6 +40,17 @@ REQUEST: dict[str, Any] = {
     "document_depth_percents": [10, 50, 90],
     "seed": 54,
 }
+# A second comparison where lengths pass (scripts/bench.sh --only certify_local_single):
+# the harness's single needle, which the model finds at every depth up to 8,000 tokens,
+# over 500-4,000 tokens at 11 depths. The 3-depth grid above buys its certificate too
+# few samples to pass any length; with 11 depths a quarter of the grid can pass two.
+SINGLE_REQUEST: dict[str, Any] = {
+    "model_name": "gemma-3-270m-local",
+    "task": "single",
+    "context_lengths": [500, 1000, 2000, 4000],
+    "document_depth_percents": [10 * step for step in range(11)],
+    "seed": 54,
+}
 RULE = "ruler"
 # The stack as a user's: cache-aware dispatch (bench_stack's naive order is the stack
 # part's, whose figure is the publish).

@@ -585,6 +585,12 @@ FIGURES: dict[str, Figures] = {
         _certify_local,
         "scripts/bench.sh --only certify_local",
     ),
+    "certify_local_single": Figures(
+        "certify_local_single",
+        CERTIFY_LOCAL_KEYS,
+        _certify_local,
+        "scripts/bench.sh --only certify_local_single",
+    ),
     "local_reuse": Figures(
         "local_reuse",
         (

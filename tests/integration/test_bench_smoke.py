@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 # Docs tables whose section --smoke does not write: certify_local's smallest real run is
 # minutes of the CPU model (tests/unit/test_bench_certify_local.py holds its table).
-NOT_IN_SMOKE = {"batch_ingest", "certify_local"}
+NOT_IN_SMOKE = {"batch_ingest", "certify_local", "certify_local_single"}
 
 
 def bench(
