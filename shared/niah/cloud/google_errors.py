@@ -15,11 +15,11 @@ class it names, so a misspelt path fails there.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
+from niah.cloud.class_wrap import wrapping_public_methods
 from niah.errors import (
     RETRYABLE_STATUS_CODES,
     CloudAccessError,
@@ -128,14 +128,7 @@ def raises_service_errors(
     It sees only what escapes a method: a method's own catches (``AlreadyExists`` ->
     False) still decide first. Service errors and unclassified exceptions pass unchanged.
     """
-
-    def decorate(cls: type[T]) -> type[T]:
-        for name, member in list(vars(cls).items()):
-            if not name.startswith("_") and inspect.isfunction(member):
-                setattr(cls, name, _classifying(member, unavailable))
-        return cls
-
-    return decorate
+    return wrapping_public_methods(lambda method: _classifying(method, unavailable))
 
 
 def _classifying(

@@ -20,7 +20,6 @@ lease renewal) is kept apart, as ``background``.
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
 import time
 from collections import Counter
@@ -28,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
+
+from niah.cloud.class_wrap import wrapping_public_methods
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -123,14 +124,7 @@ def waits_on(system: str) -> Callable[[type[T]], type[T]]:
 
     Two ``perf_counter`` reads a call; nothing kept outside a ``metered()`` block.
     """
-
-    def decorate(cls: type[T]) -> type[T]:
-        for name, member in list(vars(cls).items()):
-            if not name.startswith("_") and inspect.isfunction(member):
-                setattr(cls, name, _timed(member, system))
-        return cls
-
-    return decorate
+    return wrapping_public_methods(lambda method: _timed(method, system))
 
 
 def waiting_on(system: str, function: Callable[P, R]) -> Callable[P, R]:
