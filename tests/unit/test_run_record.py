@@ -17,6 +17,7 @@ import pytest
 
 import niah.catalog.models as catalog_models
 import niah.catalog.prices as catalog_prices
+from niah.catalog.models import LOCAL_MODEL
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.runs import ListedRun, RunRecord, stored_run
 from niah.errors import StoredRunError
@@ -70,6 +71,30 @@ def test_one_admission_looks_the_model_up_once(
     )
     assert dispatched.created and dispatched.published > 0
     assert lookups == {"gemini-3.8-flash": 1}
+
+
+@pytest.mark.parametrize(
+    ("model", "budget"),
+    [("gemini-3.8-flash", {}), (LOCAL_MODEL, {}), (LOCAL_MODEL, {"certify_max_seconds": 400})],
+)
+def test_a_certify_admission_looks_the_model_up_once(
+    essay_blobs: MemoryBlobs,
+    lookups: collections.Counter[str],
+    model: str,
+    budget: dict[str, float],
+) -> None:
+    """A certification's plan is priced from the one entry admission resolved.
+
+    Its prices or seconds per length, budget, unreachable warning and the spend held:
+    9 and 25 lookups before (2026-12-06), one per length each time a check rebuilt it.
+    """
+    body = BODY | {"model_name": model, "mode": "certify"} | budget
+    store, publisher = MemoryStore(), RecordingPublisher()
+    dispatched = dispatch_run(
+        body, store=store, publisher=publisher, blobs=essay_blobs, ledger=MemorySpendLedger()
+    )
+    assert dispatched.created and dispatched.published > 0
+    assert lookups == {model: 1}
 
 
 def test_a_worker_s_run_view_looks_the_model_up_once(

@@ -16,7 +16,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from niah.core.money.pricing import cost_of
+from niah.catalog.prices import prices_for
+from niah.core.money.pricing import call_cost
 from niah.core.prompts.answer_budget import call_budget
 from niah.core.request.grid import Cell
 from niah.core.request.spec import RunRequest
@@ -62,7 +63,10 @@ def sample_usd(spec: RunRequest) -> dict[int, float] | None:
     included. A free model (the local one) is budgeted otherwise (``sample_seconds``).
     """
     tier = spec.call_tier()
-    priced = {n: cost_of(spec.model_name, n, 0, tier=tier) for n in spec.lengths()}
+    # Priced from the entry the request resolved: a plan is built by each admission
+    # check, and a lookup per length each time made 9 to 25 lookups an admission.
+    prices = prices_for(spec.model_name, entry=spec.catalog_model())
+    priced = {n: call_cost(prices, n, 0, tier=tier) for n in spec.lengths()}
     if not all(cost.priced and cost.usd > 0 for cost in priced.values()):
         return None
     return {n: cost.usd for n, cost in priced.items()}
