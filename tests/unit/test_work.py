@@ -1,5 +1,6 @@
 import re
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -46,8 +47,16 @@ def world(essay_blobs: MemoryBlobs) -> dict[str, Any]:
     return dispatch_task(essay_blobs, context_lengths=[300, 600], document_depth_percents=[0, 100])
 
 
-def run_cell(world: dict[str, Any], task: CellTask, provider: Provider) -> str:
-    def provider_for(kind: ProviderName, name: str) -> Provider:
+def run_cell(
+    world: dict[str, Any],
+    task: CellTask,
+    provider: Provider,
+    *,
+    provider_for: Callable[[ProviderName, str], Provider] | None = None,
+) -> str:
+    """Deliver ``task`` to the worker, answered by ``provider`` (or ``provider_for``'s)."""
+
+    def always(kind: ProviderName, name: str) -> Provider:
         return provider
 
     return process_cell(
@@ -55,7 +64,7 @@ def run_cell(world: dict[str, Any], task: CellTask, provider: Provider) -> str:
         store=world["store"],
         blobs=world["blobs"],
         publisher=world["publisher"],
-        provider_for=provider_for,
+        provider_for=provider_for or always,
         tokenizer_for=get_tokenizer,
     )
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from niah.cloud import metering
 from niah.core.interfaces import BlobStore, ResultStore, gs_uri
 from niah.core.prompts.token_fit import cell_token_fields
 from niah.core.request.grid import Cell
@@ -18,7 +17,6 @@ from niah.core.request.spec import RunRequest
 from niah.errors import (
     CellInFlightError,
     CloudUnavailableError,
-    HaystackError,
     NiahError,
     PermanentCellError,
     PermanentRunError,
@@ -27,14 +25,7 @@ from niah.errors import (
 )
 from niah.logs import log
 from niah.service.cells.deps import WorkerDeps
-from niah.service.cells.prompt import (
-    cell_sample,
-    count_before_call,
-    fits_by_count,
-    prepare_call,
-    reads_haystack,
-    run_haystack,
-)
+from niah.service.cells.prepared import PreparedCell, prepare_cell
 from niah.service.cells.records import (
     Call,
     Outcome,
@@ -46,7 +37,6 @@ from niah.service.cells.records import (
 )
 from niah.service.cells.run_view import RunView
 from niah.service.cells.scoring import scored_answer
-from niah.service.cells.token_counts import run_token_ratio
 from niah.service.lease import ClaimKeeper
 from niah.service.messages import CellTask
 from niah.settings import CONTEXTS_PREFIX, get_settings
@@ -60,20 +50,22 @@ def answer_claimed(
     deps: WorkerDeps,
     *,
     holder: ClaimKeeper | None = None,
+    prepared: PreparedCell | None = None,
 ) -> Outcome:
     """Build, ask, score and store a cell this delivery holds the lease of.
 
     ``holder``: the keeper of that lease; the cell is stored only while it holds
-    (``_stop_unless_held``).
+    (``_stop_unless_held``). ``prepared``: its call readied while it was claimed
+    (``niah.service.cells.prepared``); readied here otherwise.
     """
     cell, spec = task.cell, run.spec
-    started = time.monotonic()
-    try:
-        sample = cell_sample(task, spec, cell, deps.blobs)
-    except HaystackError as error:  # a published file replaced or gone: nothing to ask
+    prepared = prepared if prepared is not None else prepare_cell(task, run, deps)
+    sample = prepared.sample
+    if sample is None:  # a published file replaced or gone: nothing to ask
+        assert prepared.sample_error is not None
         return store_cell(
             task,
-            failed_cell(task, spec, error),
+            failed_cell(task, spec, prepared.sample_error),
             {},
             run=run,
             store=deps.store,
@@ -83,7 +75,7 @@ def answer_claimed(
     totals: dict[str, float] = {}
     call: Call | None = None
     try:
-        fields, totals, call = _answer_cell(task, run, sample, claim, deps, holder)
+        fields, totals, call = _answer_cell(task, run, sample, prepared, claim, deps, holder)
     except (CloudUnavailableError, CellInFlightError):
         raise  # the service's own store or bus, or another holder: not a failure of the cell
     except RetryableError as error:
@@ -92,7 +84,7 @@ def answer_claimed(
         fields = failure_fields(error.kind, str(error))
     doc = cell_record(task, spec, cell, sample) | fields
     doc |= {
-        "test_duration_seconds": round(time.monotonic() - started, 4),
+        "test_duration_seconds": round(time.monotonic() - prepared.started, 4),
         "test_timestamp_utc": harness_timestamp(),
     }
     if holder is not None:
@@ -187,74 +179,23 @@ def _answer_cell(
     task: CellTask,
     run: RunView,
     sample: Sample,
+    prepared: PreparedCell,
     claim: int,
     deps: WorkerDeps,
     holder: ClaimKeeper | None,
 ) -> tuple[dict[str, Any], dict[str, float], Call]:
-    """Build the prompt, ask the model, score.
+    """Note the readied call, ask the model, score.
 
     Returns the cell's fields, the run's increments and the call's record (closed with
     the cell, in one write).
     """
-    started = time.monotonic()
-    cell, spec, store = task.cell, run.spec, deps.store
+    ready = prepared.ready_call()  # an error met readying it is raised here
+    spec, store, provider = run.spec, deps.store, ready.provider
+    built, budget = ready.prepared.built, ready.prepared.budget
+    fields = dict(ready.fields)
     call_id = f"{task.cell_id}.C{claim:03d}"
-    provider = deps.provider_for(run.provider_name, spec.model_name)
-    tokenizer = deps.tokenizer_for(provider.tokenizer_name)
-    ratio = None
-    if run.provider_name == "gemini" and reads_haystack(sample):
-        ratio = run_token_ratio(
-            task.run_id,
-            spec,
-            run.token_count,
-            stamp=task.run_stamp,
-            haystack=run_haystack(spec, tokenizer, deps.blobs, run.haystack_files),
-            tokenizer=tokenizer,
-            provider=provider,
-            store=store,
-        )
-    prepared = prepare_call(
-        spec,
-        cell,
-        sample,
-        default_template=provider.default_template,
-        tokenizer=tokenizer,
-        blobs=deps.blobs,
-        haystack_files=run.haystack_files,
-        token_ratio=ratio,
-        # Timed apart: a fitted prompt's countTokens calls are the cell's wait, not the model call.
-        count_tokens=metering.waiting_on(metering.COUNT_TOKENS, provider.count_tokens)
-        if fits_by_count(spec)
-        else None,
-    )
-    built, budget, fit = prepared.built, prepared.budget, prepared.fit
-    fields: dict[str, Any] = {
-        "planned_prompt_tokens": built.planned_prompt_tokens,
-        "insertion_depth_percent": round(built.actual_depth_percent, 3),
-        "build_seconds": round(time.monotonic() - started, 4),
-    }
-    if sample.distractors:  # the needle's depth, and where each distractor went
-        depths = built.depths_of(sample.insertions)
-        fields["insertion_depth_percent"] = round(depths[0], 3)
-        fields["distractors"] = [
-            item | {"depth_percent": round(depth, 3)}
-            for item, depth in zip(
-                sample.details["distractors"], depths[len(sample.needle_insertions) :], strict=True
-            )
-        ]
-    if ratio is not None:
-        # The length the prompt was fitted to, as the model counts (its local count is
-        # planned_prompt_tokens, exact).
-        fields["fitted_prompt_tokens"] = cell.context_length - spec.final_context_length_buffer
-    if fit is not None:  # fitted to the model's countTokens: the count, and how far off
-        fields |= fit.fields()
     if spec.save_contexts:
         fields["context_uri"] = _save_prompt(task, built.prompt, deps.blobs)
-    counted = count_before_call(
-        spec, cell, built, ratio, provider, budget, fitted_count=fit.model_tokens if fit else None
-    )
-    if counted is not None:
-        fields["counted_prompt_tokens"] = counted
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     # The note checks the lease is still this claim's: after a store stall longer than
     # the lease, another delivery may hold the cell, and then only it calls.
@@ -284,7 +225,7 @@ def _answer_cell(
             max_output_tokens=budget.max_output_tokens,
             thinking_budget=budget.thinking_budget,
             thinking_level=budget.thinking_level,
-            turns=prepared.turns,
+            turns=ready.prepared.turns,
             tier=spec.tier,
         )
     except NiahError as error:

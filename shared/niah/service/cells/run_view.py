@@ -78,6 +78,8 @@ class RunView:
 # stamp (one creation): an instance reads the whole document once per run, then each
 # delivery reads only the fields that change or tell the run is gone or replaced.
 _created: ProcessCache[tuple[str, str], RunView] = ProcessCache()
+# Whether the last read of each run (ID and stamp) found it cancelled.
+_seen_cancelled: dict[tuple[str, str], bool] = {}
 
 
 def current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> RunView | None:
@@ -89,12 +91,9 @@ def current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> Ru
     only: the whole document holds the haystack's listing (a map per file), which each
     delivery decoded and copied again.
     """
-    known = _created.known((run_id, stamp)) if stamp is not None else None
+    known = known_run(run_id, stamp)
     if known is not None:
-        live = run_state(store, run_id)
-        if live is None or live.stamp != stamp:
-            return None
-        return replace(known, cancelled=live.status == RUN_CANCELLED)
+        return live_view(store, known)
     doc = store.get_run(run_id, counts=False)
     if doc is None:
         return None
@@ -104,7 +103,37 @@ def current_run(store: ResultStore, run_id: str, stamp: str | None = None) -> Ru
     view = record_view(record)
     if stamp is not None:
         _created.get((run_id, stamp), lambda: view)
+        _seen_cancelled[(run_id, stamp)] = view.cancelled
     return view
+
+
+def known_run(run_id: str, stamp: str | None) -> RunView | None:
+    """The run as this instance read it at creation ``stamp``; None: not read yet.
+
+    No read: whether the run is still live (not deleted, replaced or cancelled) is
+    ``live_view``'s to say.
+    """
+    return _created.known((run_id, stamp)) if stamp is not None else None
+
+
+def live_view(store: ResultStore, known: RunView) -> RunView | None:
+    """``known`` as the store has it now (one projected read): None if gone or replaced."""
+    run_id, stamp = known.record.run_id, known.record.stamp
+    live = run_state(store, run_id)
+    if live is None or live.stamp != stamp:
+        return None
+    cancelled = live.status == RUN_CANCELLED
+    _seen_cancelled[(run_id, stamp)] = cancelled
+    return replace(known, cancelled=cancelled)
+
+
+def last_seen_cancelled(known: RunView) -> bool:
+    """Whether this instance's last read of the run found it cancelled (a guess, no read).
+
+    A delivery of such a run reads its liveness before readying anything, so the cells
+    a cancelled run's queue still holds are dropped without a prompt built for each.
+    """
+    return _seen_cancelled.get((known.record.run_id, known.record.stamp), False)
 
 
 def record_view(record: RunRecord) -> RunView:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
@@ -31,8 +32,15 @@ from niah.models.providers import get_provider
 from niah.models.tokenizer import get_tokenizer
 from niah.service.cells.answer import answer_claimed
 from niah.service.cells.deps import ProviderFactory, TokenizerFactory, WorkerDeps
+from niah.service.cells.prepared import in_background, prepare_cell
 from niah.service.cells.records import Outcome, failed_cell, kept_answer, store_cell
-from niah.service.cells.run_view import RunView, current_run
+from niah.service.cells.run_view import (
+    RunView,
+    current_run,
+    known_run,
+    last_seen_cancelled,
+    live_view,
+)
 from niah.service.lease import LeaseKeeper, watch_holder
 from niah.service.messages import CellTask
 from niah.service.runs.completion import request_report_if_complete
@@ -111,21 +119,31 @@ def _republish_after_death(task: CellTask, *, store: ResultStore, publisher: Pub
 
 
 def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
-    """Check the run and the message, claim the cell, and answer it under its lease."""
+    """Check the run and the message, claim the cell, and answer it under its lease.
+
+    A run this instance has read before is checked for liveness while the cell is
+    claimed and its call readied (``niah.service.cells.prepared``): three waits at once
+    where they were three in a row. A cell of a run gone or cancelled meanwhile lets
+    go of its claim unanswered; nothing readied is paid for.
+    """
     store, publisher = deps.store, deps.publisher
-    run = current_run(store, task.run_id, task.run_stamp)
-    if run is None:
-        log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
-        return "orphan"
-    if run.cancelled:
-        log("cell of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
-        return "cancelled"
+    known = known_run(task.run_id, task.run_stamp)
+    if known is not None and not last_seen_cancelled(known):
+        run: RunView | None = known
+        liveness: Future[RunView | None] | None = in_background(live_view, store, known)
+    else:
+        run, liveness = current_run(store, task.run_id, task.run_stamp), None
+    if run is not None and liveness is not None and _not_of_the_run(task, run) is not None:
+        run, liveness = liveness.result(), None  # a rejection is said of a live run only
+    if run is None or run.cancelled:
+        return _dropped(task, run)
     spec = run.spec
     problem = _not_of_the_run(task, run)
     if problem is not None:
         # Forged or corrupted: no model call, no count, acknowledged.
         log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)
         return "rejected"
+    preparing = in_background(prepare_cell, task, run, deps)
     settings = get_settings()
     claimed_at = time.monotonic()  # the claim's request sent: its lease counts from here
     claim = store.claim_cell(
@@ -147,6 +165,17 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
             )
             if seen == "lapsed" and claim >= 1:
                 _republish_after_death(task, store=store, publisher=publisher)
+    if liveness is not None:
+        try:
+            live = liveness.result()
+        except BaseException:
+            if claim >= 1:  # the store failed us: the next delivery may claim at once
+                _let_go(task, store, claim)
+            raise
+        if live is None or live.cancelled:
+            if claim >= 1:
+                _let_go(task, store, claim)
+            return _dropped(task, live)
     if claim == CLAIM_STORED:
         log("duplicate delivery suppressed", run_id=task.run_id, cell_id=task.cell_id)
         request_report_if_complete(task.run_id, store=store, publisher=publisher)
@@ -188,12 +217,22 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
             settings.cell_lease_seconds,
             claimed_at=claimed_at,
         ) as holder:
-            return answer_claimed(task, run, claim, deps, holder=holder)
+            ready = preparing.result()
+            return answer_claimed(task, run, claim, deps, holder=holder, prepared=ready)
     except BaseException:
         # Whatever went wrong, the claim goes with it: the next delivery may claim at
         # once instead of waiting out the lease.
         _let_go(task, store, claim)
         raise
+
+
+def _dropped(task: CellTask, run: RunView | None) -> Outcome:
+    """Acknowledge a cell of a run that is gone (or replaced) or cancelled, unanswered."""
+    if run is None:
+        log("cell for an unknown run dropped", severity="WARNING", run_id=task.run_id)
+        return "orphan"
+    log("cell of a cancelled run dropped", run_id=task.run_id, cell_id=task.cell_id)
+    return "cancelled"
 
 
 def _let_go(task: CellTask, store: ResultStore, claim: int) -> None:
