@@ -181,3 +181,28 @@ def test_a_message_without_a_kind_is_refused_in_one_log_line_and_acknowledged(
         (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
         assert line["severity"] == "ERROR" and line["message"] == "malformed message dropped"
         assert "kind is" in line["error"] and "cell, batch, certify_step, report" in line["error"]
+
+
+def test_a_push_of_a_run_this_version_cannot_read_is_acknowledged_on_both_routes(
+    essay_blobs: Any, monkeypatch: Any
+) -> None:
+    """A 204 on both routes.
+
+    Before: a 500 on each, so 5 deliveries, then dead letters redelivered until
+    retention drops them (their subscription has no dead-letter policy).
+    """
+    from tests.unit.test_unreadable_run_push import pushed, state, unreadable
+    from tests.unit.test_work import dispatch_task
+
+    world = dispatch_task(essay_blobs)
+    before = unreadable(world)
+    (task,) = world["tasks"]
+    for target in ("handle_cell", "handle_dead_letter"):
+        app = functions_framework.create_app(target=target, source=SOURCE)
+        served = sys.modules["main"]
+        monkeypatch.setattr(
+            served, "_clients", lambda: (world["store"], world["publisher"], world["blobs"])
+        )
+        response = app.test_client().post("/", json=pushed(task))
+        assert (response.status_code, response.get_data(as_text=True)) == (204, ""), target
+    assert state(world) == before

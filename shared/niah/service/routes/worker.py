@@ -6,7 +6,8 @@ that will never parse is logged and acknowledged (``None`` work), never retried.
 job's service error is logged here once, as one line with what the push cost, and
 raised for the entry point to map to a status: retryable, redelivered; the
 deployment's own (no access to its store or bus), redelivered too, so its cells are
-answered once that is fixed.
+answered once that is fixed. A run this version cannot read (``StoredRunError``) is
+the exception: no redelivery reads it, so its push is logged and acknowledged.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from typing import Any, Literal
 from niah.cloud.bus import decode_push
 from niah.cloud.metering import metered
 from niah.core.interfaces import BlobStore, Publisher, ResultStore
-from niah.errors import CellInFlightError, MalformedMessageError, NiahError, RetryableError
+from niah.errors import (
+    CellInFlightError,
+    MalformedMessageError,
+    NiahError,
+    RetryableError,
+    StoredRunError,
+)
 from niah.logs import log
 from niah.service.cells.worker import process_cell, record_dead_letter
 from niah.service.messages import (
@@ -132,6 +139,13 @@ def _run(message: Message, work: Work, done: str) -> str:
     with metered() as operations:
         try:
             outcome = work()
+        except StoredRunError as error:
+            # Its stored request fails this version's checks before anything is claimed:
+            # every redelivery would fail the same (the dead-letter route's until retention),
+            # and a dead letter must not republish it nor count it failed.
+            log("push of a run this version cannot read acknowledged", severity="ERROR",
+                **_labels(message), kind=error.kind, problem=error.problem, **cost())  # fmt: skip
+            return "unreadable"
         except NiahError as error:
             _log_not_done(message, error, attempt, cost())
             raise
