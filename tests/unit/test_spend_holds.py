@@ -7,7 +7,9 @@ real one).
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
+import json
 from typing import Any
 
 import pytest
@@ -30,6 +32,7 @@ from tests.unit.test_spend_limits import (  # noqa: F401 (gemini: the autouse fi
     gemini,
     settings,
 )
+from tests.unit.test_unreadable_run_push import PROBLEM, REFUSED
 
 
 @pytest.fixture
@@ -286,6 +289,37 @@ def test_the_sweep_settles_holds_whose_run_is_gone_or_ended_and_keeps_running_on
         recorded_spend(world, ended) + float(held_running["reserved"])
     )
     assert [e["run_id"] for e in world.ledger.open_entries()] == [running]
+
+
+def test_a_hold_of_a_run_this_version_cannot_read_is_kept_and_the_others_settled(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: ``StoredRunError`` went up out of the sweep: no hold after it was settled.
+
+    Its hold is kept (what its calls cost cannot be read without its request), named in
+    one ERROR line; the others are settled as in the test above, and nothing stored
+    changes.
+    """
+    unreadable, gone, ended, running = (world.post(body(seed=s)).run_id for s in (14, 11, 12, 13))
+    for run_id in (unreadable, ended):
+        fail_cells(world, run_id, paid_usd=0.03)
+        world.store.update_run(run_id, {"status": RUN_REPORT_FAILED})
+    del world.store.runs[gone]
+    world.store.runs[unreadable]["spec"] |= REFUSED
+    held = {run_id: world.ledger.entry(run_id) for run_id in (unreadable, running)}
+    stored = copy.deepcopy(vars(world.store))
+    capsys.readouterr()
+    tally = settle_ended(store=world.store, ledger=world.ledger, older_than_seconds=0)
+    lines = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+    errors = [line for line in lines if line["severity"] == "ERROR"]
+    assert [(line["run_id"], line["problem"]) for line in errors] == [(unreadable, PROBLEM)]
+    assert tally == {"holds_open": 4, "holds_settled": 2}
+    assert [e["run_id"] for e in world.ledger.open_entries()] == [unreadable, running]
+    assert {run_id: world.ledger.entry(run_id) for run_id in held} == held
+    assert world.ledger.window_spend(today()) == pytest.approx(
+        recorded_spend(world, ended) + sum(float(e["reserved"]) for e in held.values() if e)
+    )
+    assert vars(world.store) == stored
 
 
 def test_a_report_redelivered_after_its_renderer_died_before_settling_settles(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -20,10 +21,12 @@ import pytest
 
 from niah.errors import StoredRunError
 from niah.service.cells.worker import record_dead_letter
-from niah.service.messages import CellTask
+from niah.service.messages import CellTask, report_message
+from niah.service.routes.report import handle_report_request
 from niah.service.routes.worker import Route, handle_push
 from niah.settings import get_settings
-from tests.fakes import MemoryBlobs, ScriptedProvider
+from tests import REPO
+from tests.fakes import MemoryBlobs, MemorySpendLedger, RecordingAlerts, ScriptedProvider
 from tests.unit.test_work import cache_aware_world, dispatch_task, run_cell
 
 # What this version's checks refuse in a stored spec, and how they name it.
@@ -119,4 +122,67 @@ def test_a_push_of_an_unreadable_run_is_acknowledged_in_one_error_line(
     assert (line["severity"], line["run_id"], line["cell_id"]) == ("ERROR", task.run_id,
                                                                    task.cell_id)  # fmt: skip
     assert line["problem"] == PROBLEM and line["kind"] == "run"
+    assert state(world) == before
+
+
+def report_push(run_id: str) -> dict[str, Any]:
+    """Pub/Sub's push body of the request for ``run_id``'s report."""
+    data = base64.b64encode(json.dumps(report_message(run_id)).encode()).decode()
+    return {"subscription": "projects/p/subscriptions/reports", "message": {"data": data}}
+
+
+def answered(world: dict[str, Any]) -> None:
+    """Every cell of ``world``'s run answered: the worker asked for its report."""
+    for task in world["tasks"]:
+        run_cell(world, task, ScriptedProvider(lambda prompt: "I cannot tell."))
+    assert world["publisher"].reports == [world["run_id"]]
+
+
+def test_a_report_request_of_an_unreadable_run_is_acknowledged_in_one_error_line(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: ``StoredRunError`` went up out of the route, so the push was retried.
+
+    Five deliveries, each a traceback, then a dead letter. Now: one ERROR line naming the
+    run and the field, nothing rendered, claimed, settled or published.
+    """
+    answered(world)
+    before = unreadable(world)
+    ledger = MemorySpendLedger()
+
+    def clients() -> tuple[Any, Any, Any]:
+        return world["store"], world["blobs"], ledger
+
+    capsys.readouterr()
+    outcome = handle_report_request(report_push(world["run_id"]), clients=clients,
+                                    alerts=RecordingAlerts())  # fmt: skip
+    assert outcome == "unreadable"
+    (line,) = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
+    assert (line["severity"], line["run_id"], line["problem"]) == ("ERROR", world["run_id"],
+                                                                     PROBLEM)  # fmt: skip
+    assert state(world) == before and (ledger.runs, ledger.windows) == ({}, {})  # nothing settled
+
+
+def test_the_report_function_answers_a_report_request_of_an_unreadable_run_2xx(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through ``functions/report/main.py``: acknowledged. Before: a 500, so redelivered."""
+    import functions_framework
+
+    answered(world)
+    before = unreadable(world)
+    source = str(REPO / "functions" / "report" / "main.py")
+    app = functions_framework.create_app(target="handle_report", source=source)
+    served = sys.modules["main"]
+    monkeypatch.setattr(
+        served, "_clients", lambda: (world["store"], world["blobs"], MemorySpendLedger())
+    )
+    headers = {
+        "ce-id": "1",
+        "ce-specversion": "1.0",
+        "ce-source": "//pubsub.googleapis.com/projects/p/topics/reports",
+        "ce-type": "google.cloud.pubsub.topic.v1.messagePublished",
+    }
+    response = app.test_client().post("/", json=report_push(world["run_id"]), headers=headers)
+    assert response.status_code == 200
     assert state(world) == before

@@ -1,8 +1,9 @@
 """A report request off the reports topic: parsed by its kind, rendered, metered.
 
-A push that will never parse (no kind, another kind, a run ID no run can have) is
-logged and dropped: retrying cannot help. Anything ``render_report`` raises goes up to
-the entry point, and Pub/Sub delivers the request again.
+A push that will never parse (no kind, another kind, a run ID no run can have), or
+that names a run this version cannot read (``StoredRunError``), is logged and
+dropped: retrying cannot help. Anything else ``render_report`` raises goes up to the
+entry point, and Pub/Sub delivers the request again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from niah.cloud.bus import decode_event
 from niah.cloud.metering import metered
 from niah.core.interfaces import BlobStore, ResultStore
-from niah.errors import MalformedMessageError
+from niah.errors import MalformedMessageError, StoredRunError
 from niah.logs import log
 from niah.service.messages import ReportRequest, parse_message
 from niah.service.reports.render import render_report
@@ -34,7 +35,13 @@ def handle_report_request(
     store, blobs, ledger = clients()
     started = time.perf_counter()
     with metered() as operations:
-        render_report(message.run_id, store=store, blobs=blobs, ledger=ledger, alerts=alerts)
+        try:
+            render_report(message.run_id, store=store, blobs=blobs, ledger=ledger, alerts=alerts)
+        except StoredRunError as error:
+            # Raised before the claim: nothing changed, and no redelivery can read it.
+            log("report request of a run this version cannot read dropped", severity="ERROR",
+                run_id=message.run_id, kind=error.kind, problem=error.problem)  # fmt: skip
+            return "unreadable"
     log(
         "report request metered",
         run_id=message.run_id,

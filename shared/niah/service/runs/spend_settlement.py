@@ -24,6 +24,7 @@ from niah.core.interfaces import (
 )
 from niah.core.money.pricing import spend_summary
 from niah.core.runs import RunRecord, stored_run
+from niah.errors import StoredRunError
 from niah.logs import log
 
 # A run is ended, for its holds, in these states: nothing more is asked of the model
@@ -74,7 +75,8 @@ def settle_ended(
 
     The grace covers a dispatch under way (its hold is taken just before its run is
     stored, and a re-ask's just before its cells are reset). A run still running keeps
-    its holds: its report settles them.
+    its holds (its report settles them), and so does a run this version cannot read:
+    what its calls cost needs its request. An ERROR line names it each sweep.
     """
     now = dt.datetime.now(dt.UTC)
     tally = {"holds_open": 0, "holds_settled": 0}
@@ -86,7 +88,12 @@ def settle_ended(
         ):
             continue
         run_id = str(entry["run_id"])
-        run = stored_run(store, run_id, counts=False)
+        try:
+            run = stored_run(store, run_id, counts=False)
+        except StoredRunError as error:  # what it spent cannot be read: its hold stands
+            log("sweep kept the hold of a run this version cannot read", severity="ERROR",
+                run_id=run_id, kind=error.kind, problem=error.problem)  # fmt: skip
+            continue
         if run is not None and run.status not in ENDED:
             continue
         if settle_spent(run_id, store=store, ledger=ledger, run=run) is not None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from niah.core.interfaces import Publisher, ResultStore
 from niah.core.runs import RunRecord
+from niah.errors import StoredRunError
 from niah.logs import log
 from niah.service.batch.pieces import hand_on_dead_pieces
 from niah.service.messages import (
@@ -56,7 +58,7 @@ def sweep_stalled_runs(
     if quiet_after_seconds is not None:
         quiet_after = quiet_after_seconds
     now = dt.datetime.now(dt.UTC)
-    runs = [RunRecord.from_document(doc) for doc in store.running_runs()]
+    runs = _readable(store.running_runs())
     for run in runs:
         if not run.admitted:  # its cells would be the default request's, never asked for
             log("a running run with no request left alone", severity="WARNING", run_id=run.run_id)
@@ -101,6 +103,23 @@ def sweep_stalled_runs(
         tally["runs_swept"] += 1
         tally["cells_republished"] += count
     return tally
+
+
+def _readable(docs: list[dict[str, Any]]) -> list[RunRecord]:
+    """The running runs this version can read.
+
+    One it cannot (``StoredRunError``: its stored request fails this version's checks)
+    is left as stored, named in an ERROR line each sweep: no sweep can read it either,
+    and it must not stop the sweep of the others.
+    """
+    runs = []
+    for doc in docs:
+        try:
+            runs.append(RunRecord.from_document(doc))
+        except StoredRunError as error:
+            log("sweep left a run this version cannot read", severity="ERROR",
+                run_id=error.run_id, kind=error.kind, problem=error.problem)  # fmt: skip
+    return runs
 
 
 def _lost(
