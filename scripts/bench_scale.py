@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from bench_floor import cell_calls_floor
 from bench_pipeline import Stack, bench_stack
 
 SIZES = (100, 1_000, 10_000)
 LENGTHS = [1_000 + 100 * step for step in range(10)]
+# The most samples of a run's same-hour baseline (``_with_floor``).
+FLOOR_SAMPLES = 500
 # A run not complete in this long has stalled: the benchmark says so rather than wait on.
 WAIT_SECONDS = 3600
 # How long the report function may take to log its line once the run is complete.
@@ -203,6 +206,22 @@ def _one_run(samples: int, url: str, state: Path, bucket: str) -> dict[str, Any]
     }
 
 
+def _with_floor(run: dict[str, Any], standin_url: str) -> dict[str, Any]:
+    """The run's figures with its same-hour baseline: the cell's Google calls alone.
+
+    Measured right after the run on its stack (``bench_floor``), up to ``FLOOR_SAMPLES``
+    cells one at a time; ``overhead_over_floor`` is the run's median overhead over the
+    baseline's median, which the machine's speed that hour moves far less than either.
+    """
+    floor = cell_calls_floor(
+        "gemini-3.8-flash", min(run["samples"], FLOOR_SAMPLES), standin_url=standin_url
+    )
+    return run | {
+        "calls_floor": floor,
+        "overhead_over_floor": round(run["overhead_ms_median"] / floor["median_ms"], 2),
+    }
+
+
 def _growth(runs: list[dict[str, Any]], key: str) -> list[float | None]:
     """How ``key`` grows per 10x samples: each run's figure over the previous one's."""
     ratios: list[float | None] = []
@@ -240,7 +259,13 @@ def measure_scale(
             json={"latency_seconds": 0.0, "estimate_tokens": True},
             timeout=5,
         ).raise_for_status()
-        runs = [_one_run(n, env["DISPATCHER_URL"], state, env["NIAH_BUCKET"]) for n in sizes]
+        runs = [
+            _with_floor(
+                _one_run(n, env["DISPATCHER_URL"], state, env["NIAH_BUCKET"]),
+                env["VERTEX_STANDIN_URL"],
+            )
+            for n in sizes
+        ]
     typical = cost_of(
         TYPICAL_CELL["model"], TYPICAL_CELL["prompt_tokens"], TYPICAL_CELL["output_tokens"]
     )

@@ -141,10 +141,18 @@ SCALE_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
     ),
     ("overhead a sample, p99 ms", lambda run: f"{run['overhead_ms_p99']:.1f}"),
     (
-        "of it in Firestore / countTokens / the rest, median ms",
-        lambda run: " / ".join(
-            f"{run['waits_ms'][part]['median']:.1f}"
-            for part in ("firestore", "count_tokens", "other")
+        "the same calls alone, in the same hour (bench_floor), median ms",
+        lambda run: f"{run['calls_floor']['median_ms']:.1f}",
+    ),
+    ("overhead over those calls alone", lambda run: f"{run['overhead_over_floor']:.2f}"),
+    (
+        "of it in Firestore / countTokens / the rest, median ms; beside it on threads",
+        lambda run: (
+            " / ".join(
+                f"{run['waits_ms'][part]['median']:.1f}"
+                for part in ("firestore", "count_tokens", "other")
+            )
+            + f"; {run['waits_ms']['background']['median']:.1f}"
         ),
     ),
     ("worker CPU a sample, ms", lambda run: f"{1000 * run['worker_cpu_seconds_per_sample']:.1f}"),
@@ -193,6 +201,9 @@ SCALE_KEYS = tuple(
         "waits_ms.firestore.median",
         "waits_ms.count_tokens.median",
         "waits_ms.other.median",
+        "waits_ms.background.median",
+        "calls_floor.median_ms",
+        "overhead_over_floor",
         "worker_cpu_seconds_per_sample",
         "operations_per_sample.firestore_reads",
         "operations_per_sample.firestore_writes",

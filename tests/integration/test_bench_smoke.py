@@ -82,6 +82,12 @@ def test_every_benchmark_part_completes_and_writes_its_keys(tmp_path: Path) -> N
     assert scale["operations_per_sample"]["firestore_writes"] > 0
     assert scale["service_usd_per_1000_samples"] > 0 and scale["report_html_bytes"] > 0
     assert scale["report_peak_rss_mib"] > 0
+    # The same hour's baseline: the cell's calls alone, one at a time, and the ratio.
+    floor = scale["calls_floor"]
+    assert (floor["samples"], floor["threads"]) == (100, 1) and floor["median_ms"] > 0
+    assert scale["overhead_over_floor"] == round(
+        scale["overhead_ms_median"] / floor["median_ms"], 2
+    )
     # Every figure a page of docs/ cites between its markers is a key the benchmark writes,
     # with the commit and day it was measured at. The smoke runs no batch ingest: at its
     # smallest (1,000 lines, one piece) it takes 85 s and has no untraced piece to time.
