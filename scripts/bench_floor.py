@@ -6,9 +6,10 @@ the store. Their cost moves with the machine: on 2026-12-06 the same code's 3,00
 run took a median 20.2 ms at 05:41 and 29.7 and 33.7 ms twenty minutes later, the
 machine otherwise idle. So the bench also makes exactly those calls, through the
 service's own adapters but with none of its work between them (no message, no prompt
-built, no scoring, no log line), one cell at a time, on the same stack right after the
-run: the least a cell's overhead can be that hour. The run's overhead over it says what
-the service adds (its own work, and cells waiting on each other), whatever the
+built, no scoring, no log line), one cell at a time and each call after the last, on
+the same stack right after the run: what those calls take that hour, unloaded. The
+run's overhead over it says what the service adds (its own work, and cells waiting on
+each other) less what it overlaps (the worker's first three go at once), whatever the
 machine's speed.
 
 One at a time: from eight threads at once (as many as the worker serves) the calls
