@@ -17,8 +17,10 @@ import pytest
 
 from niah.catalog.models import ProviderName
 from niah.core.interfaces import Provider
-from niah.errors import StoreUnavailableError
+from niah.errors import PromptOverLimitError, StoreUnavailableError
+from niah.service.cells import prepared
 from niah.service.messages import CellTask
+from niah.settings import CONTEXTS_PREFIX
 from tests.fake_store import MemoryStore
 from tests.fakes import ScriptedProvider
 from tests.unit.test_work import dispatch_task, echo_needle_number, run_cell
@@ -128,3 +130,24 @@ def test_a_liveness_read_that_fails_frees_the_claim_and_is_redelivered(
     store.liveness_error = None
     assert deliver(world, task) == "answered"  # claimed at once, not after the lease
     assert store.leases[(run_id, task.cell_id)]["claims"] == 2
+
+
+def test_a_prompt_refused_over_the_limit_is_saved_and_never_sent(
+    essay_blobs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readied early, a refused prompt is still kept for ``save_contexts``, as before."""
+
+    def over_the_limit(*args: Any, **kwargs: Any) -> int:
+        raise PromptOverLimitError("context_lengths: the prompt is above the input limit")
+
+    monkeypatch.setattr(prepared, "count_before_call", over_the_limit)
+    made = dispatch_task(essay_blobs, save_contexts=True)
+    provider = ScriptedProvider(echo_needle_number)
+    (task,) = made["tasks"]
+    assert run_cell(made, task, provider) == "failed"
+    assert provider.prompts == []
+    (cell,) = made["store"].list_cells(made["run_id"])
+    assert cell["error"]["kind"] == PromptOverLimitError.kind
+    saved = f"{CONTEXTS_PREFIX}{made['run_id']}/{task.cell_id}.txt"
+    assert [info.name for info in essay_blobs.list(saved)] == [saved]
+    assert "special magic" in essay_blobs.read(saved).decode()

@@ -196,6 +196,8 @@ def _answer_cell(
     call_id = f"{task.cell_id}.C{claim:03d}"
     if spec.save_contexts:
         fields["context_uri"] = _save_prompt(task, built.prompt, deps.blobs)
+    if ready.refused is not None:
+        raise ready.refused
     # Noted before the call: a worker killed mid-call still leaves the call in the spend.
     # The note checks the lease is still this claim's: after a store stall longer than
     # the lease, another delivery may hold the cell, and then only it calls.

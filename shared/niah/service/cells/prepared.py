@@ -55,6 +55,9 @@ class ReadyCall:
     provider: Provider
     prepared: PreparedCall
     fields: dict[str, Any]
+    # Why the built prompt may not be sent (its count over the model's input limit):
+    # raised once its context is saved (``save_contexts``), as before the call was readied.
+    refused: NiahError | None = None
 
 
 @dataclass(frozen=True)
@@ -148,15 +151,18 @@ def _ready_call(
         fields["fitted_prompt_tokens"] = cell.context_length - spec.final_context_length_buffer
     if fit is not None:  # fitted to the model's countTokens: the count, and how far off
         fields |= fit.fields()
-    counted = count_before_call(
-        spec,
-        cell,
-        built,
-        ratio,
-        provider,
-        prepared.budget,
-        fitted_count=fit.model_tokens if fit else None,
-    )
+    try:
+        counted = count_before_call(
+            spec,
+            cell,
+            built,
+            ratio,
+            provider,
+            prepared.budget,
+            fitted_count=fit.model_tokens if fit else None,
+        )
+    except NiahError as error:  # refused (over the model's limit): its prompt still saved
+        return ReadyCall(provider, prepared, fields, refused=error)
     if counted is not None:
         fields["counted_prompt_tokens"] = counted
     return ReadyCall(provider, prepared, fields)
