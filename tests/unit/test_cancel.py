@@ -114,3 +114,20 @@ def test_niah_cancel_says_what_was_spent_and_how_to_resume(
     with pytest.raises(SystemExit) as exited:
         main(["cancel", "runs/x", "--url", "http://127.0.0.1:9"])
     assert exited.value.code == 2 and "is not a run ID" in capsys.readouterr().err
+
+
+def test_niah_cancel_of_a_run_this_version_cannot_read_says_so_not_zero_answered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from niah.cli.main import main
+    from tests.fakes import json_server
+
+    run_id = "run-0123456789abcdef"
+    problem = f"run {run_id} cannot be read by this version: context_lengths: ..."
+    answer = {"run_id": run_id, "outcome": "cancelled", "status": "cancelled", "total": 0,
+              "answered": 0, "failed": 0, "totals": {}, "unreadable": problem}  # fmt: skip
+    with json_server(200, answer) as url:
+        main(["cancel", run_id, "--url", url])
+    out = capsys.readouterr().out
+    assert out.startswith(f"run {run_id} cancelled, but this version cannot read it ({problem})")
+    assert "0 answered" not in out and "spend hold stays open" in out

@@ -431,3 +431,23 @@ def test_a_budget_alert_pushed_to_the_dispatcher_stops_new_runs(
     assert tripped.get_json() == {"kill_switch_tripped": True}
     stopped = client.post("/", json=body())
     assert stopped.status_code == 429 and stopped.get_json()["error"]["field"] == "kill_switch"
+
+
+def test_cancelling_a_run_this_version_cannot_read_is_answered_not_retried(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel is written: 200 saying the run is unreadable, never a 503 "retry"."""
+    client = dispatcher(monkeypatch, world)
+    alice = {"Authorization": signed(ALICE)}
+    run_id = client.post("/", json=body(), headers=alice).get_json()["run_id"]
+    world.store.runs[run_id]["spec"] |= {"context_lengths": [-5]}
+    answered = client.post("/cancel", json={"run_id": run_id}, headers=alice)
+    assert answered.status_code == 200
+    reply = answered.get_json()
+    assert (reply["outcome"], reply["status"]) == ("cancelled", "cancelled")
+    assert (
+        reply["unreadable"].startswith(f"run {run_id}") and "context_lengths" in reply["unreadable"]
+    )
+    assert world.store.runs[run_id]["status"] == "cancelled"
+    again = client.post("/cancel", json={"run_id": run_id}, headers=alice).get_json()
+    assert again["outcome"] == "already_cancelled" and "unreadable" in again

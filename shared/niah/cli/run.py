@@ -174,6 +174,13 @@ def cmd_cancel(args: argparse.Namespace) -> None:
     if args.json:
         print(to_json(body))
         return
+    if body.get("unreadable"):
+        print(
+            f"run {args.run_id} cancelled, but this version cannot read it "
+            f"({body['unreadable']}): what it answered and spent is not known, and its "
+            "spend hold stays open until the run is readable again"
+        )
+        return
     cost = cost_summary(body.get("totals") or {})["cost_usd"]
     spent = "cost unknown (a model without a known price)" if cost is None else f"${cost:.4f}"
     print(

@@ -14,11 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from niah.core.interfaces import CancelOutcome, Publisher, ResultStore, SpendLedger
+from niah.core.interfaces import (
+    RUN_CANCELLED,
+    CancelOutcome,
+    Publisher,
+    ResultStore,
+    SpendLedger,
+)
 from niah.core.request.callers import LOCAL_CALLER, check_may_change
 from niah.core.request.spec import RUN_ID_PATTERN
 from niah.core.runs import run_owner, stored_run
-from niah.errors import RequestError
+from niah.errors import RequestError, StoredRunError
 from niah.logs import log
 from niah.service.messages import BATCH_POLL, batch_message
 from niah.service.runs.spend_settlement import settle_spent
@@ -38,10 +44,13 @@ class Cancelled:
     # The run's token and cost totals as counted (``niah.core.results.summary.cost_summary``
     # reads them; not here, so the dispatcher does not load the pricing tables).
     totals: dict[str, float]
+    # Why this version cannot read the run (``StoredRunError``): cancelled all the same,
+    # but its figures are not known and its spend hold is not settled.
+    unreadable: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The HTTP answer's body."""
-        return {
+        body = {
             "run_id": self.run_id,
             "outcome": self.outcome,
             "status": self.status,
@@ -50,6 +59,7 @@ class Cancelled:
             "failed": self.failed,
             "totals": self.totals,
         }
+        return body | ({"unreadable": self.unreadable} if self.unreadable else {})
 
 
 def parse_cancel(payload: Any) -> str:
@@ -84,7 +94,14 @@ def cancel_run(
     if exists:
         check_may_change(owner, run_id, caller, get_settings().operators, "cancel")
     outcome = store.cancel_run(run_id)
-    run = stored_run(store, run_id) if outcome != "missing" else None
+    try:
+        run = stored_run(store, run_id) if outcome != "missing" else None
+    except StoredRunError as error:
+        # The cancel is written (nothing more is published or answered): said, not a
+        # 503 asking to retry what took effect.
+        log("run cancel of a run this version cannot read", severity="ERROR", run_id=run_id,
+            outcome=outcome, caller=caller, problem=str(error))  # fmt: skip
+        return Cancelled(run_id, outcome, RUN_CANCELLED, 0, 0, 0, {}, unreadable=str(error))
     log("run cancel", run_id=run_id, outcome=outcome, caller=caller)
     if run is not None and ledger is not None and outcome in ("cancelled", "already_cancelled"):
         # Also when already cancelled: a cancel whose settle failed is settled by its retry.
