@@ -43,26 +43,36 @@ T = TypeVar("T")
 # Transactions that meet on a window document are retried after a random wait, growing
 # with each try: the client's own retries come at once, and 20 identical POSTs at once
 # all met the same lock again until the emulator timed them out (409 "Transaction lock
-# timeout"), a 503 for most of them.
-RESERVE_ATTEMPTS = 12
+# timeout"), a 503 for most of them. Retried until a deadline, not a count: each round
+# one contender commits, so 20 at once need up to 20 rounds, and on a loaded machine 12
+# tries ran out for 16 of 20 POSTs (2026-12-06, "Failed to commit transaction").
+RESERVE_SECONDS = 30.0
 RESERVE_WAIT_SECONDS = 0.05
+RESERVE_MAX_WAIT_SECONDS = 0.5
 
 
 def _with_backoff(attempt: Callable[[], T]) -> T:
-    """``attempt()``, tried again after a jittered, growing wait while it meets a lock."""
+    """``attempt()``, tried again after a jittered, growing wait while it meets a lock.
+
+    Until ``RESERVE_SECONDS`` have passed; the lock's last loss is raised then.
+    """
     from google.api_core.exceptions import Conflict
 
-    for tries in range(1, RESERVE_ATTEMPTS + 1):
+    deadline = time.monotonic() + RESERVE_SECONDS
+    tries = 0
+    while True:
+        tries += 1
         try:
             return attempt()
         except (Conflict, ValueError) as error:
             # Aborted (a lock lost to another transaction) is a Conflict; the client says
             # "Failed to commit transaction in 1 attempts." as a ValueError.
             lost = isinstance(error, Conflict) or str(error).startswith("Failed to commit")
-            if not lost or tries == RESERVE_ATTEMPTS:
+            wait = min(RESERVE_MAX_WAIT_SECONDS, RESERVE_WAIT_SECONDS * tries)
+            wait *= random.uniform(0.5, 1.5)
+            if not lost or time.monotonic() + wait > deadline:
                 raise
-            time.sleep(random.uniform(0.5, 1.5) * RESERVE_WAIT_SECONDS * tries)
-    raise AssertionError("unreachable")
+            time.sleep(wait)
 
 
 @metering.waits_on(metering.FIRESTORE)
