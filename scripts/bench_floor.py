@@ -39,20 +39,33 @@ def cell_calls_floor(
     The calls, as a first delivery of a known run makes them (``process_cell``): the
     run's stamp and status (one projected read), the claim (one create), countTokens,
     the spend note (one batch), the model call (its time taken off), the store (one
-    batch of the cell, its shard, its call and its lease). The cell document is the size
-    of a stored cell of the run (``FLOOR_PROMPT``'s answer and needle fields).
+    batch of the cell, its shard, its call and its lease). The cell document has a
+    stored cell's fields (``_cell_doc``), not its exact size: a real cell's answer and
+    extra fields make it somewhat larger.
     """
     from niah.cloud.store import FirestoreStore
     from niah.models.providers.gemini import GeminiProvider
     from niah.settings import get_settings
 
-    # The provider reaches the stand-in as the stack's worker does (worker_model_env).
-    os.environ |= {"NIAH_VERTEX_BASE_URL": standin_url, "NIAH_VERTEX_ACCESS_TOKEN": "floor"}
+    # The provider reaches the stand-in as the stack's worker does (worker_model_env);
+    # the bench's own settings are put back once it is made.
+    reaching = {"NIAH_VERTEX_BASE_URL": standin_url, "NIAH_VERTEX_ACCESS_TOKEN": "floor"}
+    kept = {name: os.environ.get(name) for name in reaching}
+    os.environ |= reaching
     get_settings.cache_clear()
+    try:
+        provider = GeminiProvider(model)
+    finally:
+        for name, value in kept.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        get_settings.cache_clear()
     store = FirestoreStore()
-    provider = GeminiProvider(model)
     run_id = f"run-floor{time.time_ns() % 10**11:011d}"
-    store.create_run(run_id, {"stamp": "floor", "status": "running", "spec": {}})
+    # Complete, so the stack's sweep never takes this document for a run to tend.
+    store.create_run(run_id, {"stamp": "floor", "status": "complete", "spec": {}})
     overheads: list[float] = []
     lock = threading.Lock()
     numbers = iter(range(samples))
@@ -97,7 +110,7 @@ def cell_calls_floor(
 
 
 def _cell_doc(run_id: str, cell_id: str, answer: str) -> dict[str, Any]:
-    """A stored cell's fields, of the size the worker stores (scores, tokens, texts)."""
+    """A stored cell's fields as the worker names them (scores, tokens, texts)."""
     return {
         "run_id": run_id,
         "model": "gemini-3.8-flash",

@@ -133,12 +133,12 @@ def _process_cell(task: CellTask, deps: WorkerDeps) -> Outcome:
         liveness: Future[RunView | None] | None = in_background(live_view, store, known)
     else:
         run, liveness = current_run(store, task.run_id, task.run_stamp), None
-    if run is not None and liveness is not None and _not_of_the_run(task, run) is not None:
+    problem = _not_of_the_run(task, run) if run is not None else None
+    if problem is not None and liveness is not None:
         run, liveness = liveness.result(), None  # a rejection is said of a live run only
     if run is None or run.cancelled:
         return _dropped(task, run)
     spec = run.spec
-    problem = _not_of_the_run(task, run)
     if problem is not None:
         # Forged or corrupted: no model call, no count, acknowledged.
         log("cell message rejected", severity="ERROR", run_id=task.run_id, problem=problem)

@@ -100,7 +100,7 @@ def cancel_run(
         # The cancel is written (nothing more is published or answered): said, not a
         # 503 asking to retry what took effect.
         log("run cancel of a run this version cannot read", severity="ERROR", run_id=run_id,
-            outcome=outcome, caller=caller, problem=str(error))  # fmt: skip
+            outcome=outcome, caller=caller, kind=error.kind, problem=error.problem)  # fmt: skip
         return Cancelled(run_id, outcome, RUN_CANCELLED, 0, 0, 0, {}, unreadable=str(error))
     log("run cancel", run_id=run_id, outcome=outcome, caller=caller)
     if run is not None and ledger is not None and outcome in ("cancelled", "already_cancelled"):
